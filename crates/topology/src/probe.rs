@@ -26,7 +26,7 @@ impl Roots {
 }
 
 /// Metadata of the machine a result was produced on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MachineInfo {
     pub hostname: String,
     /// `uname -r`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// A NUMA node. Ids are the kernel's and may be sparse; a node with no
 /// CPUs is memory-only (CXL expanders, tiered memory, emulated nodes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Node {
     pub id: u32,
     pub cpus: Vec<u32>,
@@ -19,7 +19,7 @@ pub struct Node {
 }
 
 /// A logical CPU (hardware thread).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cpu {
     pub id: u32,
     pub node: u32,
@@ -31,7 +31,7 @@ pub struct Cpu {
 }
 
 /// A last-level cache and the CPUs that share it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Llc {
     pub id: u32,
     pub level: u8,
@@ -42,7 +42,7 @@ pub struct Llc {
 /// A whole machine. Invariants (checked by [`Topology::validate`]): node ids
 /// unique and sorted, CPU ids unique and sorted, every CPU on a listed node,
 /// `distances` square with one row per node in `nodes` order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Topology {
     pub nodes: Vec<Node>,
     pub cpus: Vec<Cpu>,
@@ -322,7 +322,7 @@ impl Topology {
                     .into(),
             ));
         }
-        if cores_per_node % llcs_per_node != 0 {
+        if !cores_per_node.is_multiple_of(llcs_per_node) {
             return Err(TopologyError::Invalid(format!(
                 "{cores_per_node} cores per node do not split evenly into {llcs_per_node} LLCs"
             )));

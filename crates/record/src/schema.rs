@@ -1,0 +1,407 @@
+//! The run-record types. `docs/record-schema.json` is generated from these
+//! (`numalab schema`), and a test keeps the two identical.
+
+use numalab_topology::MachineInfo;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the record format. Readers accept this version only.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One run of one benchmark under one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    pub schema_version: u32,
+    /// Unique id, also the file name stem.
+    pub id: String,
+    pub numalab_version: String,
+    /// RFC 3339 UTC time the run started.
+    pub started_at: String,
+    /// Benchmark name (`numa_test`, `numa01`, `twohalves`, ...).
+    pub benchmark: String,
+    /// Resolved benchmark parameters (sizes actually used, placement, ...).
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Configuration label given with `--label` (default `default`).
+    pub label: String,
+    /// Which repetition this is: `index` of `of`, from 1.
+    pub repetition: Repetition,
+    pub backend: Backend,
+    pub machine: MachineInfo,
+    pub outcome: Outcome,
+    /// Scalar results by name (`elapsed_s`, `user_s`, ...).
+    pub metrics: BTreeMap<String, Metric>,
+    /// Processes of the benchmark (memory time series index into this).
+    #[serde(default)]
+    pub processes: Vec<ProcessInfo>,
+    /// Tasks (processes or threads that do the benchmark's work).
+    pub tasks: Vec<TaskRecord>,
+    pub series: Series,
+    #[serde(default)]
+    pub convergence: Option<Convergence>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Repetition {
+    pub index: u32,
+    pub of: u32,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Backend {
+    /// Directly on the machine described by `machine`.
+    Real,
+    /// Inside a `numalab vm` guest; `machine` is the guest's view.
+    Guest {
+        /// Accelerator QEMU used (`kvm` or `tcg`).
+        accel: String,
+        /// The topology spec the guest was booted with, as typed.
+        spec: String,
+        /// Sysctls applied inside the guest before the command.
+        sysctls: BTreeMap<String, String>,
+        /// The host that ran QEMU.
+        host: String,
+        host_kernel: String,
+        host_cpu_model: Option<String>,
+    },
+    /// In the simulator; `machine` is the modelled machine.
+    Sim {
+        machine: String,
+        scheduler: String,
+        balancer: String,
+        seed: u64,
+        /// Simulated time step or event count, for reproducibility.
+        #[serde(default)]
+        details: BTreeMap<String, serde_json::Value>,
+    },
+}
+
+impl Backend {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Backend::Real => "real",
+            Backend::Guest { .. } => "guest",
+            Backend::Sim { .. } => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    pub status: Status,
+    /// Why the run failed, when it did.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl Outcome {
+    pub fn ok() -> Outcome {
+        Outcome {
+            status: Status::Ok,
+            reason: None,
+        }
+    }
+    pub fn failed(reason: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::Failed,
+            reason: Some(reason.into()),
+        }
+    }
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Failed,
+}
+
+/// Whether a smaller or a larger value of a metric is the better one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    pub value: f64,
+    /// `s`, `pages`, `faults`, `%`, ...
+    pub unit: String,
+    pub better: Better,
+}
+
+impl Metric {
+    pub fn new(value: f64, unit: &str, better: Better) -> Metric {
+        Metric {
+            value,
+            unit: unit.to_string(),
+            better,
+        }
+    }
+    pub fn seconds(value: f64) -> Metric {
+        Metric::new(value, "s", Better::Lower)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessInfo {
+    pub index: u32,
+    pub name: String,
+    #[serde(default)]
+    pub pid: Option<i32>,
+}
+
+/// One task: a process or thread that does the benchmark's work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRecord {
+    /// 1-based task number within the run, as in the seed tables.
+    pub id: u32,
+    pub name: String,
+    #[serde(default)]
+    pub pid: Option<i32>,
+    /// Index into `processes` for threads of a multi-threaded benchmark.
+    #[serde(default)]
+    pub process: Option<u32>,
+    /// Node the task first ran on (the seed's iSched).
+    pub initial_node: Option<u32>,
+    /// Node it spent most of its running time on (the seed's MSched).
+    pub main_node: Option<u32>,
+    /// Seconds of running time per node, aligned with `machine.topology.nodes`.
+    pub node_time_s: Vec<f64>,
+    /// How node residency was observed (e.g. `getcpu every 1024 updates`).
+    pub residency_method: String,
+    /// Number of residency observations behind `node_time_s`.
+    pub residency_samples: u64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Work units completed and expected (passes, iterations, loops).
+    pub work_done: u64,
+    pub work_expected: u64,
+    /// How the task ended: `exit 0`, `signal 9`, `ok` (thread), ...
+    pub exit: String,
+}
+
+impl TaskRecord {
+    /// Percentage of running time on each node (the seed's table).
+    pub fn node_percent(&self) -> Vec<f64> {
+        let total: f64 = self.node_time_s.iter().sum();
+        self.node_time_s
+            .iter()
+            .map(|t| if total > 0.0 { 100.0 * t / total } else { 0.0 })
+            .collect()
+    }
+}
+
+/// Observations over time. Each sample's vectors may be empty when that
+/// observable was not collected by the benchmark.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Series {
+    /// Requested sampling interval in seconds (0 when not sampled).
+    pub interval_s: f64,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// Resident bytes per process (outer, as `processes`) per node (inner,
+    /// aligned with `machine.topology.nodes`).
+    #[serde(default)]
+    pub memory_bytes: Vec<Vec<u64>>,
+    /// Node each task last ran on (as `tasks`), when known.
+    #[serde(default)]
+    pub task_node: Vec<Option<u32>>,
+    /// Work units done so far per task (as `tasks`).
+    #[serde(default)]
+    pub progress: Vec<u64>,
+    /// NUMA counters of /proc/vmstat as deltas from the run's start.
+    #[serde(default)]
+    pub vmstat: BTreeMap<String, i64>,
+}
+
+/// When, if ever, the workload reached its converged state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Convergence {
+    /// The precise criterion used, in words.
+    pub definition: String,
+    pub state: ConvergenceState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConvergenceState {
+    /// First reached `at_s` seconds after the start.
+    Converged { at_s: f64 },
+    /// Not reached within the observed `within_s` seconds.
+    NotConverged { within_s: f64 },
+    /// Meaningless on this machine (e.g. only one NUMA node).
+    Trivial { reason: String },
+}
+
+impl RunRecord {
+    /// Consistency checks beyond what the types enforce.
+    pub fn check(&self) -> Result<(), String> {
+        if self.schema_version != SCHEMA_VERSION {
+            return Err(format!(
+                "schema version {} (this numalab reads {SCHEMA_VERSION})",
+                self.schema_version
+            ));
+        }
+        let nodes = self.machine.topology.nodes.len();
+        for t in &self.tasks {
+            if !t.node_time_s.is_empty() && t.node_time_s.len() != nodes {
+                return Err(format!(
+                    "task {} has {} per-node times for {nodes} nodes",
+                    t.id,
+                    t.node_time_s.len()
+                ));
+            }
+        }
+        for s in &self.series.samples {
+            if s.memory_bytes.iter().any(|m| m.len() != nodes) {
+                return Err(format!(
+                    "sample at {:.3} s has memory for the wrong number of nodes",
+                    s.t_s
+                ));
+            }
+            if s.memory_bytes.len() > self.processes.len().max(1) {
+                return Err(format!(
+                    "sample at {:.3} s has memory for more processes than listed",
+                    s.t_s
+                ));
+            }
+        }
+        for (name, m) in &self.metrics {
+            if !m.value.is_finite() {
+                return Err(format!("metric {name} is not a finite number"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Metric value by name.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).map(|m| m.value)
+    }
+
+    /// A unique, filesystem-safe id for a new record.
+    pub fn make_id(benchmark: &str, label: &str, started: &chrono::DateTime<chrono::Utc>, index: u32) -> String {
+        let safe = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                .collect()
+        };
+        format!(
+            "{}-{}-{}-r{index}-{}",
+            started.format("%Y%m%dT%H%M%S%.3fZ"),
+            safe(benchmark),
+            safe(label),
+            std::process::id()
+        )
+    }
+}
+
+/// The JSON Schema of [`RunRecord`], as written to docs/record-schema.json.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(RunRecord)).expect("schema serialises")
+}
+
+/// A small, valid record for tests and documentation examples.
+pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) -> RunRecord {
+    let topology = numalab_topology::Topology::regular(2, 2, 1, 1, 32 << 20, 1 << 30, None)
+        .expect("valid example topology");
+    let started = chrono::DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
+        .expect("valid time")
+        .with_timezone(&chrono::Utc);
+    let mut metrics = BTreeMap::new();
+    metrics.insert("elapsed_s".to_string(), Metric::seconds(elapsed_s));
+    metrics.insert("user_s".to_string(), Metric::seconds(elapsed_s * 1.9));
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        id: RunRecord::make_id(benchmark, label, &started, index),
+        numalab_version: "0.0.0-example".into(),
+        started_at: started.to_rfc3339(),
+        benchmark: benchmark.into(),
+        params: BTreeMap::from([("tasks".to_string(), serde_json::json!(2))]),
+        label: label.into(),
+        repetition: Repetition { index, of: 3 },
+        backend: Backend::Real,
+        machine: MachineInfo {
+            hostname: "example".into(),
+            kernel: "6.1.0-example".into(),
+            kernel_build: None,
+            arch: "x86_64".into(),
+            cpu_model: Some("Example CPU".into()),
+            hypervisor: false,
+            memory_total_bytes: Some(2 << 30),
+            memory_available_bytes: Some(1 << 30),
+            numa_balancing: Some("1".into()),
+            numa_balancing_tunables: BTreeMap::new(),
+            thp_enabled: Some("madvise".into()),
+            thp_defrag: Some("madvise".into()),
+            governor: None,
+            smt_active: Some(false),
+            loadavg: Some([0.0, 0.0, 0.0]),
+            topology,
+        },
+        outcome: Outcome::ok(),
+        metrics,
+        processes: vec![ProcessInfo {
+            index: 0,
+            name: "p0".into(),
+            pid: Some(100),
+        }],
+        tasks: (1..=2)
+            .map(|i| TaskRecord {
+                id: i,
+                name: format!("task {i}"),
+                pid: Some(100 + i as i32),
+                process: None,
+                initial_node: Some(0),
+                main_node: Some(i - 1),
+                node_time_s: vec![elapsed_s / 2.0, elapsed_s / 2.0],
+                residency_method: "example".into(),
+                residency_samples: 10,
+                user_s: elapsed_s,
+                sys_s: 0.01,
+                work_done: 100,
+                work_expected: 100,
+                exit: "exit 0".into(),
+            })
+            .collect(),
+        series: Series {
+            interval_s: 1.0,
+            samples: vec![Sample {
+                t_s: 0.0,
+                memory_bytes: vec![vec![1 << 20, 0]],
+                task_node: vec![Some(0), Some(1)],
+                progress: vec![0, 0],
+                vmstat: BTreeMap::from([("numa_pages_migrated".to_string(), 0)]),
+            }],
+        },
+        convergence: Some(Convergence {
+            definition: "example".into(),
+            state: ConvergenceState::Converged { at_s: 1.0 },
+        }),
+        warnings: vec![],
+    }
+}

@@ -1,0 +1,162 @@
+//! Writing records atomically and reading them back, one bad file never
+//! hiding the good ones.
+
+use crate::schema::{RunRecord, SCHEMA_VERSION};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a numalab run record: {msg}")]
+    Invalid { path: PathBuf, msg: String },
+    #[error("{path}: schema version {found} is newer than this numalab reads ({SCHEMA_VERSION}); upgrade numalab")]
+    Newer { path: PathBuf, found: u64 },
+}
+
+/// Create `dir` if needed and check that records can be written there,
+/// before any work is done.
+pub fn ensure_writable_dir(dir: &Path) -> Result<(), RecordError> {
+    let io = |source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    fs::create_dir_all(dir).map_err(io)?;
+    let probe = tempfile::Builder::new()
+        .prefix(".numalab-write-test")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    drop(probe);
+    Ok(())
+}
+
+/// Write `record` as `<dir>/<id>.json` atomically: a temporary file in the
+/// same directory, synced, then renamed into place.
+pub fn write_atomic(dir: &Path, record: &RunRecord) -> Result<PathBuf, RecordError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RecordError::Io { path, source }
+    };
+    fs::create_dir_all(dir).map_err(io(dir))?;
+    let path = dir.join(format!("{}.json", record.id));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".numalab-record")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io(dir))?;
+    let json = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Invalid {
+        path: path.clone(),
+        msg: e.to_string(),
+    })?;
+    tmp.write_all(&json).map_err(io(&path))?;
+    tmp.write_all(b"\n").map_err(io(&path))?;
+    tmp.as_file().sync_all().map_err(io(&path))?;
+    tmp.persist(&path).map_err(|e| RecordError::Io {
+        path: path.clone(),
+        source: e.error,
+    })?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(path)
+}
+
+/// Parse one record from text.
+pub fn parse(path: &Path, text: &str) -> Result<RunRecord, RecordError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| RecordError::Invalid {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        None => {
+            return Err(RecordError::Invalid {
+                path: path.to_path_buf(),
+                msg: "no schema_version".into(),
+            })
+        }
+        Some(v) if v > SCHEMA_VERSION as u64 => {
+            return Err(RecordError::Newer {
+                path: path.to_path_buf(),
+                found: v,
+            })
+        }
+        Some(_) => {}
+    }
+    let record: RunRecord = serde_json::from_value(value).map_err(|e| RecordError::Invalid {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
+    record.check().map_err(|msg| RecordError::Invalid {
+        path: path.to_path_buf(),
+        msg,
+    })?;
+    Ok(record)
+}
+
+/// Read one record file.
+pub fn load(path: &Path) -> Result<RunRecord, RecordError> {
+    let text = fs::read_to_string(path).map_err(|source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Records found under some paths, and the files that could not be used.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub records: Vec<(PathBuf, RunRecord)>,
+    pub errors: Vec<RecordError>,
+}
+
+/// Load every `*.json` record in the given files and directories
+/// (recursively, in sorted order). Unreadable or corrupt files become
+/// entries of `errors`; every other record is still returned.
+pub fn load_paths(paths: &[PathBuf]) -> LoadReport {
+    let mut files = Vec::new();
+    let mut report = LoadReport::default();
+    for p in paths {
+        if p.is_dir() {
+            if let Err(e) = collect(p, &mut files) {
+                report.errors.push(e);
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files.sort();
+    files.dedup();
+    for f in files {
+        match load(&f) {
+            Ok(r) => report.records.push((f, r)),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    report
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RecordError> {
+    let entries = fs::read_dir(dir).map_err(|source| RecordError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            collect(&p, out)?;
+        } else if name.ends_with(".json") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+use numalab_record::*;
+use std::path::PathBuf;
+
+fn schema_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/record-schema.json")
+}
+
+#[test]
+fn round_trip_through_atomic_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = example_record("numa_test", "A", 1, 10.0);
+    let path = write_atomic(dir.path(), &r).unwrap();
+    assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("{}.json", r.id));
+    let back = load(&path).unwrap();
+    assert_eq!(back, r);
+    // no temporary files are left behind
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn corrupt_files_are_reported_and_the_rest_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = example_record("numa_test", "A", 1, 10.0);
+    write_atomic(dir.path(), &good).unwrap();
+    let full = serde_json::to_string(&good).unwrap();
+    std::fs::write(dir.path().join("truncated.json"), &full[..full.len() / 2]).unwrap();
+    std::fs::write(dir.path().join("other.json"), "{\"hello\": 1}").unwrap();
+    let mut newer: serde_json::Value = serde_json::from_str(&full).unwrap();
+    newer["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+    std::fs::write(dir.path().join("newer.json"), newer.to_string()).unwrap();
+    let mut unknown: serde_json::Value = serde_json::from_str(&full).unwrap();
+    unknown["surprise"] = serde_json::json!(true);
+    std::fs::write(dir.path().join("unknown.json"), unknown.to_string()).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
+
+    let rep = load_paths(&[dir.path().to_path_buf()]);
+    assert_eq!(rep.records.len(), 1);
+    assert_eq!(rep.errors.len(), 4, "{:?}", rep.errors);
+    let msgs: Vec<String> = rep.errors.iter().map(|e| e.to_string()).collect();
+    assert!(msgs.iter().any(|m| m.contains("truncated.json") && m.contains("not a numalab run record")));
+    assert!(msgs.iter().any(|m| m.contains("other.json") && m.contains("no schema_version")));
+    assert!(msgs.iter().any(|m| m.contains("newer.json") && m.contains("upgrade numalab")));
+    assert!(msgs.iter().any(|m| m.contains("unknown.json") && m.contains("surprise")));
+}
+
+#[test]
+fn inconsistent_records_are_rejected() {
+    let mut r = example_record("numa_test", "A", 1, 10.0);
+    r.tasks[0].node_time_s.push(1.0);
+    let e = parse(&PathBuf::from("x.json"), &serde_json::to_string(&r).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("per-node times for 2 nodes"), "{e}");
+}
+
+#[test]
+fn documented_schema_is_current() {
+    let want = serde_json::to_string_pretty(&json_schema()).unwrap() + "\n";
+    let have = std::fs::read_to_string(schema_path()).unwrap_or_default();
+    if have != want {
+        if std::env::var_os("NUMALAB_BLESS").is_some() {
+            std::fs::write(schema_path(), &want).unwrap();
+        } else {
+            panic!("docs/record-schema.json is out of date: run NUMALAB_BLESS=1 cargo test -p numalab-record");
+        }
+    }
+}
+
+#[test]
+fn records_validate_against_documented_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path()).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let good = serde_json::to_value(example_record("numa01", "B", 2, 3.5)).unwrap();
+    assert!(validator.is_valid(&good));
+    let mut bad = good.clone();
+    bad["outcome"]["status"] = serde_json::json!("maybe");
+    assert!(!validator.is_valid(&bad), "the schema must reject an unknown status");
+}
