@@ -304,10 +304,21 @@ impl RunRecord {
     }
 
     /// A unique, filesystem-safe id for a new record.
-    pub fn make_id(benchmark: &str, label: &str, started: &chrono::DateTime<chrono::Utc>, index: u32) -> String {
+    pub fn make_id(
+        benchmark: &str,
+        label: &str,
+        started: &chrono::DateTime<chrono::Utc>,
+        index: u32,
+    ) -> String {
         let safe = |s: &str| -> String {
             s.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect()
         };
         format!(

@@ -68,10 +68,11 @@ pub fn write_atomic(dir: &Path, record: &RunRecord) -> Result<PathBuf, RecordErr
 
 /// Parse one record from text.
 pub fn parse(path: &Path, text: &str) -> Result<RunRecord, RecordError> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| RecordError::Invalid {
-        path: path.to_path_buf(),
-        msg: e.to_string(),
-    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| RecordError::Invalid {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
     match value.get("schema_version").and_then(|v| v.as_u64()) {
         None => {
             return Err(RecordError::Invalid {

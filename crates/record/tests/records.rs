@@ -10,11 +10,17 @@ fn round_trip_through_atomic_write() {
     let dir = tempfile::tempdir().unwrap();
     let r = example_record("numa_test", "A", 1, 10.0);
     let path = write_atomic(dir.path(), &r).unwrap();
-    assert_eq!(path.file_name().unwrap().to_string_lossy(), format!("{}.json", r.id));
+    assert_eq!(
+        path.file_name().unwrap().to_string_lossy(),
+        format!("{}.json", r.id)
+    );
     let back = load(&path).unwrap();
     assert_eq!(back, r);
     // no temporary files are left behind
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
 
@@ -38,17 +44,29 @@ fn corrupt_files_are_reported_and_the_rest_used() {
     assert_eq!(rep.records.len(), 1);
     assert_eq!(rep.errors.len(), 4, "{:?}", rep.errors);
     let msgs: Vec<String> = rep.errors.iter().map(|e| e.to_string()).collect();
-    assert!(msgs.iter().any(|m| m.contains("truncated.json") && m.contains("not a numalab run record")));
-    assert!(msgs.iter().any(|m| m.contains("other.json") && m.contains("no schema_version")));
-    assert!(msgs.iter().any(|m| m.contains("newer.json") && m.contains("upgrade numalab")));
-    assert!(msgs.iter().any(|m| m.contains("unknown.json") && m.contains("surprise")));
+    assert!(msgs
+        .iter()
+        .any(|m| m.contains("truncated.json") && m.contains("not a numalab run record")));
+    assert!(msgs
+        .iter()
+        .any(|m| m.contains("other.json") && m.contains("no schema_version")));
+    assert!(msgs
+        .iter()
+        .any(|m| m.contains("newer.json") && m.contains("upgrade numalab")));
+    assert!(msgs
+        .iter()
+        .any(|m| m.contains("unknown.json") && m.contains("surprise")));
 }
 
 #[test]
 fn inconsistent_records_are_rejected() {
     let mut r = example_record("numa_test", "A", 1, 10.0);
     r.tasks[0].node_time_s.push(1.0);
-    let e = parse(&PathBuf::from("x.json"), &serde_json::to_string(&r).unwrap()).unwrap_err();
+    let e = parse(
+        &PathBuf::from("x.json"),
+        &serde_json::to_string(&r).unwrap(),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("per-node times for 2 nodes"), "{e}");
 }
 
@@ -74,5 +92,8 @@ fn records_validate_against_documented_schema() {
     assert!(validator.is_valid(&good));
     let mut bad = good.clone();
     bad["outcome"]["status"] = serde_json::json!("maybe");
-    assert!(!validator.is_valid(&bad), "the schema must reject an unknown status");
+    assert!(
+        !validator.is_valid(&bad),
+        "the schema must reject an unknown status"
+    );
 }

@@ -1,0 +1,95 @@
+//! The `numalab` command: argument parsing and glue only. Each subcommand
+//! hands its work to the crate that owns it.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod cli_topology;
+
+#[derive(Parser)]
+#[command(
+    name = "numalab",
+    version,
+    about = "Measure, compare and explain NUMA scheduling and memory placement on Linux",
+    long_about = None,
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the machine's NUMA topology (nodes, CPUs, LLCs, distances)
+    Topology(cli_topology::TopologyArgs),
+    /// Print the JSON Schema of run records
+    Schema,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    let result = match cli.command {
+        Command::Topology(args) => cli_topology::run(args),
+        Command::Schema => schema(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("numalab: error: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Help and version go to stdout as clap renders them; usage errors are
+/// reduced to one line naming what is wrong.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            eprintln!("numalab: error: {first} (see --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// An error chain on one line: `outer: cause: root cause`.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+fn schema() -> Result<ExitCode> {
+    let text = serde_json::to_string_pretty(&numalab_record::json_schema())
+        .context("serialising the schema")?;
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(dead_code)]
+fn default_results_dir() -> PathBuf {
+    PathBuf::from("numalab-results")
+}
