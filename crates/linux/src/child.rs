@@ -109,6 +109,7 @@ pub fn signal(pid: i32, sig: i32) {
 }
 
 #[cfg(test)]
+#[allow(clippy::zombie_processes)] // children are reaped with wait4
 mod tests {
     use super::*;
 
