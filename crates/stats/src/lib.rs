@@ -41,7 +41,10 @@
 //!   Better/Worse only when `p < alpha` *and* the means moved by more than a
 //!   noise threshold (say 1%): a tiny but consistent shift is not a
 //!   regression worth a kernel developer's afternoon, and a big but noisy
-//!   one is not proven. If the sample sizes make `p < alpha` impossible
+//!   one is not proven. (With Mann-Whitney the rank test's direction must
+//!   also agree with the sign of the mean change: one wild run can drag the
+//!   mean up while most runs got faster, and that is conflicting evidence,
+//!   not a verdict.) If the sample sizes make `p < alpha` impossible
 //!   (3 vs 3 runs with Mann-Whitney can never get below p = 0.1) the
 //!   verdict is `TooFewSamples`, not a misleading "no difference";
 //!   [`min_samples_for_test`] tells how many runs to plan.

@@ -82,6 +82,12 @@ pub struct Comparison {
     /// `|relative_change| > noise_threshold` (a change away from a zero
     /// baseline mean counts as beyond any threshold).
     pub beyond_noise: bool,
+    /// Whether the test's direction of effect agrees with the sign of the
+    /// change of the means. Always true for Welch (its statistic is the
+    /// mean difference). For Mann-Whitney it can be false when a few
+    /// extreme runs pull the mean one way while most runs moved the other
+    /// way; the verdict is then `WithinNoise`, since the evidence conflicts.
+    pub directions_agree: bool,
 }
 
 /// Relative change of the means, `(candidate - baseline) / |baseline|`.
@@ -137,7 +143,9 @@ pub fn min_samples_for_test(test: TestKind, alpha: f64) -> Result<usize, StatsEr
 /// * the means differ by more than the noise threshold,
 ///   `|relative_change| > noise_threshold`,
 ///
-/// with the sign of the change and `direction` choosing between the two.
+/// with the sign of the change and `direction` choosing between the two
+/// (and, for Mann-Whitney, the rank test's direction of effect agreeing with
+/// that sign; see [`Comparison::directions_agree`]).
 /// Otherwise it is `WithinNoise`, or `TooFewSamples` when either sample
 /// has fewer than 2 values or the sizes make `p < alpha` impossible
 /// ([`min_achievable_p`]). Requiring both guards against the two classic
@@ -188,6 +196,7 @@ pub fn verdict(
         ratio: None,
         significant: false,
         beyond_noise: false,
+        directions_agree: true,
     };
     if nb < 2 || nc < 2 || min_achievable_p(test, nb, nc) >= alpha {
         return Ok(out);
@@ -205,8 +214,17 @@ pub fn verdict(
         Some(r) => r.abs() > noise_threshold,
         None => true, // zero baseline mean, non-zero candidate mean
     };
-    out.verdict = if out.significant && out.beyond_noise {
-        let candidate_larger = c > b;
+    let candidate_larger = c > b;
+    out.directions_agree = match (test, out.test_result) {
+        (TestKind::MannWhitneyU, Some(r)) if c != b => {
+            // U1 is the baseline's statistic: below n1·n2/2 means the
+            // baseline tends to be smaller, i.e. the candidate larger.
+            let mid = nb as f64 * nc as f64 / 2.0;
+            r.statistic == mid || (r.statistic < mid) == candidate_larger
+        }
+        _ => true,
+    };
+    out.verdict = if out.significant && out.beyond_noise && out.directions_agree {
         match (direction, candidate_larger) {
             (Direction::LowerIsBetter, false) | (Direction::HigherIsBetter, true) => {
                 Verdict::Better
@@ -425,6 +443,58 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn conflicting_rank_and_mean_evidence_is_not_a_verdict() {
+        // Nine of ten candidate runs are faster than every baseline run, but
+        // one 100 s run drags the candidate mean 77% up.
+        let base: Vec<f64> = (0..10).map(|i| 10.0 + 0.1 * f64::from(i)).collect();
+        let mut cand: Vec<f64> = (0..9).map(|i| 9.0 + 0.1 * f64::from(i)).collect();
+        cand.push(100.0);
+        let c = verdict(
+            &base,
+            &cand,
+            Direction::LowerIsBetter,
+            0.05,
+            0.01,
+            TestKind::MannWhitneyU,
+        )
+        .unwrap();
+        assert!(c.significant && c.beyond_noise);
+        assert!(c.relative_change.unwrap() > 0.7);
+        assert!(!c.directions_agree);
+        assert_eq!(c.verdict, Verdict::WithinNoise);
+        assert_eq!(c.test_result.unwrap().statistic, 90.0);
+    }
+
+    #[test]
+    fn serialises_for_the_report_layer() {
+        let c = verdict(
+            &BASE,
+            &scaled(1.05),
+            Direction::LowerIsBetter,
+            0.05,
+            0.01,
+            TestKind::MannWhitneyU,
+        )
+        .unwrap();
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["verdict"], "worse");
+        assert_eq!(v["direction"], "lower_is_better");
+        assert_eq!(v["test"], "mann_whitney_u");
+        assert_eq!(v["test_result"]["method"], "mann_whitney_u_asymptotic");
+        assert!(v["ratio"]["low"].as_f64().unwrap() > 1.0);
+        assert!(v["p_value"].as_f64().unwrap() < 0.001);
+        // Unbounded interval bounds serialise as null, not as invalid JSON.
+        let r = crate::ratio_ci(&[-20.0, 22.0, 1.0], &[10.0, 11.0, 12.0], 0.95).unwrap();
+        let v = serde_json::to_value(r).unwrap();
+        assert!(v["low"].is_null() && v["high"].is_null());
+        assert_eq!(v["bounded"], false);
+        let s = serde_json::to_value(crate::Summary::of(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap())
+            .unwrap();
+        assert_eq!(s["median_ci"]["low_rank"], 1);
+        assert_eq!(s["median_ci"]["reaches_nominal"], true);
     }
 
     #[test]
