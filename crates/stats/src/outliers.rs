@@ -24,8 +24,10 @@ const MEANAD_CONSTANT: f64 = 1.253314;
 ///
 /// When more than half the values are identical the MAD is 0 and the score
 /// is undefined. The fallback replaces `MAD/0.6745` with
-/// `1.253314 · MeanAD`, `MeanAD = mean(|x_i - median|)`, another consistent
-/// estimate of σ (the convention of e.g. IBM SPSS). If that is 0 too, all
+/// `1.253314 · MeanAD`, `MeanAD = mean(|x_i - median|)`: for normal data
+/// `E|X - μ| = σ·sqrt(2/π)`, so this also estimates σ, and it is non-zero
+/// as soon as any value differs from the median (the convention documented
+/// for the modified z-score in IBM Cognos Analytics). If it is 0 too, all
 /// values are equal and nothing is flagged.
 ///
 /// Never fails: non-finite values (NaN, ±inf) are always flagged and are
