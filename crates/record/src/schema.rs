@@ -235,6 +235,13 @@ pub struct Sample {
     /// NUMA counters of /proc/vmstat as deltas from the run's start.
     #[serde(default)]
     pub vmstat: BTreeMap<String, i64>,
+    /// Bytes per node (aligned with `machine.topology.nodes`) of the
+    /// memory each task works on (as `tasks`): its own slice, or its
+    /// process's whole buffer when the buffer is shared. Estimated from the
+    /// nodes of evenly spaced pages (`move_pages`); an inner vector is empty
+    /// while the task's memory is not known yet. Empty when not collected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_memory_bytes: Vec<Vec<u64>>,
 }
 
 /// When, if ever, the workload reached its converged state.
@@ -280,6 +287,15 @@ impl RunRecord {
             if s.memory_bytes.iter().any(|m| m.len() != nodes) {
                 return Err(format!(
                     "sample at {:.3} s has memory for the wrong number of nodes",
+                    s.t_s
+                ));
+            }
+            if s.task_memory_bytes
+                .iter()
+                .any(|m| !m.is_empty() && m.len() != nodes)
+            {
+                return Err(format!(
+                    "sample at {:.3} s has task memory for the wrong number of nodes",
                     s.t_s
                 ));
             }
@@ -407,6 +423,7 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
                 task_node: vec![Some(0), Some(1)],
                 progress: vec![0, 0],
                 vmstat: BTreeMap::from([("numa_pages_migrated".to_string(), 0)]),
+                task_memory_bytes: vec![],
             }],
         },
         convergence: Some(Convergence {

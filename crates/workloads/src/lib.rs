@@ -16,6 +16,10 @@
 //! bound given the LLC, small enough for the memory that is free, and an
 //! explicit size that cannot fit is refused before anything is allocated.
 
+pub mod autonuma;
+pub mod autonuma_run;
+pub mod autonuma_task;
+pub mod convergence;
 pub mod hackbench;
 pub mod interrupt;
 pub mod numa_test;
@@ -32,6 +36,8 @@ pub fn internal_main(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some("__task") => match args.get(1).map(String::as_str) {
             Some("randupdt") => randupdt::task_main(&args[2..]),
+            Some("autonuma") => autonuma_task::task_main(&args[2..]),
+            Some("hold") => autonuma_task::hold_main(&args[2..]),
             other => {
                 eprintln!("numalab: internal: unknown task {other:?}");
                 2

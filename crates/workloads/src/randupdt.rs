@@ -36,7 +36,7 @@ pub struct TaskReport {
     pub checksum: f64,
 }
 
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -46,15 +46,16 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-struct Residency {
-    last_cpu: u32,
+/// CPU time charged to the CPU a thread was seen on, reading by reading.
+pub(crate) struct Residency {
+    pub(crate) last_cpu: u32,
     last_ns: u64,
-    per_cpu: BTreeMap<u32, u64>,
-    readings: u64,
+    pub(crate) per_cpu: BTreeMap<u32, u64>,
+    pub(crate) readings: u64,
 }
 
 impl Residency {
-    fn start() -> Residency {
+    pub(crate) fn start() -> Residency {
         Residency {
             last_cpu: numalab_linux::numa::current_cpu().unwrap_or(0),
             last_ns: thread_cpu_ns(),
@@ -63,7 +64,7 @@ impl Residency {
         }
     }
     #[inline]
-    fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         let now = thread_cpu_ns();
         *self.per_cpu.entry(self.last_cpu).or_insert(0) += now - self.last_ns;
         self.last_ns = now;

@@ -89,6 +89,120 @@ pub fn check_fits(
     Ok(())
 }
 
+/// Share of the first node's free memory a default-placement run may put
+/// there (all of the benchmark's memory starts on that node).
+pub const NODE_SHARE: f64 = 0.5;
+
+/// Least memory per thread's slice: one page is meaningless, a few MiB
+/// make a loop long enough to be timed and sampled.
+pub const MIN_BYTES: u64 = 1 << 20;
+
+/// Memory per process (twohalves: in all) for an autonuma benchmark:
+/// the original's size, scaled down to fit [`MEMORY_SHARE`] of the
+/// available memory and [`NODE_SHARE`] of the free memory of the node
+/// where the default placement first-touches it all (`first_node_free`).
+/// The same size serves every placement, so their times compare.
+pub fn autonuma_bytes(
+    machine: &MachineInfo,
+    kind: crate::autonuma::Kind,
+    first_node_free: Option<u64>,
+) -> Result<Choice, String> {
+    let parts = kind.total_bytes(1);
+    let avail = machine
+        .memory_available_bytes
+        .ok_or("cannot tell how much memory is available (/proc/meminfo MemAvailable)")?;
+    let orig = kind.original_bytes();
+    let by_avail = (avail as f64 * MEMORY_SHARE) as u64 / parts;
+    let by_node = first_node_free.map(|f| (f as f64 * NODE_SHARE) as u64 / parts);
+    let cap = by_node.map_or(by_avail, |n| n.min(by_avail));
+    // Whole MiB, so sizes read well and slices stay page-aligned.
+    let bytes = orig.min(cap) / (1 << 20) * (1 << 20);
+    if bytes < MIN_BYTES {
+        return Err(format!(
+            "too little free memory for {}: {} available, {} free on the first node",
+            kind.name(),
+            human_bytes(avail),
+            first_node_free.map_or("?".into(), human_bytes)
+        ));
+    }
+    let unit = if kind == crate::autonuma::Kind::TwoHalves {
+        "in all".to_string()
+    } else {
+        format!("per process, {} processes", parts)
+    };
+    let mut explanation = format!("{} {unit}: ", human_bytes(bytes));
+    if bytes == orig {
+        explanation += "the original's size";
+    } else {
+        explanation += &format!(
+            "the original's {} scaled down to fit half of the {} available{}",
+            human_bytes(orig),
+            human_bytes(avail),
+            first_node_free.map_or(String::new(), |f| format!(
+                " and half of the {} free on the node the memory starts on",
+                human_bytes(f)
+            ))
+        );
+    }
+    let llc = machine.topology.max_llc_bytes();
+    let warning = (llc > 0 && bytes < LLC_FACTOR * llc).then(|| {
+        format!(
+            "{} is less than {LLC_FACTOR}x the largest LLC ({}): part of the work may be served from cache",
+            human_bytes(bytes),
+            human_bytes(llc)
+        )
+    });
+    Ok(Choice {
+        elements: bytes,
+        explanation,
+        warning,
+    })
+}
+
+/// Refuse an explicit autonuma size that cannot fit or cannot be split,
+/// before anything is allocated.
+pub fn check_autonuma_fits(
+    machine: &MachineInfo,
+    kind: crate::autonuma::Kind,
+    bytes: u64,
+    total_threads: u32,
+    first_node_free: Option<u64>,
+) -> Result<(), String> {
+    let per_slice = if kind.shared() {
+        bytes
+    } else {
+        kind.total_bytes(bytes) / total_threads.max(1) as u64
+    };
+    if per_slice < numalab_linux::numa::page_size() as u64 {
+        return Err(format!(
+            "--bytes {}: {} threads would get less than a page each",
+            human_bytes(bytes),
+            total_threads
+        ));
+    }
+    let need = kind.total_bytes(bytes);
+    let avail = machine.memory_available_bytes.unwrap_or(u64::MAX);
+    if need > avail {
+        return Err(format!(
+            "--bytes {}: {} in all does not fit in the {} of available memory",
+            human_bytes(bytes),
+            human_bytes(need),
+            human_bytes(avail)
+        ));
+    }
+    if let Some(free) = first_node_free {
+        if need > free {
+            return Err(format!(
+                "--bytes {}: {} in all does not fit in the {} free on the node the default placement puts it on",
+                human_bytes(bytes),
+                human_bytes(need),
+                human_bytes(free)
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +229,40 @@ mod tests {
         assert!(c.elements * 20 * 16 <= 2 << 30);
         assert!(c.explanation.contains("limited by"));
         assert!(c.warning.unwrap().contains("cache-bound"));
+    }
+
+    #[test]
+    fn autonuma_sizes_scale_down_to_fit() {
+        use crate::autonuma::Kind;
+        let big = machine(32 << 20, 64 << 30);
+        let c = autonuma_bytes(&big, Kind::Numa01, Some(60 << 30)).unwrap();
+        assert_eq!(c.elements, 3 << 30);
+        assert!(c.explanation.contains("original's size"));
+        // A 2 x 1 GiB guest: the first node's free memory decides.
+        let guest = machine(32 << 20, 1700 << 20);
+        let c = autonuma_bytes(&guest, Kind::Numa01, Some(800 << 20)).unwrap();
+        assert_eq!(c.elements, 200 << 20);
+        assert!(c.explanation.contains("scaled down"), "{}", c.explanation);
+        let c = autonuma_bytes(&guest, Kind::TwoHalves, Some(800 << 20)).unwrap();
+        assert_eq!(c.elements, 400 << 20);
+        assert!(c.warning.is_none());
+        let tiny = machine(32 << 20, 1 << 20);
+        assert!(autonuma_bytes(&tiny, Kind::Numa02, None)
+            .unwrap_err()
+            .contains("too little"));
+    }
+
+    #[test]
+    fn autonuma_refuses_what_does_not_fit() {
+        use crate::autonuma::Kind;
+        let m = machine(32 << 20, 1 << 30);
+        assert!(check_autonuma_fits(&m, Kind::Numa01, 256 << 20, 2, Some(600 << 20)).is_ok());
+        let e = check_autonuma_fits(&m, Kind::Numa01, 768 << 20, 2, None).unwrap_err();
+        assert!(e.contains("available memory"), "{e}");
+        let e = check_autonuma_fits(&m, Kind::Numa01, 400 << 20, 2, Some(600 << 20)).unwrap_err();
+        assert!(e.contains("free on the node"), "{e}");
+        let e = check_autonuma_fits(&m, Kind::Numa02, 8192, 4, None).unwrap_err();
+        assert!(e.contains("less than a page"), "{e}");
     }
 
     #[test]

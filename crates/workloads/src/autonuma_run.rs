@@ -1,0 +1,502 @@
+//! Running an autonuma benchmark (or twohalves) once: start its processes,
+//! watch them at the sampling interval, check that every thread did every
+//! loop, and turn it all into a [`RunRecord`] with its convergence.
+
+use crate::autonuma::{self, Kind, Placement, Plan};
+use crate::autonuma_task::{ProcessReport, CHUNK};
+use crate::convergence;
+use crate::interrupt::Interrupted;
+use crate::observe::{Observer, Region};
+use crate::run::{new_record, progress_bar, RunSpec};
+use anyhow::{Context, Result};
+use numalab_linux::child::{self, Exit};
+use numalab_record::{Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::{human_bytes, MachineInfo};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Pages whose node is read with `move_pages` per sample, in all.
+pub const PAGE_BUDGET: usize = 32768;
+
+/// The /proc/vmstat counters reported as metrics (deltas over the run).
+pub const VMSTAT_METRICS: [(&str, &str); 6] = [
+    ("numa_pages_migrated", "pages"),
+    ("numa_hint_faults", "faults"),
+    ("numa_hint_faults_local", "faults"),
+    ("numa_pte_updates", "ptes"),
+    ("pgpromote_success", "pages"),
+    ("pgpromote_candidate", "pages"),
+];
+
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub kind: Kind,
+    pub placement: Placement,
+    /// Threads per process (twohalves: per set).
+    pub threads: u32,
+    /// Bytes per process (twohalves: in all).
+    pub bytes: u64,
+    /// Loops (twohalves: iterations) per thread.
+    pub loops: u64,
+    /// How the sizes were chosen, in words, for the record.
+    pub sizing: Vec<String>,
+}
+
+impl Params {
+    fn to_json(&self, plan: &Plan) -> BTreeMap<String, serde_json::Value> {
+        let mut m = BTreeMap::new();
+        m.insert("placement".into(), self.placement.name().into());
+        m.insert("processes".into(), plan.procs.len().into());
+        let threads_key = if self.kind == Kind::TwoHalves {
+            "threads_per_set"
+        } else {
+            "threads_per_process"
+        };
+        m.insert(threads_key.into(), self.threads.into());
+        m.insert(
+            "threads".into(),
+            self.kind.total_threads(self.threads).into(),
+        );
+        let bytes_key = if self.kind == Kind::TwoHalves {
+            "bytes"
+        } else {
+            "bytes_per_process"
+        };
+        m.insert(bytes_key.into(), self.bytes.into());
+        m.insert(
+            if self.kind == Kind::TwoHalves {
+                "iterations"
+            } else {
+                "loops"
+            }
+            .into(),
+            self.loops.into(),
+        );
+        m.insert("shared".into(), self.kind.shared().into());
+        m.insert(
+            "first_touch".into(),
+            serde_json::to_value(&plan.procs.iter().map(|p| &p.memory).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        );
+        m.insert(
+            "thread_nodes".into(),
+            serde_json::to_value(&plan.ideal_nodes).unwrap_or_default(),
+        );
+        m.insert("sizing".into(), self.sizing.clone().into());
+        m
+    }
+}
+
+#[derive(Default)]
+struct ProcState {
+    regions: Vec<Region>,
+    tids: Vec<i32>,
+    progress: Vec<u64>,
+    report: Option<ProcessReport>,
+    error: Option<String>,
+}
+
+struct Proc {
+    pid: i32,
+    state: Arc<Mutex<ProcState>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    exit: Option<Exit>,
+}
+
+fn parse_line(line: &str, st: &mut ProcState) {
+    let mut words = line.split_whitespace();
+    match words.next() {
+        Some("region") => {
+            let v: Vec<u64> = words.filter_map(|w| w.parse().ok()).collect();
+            if let [_, addr, len] = v[..] {
+                st.regions.push(Region { addr, len });
+            }
+        }
+        Some("threads") => st.tids = words.filter_map(|w| w.parse().ok()).collect(),
+        Some("progress") => st.progress = words.filter_map(|w| w.parse().ok()).collect(),
+        Some("done") => {
+            st.report = serde_json::from_str(line["done ".len()..].trim()).ok();
+        }
+        Some("error") => st.error = Some(line["error ".len().min(line.len())..].to_string()),
+        _ => {}
+    }
+}
+
+fn spawn(exe: &Path, plan: &autonuma::ProcPlan) -> Result<Proc> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "autonuma"])
+        .arg(serde_json::to_string(plan).expect("plan serialises"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    child::die_with_parent(&mut cmd);
+    let mut c = cmd.spawn().context("starting a benchmark process")?;
+    let state = Arc::new(Mutex::new(ProcState::default()));
+    let out = c.stdout.take().expect("piped stdout");
+    let st = state.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            parse_line(&line, &mut st.lock().expect("state lock"));
+        }
+    });
+    Ok(Proc {
+        pid: c.id() as i32,
+        state,
+        reader: Some(reader),
+        exit: None,
+    })
+}
+
+fn kill_all(procs: &mut [Proc]) {
+    for p in procs.iter().filter(|p| p.exit.is_none()) {
+        child::signal(p.pid, libc::SIGKILL);
+    }
+    for p in procs.iter_mut() {
+        if p.exit.is_none() {
+            p.exit = child::wait4(p.pid, true).ok().flatten();
+        }
+        if let Some(r) = p.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// Run the benchmark once. A process failing or doing less than all its
+/// loops makes the record `failed` with the reason; an interruption is
+/// an error ([`Interrupted`]).
+pub fn run_once(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &Params,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let plan = autonuma::plan(topo, p.kind, p.placement, p.threads, p.bytes, p.loops)
+        .map_err(anyhow::Error::msg)?;
+    let mut rec = new_record(
+        p.kind.name(),
+        spec.label,
+        spec.repetition,
+        machine,
+        p.to_json(&plan),
+    );
+    rec.series.interval_s = spec.interval_s;
+    if let Some(d) = &plan.degenerate {
+        rec.warnings.push(d.clone());
+    }
+    // Task order: process by process, thread by thread.
+    let mut task_process = Vec::new();
+    let mut task_slot = Vec::new();
+    for (pi, pp) in plan.procs.iter().enumerate() {
+        for t in 0..pp.threads {
+            task_process.push(pi);
+            task_slot.push((pi, t as usize, pp.region_of_thread(t)));
+        }
+    }
+    let ntasks = task_process.len();
+    let expected_work = ntasks as u64 * p.loops;
+    let observer = Observer::start(topo);
+    let bar = progress_bar(expected_work, spec.title.clone());
+
+    let start = Instant::now();
+    let mut procs: Vec<Proc> = Vec::new();
+    for pp in &plan.procs {
+        match spawn(exe, pp) {
+            Ok(x) => procs.push(x),
+            Err(e) => {
+                kill_all(&mut procs);
+                return Err(e);
+            }
+        }
+    }
+    let budget = PAGE_BUDGET / procs.len().max(1);
+    let mut started_s = None;
+    let mut next_sample = 0.0;
+    let mut elapsed = 0.0;
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            bar.finish_and_clear();
+            kill_all(&mut procs);
+            return Err(Interrupted.into());
+        }
+        for x in procs.iter_mut().filter(|x| x.exit.is_none()) {
+            if let Some(e) = child::wait4(x.pid, false).context("waiting for a process")? {
+                x.exit = Some(e);
+                elapsed = now;
+            }
+        }
+        // What the processes said so far.
+        let snap: Vec<(Vec<Region>, Vec<i32>, Vec<u64>)> = procs
+            .iter()
+            .map(|x| {
+                let s = x.state.lock().expect("state lock");
+                (s.regions.clone(), s.tids.clone(), s.progress.clone())
+            })
+            .collect();
+        if started_s.is_none() && snap.iter().all(|s| !s.1.is_empty()) {
+            started_s = Some(now);
+        }
+        let progress: Vec<u64> = task_slot
+            .iter()
+            .map(|&(pi, t, _)| snap[pi].2.get(t).copied().unwrap_or(0))
+            .collect();
+        bar.set_position(progress.iter().sum());
+        let running = procs.iter().any(|x| x.exit.is_none());
+        if spec.interval_s > 0.0 && now >= next_sample && running {
+            let live: Vec<i32> = procs
+                .iter()
+                .map(|x| if x.exit.is_none() { x.pid } else { -1 })
+                .collect();
+            let ids: Vec<(i32, Option<i32>)> = task_slot
+                .iter()
+                .map(|&(pi, t, _)| match snap[pi].1.get(t) {
+                    Some(&tid) if live[pi] > 0 => (live[pi], Some(tid)),
+                    _ => (-1, None),
+                })
+                .collect();
+            let mut s = observer.sample(now, &live, &ids, progress);
+            let mem: Vec<Vec<Vec<u64>>> = procs
+                .iter()
+                .enumerate()
+                .map(|(pi, x)| {
+                    if x.exit.is_none() && !snap[pi].0.is_empty() {
+                        observer.regions(x.pid, &snap[pi].0, budget)
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect();
+            s.task_memory_bytes = task_slot
+                .iter()
+                .map(|&(pi, _, r)| mem[pi].get(r).cloned().unwrap_or_default())
+                .collect();
+            rec.series.samples.push(s);
+            while next_sample <= now {
+                next_sample += spec.interval_s;
+            }
+        }
+        if !running {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    bar.finish_and_clear();
+    for x in procs.iter_mut() {
+        if let Some(r) = x.reader.take() {
+            let _ = r.join();
+        }
+    }
+    let vm = observer.vmstat_delta();
+
+    // Per-thread results, checked: every process must exit 0 and report
+    // every thread's loops.
+    let nodes = topo.nodes.len();
+    let mut failures = Vec::new();
+    let nprocs = procs.len();
+    for (pi, x) in procs.iter().enumerate() {
+        let exit = x.exit.unwrap_or(Exit {
+            code: None,
+            signal: None,
+            user_s: 0.0,
+            sys_s: 0.0,
+        });
+        let st = x.state.lock().expect("state lock");
+        let pname = if nprocs > 1 {
+            format!("process {pi}")
+        } else {
+            "the process".to_string()
+        };
+        if !exit.success() {
+            failures.push(format!(
+                "{pname} ended with {}{}",
+                exit.describe(),
+                st.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+        } else if st.report.is_none() {
+            failures.push(format!("{pname} exited without reporting its work"));
+        }
+        rec.processes.push(ProcessInfo {
+            index: pi as u32,
+            name: format!("{} process {pi}", p.kind.name()),
+            pid: Some(x.pid),
+        });
+        let pp = &plan.procs[pi];
+        for t in 0..pp.threads as usize {
+            let id = rec.tasks.len() as u32 + 1;
+            let r = st.report.as_ref().and_then(|r| r.threads.get(t));
+            let done = r
+                .map(|r| r.loops)
+                .unwrap_or_else(|| st.progress.get(t).copied().unwrap_or(0));
+            if exit.success() && st.report.is_some() && done != p.loops {
+                failures.push(format!(
+                    "{pname} thread {t} did {done} of {} loops",
+                    p.loops
+                ));
+            }
+            let mut node_time = vec![0.0; nodes];
+            for (cpu, ns) in r.map(|r| &r.cpu_time_ns).into_iter().flatten() {
+                if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
+                    node_time[ix] += *ns as f64 / 1e9;
+                }
+            }
+            let main = node_time
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v > 0.0)
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(ix, _)| topo.nodes[ix].id);
+            let name = match p.kind {
+                Kind::TwoHalves => format!(
+                    "set {} thread {}",
+                    t / p.threads as usize,
+                    t % p.threads as usize
+                ),
+                _ if nprocs > 1 => format!("process {pi} thread {t}"),
+                _ => format!("thread {t}"),
+            };
+            rec.tasks.push(TaskRecord {
+                id,
+                name,
+                pid: r.map(|r| r.tid).or_else(|| st.tids.get(t).copied()),
+                process: Some(pi as u32),
+                initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
+                main_node: main,
+                node_time_s: node_time,
+                residency_method: format!(
+                    "the thread reads its CPU (sched_getcpu) and thread CPU time after every {} zeroed and charges the time between readings to the CPU seen at the first",
+                    human_bytes(CHUNK as u64)
+                ),
+                residency_samples: r.map_or(0, |r| r.readings),
+                user_s: r.map_or(0.0, |r| r.user_s),
+                sys_s: r.map_or(0.0, |r| r.sys_s),
+                work_done: done,
+                work_expected: p.loops,
+                exit: exit.describe(),
+            });
+        }
+    }
+    rec.metrics
+        .insert("elapsed_s".into(), Metric::seconds(elapsed));
+    rec.metrics.insert(
+        "user_s".into(),
+        Metric::seconds(procs.iter().filter_map(|x| x.exit).map(|e| e.user_s).sum()),
+    );
+    rec.metrics.insert(
+        "sys_s".into(),
+        Metric::seconds(procs.iter().filter_map(|x| x.exit).map(|e| e.sys_s).sum()),
+    );
+    for (k, unit) in VMSTAT_METRICS {
+        if let Some(v) = vm.get(k) {
+            rec.metrics.insert(
+                k.into(),
+                Metric::new(*v as f64, unit, numalab_record::Better::Lower),
+            );
+        }
+    }
+    if let Some(s) = started_s {
+        rec.metrics.insert("started_s".into(), Metric::seconds(s));
+    }
+    rec.convergence =
+        convergence::evaluate(p.kind, topo, &task_process, &rec.series.samples, started_s);
+    if let Some(numalab_record::ConvergenceState::Converged { at_s }) =
+        rec.convergence.as_ref().map(|c| &c.state)
+    {
+        rec.metrics
+            .insert("convergence_s".into(), Metric::seconds(*at_s));
+    }
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+/// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
+/// second, measured for about `duration`: the basis of the default loop
+/// counts. Each thread zeroes its own buffer, faulted in before timing.
+pub fn measure_zeroing_bandwidth(threads: u32, llc_bytes: u64, duration: Duration) -> f64 {
+    let threads = threads.max(1);
+    let total = (256u64 << 20).max(4 * llc_bytes);
+    let per = (total / threads as u64).clamp(4 << 20, 64 << 20) as usize;
+    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![1u8; per];
+                barrier.wait();
+                let t0 = Instant::now();
+                let mut bytes = 0u64;
+                let mut k = 0u8;
+                while t0.elapsed() < duration {
+                    k = k.wrapping_add(1);
+                    // SAFETY: the whole of our own buffer.
+                    unsafe { std::ptr::write_bytes(buf.as_mut_ptr(), k, per) };
+                    bytes += per as u64;
+                }
+                std::hint::black_box(&mut buf);
+                bytes as f64 / t0.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    handles.into_iter().filter_map(|h| h.join().ok()).sum()
+}
+
+/// Loops per thread so that a run takes about `seconds` at `bandwidth`.
+pub fn loops_for(kind: Kind, bytes: u64, threads: u32, bandwidth: f64, seconds: f64) -> u64 {
+    let per_loop = kind.bytes_per_loop(bytes, threads) as f64;
+    if per_loop <= 0.0 || !bandwidth.is_finite() || bandwidth <= 0.0 {
+        return 1;
+    }
+    ((seconds * bandwidth / per_loop).round() as u64).clamp(1, 1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_lines() {
+        let mut st = ProcState::default();
+        parse_line("region 0 4096 8192", &mut st);
+        parse_line("threads 11 12", &mut st);
+        parse_line("progress 3 4", &mut st);
+        parse_line("error binding memory to node 9: Invalid argument", &mut st);
+        parse_line("noise", &mut st);
+        assert_eq!(
+            st.regions,
+            vec![Region {
+                addr: 4096,
+                len: 8192
+            }]
+        );
+        assert_eq!(st.tids, vec![11, 12]);
+        assert_eq!(st.progress, vec![3, 4]);
+        assert_eq!(
+            st.error.as_deref(),
+            Some("binding memory to node 9: Invalid argument")
+        );
+        parse_line(r#"done {"process":0,"threads":[]}"#, &mut st);
+        assert_eq!(st.report.unwrap().threads.len(), 0);
+    }
+
+    #[test]
+    fn loops_scale_with_bandwidth_and_size() {
+        // 10 GB/s for 20 s over numa02's 1 GiB per loop: about 186 loops.
+        let l = loops_for(Kind::Numa02, 1 << 30, 8, 10e9, 20.0);
+        assert_eq!(l, 186);
+        // numa01: every thread zeroes all of its process's buffer.
+        let l01 = loops_for(Kind::Numa01, 1 << 30, 8, 10e9, 20.0);
+        assert_eq!(l01, (200e9 / (16.0 * (1u64 << 30) as f64)).round() as u64);
+        assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 0.0, 20.0), 1);
+        assert!(measure_zeroing_bandwidth(1, 0, Duration::from_millis(50)) > 1e6);
+    }
+}
