@@ -5,6 +5,8 @@
 //! output is plain ASCII within 80 columns, laid out like the tables in
 //! the seed documents, so it can be pasted into a mailing-list post as is.
 
+pub mod autonuma;
+pub mod chart;
 pub mod text;
 
 pub use numalab_record::RunRecord;
