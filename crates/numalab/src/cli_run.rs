@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use numalab_record::{write_atomic, Repetition, RunRecord};
 use numalab_topology::{MachineInfo, Roots};
+use numalab_workloads::autonuma::Kind;
 use numalab_workloads::numa_test::{self, Disturb};
 use numalab_workloads::randupdt::BYTES_PER_ELEMENT;
 use numalab_workloads::run::RunSpec;
@@ -38,6 +39,21 @@ enum Benchmark {
     /// Focht's numa_test (seed 000): N tasks of random indirect updates, a hackbench load peak 3 s in
     #[command(name = "numa_test")]
     NumaTest(NumaTestArgs),
+    /// autonuma-benchmark numa01 (seed 002): 2 processes x ncpus/2 threads zeroing their process's whole buffer
+    #[command(name = "numa01")]
+    Numa01(crate::cli_autonuma::AutonumaArgs),
+    /// autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread zeroing its own slice
+    #[command(name = "numa01_THREAD_ALLOC")]
+    Numa01ThreadAlloc(crate::cli_autonuma::AutonumaArgs),
+    /// autonuma-benchmark numa02: 1 process, ncpus threads, each zeroing its own slice
+    #[command(name = "numa02")]
+    Numa02(crate::cli_autonuma::AutonumaArgs),
+    /// autonuma-benchmark numa02_SMT: as numa02 with ncpus/2 threads
+    #[command(name = "numa02_SMT")]
+    Numa02Smt(crate::cli_autonuma::AutonumaArgs),
+    /// The two-halves microbenchmark (seed 004): two sets of threads on two nodes touching their halves of a buffer first touched on one
+    #[command(name = "twohalves")]
+    Twohalves(crate::cli_autonuma::TwoHalvesArgs),
 }
 
 #[derive(clap::Args)]
@@ -100,6 +116,11 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     match args.benchmark {
         Benchmark::NumaTest(a) => run_numa_test(a),
+        Benchmark::Numa01(a) => crate::cli_autonuma::run(Kind::Numa01, a),
+        Benchmark::Numa01ThreadAlloc(a) => crate::cli_autonuma::run(Kind::Numa01ThreadAlloc, a),
+        Benchmark::Numa02(a) => crate::cli_autonuma::run(Kind::Numa02, a),
+        Benchmark::Numa02Smt(a) => crate::cli_autonuma::run(Kind::Numa02Smt, a),
+        Benchmark::Twohalves(a) => crate::cli_autonuma::run(Kind::TwoHalves, a.into_common()),
     }
 }
 

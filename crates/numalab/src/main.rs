@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cli_autonuma;
 mod cli_run;
 mod cli_topology;
 

@@ -12,13 +12,14 @@ use std::fmt::Write as _;
 /// `text` wrapped at `width` columns, each line after the first indented.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     let mut out = String::new();
-    let mut line = String::new();
+    let lead = &text[..text.len() - text.trim_start().len()];
+    let mut line = lead.to_string();
     for w in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + w.len() > width {
+        if !line.trim().is_empty() && line.len() + 1 + w.len() > width {
             out.push_str(&line);
             out.push('\n');
             line = indent.to_string();
-        } else if !line.is_empty() && line != indent {
+        } else if !line.trim().is_empty() && line != indent {
             line.push(' ');
         }
         line.push_str(w);
@@ -151,7 +152,7 @@ pub fn migrated_chart(r: &RunRecord) -> Option<String> {
 /// the bound's value).
 pub fn position(default: f64, bind: f64, inverse: f64) -> Option<f64> {
     let span = inverse - bind;
-    if !(span.abs() > 0.01 * bind.abs()) || !default.is_finite() {
+    if span.abs() <= 0.01 * bind.abs() || span.is_nan() || !default.is_finite() {
         return None;
     }
     Some((default - bind) / span)
@@ -244,7 +245,21 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
         );
     }
     let means = mean_elapsed_by_placement(records);
-    if let (Some(d), Some(b), Some(i)) = (
+    let one_node = records.iter().any(|r| {
+        r.machine
+            .topology
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .count()
+            < 2
+    });
+    if one_node && means.contains_key("bind") && means.contains_key("inverse-bind") {
+        let _ = writeln!(
+            s,
+            "position between the bounds: not computed, bind and inverse-bind are the\n  same placement on a machine with one NUMA node with CPUs"
+        );
+    } else if let (Some(d), Some(b), Some(i)) = (
         means.get("default"),
         means.get("bind"),
         means.get("inverse-bind"),
@@ -259,7 +274,7 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
             None => {
                 let _ = writeln!(
                     s,
-                    "position between the bounds: not computed, bind and inverse-bind\n  take the same time here (a one-node machine, or no remote penalty)"
+                    "position between the bounds: not computed, bind and inverse-bind\n  take the same time here (no remote penalty to measure)"
                 );
             }
         }
@@ -325,5 +340,6 @@ mod tests {
     fn wraps_at_width() {
         let w = wrap("aaa bbb ccc ddd", 8, "  ");
         assert_eq!(w, "aaa bbb\n  ccc\n  ddd\n");
+        assert_eq!(wrap("  aaa bbb", 8, "    "), "  aaa\n    bbb\n");
     }
 }

@@ -31,14 +31,14 @@ impl Chart {
             title: title.into(),
             lines,
             width: 78,
-            height: 14,
+            height: 13,
         }
     }
 }
 
 /// The smallest of 1, 2, 2.5, 5 times a power of ten that is >= `v`.
 pub fn nice_ceil(v: f64) -> f64 {
-    if !(v > 0.0) || !v.is_finite() {
+    if v.is_nan() || v <= 0.0 || !v.is_finite() {
         return 1.0;
     }
     let p = 10f64.powf(v.log10().floor());
@@ -104,12 +104,13 @@ pub fn render(chart: &Chart) -> String {
     if xmax <= xmin {
         xmax = xmin + 1.0;
     }
-    let ytop = nice_ceil(ymax);
-    // y ticks: bottom, middle and top, and quarters when tall enough
+    // y ticks: bottom, middle and top, and quarters when tall enough,
+    // each a round number
     let nticks = if height >= 12 { 4 } else { 2 };
+    let ytop = nice_ceil(ymax / nticks as f64) * nticks as f64;
     let tick_rows: Vec<(usize, String)> = (0..=nticks)
         .map(|k| {
-            let row = (k * (height - 1)) / nticks;
+            let row = ((k * (height - 1)) as f64 / nticks as f64).round() as usize;
             (row, fmt_value(ytop * k as f64 / nticks as f64))
         })
         .collect();
@@ -129,8 +130,8 @@ pub fn render(chart: &Chart) -> String {
             match prev {
                 Some(p) if p.abs_diff(r) > 1 => {
                     let (lo, hi) = if p < r { (p + 1, r) } else { (r, p - 1) };
-                    for rr in lo..=hi {
-                        grid[rr][c] = line.symbol;
+                    for row in grid.iter_mut().take(hi + 1).skip(lo) {
+                        row[c] = line.symbol;
                     }
                 }
                 _ => grid[r][c] = line.symbol,
@@ -244,6 +245,7 @@ mod tests {
         assert_eq!(r[0], "Memory per node (MiB) vs time (s)");
         assert!(r[1].starts_with("    +--"), "{out}");
         assert!(r[2].starts_with("100 |"), "{out}");
+        assert!(r[2 + 3].starts_with(" 75 |-"), "{out}");
         assert!(r[2 + c.height - 1].starts_with("  0 |"), "{out}");
         // top row: node0 at the left, node1 at the right
         let top = r[2];

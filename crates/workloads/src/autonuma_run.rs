@@ -79,7 +79,7 @@ impl Params {
         m.insert("shared".into(), self.kind.shared().into());
         m.insert(
             "first_touch".into(),
-            serde_json::to_value(&plan.procs.iter().map(|p| &p.memory).collect::<Vec<_>>())
+            serde_json::to_value(plan.procs.iter().map(|p| &p.memory).collect::<Vec<_>>())
                 .unwrap_or_default(),
         );
         m.insert(
@@ -240,7 +240,10 @@ pub fn run_once(
             })
             .collect();
         if started_s.is_none() && snap.iter().all(|s| !s.1.is_empty()) {
+            // The memory is placed and the threads start: sample now, so
+            // every observed run shows the starting placement.
             started_s = Some(now);
+            next_sample = now;
         }
         let progress: Vec<u64> = task_slot
             .iter()

@@ -107,7 +107,7 @@ impl Observer {
                     }
                 }
                 for v in out.iter_mut() {
-                    *v = if k == 0 { 0 } else { *v * r.len / k };
+                    *v = (*v * r.len).checked_div(k).unwrap_or(0);
                 }
                 out
             })

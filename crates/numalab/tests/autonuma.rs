@@ -1,0 +1,294 @@
+//! The autonuma benchmarks and twohalves run for real on this machine, at
+//! small sizes: records, work checks, convergence, placements, errors.
+
+use numalab_record::{ConvergenceState, RunRecord};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("numalab runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn records(dir: &Path) -> Vec<RunRecord> {
+    let mut v: Vec<RunRecord> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            (p.extension()? == "json").then(|| numalab_record::load(&p).unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    v
+}
+
+fn cpu_nodes(r: &RunRecord) -> usize {
+    r.machine
+        .topology
+        .nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .count()
+}
+
+#[test]
+fn numa02_runs_twice_and_says_whether_convergence_is_trivial() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().to_str().unwrap();
+    let o = numalab(&[
+        "run",
+        "numa02",
+        "--runs",
+        "2",
+        "--bytes",
+        "16M",
+        "--loops",
+        "3",
+        "--interval",
+        "0.05",
+        "--results",
+        res,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("threads:") && err.contains("memory: 16.0 MiB"),
+        "{err}"
+    );
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r.benchmark, "numa02");
+        assert!(r.outcome.is_ok());
+        assert_eq!(r.tasks.len(), r.machine.topology.cpus.len());
+        assert!(r
+            .tasks
+            .iter()
+            .all(|t| t.work_done == 3 && t.work_expected == 3));
+        assert!(r.metric("elapsed_s").unwrap() > 0.0);
+        assert!(r.metrics.contains_key("numa_pages_migrated"));
+        let s = r.series.samples.last().expect("observed");
+        assert_eq!(s.task_memory_bytes.len(), r.tasks.len());
+        assert_eq!(s.progress.len(), r.tasks.len());
+        let c = r.convergence.as_ref().expect("convergence");
+        if cpu_nodes(r) < 2 {
+            assert!(matches!(c.state, ConvergenceState::Trivial { .. }));
+        } else {
+            assert!(!matches!(c.state, ConvergenceState::Trivial { .. }));
+        }
+    }
+    if cpu_nodes(&recs[0]) < 2 {
+        assert!(out.contains("convergence: trivial here"), "{out}");
+        assert!(err.contains("convergence is trivial here"), "{err}");
+    }
+    assert!(out.contains("memory per node (MiB) vs time"), "{out}");
+    assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+}
+
+#[test]
+fn every_benchmark_and_placement_does_all_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().to_str().unwrap();
+    for (bench, loops_flag) in [
+        ("numa01", "--loops"),
+        ("numa01_THREAD_ALLOC", "--loops"),
+        ("numa02_SMT", "--loops"),
+        ("twohalves", "--iterations"),
+    ] {
+        let o = numalab(&[
+            "run",
+            bench,
+            "--bytes",
+            "8M",
+            loops_flag,
+            "300",
+            "--threads",
+            "2",
+            "--placement",
+            "default,bind,inverse-bind",
+            "--interval",
+            "0.05",
+            "--results",
+            res,
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{bench}: {out}\n{err}");
+        assert!(out.contains(&format!("{bench} summary")), "{out}");
+    }
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 12);
+    for r in &recs {
+        assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+        let threads = match r.benchmark.as_str() {
+            "numa01" | "numa01_THREAD_ALLOC" | "twohalves" => 4,
+            _ => 2,
+        };
+        assert_eq!(r.tasks.len(), threads, "{}", r.benchmark);
+        assert!(
+            r.tasks.iter().all(|t| t.work_done == 300),
+            "{}",
+            r.benchmark
+        );
+        let placement = r.params["placement"].as_str().unwrap();
+        if cpu_nodes(r) < 2 && placement != "default" && r.benchmark != "twohalves" {
+            assert!(
+                r.warnings.iter().any(|w| w.contains("one node")),
+                "{:?}",
+                r.warnings
+            );
+        }
+        // Bound placements put the memory where the plan says.
+        if placement != "default" {
+            let s = r
+                .series
+                .samples
+                .iter()
+                .find(|s| s.task_memory_bytes.iter().all(|m| !m.is_empty()))
+                .expect("a sample with task memory");
+            let want: Vec<u64> = match &r.params["first_touch"][0]["Bound"]["nodes"] {
+                serde_json::Value::Array(v) => v.iter().map(|n| n.as_u64().unwrap()).collect(),
+                v => panic!("{v}"),
+            };
+            for (t, m) in s.task_memory_bytes.iter().enumerate() {
+                let node = if r.benchmark == "numa01" {
+                    want[0]
+                } else {
+                    want[t % want.len()]
+                };
+                let ix = r.machine.topology.node_index(node as u32).unwrap();
+                let total: u64 = m.iter().sum();
+                assert!(
+                    total > 0 && m[ix] == total,
+                    "{}: {m:?} vs node {node}",
+                    r.benchmark
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn observation_off_records_no_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(&[
+        "run",
+        "numa02_SMT",
+        "--bytes",
+        "4M",
+        "--loops",
+        "1",
+        "--interval",
+        "0",
+        "--results",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let r = &records(dir.path())[0];
+    assert!(r.series.samples.is_empty());
+    if cpu_nodes(r) >= 2 {
+        assert!(r.convergence.is_none());
+        assert!(text(&o).0.contains("not observed"));
+    }
+}
+
+#[test]
+fn bad_flags_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().to_str().unwrap();
+    for (args, want) in [
+        (vec!["--placement", "sideways"], "not a placement"),
+        (vec!["--placement", "bind,bind"], "given twice"),
+        (vec!["--bytes", "12Q"], "not a size"),
+        (vec!["--bytes", "0"], "more than 0"),
+        (vec!["--bytes", "4000G"], "does not fit"),
+        (vec!["--threads", "0"], "threads"),
+        (vec!["--loops", "0"], "loops"),
+        (vec!["--duration", "0"], "seconds"),
+        (vec!["--bytes", "8K", "--threads", "16"], "less than a page"),
+    ] {
+        let mut full = vec!["run", "numa02", "--results", res];
+        full.extend(args.iter());
+        let o = numalab(&full);
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{args:?}: {out}");
+        assert_eq!(
+            err.lines().filter(|l| l.contains("error")).count(),
+            1,
+            "{err}"
+        );
+        let line = err.lines().find(|l| l.contains("error")).unwrap();
+        assert!(line.starts_with("numalab: error:"), "{err}");
+        assert!(line.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// A process that fails is a failed run, with the reason, and a non-zero
+/// exit: here a machine description with a second node that this machine
+/// does not have, so binding memory there fails.
+#[test]
+fn a_failing_process_fails_the_run_loudly() {
+    use numalab_workloads::autonuma::{Kind, Placement};
+    use numalab_workloads::autonuma_run::{run_once, Params};
+    let mut machine =
+        numalab_topology::MachineInfo::probe(&numalab_topology::Roots::host()).unwrap();
+    if cpu_nodes_of(&machine.topology) >= 2 {
+        return; // a real second node: binding there works
+    }
+    let cpus: Vec<u32> = machine.topology.cpus.iter().map(|c| c.id).collect();
+    let mut fake = numalab_topology::Topology::regular(2, 1, 1, 1, 1 << 20, 1 << 30, None).unwrap();
+    // Both fake nodes' CPUs are real CPUs of this machine.
+    fake.nodes[0].cpus = vec![cpus[0]];
+    fake.nodes[1].cpus = vec![*cpus.last().unwrap()];
+    fake.nodes[1].id = 1;
+    for c in fake.cpus.iter_mut() {
+        c.id = if c.node == 0 {
+            cpus[0]
+        } else {
+            *cpus.last().unwrap()
+        };
+    }
+    machine.topology = fake;
+    let params = Params {
+        kind: Kind::Numa02,
+        placement: Placement::Bind,
+        threads: 2,
+        bytes: 4 << 20,
+        loops: 1,
+        sizing: vec![],
+    };
+    let interrupt = numalab_workloads::Interrupt::never();
+    let spec = numalab_workloads::run::RunSpec {
+        label: "t",
+        repetition: numalab_record::Repetition { index: 1, of: 1 },
+        interval_s: 0.0,
+        interrupt: &interrupt,
+        title: "t".into(),
+    };
+    let r = run_once(
+        Path::new(env!("CARGO_BIN_EXE_numalab")),
+        &machine,
+        &params,
+        &spec,
+    )
+    .unwrap();
+    assert!(!r.outcome.is_ok());
+    let reason = r.outcome.reason.unwrap();
+    assert!(
+        reason.contains("ended with exit 1") && reason.contains("node 1"),
+        "{reason}"
+    );
+}
+
+fn cpu_nodes_of(t: &numalab_topology::Topology) -> usize {
+    t.nodes.iter().filter(|n| !n.cpus.is_empty()).count()
+}
