@@ -29,7 +29,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "DIR", default_value = "numalab-results")]
     pub results: PathBuf,
     /// Seconds between observations of tasks and memory (0: off)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_interval)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_interval)]
     pub interval: f64,
 }
 
@@ -46,7 +46,7 @@ struct NumaTestArgs {
     #[arg(long, value_name = "N,...", value_parser = parse_tasks, default_value = "4")]
     tasks: TaskList,
     /// Elements per task (20 bytes each); default: chosen from the LLC size and free memory
-    #[arg(long, value_name = "ELEMENTS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "ELEMENTS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     size: Option<u64>,
     /// The load peak 3 s after the start: a hackbench message storm, or none
     #[arg(long, value_enum, default_value_t = DisturbArg::Messaging)]
