@@ -109,8 +109,6 @@ fn probe() -> Result<MachineInfo> {
 
 fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
     let machine = probe()?;
-    numalab_record::ensure_writable_dir(&a.common.results)
-        .with_context(|| format!("results directory {}", a.common.results.display()))?;
     let max_tasks = *a.tasks.0.iter().max().expect("at least one task count");
     let elements = match a.size {
         Some(e) => {
@@ -129,6 +127,8 @@ fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
             c.elements
         }
     };
+    numalab_record::ensure_writable_dir(&a.common.results)
+        .with_context(|| format!("results directory {}", a.common.results.display()))?;
     let disturb = match a.disturb {
         DisturbArg::Messaging => Disturb::Messaging,
         DisturbArg::None => Disturb::None,
