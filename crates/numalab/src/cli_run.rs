@@ -110,25 +110,30 @@ fn probe() -> Result<MachineInfo> {
 fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
     let machine = probe()?;
     let max_tasks = *a.tasks.0.iter().max().expect("at least one task count");
+    // Validate everything before touching the disk or printing anything.
+    let mut notes = Vec::new();
     let elements = match a.size {
         Some(e) => {
             sizing::check_fits(&machine, max_tasks, e, BYTES_PER_ELEMENT)
                 .map_err(anyhow::Error::msg)?;
-            eprintln!("numalab: size: {e} elements per task (--size)");
+            notes.push(format!("size: {e} elements per task (--size)"));
             e
         }
         None => {
             let c = sizing::numa_test_elements(&machine, max_tasks, BYTES_PER_ELEMENT)
                 .map_err(anyhow::Error::msg)?;
-            eprintln!("numalab: size: {}", c.explanation);
+            notes.push(format!("size: {}", c.explanation));
             if let Some(w) = &c.warning {
-                eprintln!("numalab: warning: {w}");
+                notes.push(format!("warning: {w}"));
             }
             c.elements
         }
     };
     numalab_record::ensure_writable_dir(&a.common.results)
         .with_context(|| format!("results directory {}", a.common.results.display()))?;
+    for n in notes {
+        eprintln!("numalab: {n}");
+    }
     let disturb = match a.disturb {
         DisturbArg::Messaging => Disturb::Messaging,
         DisturbArg::None => Disturb::None,
