@@ -22,16 +22,16 @@ pub struct AutonumaArgs {
     placement: PlacementList,
     /// Memory per process, e.g. 512M or 3G; default: the original's size
     /// scaled to the free memory
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", allow_negative_numbers = true, value_parser = parse_bytes)]
     bytes: Option<u64>,
     /// Threads per process; default: from the CPU count
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS as i64))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS as i64))]
     threads: Option<u32>,
     /// Loops per thread; default: as many as take about --duration seconds
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     loops: Option<u64>,
     /// Seconds a run should take, for the default loop count
-    #[arg(long, value_name = "SECONDS", default_value_t = 20.0, value_parser = parse_duration)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 20.0, value_parser = parse_duration)]
     duration: f64,
     #[command(flatten)]
     common: CommonArgs,
@@ -47,17 +47,17 @@ pub struct TwoHalvesArgs {
     placement: PlacementList,
     /// Memory in all (each set touches half), e.g. 256M; default: the
     /// seed's 16 GiB scaled to the free memory
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", allow_negative_numbers = true, value_parser = parse_bytes)]
     bytes: Option<u64>,
     /// Threads per set; default: the CPUs of a node
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=(MAX_THREADS / 2) as i64))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=(MAX_THREADS / 2) as i64))]
     threads: Option<u32>,
     /// Passes of each thread over its slice; default: as many as take
     /// about --duration seconds
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
     /// Seconds a run should take, for the default iteration count
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_duration)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 30.0, value_parser = parse_duration)]
     duration: f64,
     #[command(flatten)]
     common: CommonArgs,
@@ -115,8 +115,6 @@ fn say(msg: &str) {
 
 pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
     let machine = MachineInfo::probe(&Roots::host()).context("reading this machine's topology")?;
-    numalab_record::ensure_writable_dir(&a.common.results)
-        .with_context(|| format!("results directory {}", a.common.results.display()))?;
     let topo = &machine.topology;
     let nodes = cpu_nodes(topo);
     say(&format!(
@@ -175,6 +173,8 @@ pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
             c.elements
         }
     };
+    numalab_record::ensure_writable_dir(&a.common.results)
+        .with_context(|| format!("results directory {}", a.common.results.display()))?;
     let word = if kind == Kind::TwoHalves {
         "iterations"
     } else {

@@ -204,7 +204,9 @@ fn observation_off_records_no_series() {
 #[test]
 fn bad_flags_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let res = dir.path().to_str().unwrap();
+    let res = dir.path().join("res");
+    let res = res.to_str().unwrap();
+    std::fs::create_dir(res).unwrap();
     for (args, want) in [
         (vec!["--placement", "sideways"], "not a placement"),
         (vec!["--placement", "bind,bind"], "given twice"),
@@ -214,6 +216,8 @@ fn bad_flags_are_one_line_errors() {
         (vec!["--threads", "0"], "threads"),
         (vec!["--loops", "0"], "loops"),
         (vec!["--duration", "0"], "seconds"),
+        (vec!["--duration", "-1"], "seconds"),
+        (vec!["--loops", "-3"], "loops"),
         (vec!["--bytes", "8K", "--threads", "16"], "less than a page"),
     ] {
         let mut full = vec!["run", "numa02", "--results", res];
@@ -229,6 +233,10 @@ fn bad_flags_are_one_line_errors() {
         let line = err.lines().find(|l| l.contains("error")).unwrap();
         assert!(line.starts_with("numalab: error:"), "{err}");
         assert!(line.contains(want), "{args:?}: {err}");
+        assert!(
+            std::fs::read_dir(res).unwrap().next().is_none(),
+            "{args:?}: nothing written before the options are checked"
+        );
     }
 }
 
