@@ -408,8 +408,18 @@ pub fn run_once(
     if let Some(s) = started_s {
         rec.metrics.insert("started_s".into(), Metric::seconds(s));
     }
-    rec.convergence =
-        convergence::evaluate(p.kind, topo, &task_process, &rec.series.samples, started_s);
+    let task_bytes: Vec<u64> = task_slot
+        .iter()
+        .map(|&(pi, _, r)| {
+            let st = procs[pi].state.lock().expect("state lock");
+            st.regions.get(r).map_or(0, |x| x.len)
+        })
+        .collect();
+    let tasks = convergence::Tasks {
+        process: task_process,
+        bytes: task_bytes,
+    };
+    rec.convergence = convergence::evaluate(p.kind, topo, &tasks, &rec.series.samples, started_s);
     if let Some(numalab_record::ConvergenceState::Converged { at_s }) =
         rec.convergence.as_ref().map(|c| &c.state)
     {

@@ -49,7 +49,7 @@ pub fn definition(rule: Rule) -> String {
     let pct = (THRESHOLD * 100.0).round();
     match rule {
         Rule::Process => format!(
-            "each process has >= {pct}% of its buffer (pages sampled with move_pages) on one node, all its threads were last seen running on that node, and no two processes share that node while there are at least as many nodes with CPUs as processes"
+            "each process has >= {pct}% of its buffer on one node (the nodes of evenly spaced pages, read with move_pages; a page whose node cannot be read counts against), all its threads were last seen running on that node, and no two processes share that node while there are at least as many nodes with CPUs as processes"
         ),
         Rule::Thread(c) => {
             let cap = match c {
@@ -58,21 +58,34 @@ pub fn definition(rule: Rule) -> String {
                 Capacity::Pinned => " (threads are pinned: set h on node h)",
             };
             format!(
-                "every thread has >= {pct}% of its own slice (pages sampled with move_pages) on the node it was last seen running on{cap}"
+                "every thread has >= {pct}% of its own slice on the node it was last seen running on (the nodes of evenly spaced pages, read with move_pages; a page whose node cannot be read counts against){cap}"
             )
         }
     }
 }
 
-/// Does `rule` hold in sample `s`? `task_process[t]` is task t's process.
-pub fn holds(rule: Rule, topo: &Topology, task_process: &[usize], s: &Sample) -> bool {
+/// What is known of the tasks: `process[t]` is task t's process and
+/// `bytes[t]` the size of the memory it works on (its slice, or its
+/// process's buffer), the denominator of the threshold.
+#[derive(Debug, Clone, Default)]
+pub struct Tasks {
+    pub process: Vec<usize>,
+    pub bytes: Vec<u64>,
+}
+
+/// Does `rule` hold in sample `s`?
+pub fn holds(rule: Rule, topo: &Topology, tasks: &Tasks, s: &Sample) -> bool {
+    let task_process = &tasks.process;
     let ntasks = task_process.len();
     if ntasks == 0 || s.task_node.len() != ntasks || s.task_memory_bytes.len() != ntasks {
         return false;
     }
-    // Node (index) holding >= THRESHOLD of a memory vector.
-    let home = |m: &Vec<u64>| -> Option<usize> {
-        let total: u64 = m.iter().sum();
+    // Node (index) holding >= THRESHOLD of task t's memory. Pages whose
+    // node could not be read (move_pages reports an error for a page
+    // while it is being migrated) count against it.
+    let home = |t: usize| -> Option<usize> {
+        let m = &s.task_memory_bytes[t];
+        let total = tasks.bytes.get(t).copied().unwrap_or(0).max(m.iter().sum());
         if total == 0 {
             return None;
         }
@@ -89,7 +102,7 @@ pub fn holds(rule: Rule, topo: &Topology, task_process: &[usize], s: &Sample) ->
                 let Some(&first) = tasks.first() else {
                     return false;
                 };
-                let Some(h) = home(&s.task_memory_bytes[first]) else {
+                let Some(h) = home(first) else {
                     return false;
                 };
                 if !tasks.iter().all(|&t| node_ix(t) == Some(h)) {
@@ -113,7 +126,7 @@ pub fn holds(rule: Rule, topo: &Topology, task_process: &[usize], s: &Sample) ->
                 let Some(ix) = node_ix(t) else {
                     return false;
                 };
-                if home(&s.task_memory_bytes[t]) != Some(ix) {
+                if home(t) != Some(ix) {
                     return false;
                 }
                 per_node[ix] += 1;
@@ -146,7 +159,7 @@ pub fn holds(rule: Rule, topo: &Topology, task_process: &[usize], s: &Sample) ->
 pub fn evaluate(
     kind: Kind,
     topo: &Topology,
-    task_process: &[usize],
+    tasks: &Tasks,
     samples: &[Sample],
     started_s: Option<f64>,
 ) -> Option<Convergence> {
@@ -165,7 +178,7 @@ pub fn evaluate(
     if eligible.is_empty() {
         return None;
     }
-    let state = match eligible.iter().find(|s| holds(rule, topo, task_process, s)) {
+    let state = match eligible.iter().find(|s| holds(rule, topo, tasks, s)) {
         Some(s) => ConvergenceState::Converged { at_s: s.t_s },
         None => ConvergenceState::NotConverged {
             within_s: eligible.last().map_or(0.0, |s| s.t_s),
@@ -184,6 +197,13 @@ mod tests {
         Topology::regular(2, 2, 2, 1, 1 << 20, 1 << 30, None).unwrap()
     }
 
+    fn tasks(process: &[usize]) -> Tasks {
+        Tasks {
+            process: process.to_vec(),
+            bytes: vec![100; process.len()],
+        }
+    }
+
     fn sample(t: f64, nodes: &[Option<u32>], mem: &[[u64; 2]]) -> Sample {
         Sample {
             t_s: t,
@@ -196,7 +216,7 @@ mod tests {
     #[test]
     fn numa01_converges_when_processes_split_with_their_memory() {
         let t = topo();
-        let procs = [0, 0, 1, 1];
+        let procs = tasks(&[0, 0, 1, 1]);
         let start = sample(0.5, &[Some(0), Some(1), Some(0), Some(1)], &[[100, 0]; 4]);
         // process 1 still has its memory on node 0
         let half = sample(
@@ -228,24 +248,24 @@ mod tests {
     #[test]
     fn samples_before_the_start_do_not_count() {
         let t = topo();
-        let early = sample(0.1, &[Some(0), Some(1)], &[[10, 0], [0, 10]]);
-        let later = sample(1.0, &[Some(0), Some(0)], &[[10, 0], [0, 10]]);
+        let early = sample(0.1, &[Some(0), Some(1)], &[[100, 0], [0, 100]]);
+        let later = sample(1.0, &[Some(0), Some(0)], &[[100, 0], [0, 100]]);
         let c = evaluate(
             Kind::TwoHalves,
             &t,
-            &[0, 0],
+            &tasks(&[0, 0]),
             &[early.clone(), later],
             Some(0.5),
         )
         .unwrap();
         assert_eq!(c.state, ConvergenceState::NotConverged { within_s: 1.0 });
-        assert!(evaluate(Kind::TwoHalves, &t, &[0, 0], &[early], None).is_none());
+        assert!(evaluate(Kind::TwoHalves, &t, &tasks(&[0, 0]), &[early], None).is_none());
     }
 
     #[test]
     fn per_thread_rules_and_capacity() {
         let t = topo();
-        let procs = [0; 4];
+        let procs = tasks(&[0; 4]);
         let mem = [[100, 0], [100, 0], [0, 100], [0, 100]];
         let ok = sample(1.0, &[Some(0), Some(0), Some(1), Some(1)], &mem);
         assert!(holds(Rule::Thread(Capacity::Cpus), &t, &procs, &ok));
@@ -265,12 +285,17 @@ mod tests {
         assert!(!holds(Rule::Thread(Capacity::Pinned), &t, &procs, &unknown));
         let empty = sample(1.0, &[Some(0); 4], &[[0, 0]; 4]);
         assert!(!holds(Rule::Thread(Capacity::Pinned), &t, &procs, &empty));
+        // Pages whose node could not be read count against: 30 of 100
+        // bytes read, all on node 1, is not 90% on node 1. (Seen in a
+        // guest while NUMA balancing migrated a slice.)
+        let unread = sample(1.0, &[Some(1); 4], &[[0, 30]; 4]);
+        assert!(!holds(Rule::Thread(Capacity::Pinned), &t, &procs, &unread));
     }
 
     #[test]
     fn one_node_is_trivial_and_says_why() {
         let t = Topology::regular(1, 2, 1, 1, 1 << 20, 1 << 30, None).unwrap();
-        let c = evaluate(Kind::Numa02, &t, &[0, 0], &[], None).unwrap();
+        let c = evaluate(Kind::Numa02, &t, &tasks(&[0, 0]), &[], None).unwrap();
         match c.state {
             ConvergenceState::Trivial { reason } => assert!(reason.contains("one NUMA node")),
             s => panic!("{s:?}"),
