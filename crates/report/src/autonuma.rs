@@ -270,6 +270,12 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
                     s,
                     "default lies at {pos:.2} between bind (0) and inverse-bind (1):\n  (default - bind) / (inverse-bind - bind) of mean elapsed times"
                 );
+                if !(-0.1..=1.1).contains(&pos) {
+                    let _ = writeln!(
+                        s,
+                        "  (outside the bounds: they do not bracket the default here, e.g. in\n  an emulated guest where remote memory costs no more than local)"
+                    );
+                }
             }
             None => {
                 let _ = writeln!(
@@ -310,6 +316,14 @@ mod tests {
         let refs: Vec<&RunRecord> = rs.iter().collect();
         let t = summary_table(&refs);
         assert!(t.contains("default lies at 0.50"), "{t}");
+        assert!(!t.contains("outside"), "{t}");
+        let rs = [
+            rec("default", 25.0),
+            rec("bind", 10.0),
+            rec("inverse-bind", 12.0),
+        ];
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        assert!(summary_table(&refs).contains("outside the bounds"));
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("bind "), "{t}");
         assert!(lines[2].starts_with("default "), "{t}");
