@@ -183,6 +183,10 @@ fn balancing_off(bench: &str, args: &[&str]) {
 fn numa01_with_numa_balancing_migrates_and_converges() {
     let _ = NEEDS_VM;
     if guests_enabled("numa01_with_numa_balancing_migrates_and_converges") {
+        // numa01 is the hard case (both processes' threads share their
+        // memory and start on one node): in a 4-vCPU TCG guest the kernel
+        // converged at 3.6 s in one run and not within 12 s in another,
+        // so give it 30 s.
         balancing_on(
             "numa01",
             &[
@@ -190,7 +194,7 @@ fn numa01_with_numa_balancing_migrates_and_converges() {
                 "--bytes",
                 "64M",
                 "--duration",
-                "15",
+                "30",
                 "--interval",
                 "0.5",
             ],
