@@ -24,7 +24,8 @@
 use crate::dataset::{Dataset, Group};
 use numalab_record::{Better, RunRecord};
 use numalab_stats::{
-    geometric_mean, min_achievable_p, min_samples_for_test, outliers, verdict, Comparison,
+    geometric_mean, mann_whitney_u, min_achievable_p, min_samples_for_test, outliers, ratio_ci,
+    verdict, welch_t, Comparison,
     Direction, Summary, TestKind, Verdict,
 };
 use serde::Serialize;
@@ -32,6 +33,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Version of the JSON written by `numalab compare --format json`.
 pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+
+/// Runs needed before any is called an outlier: with fewer, the median
+/// and the MAD the rule measures against are too unstable (of 3 runs,
+/// the one farther from the middle one is flagged by chance alone).
+pub const MIN_RUNS_FOR_OUTLIERS: usize = 5;
 
 /// Coefficient of variation above which a group gets a note.
 pub const DEFAULT_HIGH_CV: f64 = 0.10;
@@ -766,9 +772,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                             notes.push(book.add(
                                 NoteKind::HighVariation,
                                 format!(
-                                    "{cname} in {case_name}: {name} varies by {:.0}% (stddev/mean) over {} runs, above {:.0}%: changes smaller than that are hard to see",
-                                    cv * 100.0,
-                                    s.n,
+                                    "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
                                     opts.high_cv * 100.0
                                 ),
                             ));
@@ -785,7 +789,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                             ),
                         ));
                     }
-                    if values.len() >= 3 {
+                    if values.len() >= MIN_RUNS_FOR_OUTLIERS {
                         flagged = outliers(&values);
                         for &i in &flagged {
                             notes.push(book.add(
@@ -806,7 +810,8 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         let bg = ds.group(c, b).expect("baseline group exists");
                         let (bv, _, _, _) = values_of(bg);
                         match verdict(&bv, &values, dir, opts.alpha, opts.noise_threshold, opts.test) {
-                            Ok(cmp) => {
+                            Ok(mut cmp) => {
+                                complete(&mut cmp, &bv, &values, opts);
                                 comparison_notes(&cmp, opts, &mut book, &mut notes);
                                 Some(cmp)
                             }
@@ -944,6 +949,25 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         ok_runs,
         failed_runs,
     })
+}
+
+/// With too few runs for a verdict the stats crate skips the test and the
+/// ratio; they are still worth showing (a ratio interval, and a p-value
+/// that says how far from significance the runs are), so fill them in.
+fn complete(c: &mut Comparison, base: &[f64], cand: &[f64], opts: &CompareOptions) {
+    if c.ratio.is_none() {
+        c.ratio = ratio_ci(base, cand, 1.0 - opts.alpha).ok();
+    }
+    if c.test_result.is_none() && !base.is_empty() && !cand.is_empty() {
+        let t = match opts.test {
+            TestKind::MannWhitneyU => mann_whitney_u(base, cand),
+            TestKind::WelchT => welch_t(base, cand),
+        };
+        if let Ok(t) = t {
+            c.p_value = Some(t.p_value);
+            c.test_result = Some(t);
+        }
+    }
 }
 
 /// Notes a comparison calls for: too few runs, an unbounded ratio,

@@ -75,12 +75,35 @@ fn table_title(t: &MetricTable) -> String {
 }
 
 /// The full layout of one metric.
+/// The benchmark shared by every row of a table, if there is one: the case
+/// column then shows only the varying parameters, under its name.
+fn single_benchmark<'a>(r: &'a CompareReport, t: &MetricTable) -> Option<&'a str> {
+    let first = &r.cases[t.rows.first()?.case].benchmark;
+    t.rows
+        .iter()
+        .all(|x| &r.cases[x.case].benchmark == first)
+        .then_some(first.as_str())
+}
+
+fn case_cell(r: &CompareReport, t: &MetricTable, case: usize) -> String {
+    let c = &r.cases[case];
+    if single_benchmark(r, t).is_some() && !c.variant.is_empty() {
+        c.variant.clone()
+    } else {
+        c.name.clone()
+    }
+}
+
+fn case_header(r: &CompareReport, t: &MetricTable) -> String {
+    single_benchmark(r, t).unwrap_or("case").to_string()
+}
+
 pub fn metric_table(r: &CompareReport, t: &MetricTable) -> Table {
     let conf = conf_pct(r);
     let mut tab = Table::new(
         table_title(t),
         vec![
-            Column::key("case"),
+            Column::key(&case_header(r, t)),
             Column::key("config"),
             Column::right("n"),
             Column::right("mean(sd)"),
@@ -93,7 +116,9 @@ pub fn metric_table(r: &CompareReport, t: &MetricTable) -> Table {
         ],
     );
     for row in &t.rows {
-        tab.push(row_cells(r, row));
+        let mut cells = row_cells(r, row);
+        cells[0] = case_cell(r, t, row.case);
+        tab.push(cells);
     }
     for g in &t.geomean {
         let cfg = &r.configurations[g.config];
@@ -189,7 +214,7 @@ pub fn normalized_table(r: &CompareReport, t: &MetricTable) -> Table {
     }
     // Baselines first.
     configs.sort_by_key(|&k| (!r.configurations[k].is_baseline, k));
-    let mut cols = vec![Column::key("case"), Column::left("Better")];
+    let mut cols = vec![Column::key(&case_header(r, t)), Column::left("Better")];
     for &k in &configs {
         let c = &r.configurations[k];
         if c.is_baseline && !t.unit.is_empty() {
@@ -210,7 +235,7 @@ pub fn normalized_table(r: &CompareReport, t: &MetricTable) -> Table {
         }
     }
     for &c in &cases {
-        let mut cells = vec![r.cases[c].name.clone(), better_letter(t.better).into()];
+        let mut cells = vec![case_cell(r, t, c), better_letter(t.better).into()];
         let mut notes: Vec<usize> = Vec::new();
         for &k in &configs {
             let row = t.rows.iter().find(|x| x.case == c && x.config == k);
@@ -292,7 +317,7 @@ fn header_lines(r: &CompareReport, layout: Layout) -> Vec<String> {
     let alpha = r.settings.alpha;
     match layout {
         Layout::Full => v.push(format!(
-            "{} test, {} intervals. change: of the means, \"~\" when not significant (p >= {alpha}). verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold.",
+            "{} test, {} intervals. change: of the means, or \"~\" when not significant (p >= {alpha}). verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold.",
             test_name(r.settings.test),
             conf_pct(r),
             noise_pct(r)

@@ -41,6 +41,9 @@ pub struct Case {
     /// `benchmark` and the parameters that vary between this benchmark's
     /// cases, e.g. `numa_test tasks=4`.
     pub name: String,
+    /// Only the varying parameters, e.g. `tasks=4` (empty when the
+    /// benchmark has a single case).
+    pub variant: String,
 }
 
 #[derive(Debug, Clone)]
@@ -188,7 +191,7 @@ impl Dataset {
         ds.cases = case_map
             .iter()
             .map(|((b, key), params)| {
-                let mut name = b.clone();
+                let mut variant: Vec<String> = Vec::new();
                 // The task count first, as the seeds' tables order rows by it.
                 let mut keys: Vec<&String> = varying
                     .get(b.as_str())
@@ -197,14 +200,21 @@ impl Dataset {
                 keys.sort_by_key(|k| (k.as_str() != "tasks", k.to_string()));
                 for k in keys {
                     if let Some(v) = params.get(k) {
-                        name.push_str(&format!(" {k}={}", param_value(v)));
+                        variant.push(format!("{k}={}", param_value(v)));
                     }
                 }
+                let variant = variant.join(" ");
+                let name = if variant.is_empty() {
+                    b.clone()
+                } else {
+                    format!("{b} {variant}")
+                };
                 Case {
                     benchmark: b.clone(),
                     params: params.clone(),
                     params_key: key.clone(),
                     name,
+                    variant,
                 }
             })
             .collect();

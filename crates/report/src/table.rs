@@ -311,7 +311,7 @@ pub fn md_inline(s: &str) -> String {
     for c in s.chars() {
         match c {
             '\n' | '\r' => o.push(' '),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' => {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' => {
                 o.push('\\');
                 o.push(c);
             }
@@ -330,13 +330,15 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     if text.chars().count() <= width {
         return vec![text.to_string()];
     }
-    let indent = if text.starts_with('[') {
-        text.find(']').map(|i| i + 2).unwrap_or(2).min(8)
-    } else {
-        2
-    };
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let indent = lead
+        + if text.trim_start().starts_with('[') {
+            text.trim_start().find(']').map(|i| i + 2).unwrap_or(2).min(8)
+        } else {
+            2
+        };
     let mut lines = Vec::new();
-    let mut cur = String::new();
+    let mut cur = " ".repeat(lead);
     let mut has_word = false;
     for word in text.split_whitespace() {
         let mut w = word.to_string();
@@ -473,5 +475,8 @@ mod tests {
         let w = wrap(&"y".repeat(100), 30);
         assert!(w.iter().all(|l| l.chars().count() <= 30), "{w:?}");
         assert_eq!(w.concat().replace(' ', "").len(), 100);
+        let w = wrap(&format!("  A  {}", "word ".repeat(30)), 40);
+        assert!(w[0].starts_with("  A  word"), "{w:?}");
+        assert!(w[1].starts_with("    word"), "{w:?}");
     }
 }
