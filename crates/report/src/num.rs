@@ -123,12 +123,13 @@ pub fn axis(x: f64, step: f64) -> String {
     } else {
         (x, "", step)
     };
-    // Enough decimals to tell neighbouring ticks apart.
-    let d = if st >= 1.0 || st <= 0.0 {
-        0
-    } else {
-        (-st.log10()).ceil().clamp(0.0, 6.0) as usize
-    };
+    // Enough decimals to write the step exactly (0.025 needs 3).
+    let d = (0..=6)
+        .find(|&d| {
+            let scaled = st * 10f64.powi(d as i32);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.abs().max(1.0)
+        })
+        .unwrap_or(6);
     format!("{v:.d$}{suffix}")
 }
 
@@ -183,5 +184,7 @@ mod tests {
         assert_eq!(axis(20.0, 20.0), "20");
         assert_eq!(axis(0.25, 0.05), "0.25");
         assert_eq!(axis(0.0, 1.0), "0");
+        assert_eq!(axis(0.075, 0.025), "0.075");
+        assert_eq!(axis(2_000_000.0, 250_000.0), "2.00M");
     }
 }

@@ -72,7 +72,7 @@ impl Chart {
         let ylw = ylabels.iter().map(|(_, s)| s.len()).max().unwrap_or(1);
         // Columns: label, space, frame, interior, frame.
         let iw = self.width.saturating_sub(ylw + 3).max(10);
-        let xaxis = Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), false);
+        let xaxis = Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), true);
 
         let col = |x: f64| ((xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1);
         let row = |y: f64| ((yaxis.frac(y) * (ih - 1) as f64).round() as i64).clamp(0, ih as i64 - 1);
