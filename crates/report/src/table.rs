@@ -340,15 +340,21 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = " ".repeat(lead);
     let mut has_word = false;
-    for word in text.split_whitespace() {
+    // Runs of spaces inside a line are kept (they align columns).
+    let mut extra = 0usize;
+    for word in text[lead..].split(' ') {
+        if word.is_empty() {
+            if has_word {
+                extra += 1;
+            }
+            continue;
+        }
         let mut w = word.to_string();
         loop {
             let cl = cur.chars().count();
-            let need = usize::from(has_word) + w.chars().count();
-            if cl + need <= width {
-                if has_word {
-                    cur.push(' ');
-                }
+            let sep = if has_word { 1 + extra } else { 0 };
+            if cl + sep + w.chars().count() <= width {
+                cur.push_str(&" ".repeat(sep));
                 cur.push_str(&w);
                 has_word = true;
                 break;
@@ -371,6 +377,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
                 break;
             }
         }
+        extra = 0;
     }
     if has_word {
         lines.push(cur);
