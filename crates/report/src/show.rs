@@ -311,10 +311,13 @@ pub fn dataset(ds: &Dataset) -> String {
 fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
     let mut out = String::new();
     let mut typical: Vec<(String, &RunRecord)> = Vec::new();
+    let mut short: Vec<String> = Vec::new();
     for g in ds.groups.iter().filter(|g| g.case == case) {
         let recs = ds.ok_records(g);
         if let Some((r, why)) = series::typical_run(&recs) {
-            typical.push((format!("{} ({why})", ds.configs[g.config].name), r));
+            let cfg = &ds.configs[g.config].name;
+            typical.push((format!("{cfg} ({why})"), r));
+            short.push(format!("{cfg} run {}", r.repetition.index));
         }
     }
     if typical.is_empty() {
@@ -373,11 +376,11 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
         );
         out.push('\n');
     }
-    for (n, r) in &typical {
+    for ((_, r), n) in typical.iter().zip(&short) {
         let mem = series::memory_per_node(r);
         if r.machine.topology.nodes.len() > 1 && mem.first().is_some_and(|l| enough(l.points.len())) {
             out.push_str(
-                &Chart::new(format!("{name}, {n}: memory per node vs time"), "Time (s)", "MiB", mem)
+                &Chart::new(format!("{name}, {n}: memory per node"), "Time (s)", "MiB", mem)
                     .render(),
             );
             out.push('\n');
@@ -479,6 +482,6 @@ mod tests {
         assert!(s.contains("* A (run 2 of 3, the median elapsed_s)"), "{s}");
         assert!(s.contains("# B (run 2 of 3, the median elapsed_s)"), "{s}");
         assert!(s.contains("numa_test: progress vs time (% of the work)"), "{s}");
-        assert!(s.contains("numa_test, A (run 2 of 3, the median elapsed_s): memory per node"), "{s}");
+        assert!(s.contains("numa_test, A run 2: memory per node (MiB)"), "{s}");
     }
 }
