@@ -46,10 +46,7 @@ fn record(label: &str, host: &str, tasks: u64, rep: u32, elapsed: f64) -> RunRec
                 memory_bytes: vec![vec![(8 << 20) - moved, moved]],
                 task_node: vec![Some(0), Some(1)],
                 progress: vec![100 * i as u64 / steps as u64, 100 * i as u64 / steps as u64],
-                vmstat: BTreeMap::from([(
-                    "numa_pages_migrated".to_string(),
-                    (moved >> 12) as i64,
-                )]),
+                vmstat: BTreeMap::from([("numa_pages_migrated".to_string(), (moved >> 12) as i64)]),
             }
         })
         .collect();
@@ -82,7 +79,12 @@ fn compare_prints_tables_markers_and_footnotes() {
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
-    assert!(out.starts_with("numalab compare: 20 runs (0 failed) of 2 configurations in 2 cases; baseline A"), "{out}");
+    assert!(
+        out.starts_with(
+            "numalab compare: 20 runs (0 failed) of 2 configurations in 2 cases; baseline A"
+        ),
+        "{out}"
+    );
     assert!(out.contains("elapsed_s (s, lower is better)"), "{out}");
     assert!(out.contains("local_ratio (%, higher is better)"), "{out}");
     assert!(out.contains("tasks=2") && out.contains("tasks=4"), "{out}");
@@ -97,8 +99,14 @@ fn compare_prints_tables_markers_and_footnotes() {
     let o = numalab(&["compare", d3.path().to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success());
-    assert!(out.contains("too few runs") && out.contains("  ~  "), "{out}");
-    assert!(out.contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"), "{out}");
+    assert!(
+        out.contains("too few runs") && out.contains("  ~  "),
+        "{out}"
+    );
+    assert!(
+        out.contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"),
+        "{out}"
+    );
 
     // --metric, --test welch, --noise.
     let o = numalab(&[
@@ -114,8 +122,14 @@ fn compare_prints_tables_markers_and_footnotes() {
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!out.contains("avg_user_s ("), "{out}");
-    assert!(out.contains("Welch's t test") && out.contains("2% noise threshold"), "{out}");
-    assert!(out.contains("worse"), "Welch reaches significance with 3 runs: {out}");
+    assert!(
+        out.contains("Welch's t test") && out.contains("2% noise threshold"),
+        "{out}"
+    );
+    assert!(
+        out.contains("worse"),
+        "Welch reaches significance with 3 runs: {out}"
+    );
 }
 
 #[test]
@@ -161,7 +175,13 @@ fn compare_formats_are_valid() {
     let norm = stdout(&numalab(&["compare", p, "--normalized"]));
     assert!(norm.contains("Better") && norm.contains("1.100*"), "{norm}");
     assert!(norm.lines().all(|l| l.len() <= 80), "{norm}");
-    let norm_md = stdout(&numalab(&["compare", p, "--normalized", "--format", "markdown"]));
+    let norm_md = stdout(&numalab(&[
+        "compare",
+        p,
+        "--normalized",
+        "--format",
+        "markdown",
+    ]));
     assert!(norm_md.contains("| Better |"), "{norm_md}");
 }
 
@@ -173,7 +193,12 @@ fn fail_on_regression_sets_the_exit_status() {
     let o = numalab(&["compare", p, "--fail-on-regression"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("numalab: regression: elapsed_s of B in numa_test tasks=2 is worse than A (+10.0%, p="), "{err}");
+    assert!(
+        err.contains(
+            "numalab: regression: elapsed_s of B in numa_test tasks=2 is worse than A (+10.0%, p="
+        ),
+        "{err}"
+    );
     // Without the flag the same comparison exits 0.
     assert_eq!(numalab(&["compare", p]).status.code(), Some(0));
     // B as the baseline: A is better, nothing regressed.
@@ -182,7 +207,11 @@ fn fail_on_regression_sets_the_exit_status() {
     // Equal configurations: no regression.
     let e = tempdir();
     write_set(e.path(), &[("A", 1.0), ("B", 1.0)], 5, "tux");
-    let o = numalab(&["compare", e.path().to_str().unwrap(), "--fail-on-regression"]);
+    let o = numalab(&[
+        "compare",
+        e.path().to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
 
@@ -213,11 +242,20 @@ fn corrupt_records_are_warnings_and_the_rest_is_used() {
             .iter()
             .any(|l| l.starts_with("numalab: warning: ") && l.contains("garbage.json")));
         if cmd == "compare" {
-            assert!(stdout(&o).starts_with("numalab compare: 20 runs"), "{}", stdout(&o));
+            assert!(
+                stdout(&o).starts_with("numalab compare: 20 runs"),
+                "{}",
+                stdout(&o)
+            );
         }
     }
     let html = d.path().join("r.html");
-    let o = numalab(&["report", d.path().to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let o = numalab(&[
+        "report",
+        d.path().to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("truncated.json"));
 }
@@ -229,7 +267,10 @@ fn empty_input_and_unknown_baseline_are_one_line_errors() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("numalab: error: no run records in "), "{err}");
+    assert!(
+        err.starts_with("numalab: error: no run records in "),
+        "{err}"
+    );
 
     let o = numalab(&["show", "/nonexistent/numalab-results"]);
     assert_eq!(o.status.code(), Some(1));
@@ -258,7 +299,12 @@ fn directories_from_several_hosts_merge() {
     write_set(&h1, &[("A", 1.0), ("B", 1.10)], 5, "tux");
     write_set(&h2, &[("A", 2.0), ("B", 2.0)], 5, "penguin");
     // One directory holding both, as after copying results together.
-    let o = numalab(&["compare", d.path().to_str().unwrap(), "--metric", "elapsed_s"]);
+    let o = numalab(&[
+        "compare",
+        d.path().to_str().unwrap(),
+        "--metric",
+        "elapsed_s",
+    ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("A@penguin") && out.contains("B@tux"), "{out}");
@@ -266,14 +312,30 @@ fn directories_from_several_hosts_merge() {
     // B@tux is worse than A@tux; B@penguin equals A@penguin.
     let line = |cfg: &str| {
         out.lines()
-            .filter(|l| l.contains(&format!(" {cfg} ")) && (l.contains("worse") || l.contains("within noise")))
+            .filter(|l| {
+                l.contains(&format!(" {cfg} "))
+                    && (l.contains("worse") || l.contains("within noise"))
+            })
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    assert!(line("B@tux").iter().all(|l| l.contains("worse")) && !line("B@tux").is_empty(), "{out}");
-    assert!(line("B@penguin").iter().all(|l| l.contains("within noise")), "{out}");
+    assert!(
+        line("B@tux").iter().all(|l| l.contains("worse")) && !line("B@tux").is_empty(),
+        "{out}"
+    );
+    assert!(
+        line("B@penguin").iter().all(|l| l.contains("within noise")),
+        "{out}"
+    );
     // Host against host.
-    let o = numalab(&["compare", d.path().to_str().unwrap(), "--baseline", "A@tux", "--metric", "elapsed_s"]);
+    let o = numalab(&[
+        "compare",
+        d.path().to_str().unwrap(),
+        "--baseline",
+        "A@tux",
+        "--metric",
+        "elapsed_s",
+    ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("across hosts"), "{out}");
@@ -282,7 +344,11 @@ fn directories_from_several_hosts_merge() {
     assert!(o.status.success());
     let o2 = numalab(&["compare", h1.to_str().unwrap(), d.path().to_str().unwrap()]);
     assert!(stdout(&o2).contains("of 4 configurations"));
-    assert!(stdout(&o).starts_with("numalab compare: 20 runs"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("numalab compare: 20 runs"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -293,12 +359,30 @@ fn show_prints_seed_tables_and_charts_in_80_columns() {
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
-    assert!(out.contains("Tasks AverageUserTime    ElapsedTime"), "{out}");
-    assert!(out.contains("mean(stddev) over successful runs (N=2: 3, N=4: 3)"), "{out}");
-    assert!(out.contains("numa_test tasks=2: pages migrated vs time (pages)"), "{out}");
-    assert!(out.contains("numa_test tasks=2: progress vs time (% of the work)"), "{out}");
-    assert!(out.contains("* A (run 2 of 3, the median elapsed_s)"), "{out}");
-    assert!(out.contains("numa_test tasks=4, B run 2: memory per node (MiB)"), "{out}");
+    assert!(
+        out.contains("Tasks AverageUserTime    ElapsedTime"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mean(stddev) over successful runs (N=2: 3, N=4: 3)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("numa_test tasks=2: pages migrated vs time (pages)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("numa_test tasks=2: progress vs time (% of the work)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("* A (run 2 of 3, the median elapsed_s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("numa_test tasks=4, B run 2: memory per node (MiB)"),
+        "{out}"
+    );
     assert!(out.contains("Time (s)"));
 
     let one = std::fs::read_dir(d.path())
@@ -310,11 +394,20 @@ fn show_prints_seed_tables_and_charts_in_80_columns() {
     let out = stdout(&o);
     assert!(o.status.success());
     assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
-    assert!(out.contains("Job  node00 node01 | iSched MSched | UserTime(s)"), "{out}");
-    assert!(out.contains("  2    25.0   75.0 |    0     1   *|"), "{out}");
+    assert!(
+        out.contains("Job  node00 node01 | iSched MSched | UserTime(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  2    25.0   75.0 |    0     1   *|"),
+        "{out}"
+    );
     assert!(out.contains("Memory per node vs time (MiB)"), "{out}");
     assert!(out.contains("* node0   # node1"), "{out}");
-    assert!(out.contains("Pages migrated vs time (numa_pages_migrated) (pages)"), "{out}");
+    assert!(
+        out.contains("Pages migrated vs time (numa_pages_migrated) (pages)"),
+        "{out}"
+    );
     assert!(out.contains("Progress vs time (work units)"), "{out}");
 
     let o = numalab(&["show", "--each", d.path().to_str().unwrap()]);
@@ -382,7 +475,12 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
     let res = d.path().join("numalab-results");
     write_set(&res, &[("A", 1.0), ("B", 1.10)], 4, "tux");
     let html_path = d.path().join("r.html");
-    let o = numalab(&["report", res.to_str().unwrap(), "-o", html_path.to_str().unwrap()]);
+    let o = numalab(&[
+        "report",
+        res.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).starts_with("numalab: wrote "), "{}", stderr(&o));
     let html = std::fs::read_to_string(&html_path).unwrap();
@@ -404,10 +502,19 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
     let metrics = 5; // avg_user_s, elapsed_s, local_ratio, user_s + throughput-like
     assert!(html.contains(": memory per node</title>"));
     assert_eq!(html.matches(": memory per node</title>").count(), runs);
-    assert_eq!(html.matches(": node residency per task</title>").count(), runs);
-    assert_eq!(html.matches(": pages migrated vs time</title>").count(), cases);
+    assert_eq!(
+        html.matches(": node residency per task</title>").count(),
+        runs
+    );
+    assert_eq!(
+        html.matches(": pages migrated vs time</title>").count(),
+        cases
+    );
     assert_eq!(html.matches(": progress vs time</title>").count(), cases);
-    assert_eq!(html.matches("data-kind=\"strip\"").count(), cases * (metrics - 1));
+    assert_eq!(
+        html.matches("data-kind=\"strip\"").count(),
+        cases * (metrics - 1)
+    );
     assert_eq!(charts, 2 * runs + 2 * cases + cases * (metrics - 1));
     assert!(html.contains(&format!("data-expected-charts=\"{charts}\"")));
     assert!(html.contains("<table class=\"cmp\">"));
@@ -432,13 +539,21 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
         .find("<body")
         .map(|i| &dom[i..i + dom[i..].find('>').unwrap_or(0)])
         .unwrap_or_else(|| panic!("no <body> in the DOM Chromium dumped:\n{dom}\n{log}"));
-    assert!(body.contains("data-ok=\"true\""), "the report's self-check failed: {body}\n{log}");
-    assert!(body.contains(&format!("data-charts=\"{charts}\"")), "{body}");
+    assert!(
+        body.contains("data-ok=\"true\""),
+        "the report's self-check failed: {body}\n{log}"
+    );
+    assert!(
+        body.contains(&format!("data-charts=\"{charts}\"")),
+        "{body}"
+    );
     assert!(!body.contains("data-error"), "{body}");
     assert_eq!(dom.matches("<svg class=\"chart\"").count(), charts);
-    for l in log.lines().filter(|l| l.contains("CONSOLE")) {
-        panic!("console message from the report: {l}");
-    }
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(
+        console.is_empty(),
+        "console messages from the report: {console:#?}"
+    );
     assert!(!log.contains("Uncaught"), "{log}");
 }
 
@@ -471,15 +586,28 @@ fn real_numa_test_runs_compare_and_report() {
     let o = numalab(&["compare", res.to_str().unwrap(), "--baseline", "A"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(out.starts_with("numalab compare: 6 runs (0 failed) of 2 configurations in 1 case; baseline A"), "{out}");
+    assert!(
+        out.starts_with(
+            "numalab compare: 6 runs (0 failed) of 2 configurations in 1 case; baseline A"
+        ),
+        "{out}"
+    );
     assert!(out.contains("elapsed_s (s, lower is better)"), "{out}");
-    assert!(out.contains("too few runs") && out.contains("\nNotes\n"), "{out}");
+    assert!(
+        out.contains("too few runs") && out.contains("\nNotes\n"),
+        "{out}"
+    );
     assert!(out.lines().all(|l| l.len() <= 80), "{out}");
     let o = numalab(&["show", res.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("Tasks AverageUserTime"));
     let html = d.path().join("r.html");
-    let o = numalab(&["report", res.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let o = numalab(&[
+        "report",
+        res.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(text.contains("data-kind=\"line\"") && text.contains("data-kind=\"residency\""));

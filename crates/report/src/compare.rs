@@ -25,8 +25,7 @@ use crate::dataset::{Dataset, Group};
 use numalab_record::{Better, RunRecord};
 use numalab_stats::{
     geometric_mean, mann_whitney_u, min_achievable_p, min_samples_for_test, outliers, ratio_ci,
-    verdict, welch_t, Comparison,
-    Direction, Summary, TestKind, Verdict,
+    verdict, welch_t, Comparison, Direction, Summary, TestKind, Verdict,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -407,9 +406,9 @@ pub fn labels_name(labels: &[&str], field: &str, values: &[&str]) -> bool {
     let values: Vec<String> = values.iter().map(|v| v.to_lowercase()).collect();
     labels.iter().any(|l| {
         field_keywords(field).iter().any(|k| l.contains(k))
-            || values
-                .iter()
-                .any(|v| (v.len() >= 2 && l.contains(v.as_str())) || (l.len() >= 3 && v.contains(l.as_str())))
+            || values.iter().any(|v| {
+                (v.len() >= 2 && l.contains(v.as_str())) || (l.len() >= 3 && v.contains(l.as_str()))
+            })
     })
 }
 
@@ -441,12 +440,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         None => (labels[0].clone(), None),
         Some(b) if labels.contains(b) => (b.clone(), None),
         Some(b) => match b.rsplit_once('@') {
-            Some((l, h))
-                if ds
-                    .configs
-                    .iter()
-                    .any(|c| c.label == l && c.host == h) =>
-            {
+            Some((l, h)) if ds.configs.iter().any(|c| c.label == l && c.host == h) => {
                 (l.to_string(), Some(h.to_string()))
             }
             _ => {
@@ -609,7 +603,9 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         group_notes.insert((g.case, g.config), v);
     }
     // Warnings the runs recorded, grouped by their shape (digits ignored).
-    let mut shapes: BTreeMap<String, (String, Vec<(usize, usize)>, usize)> = BTreeMap::new();
+    // shape -> (first message, groups that recorded it, count)
+    type Shape = (String, Vec<(usize, usize)>, usize);
+    let mut shapes: BTreeMap<String, Shape> = BTreeMap::new();
     for run in &ds.runs {
         for w in &run.record.warnings {
             let shape: String = w
@@ -809,7 +805,14 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                     (Role::Candidate, Some(b)) => {
                         let bg = ds.group(c, b).expect("baseline group exists");
                         let (bv, _, _, _) = values_of(bg);
-                        match verdict(&bv, &values, dir, opts.alpha, opts.noise_threshold, opts.test) {
+                        match verdict(
+                            &bv,
+                            &values,
+                            dir,
+                            opts.alpha,
+                            opts.noise_threshold,
+                            opts.test,
+                        ) {
                             Ok(mut cmp) => {
                                 complete(&mut cmp, &bv, &values, opts);
                                 comparison_notes(&cmp, opts, &mut book, &mut notes);
@@ -818,7 +821,9 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                             Err(e) => {
                                 notes.push(book.add(
                                     NoteKind::Metric,
-                                    format!("{cname} in {case_name}: {name} could not be compared: {e}"),
+                                    format!(
+                                        "{cname} in {case_name}: {name} could not be compared: {e}"
+                                    ),
                                 ));
                                 None
                             }
@@ -917,7 +922,12 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             label: c.label.clone(),
             host: c.host.clone(),
             backend: c.backend.clone(),
-            ok_runs: ds.groups.iter().filter(|g| g.config == k).map(|g| g.ok.len()).sum(),
+            ok_runs: ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k)
+                .map(|g| g.ok.len())
+                .sum(),
             failed_runs: ds
                 .groups
                 .iter()
@@ -972,7 +982,12 @@ fn complete(c: &mut Comparison, base: &[f64], cand: &[f64], opts: &CompareOption
 
 /// Notes a comparison calls for: too few runs, an unbounded ratio,
 /// conflicting evidence.
-fn comparison_notes(c: &Comparison, opts: &CompareOptions, book: &mut NoteBook, notes: &mut Vec<usize>) {
+fn comparison_notes(
+    c: &Comparison,
+    opts: &CompareOptions,
+    book: &mut NoteBook,
+    notes: &mut Vec<usize>,
+) {
     let (nb, nc) = (c.n_baseline, c.n_candidate);
     if c.verdict == Verdict::TooFewSamples {
         let need = min_samples_for_test(opts.test, opts.alpha).unwrap_or(0);

@@ -70,7 +70,12 @@ fn table_title(t: &MetricTable) -> String {
     if t.unit.is_empty() {
         format!("{} ({} is better)", t.metric, better_word(t.better))
     } else {
-        format!("{} ({}, {} is better)", t.metric, t.unit, better_word(t.better))
+        format!(
+            "{} ({}, {} is better)",
+            t.metric,
+            t.unit,
+            better_word(t.better)
+        )
     }
 }
 
@@ -168,7 +173,12 @@ fn row_cells(r: &CompareReport, row: &GroupRow) -> Vec<String> {
     };
     let (vs, change, p, verdict) = match (row.role, &row.comparison) {
         (Role::Baseline, _) => ("base".into(), String::new(), String::new(), String::new()),
-        (Role::NoBaseline, _) => ("no baseline".into(), String::new(), String::new(), String::new()),
+        (Role::NoBaseline, _) => (
+            "no baseline".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ),
         (Role::Candidate, None) => ("-".into(), String::new(), String::new(), String::new()),
         (Role::Candidate, Some(c)) => {
             let vs = match &c.ratio {
@@ -306,7 +316,11 @@ fn header_lines(r: &CompareReport, layout: Layout) -> Vec<String> {
     v.push(format!(
         "numalab compare: {} run{} ({} failed) of {} configuration{} in {} case{}; baseline {}",
         r.ok_runs + r.failed_runs,
-        if r.ok_runs + r.failed_runs == 1 { "" } else { "s" },
+        if r.ok_runs + r.failed_runs == 1 {
+            ""
+        } else {
+            "s"
+        },
         r.failed_runs,
         r.configurations.len(),
         if r.configurations.len() == 1 { "" } else { "s" },
@@ -342,15 +356,15 @@ fn config_lines(r: &CompareReport) -> Vec<String> {
         .iter()
         .map(|c| {
             let runs = if c.failed_runs > 0 {
-                format!("{} runs ({} failed)", c.ok_runs + c.failed_runs, c.failed_runs)
+                format!(
+                    "{} runs ({} failed)",
+                    c.ok_runs + c.failed_runs,
+                    c.failed_runs
+                )
             } else {
                 format!("{} runs", c.ok_runs)
             };
-            let machine = c
-                .machine
-                .as_ref()
-                .map(|m| m.describe())
-                .unwrap_or_default();
+            let machine = c.machine.as_ref().map(|m| m.describe()).unwrap_or_default();
             format!(
                 "  {:<w$}  {runs}, {}{}; {machine}",
                 c.name,
@@ -376,7 +390,11 @@ fn case_lines(r: &CompareReport, ds_common: &dyn Fn(&str) -> Vec<String>) -> Vec
 
 /// Parameters shared by every case of a benchmark in the report.
 pub fn common_params(r: &CompareReport, benchmark: &str) -> Vec<String> {
-    let cases: Vec<_> = r.cases.iter().filter(|c| c.benchmark == benchmark).collect();
+    let cases: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.benchmark == benchmark)
+        .collect();
     let Some(first) = cases.first() else {
         return Vec::new();
     };
@@ -447,7 +465,11 @@ pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
     for c in &r.configurations {
         cfg.push(vec![
             c.name.clone(),
-            if c.is_baseline { "yes".into() } else { String::new() },
+            if c.is_baseline {
+                "yes".into()
+            } else {
+                String::new()
+            },
             c.backend.clone(),
             (c.ok_runs + c.failed_runs).to_string(),
             c.failed_runs.to_string(),

@@ -125,7 +125,8 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a><a href=\"#runs\">Runs</a></nav></header>");
 
     // Configurations and cases.
-    p.body.push_str("<section id=\"configurations\"><h2>Configurations</h2>");
+    p.body
+        .push_str("<section id=\"configurations\"><h2>Configurations</h2>");
     let mut t = crate::table::Table::new(
         "",
         vec![
@@ -147,7 +148,11 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let o = |v: Option<String>| v.unwrap_or_else(|| "n/a".into());
         t.push(vec![
             c.name.clone(),
-            if c.is_baseline { "baseline".into() } else { String::new() },
+            if c.is_baseline {
+                "baseline".into()
+            } else {
+                String::new()
+            },
             c.backend.clone(),
             (c.ok_runs + c.failed_runs).to_string(),
             c.failed_runs.to_string(),
@@ -191,7 +196,12 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
     }
     for t in &cmp.tables {
-        let _ = write!(p.body, "<h3 id=\"metric-{}\">{}</h3>", esc(&t.metric), esc(&metric_axis_label(t)));
+        let _ = write!(
+            p.body,
+            "<h3 id=\"metric-{}\">{}</h3>",
+            esc(&t.metric),
+            esc(&metric_axis_label(t))
+        );
         let mut tab = compare_render::metric_table(cmp, t);
         tab.title.clear();
         p.body.push_str(&tab.to_html());
@@ -223,7 +233,11 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                                 r.repetitions[i],
                                 crate::num::value(*v),
                                 t.unit,
-                                if r.outliers.contains(&i) { " (outlier, kept)" } else { "" }
+                                if r.outliers.contains(&i) {
+                                    " (outlier, kept)"
+                                } else {
+                                    ""
+                                }
                             ),
                         })
                         .collect();
@@ -281,7 +295,10 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     for (ci, case) in ds.cases.iter().enumerate() {
         let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
         let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
-        let names: Vec<String> = groups.iter().map(|g| ds.configs[g.config].name.clone()).collect();
+        let names: Vec<String> = groups
+            .iter()
+            .map(|g| ds.configs[g.config].name.clone())
+            .collect();
         let mut migrated = Vec::new();
         let mut progress = Vec::new();
         let mut pct = true;
@@ -320,7 +337,11 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
             svg::line_chart(
                 &format!("{}: progress vs time", case.name),
                 "Time (s)",
-                if pct { "% of the work done" } else { "work units done" },
+                if pct {
+                    "% of the work done"
+                } else {
+                    "work units done"
+                },
                 &names,
                 &progress,
             ),
@@ -338,7 +359,13 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
             let cfg = &ds.configs[g.config].name;
             for &i in g.ok.iter().chain(g.failed.iter()) {
                 let run = &ds.runs[i];
-                run_section(&mut p, case.name.as_str(), cfg, &run.record, &run.path.display().to_string());
+                run_section(
+                    &mut p,
+                    case.name.as_str(),
+                    cfg,
+                    &run.record,
+                    &run.path.display().to_string(),
+                );
             }
         }
     }
@@ -378,7 +405,11 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
         .map(|(k, m)| format!("{k} = {} {}", crate::num::value(m.value), m.unit))
         .collect();
     if !metrics.is_empty() {
-        let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&metrics.join(" · ")));
+        let _ = write!(
+            p.body,
+            "<p class=\"meta\">{}</p>",
+            esc(&metrics.join(" · "))
+        );
     }
     for w in &r.warnings {
         let _ = write!(p.body, "<p class=\"meta\">warning: {}</p>", esc(w));
@@ -419,7 +450,11 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
         .iter()
         .filter(|t| !t.node_time_s.is_empty())
         .map(|t| {
-            let moved = if t.initial_node != t.main_node { " *" } else { "" };
+            let moved = if t.initial_node != t.main_node {
+                " *"
+            } else {
+                ""
+            };
             (format!("task {}{moved}", t.id), t.node_percent())
         })
         .collect();

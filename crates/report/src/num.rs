@@ -164,7 +164,10 @@ mod tests {
 
     #[test]
     fn ratios_and_changes() {
-        assert_eq!(ratio_interval(1.05, 0.98, 1.12, true), "1.050 [0.980, 1.120]");
+        assert_eq!(
+            ratio_interval(1.05, 0.98, 1.12, true),
+            "1.050 [0.980, 1.120]"
+        );
         assert_eq!(
             ratio_interval(1.05, f64::NEG_INFINITY, f64::INFINITY, false),
             "1.050 [unbounded]"

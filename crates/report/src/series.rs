@@ -197,7 +197,7 @@ mod tests {
         r.series.samples = (0..=10)
             .map(|i| {
                 let t = i as f64;
-                let moved = (i as u64) << 18;
+                let moved = i << 18;
                 Sample {
                     t_s: t,
                     memory_bytes: vec![vec![(10u64 << 20) - moved / 4, moved / 4]],

@@ -150,15 +150,7 @@ pub fn record_charts(r: &RunRecord) -> String {
     let mut out = String::new();
     let mem = series::memory_per_node(r);
     if mem.first().is_some_and(|l| enough(l.points.len())) {
-        out.push_str(
-            &Chart::new(
-                "Memory per node vs time",
-                "Time (s)",
-                "MiB",
-                mem,
-            )
-            .render(),
-        );
+        out.push_str(&Chart::new("Memory per node vs time", "Time (s)", "MiB", mem).render());
         out.push('\n');
     } else if !r.series.samples.is_empty() {
         push_wrapped(
@@ -189,9 +181,7 @@ pub fn record_charts(r: &RunRecord) -> String {
     }
     let prog = series::progress_per_task(r, crate::textplot::SYMBOLS.len());
     if prog.first().is_some_and(|l| enough(l.points.len())) {
-        out.push_str(
-            &Chart::new("Progress vs time", "Time (s)", "work units", prog).render(),
-        );
+        out.push_str(&Chart::new("Progress vs time", "Time (s)", "work units", prog).render());
         out.push('\n');
     }
     out
@@ -378,10 +368,16 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
     }
     for ((_, r), n) in typical.iter().zip(&short) {
         let mem = series::memory_per_node(r);
-        if r.machine.topology.nodes.len() > 1 && mem.first().is_some_and(|l| enough(l.points.len())) {
+        if r.machine.topology.nodes.len() > 1 && mem.first().is_some_and(|l| enough(l.points.len()))
+        {
             out.push_str(
-                &Chart::new(format!("{name}, {n}: memory per node"), "Time (s)", "MiB", mem)
-                    .render(),
+                &Chart::new(
+                    format!("{name}, {n}: memory per node"),
+                    "Time (s)",
+                    "MiB",
+                    mem,
+                )
+                .render(),
             );
             out.push('\n');
         }
@@ -399,13 +395,16 @@ mod tests {
     fn with_series(mut r: RunRecord, speed: u64) -> RunRecord {
         r.series.samples = (0..=20)
             .map(|i| {
-                let moved = (i.min(10) as u64) << 18;
+                let moved = i.min(10) << 18;
                 Sample {
                     t_s: i as f64,
                     memory_bytes: vec![vec![(10u64 << 20) - moved, moved]],
                     task_node: vec![Some(0), Some(1)],
                     progress: vec![(i * speed).min(100), (i * speed / 2).min(100)],
-                    vmstat: BTreeMap::from([(PAGES_MIGRATED.to_string(), (i.min(10) * 64 * speed) as i64)]),
+                    vmstat: BTreeMap::from([(
+                        PAGES_MIGRATED.to_string(),
+                        (i.min(10) * 64 * speed) as i64,
+                    )]),
                 }
             })
             .collect();
@@ -417,7 +416,10 @@ mod tests {
         let r = with_series(example_record("numa_test", "A", 1, 10.0), 5);
         let s = record(&r, Some(Path::new("x.json")));
         assert!(s.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{s}");
-        assert!(s.starts_with("numa_test, label A, run 1 of 3 (real): ok\n"), "{s}");
+        assert!(
+            s.starts_with("numa_test, label A, run 1 of 3 (real): ok\n"),
+            "{s}"
+        );
         assert!(s.contains("record x.json"));
         assert!(s.contains("Job  node00 node01 | iSched MSched | UserTime(s)"));
         assert!(s.contains("elapsed_s"));
@@ -476,12 +478,21 @@ mod tests {
         assert!(s.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{s}");
         assert!(s.contains("numa_test, label A (real, host example"), "{s}");
         assert!(s.contains("Tasks AverageUserTime"), "{s}");
-        assert!(s.contains("failed: run 4 (f): task 2 was killed by signal 9"), "{s}");
+        assert!(
+            s.contains("failed: run 4 (f): task 2 was killed by signal 9"),
+            "{s}"
+        );
         assert!(s.contains("twohalves, label A"), "{s}");
         assert!(s.contains("numa_test: pages migrated vs time"), "{s}");
         assert!(s.contains("* A (run 2 of 3, the median elapsed_s)"), "{s}");
         assert!(s.contains("# B (run 2 of 3, the median elapsed_s)"), "{s}");
-        assert!(s.contains("numa_test: progress vs time (% of the work)"), "{s}");
-        assert!(s.contains("numa_test, A run 2: memory per node (MiB)"), "{s}");
+        assert!(
+            s.contains("numa_test: progress vs time (% of the work)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("numa_test, A run 2: memory per node (MiB)"),
+            "{s}"
+        );
     }
 }

@@ -184,12 +184,12 @@ pub fn line_chart(
     if all.is_empty() {
         return None;
     }
-    let (xmin, xmax) = all
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.0), a.1.max(p.0)));
-    let (ymin, ymax) = all
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    let (xmin, xmax) = all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| {
+        (a.0.min(p.0), a.1.max(p.0))
+    });
+    let (ymin, ymax) = all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| {
+        (a.0.min(p.1), a.1.max(p.1))
+    });
     let fr = Frame {
         x: Axis::covering(xmin, xmax, 8, true),
         y: Axis::covering(ymin, ymax, 5, true),
@@ -215,7 +215,13 @@ pub fn line_chart(
         if p.len() > 1 {
             let mut d = String::new();
             for (i, (x, y)) in p.iter().enumerate() {
-                let _ = write!(d, "{}{} {} ", if i == 0 { "M" } else { "L" }, f(fr.sx(*x)), f(fr.sy(*y)));
+                let _ = write!(
+                    d,
+                    "{}{} {} ",
+                    if i == 0 { "M" } else { "L" },
+                    f(fr.sx(*x)),
+                    f(fr.sy(*y))
+                );
             }
             let _ = write!(
                 out,
@@ -252,7 +258,11 @@ pub struct StripPoint {
 /// Runs per configuration as points, with the mean (a bar) and ±1
 /// standard deviation (a whisker); outliers ringed in red. `None` when
 /// there is no finite value.
-pub fn strip_chart(title: &str, y_label: &str, groups: &[(String, Vec<StripPoint>)]) -> Option<String> {
+pub fn strip_chart(
+    title: &str,
+    y_label: &str,
+    groups: &[(String, Vec<StripPoint>)],
+) -> Option<String> {
     let vals: Vec<f64> = groups
         .iter()
         .flat_map(|(_, p)| p.iter().map(|p| p.value))
@@ -263,7 +273,9 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[(String, Vec<StripPoint
     }
     let (lo, hi) = vals
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| (a.0.min(*v), a.1.max(*v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| {
+            (a.0.min(*v), a.1.max(*v))
+        });
     let pad = (hi - lo).abs() * 0.1;
     let y = Axis::covering(lo - pad, hi + pad, 5, false);
     let y = if lo >= 0.0 && y.lo < 0.0 {
@@ -303,7 +315,11 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[(String, Vec<StripPoint
         let c = color(i);
         let cx = fr.sx(i as f64 + 0.5);
         let band = (fr.px1 - fr.px0) / groups.len() as f64;
-        let finite: Vec<f64> = pts.iter().map(|p| p.value).filter(|v| v.is_finite()).collect();
+        let finite: Vec<f64> = pts
+            .iter()
+            .map(|p| p.value)
+            .filter(|v| v.is_finite())
+            .collect();
         let _ = write!(out, "<g class=\"series\" data-name=\"{}\">", esc(name));
         if let Ok(s) = numalab_stats::Summary::of(&finite) {
             let w = (band * 0.25).min(40.0);
@@ -338,7 +354,11 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[(String, Vec<StripPoint
             } else {
                 0.0
             };
-            let (stroke, sw) = if p.outlier { ("#d00", "2") } else { ("none", "0") };
+            let (stroke, sw) = if p.outlier {
+                ("#d00", "2")
+            } else {
+                ("none", "0")
+            };
             let _ = write!(
                 out,
                 "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{c}\" fill-opacity=\"0.75\" stroke=\"{stroke}\" stroke-width=\"{sw}\"><title>{}</title></circle>",
@@ -355,7 +375,11 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[(String, Vec<StripPoint
 
 /// Per-task node residency: one horizontal bar per task, split into the
 /// % of its running time on each node. `None` without tasks.
-pub fn residency_chart(title: &str, nodes: &[String], tasks: &[(String, Vec<f64>)]) -> Option<String> {
+pub fn residency_chart(
+    title: &str,
+    nodes: &[String],
+    tasks: &[(String, Vec<f64>)],
+) -> Option<String> {
     if tasks.is_empty() || nodes.is_empty() {
         return None;
     }
@@ -457,8 +481,15 @@ mod tests {
         assert!(svg.starts_with("<svg class=\"chart\""));
         assert!(svg.ends_with("</svg>"));
         assert_eq!(svg.matches("<svg").count(), svg.matches("</svg>").count());
-        assert_eq!(svg.matches("<g").count(), svg.matches("</g>").count(), "{svg}");
-        assert!(!svg.contains("http://") || svg.matches("http://").count() == 1, "only the xmlns");
+        assert_eq!(
+            svg.matches("<g").count(),
+            svg.matches("</g>").count(),
+            "{svg}"
+        );
+        assert!(
+            !svg.contains("http://") || svg.matches("http://").count() == 1,
+            "only the xmlns"
+        );
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
     }
 
@@ -476,14 +507,24 @@ mod tests {
                 tooltip: "B <run> 1".into(),
             },
         ];
-        let s = line_chart("pages & time", "Time (s)", "pages", &["A".into(), "B".into()], &lines).unwrap();
+        let s = line_chart(
+            "pages & time",
+            "Time (s)",
+            "pages",
+            &["A".into(), "B".into()],
+            &lines,
+        )
+        .unwrap();
         well_formed(&s);
         assert!(s.contains("aria-label=\"pages &amp; time\""));
         assert!(s.contains("<path d=\"M70.0 270.0 L"), "{s}");
         assert_eq!(s.matches("<circle").count(), 4);
         assert!(s.contains("B &lt;run&gt; 1"));
         assert!(s.contains(">Time (s)</text>"));
-        assert!(s.contains("fill=\"#D55E00\"/><text"), "legend swatch of B: {s}");
+        assert!(
+            s.contains("fill=\"#D55E00\"/><text"),
+            "legend swatch of B: {s}"
+        );
         assert!(line_chart("t", "x", "y", &[], &[]).is_none());
     }
 
@@ -493,12 +534,31 @@ mod tests {
             (
                 "A".to_string(),
                 vec![
-                    StripPoint { value: 1.0, outlier: false, tooltip: "r1".into() },
-                    StripPoint { value: 1.1, outlier: false, tooltip: "r2".into() },
-                    StripPoint { value: 3.0, outlier: true, tooltip: "r3".into() },
+                    StripPoint {
+                        value: 1.0,
+                        outlier: false,
+                        tooltip: "r1".into(),
+                    },
+                    StripPoint {
+                        value: 1.1,
+                        outlier: false,
+                        tooltip: "r2".into(),
+                    },
+                    StripPoint {
+                        value: 3.0,
+                        outlier: true,
+                        tooltip: "r3".into(),
+                    },
                 ],
             ),
-            ("B".to_string(), vec![StripPoint { value: 2.0, outlier: false, tooltip: "r1".into() }]),
+            (
+                "B".to_string(),
+                vec![StripPoint {
+                    value: 2.0,
+                    outlier: false,
+                    tooltip: "r1".into(),
+                }],
+            ),
         ];
         let s = strip_chart("elapsed_s", "s", &g).unwrap();
         well_formed(&s);
@@ -513,7 +573,10 @@ mod tests {
         let s = residency_chart(
             "residency",
             &["node0".into(), "node1".into()],
-            &[("task 1".into(), vec![25.0, 75.0]), ("task 2".into(), vec![100.0, 0.0])],
+            &[
+                ("task 1".into(), vec![25.0, 75.0]),
+                ("task 2".into(), vec![100.0, 0.0]),
+            ],
         )
         .unwrap();
         well_formed(&s);

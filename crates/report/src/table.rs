@@ -246,7 +246,11 @@ impl Table {
         }
         out.push_str("<thead><tr>");
         for c in &self.columns {
-            let class = if c.align == Align::Right { " class=\"r\"" } else { "" };
+            let class = if c.align == Align::Right {
+                " class=\"r\""
+            } else {
+                ""
+            };
             let _ = write!(out, "<th{class}>{}</th>", html_escape(&c.header));
         }
         out.push_str("</tr></thead><tbody>");
@@ -333,7 +337,11 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let lead = text.len() - text.trim_start_matches(' ').len();
     let indent = lead
         + if text.trim_start().starts_with('[') {
-            text.trim_start().find(']').map(|i| i + 2).unwrap_or(2).min(8)
+            text.trim_start()
+                .find(']')
+                .map(|i| i + 2)
+                .unwrap_or(2)
+                .min(8)
         } else {
             2
         };
@@ -428,11 +436,7 @@ mod tests {
             assert!(t.contains(&format!("value{i}")), "{t}");
         }
         // Every block lists every row's key.
-        assert_eq!(
-            t.matches("numa_test tasks=1").count(),
-            headers.len(),
-            "{t}"
-        );
+        assert_eq!(t.matches("numa_test tasks=1").count(), headers.len(), "{t}");
     }
 
     #[test]

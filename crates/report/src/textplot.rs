@@ -74,8 +74,10 @@ impl Chart {
         let iw = self.width.saturating_sub(ylw + 3).max(10);
         let xaxis = Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), true);
 
-        let col = |x: f64| ((xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1);
-        let row = |y: f64| ((yaxis.frac(y) * (ih - 1) as f64).round() as i64).clamp(0, ih as i64 - 1);
+        let col =
+            |x: f64| ((xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1);
+        let row =
+            |y: f64| ((yaxis.frac(y) * (ih - 1) as f64).round() as i64).clamp(0, ih as i64 - 1);
         // grid[r][c], r = 0 is the bottom interior row.
         let mut grid = vec![vec![' '; iw]; ih];
         for (si, l) in self.series.iter().enumerate() {
@@ -165,11 +167,11 @@ impl Chart {
             .collect();
         let mut line = " ".repeat(ylw + 2);
         for it in items {
-            if line.trim().len() > 0 && line.len() + 3 + it.len() > self.width {
+            if !line.trim().is_empty() && line.len() + 3 + it.len() > self.width {
                 let _ = writeln!(out, "{}", line.trim_end());
                 line = " ".repeat(ylw + 2);
             }
-            if line.trim().len() > 0 {
+            if !line.trim().is_empty() {
                 line.push_str("   ");
             }
             line.push_str(&it);
@@ -186,7 +188,12 @@ mod tests {
     use super::*;
 
     fn rising(name: &str, k: f64) -> Line {
-        Line::new(name, (0..=20).map(|i| (i as f64 * 10.0, k * i as f64 * i as f64)).collect())
+        Line::new(
+            name,
+            (0..=20)
+                .map(|i| (i as f64 * 10.0, k * i as f64 * i as f64))
+                .collect(),
+        )
     }
 
     #[test]
@@ -211,7 +218,10 @@ mod tests {
         // X tick labels and the axis label.
         assert!(lines[17].contains("0") && lines[17].contains("200"), "{s}");
         assert!(lines[18].trim() == "Time (s)", "{s}");
-        assert!(lines[19].contains("* Default") && lines[19].contains("# IBS"), "{s}");
+        assert!(
+            lines[19].contains("* Default") && lines[19].contains("# IBS"),
+            "{s}"
+        );
         // Both series are drawn, rising from the bottom left.
         assert!(s.contains('*') && s.contains('#'));
         let bottom = lines[15];
@@ -222,7 +232,10 @@ mod tests {
 
     #[test]
     fn a_vertical_rise_is_continuous() {
-        let l = Line::new("step", vec![(0.0, 0.0), (1.0, 0.0), (1.0, 100.0), (2.0, 100.0)]);
+        let l = Line::new(
+            "step",
+            vec![(0.0, 0.0), (1.0, 0.0), (1.0, 100.0), (2.0, 100.0)],
+        );
         let s = Chart::new("step", "t", "", vec![l]).render();
         let lines: Vec<&str> = s.lines().collect();
         // Every interior row has the symbol.
@@ -235,7 +248,13 @@ mod tests {
     fn single_points_flat_and_empty_series() {
         let s = Chart::new("one", "t", "", vec![Line::new("p", vec![(5.0, 3.0)])]).render();
         assert!(s.contains('*'));
-        let s = Chart::new("flat", "t", "", vec![Line::new("z", vec![(0.0, 0.0), (9.0, 0.0)])]).render();
+        let s = Chart::new(
+            "flat",
+            "t",
+            "",
+            vec![Line::new("z", vec![(0.0, 0.0), (9.0, 0.0)])],
+        )
+        .render();
         assert!(s.lines().all(|l| l.len() <= 80));
         assert!(s.contains("**********"), "{s}");
         assert_eq!(Chart::new("none", "t", "", vec![]).render(), "");

@@ -18,8 +18,10 @@ fn runs(label: &str, host: &str, tasks: u64, values: &[f64]) -> Vec<(PathBuf, Ru
             let mut r = example_record("numa_test", label, i as u32 + 1, *v);
             r.params.insert("tasks".into(), tasks.into());
             r.machine.hostname = host.into();
-            r.metrics
-                .insert("throughput".into(), Metric::new(1000.0 / v, "ops/s", Better::Higher));
+            r.metrics.insert(
+                "throughput".into(),
+                Metric::new(1000.0 / v, "ops/s", Better::Higher),
+            );
             r.id = format!("{label}-{host}-{tasks}-{i}");
             (PathBuf::from(format!("{}.json", r.id)), r)
         })
@@ -47,7 +49,11 @@ fn verdicts_with_enough_runs() {
     assert_eq!(r.baseline, "A");
     let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
     let verdict = |name: &str| {
-        let k = r.configurations.iter().position(|c| c.name == name).unwrap();
+        let k = r
+            .configurations
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap();
         t.rows
             .iter()
             .find(|x| x.config == k)
@@ -69,12 +75,20 @@ fn verdicts_with_enough_runs() {
     let regs = r.regressions();
     assert_eq!(regs.len(), 3, "{regs:?}");
     assert!(regs.iter().all(|x| x.config == "B"));
-    assert!(regs[0].to_string().starts_with("elapsed_s of B in numa_test is worse than A (+10.0%, p="));
+    assert!(regs[0]
+        .to_string()
+        .starts_with("elapsed_s of B in numa_test is worse than A (+10.0%, p="));
 
     let text = compare_render::to_text(&r, Layout::Full);
-    assert!(text.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{text}");
+    assert!(
+        text.lines().all(|l| l.len() <= 80 && l.is_ascii()),
+        "{text}"
+    );
     assert!(text.contains("elapsed_s (s, lower is better)"), "{text}");
-    assert!(text.contains("throughput (ops/s, higher is better)"), "{text}");
+    assert!(
+        text.contains("throughput (ops/s, higher is better)"),
+        "{text}"
+    );
     assert!(text.contains("+10.0%") && text.contains("worse"), "{text}");
     assert!(text.contains("-10.0%") && text.contains("better"), "{text}");
     assert!(text.contains("within noise"), "{text}");
@@ -92,7 +106,12 @@ fn too_few_runs_high_variation_outliers_failed_runs_are_footnotes() {
     let mut v = runs("A", "h", 4, &[10.0, 10.1, 9.9]);
     v.extend(runs("B", "h", 4, &[12.0, 15.0, 9.0]));
     // An outlier among 7 runs of C.
-    v.extend(runs("C", "h", 4, &[10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 30.0]));
+    v.extend(runs(
+        "C",
+        "h",
+        4,
+        &[10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 30.0],
+    ));
     let mut failed = runs("B", "h", 4, &[1.0]);
     failed[0].1.outcome = Outcome::failed("task 2 was killed by signal 9");
     failed[0].1.id = "B-failed".into();
@@ -117,9 +136,14 @@ fn too_few_runs_high_variation_outliers_failed_runs_are_footnotes() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert!(text(NoteKind::TooFewRuns).contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"));
+    assert!(text(NoteKind::TooFewRuns)
+        .contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"));
     assert!(text(NoteKind::FailedRuns).contains("B in numa_test: 1 failed run left out of the statistics (first: task 2 was killed by signal 9)"));
-    assert!(text(NoteKind::Outlier).contains("elapsed_s of run 7 (30.00 s"), "{}", text(NoteKind::Outlier));
+    assert!(
+        text(NoteKind::Outlier).contains("elapsed_s of run 7 (30.00 s"),
+        "{}",
+        text(NoteKind::Outlier)
+    );
     assert!(text(NoteKind::Outlier).contains("kept in the statistics"));
     // The outlier stays in the statistics.
     let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
@@ -164,8 +188,16 @@ fn machine_differences_the_labels_do_not_name() {
         .collect();
     assert_eq!(diffs.len(), 1, "{diffs:?}");
     assert!(diffs[0].contains("B differs from its baseline A in kernel (6.5.0 vs 6.1.0-example), THP (always vs madvise)"), "{}", diffs[0]);
-    assert!(labels_name(&["A", "5.16"], "kernel", &["5.16.0-nest", "5.15.0"]));
-    assert!(labels_name(&["nb0", "numa_balancing=1"], "numa_balancing", &["0", "1"]));
+    assert!(labels_name(
+        &["A", "5.16"],
+        "kernel",
+        &["5.16.0-nest", "5.15.0"]
+    ));
+    assert!(labels_name(
+        &["nb0", "numa_balancing=1"],
+        "numa_balancing",
+        &["0", "1"]
+    ));
     assert!(!labels_name(&["A", "B"], "numa_balancing", &["0", "1"]));
 }
 
@@ -175,7 +207,9 @@ fn mixed_machines_within_a_configuration_are_noted() {
     v[0].1.machine.kernel = "6.9.0".into();
     let ds = Dataset::new(v);
     let r = compare(&ds, &opts()).unwrap();
-    assert!(r.notes.iter().any(|n| n.text.contains("the runs of A differ in kernel: 6.1.0-example / 6.9.0")));
+    assert!(r.notes.iter().any(|n| n
+        .text
+        .contains("the runs of A differ in kernel: 6.1.0-example / 6.9.0")));
 }
 
 #[test]
@@ -198,8 +232,14 @@ fn hosts_pair_per_host_and_cross_host_on_request() {
     assert_eq!(row("A@h2").role, Role::Baseline);
     assert_eq!(row("B@h1").baseline_config, Some(0));
     assert_eq!(row("B@h2").baseline_config, Some(1));
-    assert_eq!(row("B@h1").comparison.as_ref().unwrap().verdict, Verdict::Worse);
-    assert_eq!(row("B@h2").comparison.as_ref().unwrap().verdict, Verdict::WithinNoise);
+    assert_eq!(
+        row("B@h1").comparison.as_ref().unwrap().verdict,
+        Verdict::Worse
+    );
+    assert_eq!(
+        row("B@h2").comparison.as_ref().unwrap().verdict,
+        Verdict::WithinNoise
+    );
 
     // Pinning the baseline to one host compares the other host against it.
     let r = compare(
@@ -216,10 +256,9 @@ fn hosts_pair_per_host_and_cross_host_on_request() {
     assert_eq!(a2.role, Role::Candidate);
     assert_eq!(a2.baseline_config, Some(0));
     assert_eq!(a2.comparison.as_ref().unwrap().verdict, Verdict::Worse);
-    assert!(r
-        .notes
-        .iter()
-        .any(|n| n.text.contains("A@h2 ran on h2 and is compared with A@h1 on h1: across hosts")));
+    assert!(r.notes.iter().any(|n| n
+        .text
+        .contains("A@h2 ran on h2 and is compared with A@h1 on h1: across hosts")));
 }
 
 #[test]
@@ -239,7 +278,11 @@ fn labels_named_after_hosts_compare_across_hosts() {
     let p = t.rows.iter().find(|x| x.role == Role::Candidate).unwrap();
     assert_eq!(p.comparison.as_ref().unwrap().verdict, Verdict::Worse);
     // The host difference is named by the labels: no machine note.
-    assert!(!r.notes.iter().any(|n| n.kind == NoteKind::MachineDiffers), "{:#?}", r.notes);
+    assert!(
+        !r.notes.iter().any(|n| n.kind == NoteKind::MachineDiffers),
+        "{:#?}",
+        r.notes
+    );
 }
 
 #[test]
@@ -268,7 +311,9 @@ fn baseline_and_metric_errors_name_what_is_there() {
         },
     )
     .unwrap_err();
-    assert!(e.to_string().contains("the metrics present are: elapsed_s, throughput, user_s"));
+    assert!(e
+        .to_string()
+        .contains("the metrics present are: elapsed_s, throughput, user_s"));
     // Only the chosen metrics, in the order given.
     let r = compare(
         &ds,
@@ -305,7 +350,11 @@ fn welch_and_noise_threshold_options() {
     let c = t.rows[1].comparison.as_ref().unwrap();
     assert_eq!(c.test, TestKind::WelchT);
     assert!(c.significant);
-    assert_eq!(c.verdict, Verdict::WithinNoise, "3% is below a 5% threshold");
+    assert_eq!(
+        c.verdict,
+        Verdict::WithinNoise,
+        "3% is below a 5% threshold"
+    );
     let text = compare_render::to_text(&r, Layout::Full);
     // Significant, so the change is shown, but within the threshold.
     let b_line = text
@@ -322,7 +371,12 @@ fn several_cases_and_benchmarks_geomean_and_normalised_layout() {
     let mut v = Vec::new();
     for tasks in [4, 16] {
         v.extend(runs("A", "h", tasks, &BASE));
-        v.extend(runs("B", "h", tasks, &scaled(if tasks == 4 { 1.1 } else { 1.2 })));
+        v.extend(runs(
+            "B",
+            "h",
+            tasks,
+            &scaled(if tasks == 4 { 1.1 } else { 1.2 }),
+        ));
     }
     let mut other = runs("A", "h", 1, &BASE);
     for (_, r) in &mut other {
@@ -337,9 +391,15 @@ fn several_cases_and_benchmarks_geomean_and_normalised_layout() {
     assert!((gb.ratio.unwrap() - (1.1f64 * 1.2).sqrt()).abs() < 1e-9);
     assert_eq!(gb.cases, 2);
     let text = compare_render::to_text(&r, Layout::Full);
-    assert!(text.contains("numa_test tasks=4") && text.contains("numa_test tasks=16"), "{text}");
+    assert!(
+        text.contains("numa_test tasks=4") && text.contains("numa_test tasks=16"),
+        "{text}"
+    );
     assert!(text.contains("twohalves"), "{text}");
-    assert!(text.contains("the baseline A has no runs of this case") || !text.contains("no baseline"), "{text}");
+    assert!(
+        text.contains("the baseline A has no runs of this case") || !text.contains("no baseline"),
+        "{text}"
+    );
     let norm = compare_render::to_text(&r, Layout::Normalized);
     assert!(norm.lines().all(|l| l.len() <= 80), "{norm}");
     let line = norm
@@ -348,12 +408,11 @@ fn several_cases_and_benchmarks_geomean_and_normalised_layout() {
         .unwrap_or_else(|| panic!("{norm}"));
     assert!(line.contains(" L ") && line.contains("1.200*"), "{line}");
     assert!(norm.contains("Better"), "{norm}");
-    let gm = norm
-        .lines()
-        .filter(|l| l.starts_with("geomean"))
-        .next()
-        .unwrap();
-    assert!(gm.contains(&format!("{:.3}", (1.1f64 * 1.2).sqrt())), "{gm}");
+    let gm = norm.lines().find(|l| l.starts_with("geomean")).unwrap();
+    assert!(
+        gm.contains(&format!("{:.3}", (1.1f64 * 1.2).sqrt())),
+        "{gm}"
+    );
 }
 
 #[test]
@@ -393,7 +452,11 @@ fn markdown_csv_and_json() {
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
     let b = rows
         .iter()
-        .find(|x| &x[col("metric")] == "elapsed_s" && &x[col("config")] == "B|x" && &x[col("kind")] == "group")
+        .find(|x| {
+            &x[col("metric")] == "elapsed_s"
+                && &x[col("config")] == "B|x"
+                && &x[col("kind")] == "group"
+        })
         .unwrap();
     assert_eq!(&b[col("verdict")], "worse");
     assert_eq!(&b[col("baseline")], "A");
@@ -405,6 +468,9 @@ fn markdown_csv_and_json() {
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["baseline"], "A");
     assert_eq!(json["tables"][0]["metric"], "elapsed_s");
-    assert_eq!(json["tables"][0]["rows"][1]["comparison"]["verdict"], "worse");
+    assert_eq!(
+        json["tables"][0]["rows"][1]["comparison"]["verdict"],
+        "worse"
+    );
     assert_eq!(json["settings"]["test"], "mann_whitney_u");
 }
