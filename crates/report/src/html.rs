@@ -28,7 +28,7 @@ table.cmp th{background:#f3f3f3}table.cmp td.r,table.cmp th.r{text-align:right}
 table.cmp tr.summary td{font-weight:600;background:#fafafa}
 td.better{color:#07602f;font-weight:600}td.worse{color:#b00020;font-weight:600}
 table.cmp caption{text-align:left;font-weight:600;padding:.2em 0}
-.charts{display:flex;flex-wrap:wrap;gap:1em}
+.charts{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
 figure{margin:0;border:1px solid #eee;padding:.3em;background:#fff}
 figcaption{font-size:.82em;color:#555;max-width:640px}
 svg.chart{max-width:100%;height:auto;font-size:12px}
@@ -215,7 +215,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let mut cases: Vec<usize> = t.rows.iter().map(|r| r.case).collect();
         cases.dedup();
         for c in cases {
-            let groups: Vec<(String, Vec<StripPoint>)> = t
+            let groups: Vec<svg::StripGroup> = t
                 .rows
                 .iter()
                 .filter(|r| r.case == c)
@@ -241,7 +241,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                             ),
                         })
                         .collect();
-                    (name, pts)
+                    (name, r.config, pts)
                 })
                 .collect();
             let verdicts: Vec<String> = t
@@ -295,14 +295,13 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     for (ci, case) in ds.cases.iter().enumerate() {
         let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
         let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
-        let names: Vec<String> = groups
-            .iter()
-            .map(|g| ds.configs[g.config].name.clone())
-            .collect();
+        // Colour by configuration, the same in every chart of the report.
+        let names: Vec<String> = ds.configs.iter().map(|c| c.name.clone()).collect();
         let mut migrated = Vec::new();
         let mut progress = Vec::new();
         let mut pct = true;
-        for (si, g) in groups.iter().enumerate() {
+        for g in &groups {
+            let si = g.config;
             for r in ds.ok_records(g) {
                 let tip = format!("{} run {}", ds.configs[g.config].name, r.repetition.index);
                 if let Some(pts) = series::vmstat(r, PAGES_MIGRATED) {

@@ -145,16 +145,18 @@ fn axes(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, x_ticks: boo
     out.push_str("</g>");
 }
 
-fn legend(out: &mut String, names: &[String], top: f64, swatch: &dyn Fn(usize) -> &'static str) {
+/// Legend entries `(colour index, name)`.
+fn legend(out: &mut String, entries: &[(usize, String)], top: f64) {
+    let names: Vec<String> = entries.iter().map(|(_, n)| n.clone()).collect();
     out.push_str("<g class=\"legend\">");
-    for (i, (n, (x, row))) in names.iter().zip(legend_layout(names)).enumerate() {
+    for ((i, n), (x, row)) in entries.iter().zip(legend_layout(&names)) {
         let y = top + row * LEGEND_ROW;
         let _ = write!(
             out,
             "<rect x=\"{}\" y=\"{}\" width=\"16\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
             f(x),
             f(y - 9.0),
-            swatch(i),
+            color(*i),
             f(x + 22.0),
             f(y),
             esc(n)
@@ -198,8 +200,29 @@ pub fn line_chart(
         py0: TOP,
         py1: TOP + PLOT_H,
     };
+    // Legend: the series that have a line, in index order.
+    let mut used: Vec<usize> = lines
+        .iter()
+        .filter(|l| !finite(l).is_empty())
+        .map(|l| l.series)
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    let entries: Vec<(usize, String)> = used
+        .iter()
+        .map(|&i| {
+            (
+                i,
+                names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("series {i}")),
+            )
+        })
+        .collect();
+    let entry_names: Vec<String> = entries.iter().map(|(_, n)| n.clone()).collect();
     let legend_top = TOP + PLOT_H + AXIS_BOTTOM + 14.0;
-    let height = legend_top + legend_rows(names) * LEGEND_ROW + 4.0;
+    let height = legend_top + legend_rows(&entry_names) * LEGEND_ROW + 4.0;
     let mut out = String::new();
     open_svg(&mut out, "line", title, height);
     axes(&mut out, &fr, x_label, y_label, true);
@@ -242,7 +265,7 @@ pub fn line_chart(
         out.push_str("</g>");
     }
     out.push_str("</g>");
-    legend(&mut out, names, legend_top, &color);
+    legend(&mut out, &entries, legend_top);
     out.push_str("</svg>");
     Some(out)
 }
@@ -258,14 +281,13 @@ pub struct StripPoint {
 /// Runs per configuration as points, with the mean (a bar) and ±1
 /// standard deviation (a whisker); outliers ringed in red. `None` when
 /// there is no finite value.
-pub fn strip_chart(
-    title: &str,
-    y_label: &str,
-    groups: &[(String, Vec<StripPoint>)],
-) -> Option<String> {
+/// A group of a strip chart: its name, its colour index, its runs.
+pub type StripGroup = (String, usize, Vec<StripPoint>);
+
+pub fn strip_chart(title: &str, y_label: &str, groups: &[StripGroup]) -> Option<String> {
     let vals: Vec<f64> = groups
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| p.value))
+        .flat_map(|(_, _, p)| p.iter().map(|p| p.value))
         .filter(|v| v.is_finite())
         .collect();
     if vals.is_empty() {
@@ -301,7 +323,7 @@ pub fn strip_chart(
     axes(&mut out, &fr, "", y_label, false);
     // Category labels.
     out.push_str("<g class=\"axes\">");
-    for (i, (name, _)) in groups.iter().enumerate() {
+    for (i, (name, _, _)) in groups.iter().enumerate() {
         let _ = write!(
             out,
             "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -311,8 +333,8 @@ pub fn strip_chart(
         );
     }
     out.push_str("</g><g class=\"marks\">");
-    for (i, (name, pts)) in groups.iter().enumerate() {
-        let c = color(i);
+    for (i, (name, ci, pts)) in groups.iter().enumerate() {
+        let c = color(*ci);
         let cx = fr.sx(i as f64 + 0.5);
         let band = (fr.px1 - fr.px0) / groups.len() as f64;
         let finite: Vec<f64> = pts
@@ -468,7 +490,8 @@ pub fn residency_chart(
         }
     }
     out.push_str("</g>");
-    legend(&mut out, nodes, legend_top, &color);
+    let entries: Vec<(usize, String)> = nodes.iter().cloned().enumerate().collect();
+    legend(&mut out, &entries, legend_top);
     out.push_str("</svg>");
     Some(out)
 }
@@ -533,6 +556,7 @@ mod tests {
         let g = vec![
             (
                 "A".to_string(),
+                0,
                 vec![
                     StripPoint {
                         value: 1.0,
@@ -553,6 +577,7 @@ mod tests {
             ),
             (
                 "B".to_string(),
+                1,
                 vec![StripPoint {
                     value: 2.0,
                     outlier: false,
@@ -565,7 +590,7 @@ mod tests {
         assert_eq!(s.matches("<circle").count(), 4);
         assert_eq!(s.matches("stroke=\"#d00\"").count(), 1);
         assert!(s.contains("mean ± 1 stddev"));
-        assert!(strip_chart("t", "y", &[("A".into(), vec![])]).is_none());
+        assert!(strip_chart("t", "y", &[("A".into(), 0, vec![])]).is_none());
     }
 
     #[test]
