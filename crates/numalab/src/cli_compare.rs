@@ -20,7 +20,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "LABEL")]
     baseline: Option<String>,
     /// Metrics to compare (repeat or separate with commas; default: all)
-    #[arg(long, value_name = "NAME", value_delimiter = ',', num_args = 1..)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     metric: Vec<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]

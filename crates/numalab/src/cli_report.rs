@@ -18,7 +18,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "LABEL")]
     baseline: Option<String>,
     /// Metrics to compare (default: all)
-    #[arg(long, value_name = "NAME", value_delimiter = ',', num_args = 1..)]
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
     metric: Vec<String>,
 }
 

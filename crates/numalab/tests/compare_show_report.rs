@@ -130,6 +130,22 @@ fn compare_prints_tables_markers_and_footnotes() {
         out.contains("worse"),
         "Welch reaches significance with 3 runs: {out}"
     );
+
+    // A flag before the path takes one value, not the path too.
+    let o = numalab(&[
+        "compare",
+        "--metric",
+        "elapsed_s",
+        "--metric",
+        "user_s",
+        d3.path().to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("elapsed_s (s") && out.contains("user_s (s") && !out.contains("local_ratio ("),
+        "{out}"
+    );
 }
 
 #[test]

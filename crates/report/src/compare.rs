@@ -831,8 +831,8 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                     }
                     _ => None,
                 };
-                let mut seen = BTreeSet::new();
-                notes.retain(|n| seen.insert(*n));
+                notes.sort_unstable();
+                notes.dedup();
                 rows.push(GroupRow {
                     case: c,
                     config: k,
@@ -851,7 +851,9 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         }
         // One geometric-mean row per configuration.
         let mut geomean = Vec::new();
-        for k in 0..ds.configs.len() {
+        let mut order: Vec<usize> = (0..ds.configs.len()).collect();
+        order.sort_by_key(|&k| (!is_base_config(k), k));
+        for k in order {
             let mine: Vec<&GroupRow> = rows.iter().filter(|r| r.config == k).collect();
             if mine.is_empty() {
                 continue;
