@@ -331,13 +331,10 @@ fn print_run(msg: &str, rec: &RunRecord, path: &std::path::Path) {
         if rec.outcome.is_ok() { "ok" } else { "FAILED" }
     );
     print!("{}", rep::run_summary(rec));
-    if let Some(c) = rep::memory_chart(rec) {
+    let charts = numalab_report::show::record_charts(rec);
+    if !charts.is_empty() {
         println!();
-        print!("{c}");
-    }
-    if let Some(c) = rep::migrated_chart(rec) {
-        println!();
-        print!("{c}");
+        print!("{charts}");
     }
     for w in &rec.warnings {
         println!("warning: {w}");

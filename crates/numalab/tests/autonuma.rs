@@ -91,7 +91,7 @@ fn numa02_runs_twice_and_says_whether_convergence_is_trivial() {
         assert!(out.contains("convergence: trivial here"), "{out}");
         assert!(err.contains("convergence is trivial here"), "{err}");
     }
-    assert!(out.contains("memory per node (MiB) vs time"), "{out}");
+    assert!(out.contains("Memory per node vs time"), "{out}");
     assert!(out.lines().all(|l| l.len() <= 80), "{out}");
 }
 

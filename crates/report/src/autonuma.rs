@@ -1,9 +1,9 @@
 //! Text output for the autonuma benchmarks and twohalves: a summary per
-//! run, charts of memory per node and pages migrated over time, and a
-//! table over runs with each default-placement result's position between
-//! the bind and inverse-bind bounds.
+//! run and a table over runs with each default-placement result's
+//! position between the bind and inverse-bind bounds. The charts of a run
+//! (memory per node, pages migrated, progress over time) are
+//! [`crate::show::record_charts`], the same as `numalab show` draws.
 
-use crate::chart::{render, Chart, Line};
 use crate::text::mean_paren_sd;
 use numalab_record::{ConvergenceState, RunRecord};
 use std::collections::BTreeMap;
@@ -69,82 +69,6 @@ pub fn run_summary(r: &RunRecord) -> String {
         s += &wrap(&format!("  criterion: {}", c.definition), 78, "    ");
     }
     s
-}
-
-fn node_symbol(ix: usize, id: u32) -> char {
-    const S: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    S.get(id as usize)
-        .or_else(|| S.get(ix % S.len()))
-        .map_or('*', |&b| b as char)
-}
-
-/// Memory of the benchmark's processes per node over time (MiB), summed
-/// over its processes; `None` without samples.
-pub fn memory_chart(r: &RunRecord) -> Option<String> {
-    let samples = &r.series.samples;
-    if samples.iter().all(|s| s.memory_bytes.is_empty()) {
-        return None;
-    }
-    let nodes = &r.machine.topology.nodes;
-    let lines = nodes
-        .iter()
-        .enumerate()
-        .map(|(ix, n)| Line {
-            label: format!("node{}", n.id),
-            symbol: node_symbol(ix, n.id),
-            points: samples
-                .iter()
-                .map(|s| {
-                    let b: u64 = s
-                        .memory_bytes
-                        .iter()
-                        .map(|m| m.get(ix).copied().unwrap_or(0))
-                        .sum();
-                    (s.t_s, b as f64 / (1u64 << 20) as f64)
-                })
-                .collect(),
-        })
-        .collect();
-    let title = format!(
-        "{} {}: memory per node (MiB) vs time (s)",
-        r.benchmark,
-        r.params
-            .get("placement")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-    );
-    Some(render(&Chart::new(title, lines)))
-}
-
-/// Pages migrated (numa_pages_migrated, since the start) over time, or a
-/// line saying none were; `None` without samples.
-pub fn migrated_chart(r: &RunRecord) -> Option<String> {
-    let samples = &r.series.samples;
-    if samples.is_empty() {
-        return None;
-    }
-    let points: Vec<(f64, f64)> = samples
-        .iter()
-        .map(|s| {
-            (
-                s.t_s,
-                s.vmstat.get("numa_pages_migrated").copied().unwrap_or(0) as f64,
-            )
-        })
-        .collect();
-    if points.iter().all(|p| p.1 == 0.0) {
-        return Some("pages migrated: none while the run was observed\n".into());
-    }
-    let mut c = Chart::new(
-        format!("{}: pages migrated vs time (s)", r.benchmark),
-        vec![Line {
-            label: "numa_pages_migrated (whole machine)".into(),
-            symbol: '*',
-            points,
-        }],
-    );
-    c.height = 10;
-    Some(render(&c))
 }
 
 /// Where `default` lies between the `bind` (0) and `inverse` (1) bounds;
@@ -344,10 +268,6 @@ mod tests {
         assert!(s.lines().all(|l| l.len() <= 80), "{s}");
         r.convergence = None;
         assert!(run_summary(&r).contains("not observed"));
-        let chart = memory_chart(&r).unwrap();
-        assert!(chart.contains("0 node0   1 node1"), "{chart}");
-        assert!(chart.lines().all(|l| l.len() <= 80));
-        assert!(migrated_chart(&r).unwrap().contains("none"));
     }
 
     #[test]
