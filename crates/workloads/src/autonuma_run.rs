@@ -203,6 +203,7 @@ pub fn run_once(
     let observer = Observer::start(topo);
     let bar = progress_bar(expected_work, spec.title.clone());
 
+    let cpu_at_start = own_cpu_s();
     let start = Instant::now();
     let mut procs: Vec<Proc> = Vec::new();
     for pp in &plan.procs {
@@ -296,6 +297,9 @@ pub fn run_once(
         }
     }
     let vm = observer.vmstat_delta();
+    // What watching cost: numalab's own CPU time during the run (sampling,
+    // the 5 ms wait loop, the threads reading the processes' output).
+    let observer_cpu = own_cpu_s() - cpu_at_start;
 
     // Per-thread results, checked: every process must exit 0 and report
     // every thread's loops.
@@ -408,6 +412,8 @@ pub fn run_once(
     if let Some(s) = started_s {
         rec.metrics.insert("started_s".into(), Metric::seconds(s));
     }
+    rec.metrics
+        .insert("observer_cpu_s".into(), Metric::seconds(observer_cpu));
     let task_bytes: Vec<u64> = task_slot
         .iter()
         .map(|&(pi, _, r)| {
@@ -430,6 +436,16 @@ pub fn run_once(
         rec.outcome = Outcome::failed(failures.join("; "));
     }
     Ok(rec)
+}
+
+/// CPU time (user + system) of this process so far, its threads included.
+fn own_cpu_s() -> f64 {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
