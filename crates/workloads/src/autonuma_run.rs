@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Pages whose node is read with `move_pages` per sample, in all.
-pub const PAGE_BUDGET: usize = 32768;
+pub const PAGE_BUDGET: usize = 8192;
 
 /// The /proc/vmstat counters reported as metrics (deltas over the run).
 pub const VMSTAT_METRICS: [(&str, &str); 6] = [
@@ -107,6 +107,19 @@ struct Proc {
     exit: Option<Exit>,
 }
 
+/// A process ended: its index, how (None: wait4 failed), when (seconds
+/// since the start).
+type Ended = (usize, Option<Exit>, f64);
+
+/// Reap process `i` in a thread of its own (a blocking `wait4`), so the
+/// exit time is exact and the run loop sleeps instead of polling.
+fn waiter(i: usize, pid: i32, start: Instant, tx: mpsc::Sender<Ended>) {
+    std::thread::spawn(move || {
+        let e = child::wait4(pid, true).ok().flatten();
+        let _ = tx.send((i, e, start.elapsed().as_secs_f64()));
+    });
+}
+
 fn parse_line(line: &str, st: &mut ProcState) {
     let mut words = line.split_whitespace();
     match words.next() {
@@ -152,19 +165,29 @@ fn spawn(exe: &Path, plan: &autonuma::ProcPlan) -> Result<Proc> {
     })
 }
 
-fn kill_all(procs: &mut [Proc]) {
+fn kill_all(procs: &mut [Proc], ended: &mpsc::Receiver<Ended>) {
     for p in procs.iter().filter(|p| p.exit.is_none()) {
         child::signal(p.pid, libc::SIGKILL);
     }
-    for p in procs.iter_mut() {
-        if p.exit.is_none() {
-            p.exit = child::wait4(p.pid, true).ok().flatten();
+    while procs.iter().any(|p| p.exit.is_none()) {
+        match ended.recv_timeout(Duration::from_secs(10)) {
+            Ok((i, e, _)) => procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT)),
+            Err(_) => break,
         }
+    }
+    for p in procs.iter_mut() {
         if let Some(r) = p.reader.take() {
             let _ = r.join();
         }
     }
 }
+
+const UNKNOWN_EXIT: Exit = Exit {
+    code: None,
+    signal: None,
+    user_s: 0.0,
+    sys_s: 0.0,
+};
 
 /// Run the benchmark once. A process failing or doing less than all its
 /// loops makes the record `failed` with the reason; an interruption is
@@ -206,15 +229,21 @@ pub fn run_once(
     let cpu_at_start = own_cpu_s();
     let start = Instant::now();
     let mut procs: Vec<Proc> = Vec::new();
+    let (tx, ended) = mpsc::channel();
     for pp in &plan.procs {
         match spawn(exe, pp) {
-            Ok(x) => procs.push(x),
+            Ok(x) => {
+                waiter(procs.len(), x.pid, start, tx.clone());
+                procs.push(x);
+            }
             Err(e) => {
-                kill_all(&mut procs);
+                kill_all(&mut procs, &ended);
                 return Err(e);
             }
         }
     }
+    drop(tx);
+    let mut pending: Vec<Ended> = Vec::new();
     let budget = PAGE_BUDGET / procs.len().max(1);
     let mut started_s = None;
     let mut next_sample = 0.0;
@@ -223,14 +252,13 @@ pub fn run_once(
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
             bar.finish_and_clear();
-            kill_all(&mut procs);
+            kill_all(&mut procs, &ended);
             return Err(Interrupted.into());
         }
-        for x in procs.iter_mut().filter(|x| x.exit.is_none()) {
-            if let Some(e) = child::wait4(x.pid, false).context("waiting for a process")? {
-                x.exit = Some(e);
-                elapsed = now;
-            }
+        pending.extend(ended.try_iter());
+        for (i, e, t) in pending.drain(..) {
+            procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT));
+            elapsed = f64::max(elapsed, t);
         }
         // What the processes said so far.
         let snap: Vec<(Vec<Region>, Vec<i32>, Vec<u64>)> = procs
@@ -288,7 +316,16 @@ pub fn run_once(
         if !running {
             break;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // Sleep until a process ends, the next sample is due, or 50 ms
+        // have passed (for Ctrl-C and the progress bar).
+        let mut wait = Duration::from_millis(50);
+        if spec.interval_s > 0.0 {
+            let due = next_sample - start.elapsed().as_secs_f64();
+            wait = wait.min(Duration::from_secs_f64(due.max(0.0)));
+        }
+        if let Ok(m) = ended.recv_timeout(wait) {
+            pending.push(m);
+        }
     }
     bar.finish_and_clear();
     for x in procs.iter_mut() {
@@ -307,12 +344,7 @@ pub fn run_once(
     let mut failures = Vec::new();
     let nprocs = procs.len();
     for (pi, x) in procs.iter().enumerate() {
-        let exit = x.exit.unwrap_or(Exit {
-            code: None,
-            signal: None,
-            user_s: 0.0,
-            sys_s: 0.0,
-        });
+        let exit = x.exit.unwrap_or(UNKNOWN_EXIT);
         let st = x.state.lock().expect("state lock");
         let pname = if nprocs > 1 {
             format!("process {pi}")

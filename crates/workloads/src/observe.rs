@@ -70,13 +70,13 @@ impl Observer {
 
     /// Bytes per node (aligned with the topology's nodes) of each memory
     /// region of process `pid`, estimated from the nodes of at most
-    /// `budget` evenly spaced pages in all (at least 256 per region, or
+    /// `budget` evenly spaced pages in all (at least 64 per region, or
     /// every page of a smaller region). Pages not present count nowhere.
     /// A region that cannot be read (the process is gone) gives zeros.
     pub fn regions(&self, pid: i32, regions: &[Region], budget: usize) -> Vec<Vec<u64>> {
         let nodes = self.topology.nodes.len();
         let page = numa::page_size() as u64;
-        let per_region = (budget / regions.len().max(1)).max(256);
+        let per_region = (budget / regions.len().max(1)).max(64);
         let mut addrs: Vec<*const u8> = Vec::new();
         let mut spans = Vec::with_capacity(regions.len());
         for r in regions {
