@@ -125,10 +125,10 @@ pub fn autonuma_bytes(
             first_node_free.map_or("?".into(), human_bytes)
         ));
     }
-    let unit = if kind == crate::autonuma::Kind::TwoHalves {
-        "in all".to_string()
-    } else {
-        format!("per process, {} processes", parts)
+    let unit = match (kind, parts) {
+        (crate::autonuma::Kind::TwoHalves, _) => "in all".to_string(),
+        (_, 1) => "for the one process".to_string(),
+        (_, n) => format!("per process, {n} processes"),
     };
     let mut explanation = format!("{} {unit}: ", human_bytes(bytes));
     if bytes == orig {
