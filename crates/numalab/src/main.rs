@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cli_run;
 mod cli_topology;
+mod cli_vm;
 
 #[derive(Parser)]
 #[command(
@@ -26,8 +27,16 @@ enum Command {
     Topology(cli_topology::TopologyArgs),
     /// Run a benchmark on this machine and record every run
     Run(cli_run::RunArgs),
+    /// Run a numalab command in a QEMU guest with a chosen NUMA topology
+    Vm(cli_vm::VmArgs),
     /// Print the JSON Schema of run records
     Schema,
+    /// PID 1 of a `numalab vm` guest (internal)
+    #[command(hide = true, name = "guest-init")]
+    GuestInit,
+    /// Small workloads for the guest testbed's own tests (internal)
+    #[command(hide = true, name = "guest-probe")]
+    GuestProbe(cli_vm::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,7 +52,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topology(args) => cli_topology::run(args),
         Command::Run(args) => cli_run::run(args),
+        Command::Vm(args) => cli_vm::run(args),
         Command::Schema => schema(),
+        Command::GuestInit => cli_vm::guest_init(),
+        Command::GuestProbe(args) => cli_vm::guest_probe(args),
     };
     match result {
         Ok(code) => code,
