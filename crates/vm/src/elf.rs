@@ -139,6 +139,82 @@ pub fn parse(bytes: &[u8]) -> Result<DynInfo, String> {
     Ok(info)
 }
 
+const PT_NOTE: u32 = 4;
+/// `XEN_ELFNOTE_PHYS32_ENTRY`: the 32-bit PVH entry point QEMU boots.
+const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
+
+/// Whether an ELF kernel has the PVH entry note (owner `Xen`, type 18) in
+/// a `PT_NOTE` segment, which is where QEMU looks for it.
+pub fn has_pvh_note(bytes: &[u8]) -> Result<bool, String> {
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return Err("not a 64-bit little-endian ELF file".into());
+    }
+    let phoff = u64le(bytes, 0x20)? as usize;
+    let phentsize = u16le(bytes, 0x36)? as usize;
+    let phnum = u16le(bytes, 0x38)? as usize;
+    for i in 0..phnum {
+        let o = phoff + i * phentsize;
+        if u32le(bytes, o)? != PT_NOTE {
+            continue;
+        }
+        let start = u64le(bytes, o + 8)? as usize;
+        let end = start + u64le(bytes, o + 32)? as usize;
+        let mut n = start;
+        while n + 12 <= end {
+            let namesz = u32le(bytes, n)? as usize;
+            let descsz = u32le(bytes, n + 4)? as usize;
+            let kind = u32le(bytes, n + 8)?;
+            let name = bytes.get(n + 12..n + 12 + namesz).ok_or("truncated note")?;
+            if kind == XEN_ELFNOTE_PHYS32_ENTRY
+                && name.strip_suffix(b"\0").unwrap_or(name) == b"Xen"
+            {
+                return Ok(true);
+            }
+            n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
+        }
+    }
+    Ok(false)
+}
+
+/// Hand-made ELF files for other modules' tests.
+#[cfg(test)]
+pub mod tests_support {
+    /// A minimal ELF64 whose one `PT_NOTE` segment holds a `Linux` note
+    /// and, if `pvh`, the Xen PVH entry note.
+    pub fn elf_with_pvh_note(pvh: bool) -> Vec<u8> {
+        let note = |name: &[u8], kind: u32, desc: &[u8]| {
+            let mut v = Vec::new();
+            let namez = [name, b"\0"].concat();
+            v.extend((namez.len() as u32).to_le_bytes());
+            v.extend((desc.len() as u32).to_le_bytes());
+            v.extend(kind.to_le_bytes());
+            v.extend(&namez);
+            v.resize(v.len().div_ceil(4) * 4, 0);
+            v.extend(desc);
+            v.resize(v.len().div_ceil(4) * 4, 0);
+            v
+        };
+        let mut notes = note(b"Linux", 15, b"6.1.0\0");
+        if pvh {
+            notes.extend(note(b"Xen", 18, &0x0100_0850u64.to_le_bytes()));
+        }
+        let phoff = 64usize;
+        let notes_off = phoff + 56;
+        let mut b = vec![0u8; notes_off];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        b[0x20..0x28].copy_from_slice(&(phoff as u64).to_le_bytes());
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        b[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
+        b[phoff..phoff + 4].copy_from_slice(&super::PT_NOTE.to_le_bytes());
+        b[phoff + 8..phoff + 16].copy_from_slice(&(notes_off as u64).to_le_bytes());
+        b[phoff + 32..phoff + 40].copy_from_slice(&(notes.len() as u64).to_le_bytes());
+        b.extend(notes);
+        b
+    }
+}
+
 /// ld.so's built-in directories on Debian-style multiarch systems and on
 /// others. The guest uses the same loader, so a library placed at the same
 /// path in the initramfs is found there without any configuration.
@@ -362,6 +438,13 @@ mod tests {
         .unwrap();
         let e = closure_with(&bin.join("broken"), &[], std::slice::from_ref(&sys)).unwrap_err();
         assert!(e.contains("needs libnope.so"), "{e}");
+    }
+
+    #[test]
+    fn pvh_note() {
+        assert!(has_pvh_note(&tests_support::elf_with_pvh_note(true)).unwrap());
+        assert!(!has_pvh_note(&tests_support::elf_with_pvh_note(false)).unwrap());
+        assert!(has_pvh_note(b"not an elf").is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::channel::{self, Frame, Kind};
 use crate::initramfs;
 use crate::job::{self, Job};
+use crate::kernel;
 use crate::qemu::{self, Accel, AccelChoice};
 use crate::spec::VmSpec;
 use numalab_record::Backend;
@@ -199,6 +200,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         results_dir: job::GUEST_RESULTS.to_string(),
     };
     let built = initramfs::build(&exe, &job, &initrd).map_err(failed)?;
+    let boot_image = kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path());
     // The initramfs is loaded into guest memory, then unpacked into a
     // tmpfs-like rootfs next to it, and the kernel needs room of its own.
     let need = 2 * built.bytes + (160 << 20);
@@ -229,11 +231,15 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         }
     };
     status_line(&format!(
-        "{}; kernel {}; accelerator {} ({why})",
+        "{}; kernel {}{}; accelerator {} ({why})",
         opts.spec.summary(),
         kernel.display(),
+        if boot_image.pvh { " (PVH boot)" } else { "" },
         accel.as_str()
     ));
+    if let Some(note) = &boot_image.note {
+        status_line(note);
+    }
     if accel == Accel::Tcg {
         status_line("TCG emulates every instruction: expect a slow guest; its timings say nothing about NUMA hardware");
     }
@@ -250,7 +256,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
 
     let ctx = BootCtx {
         qemu: &qemu_bin,
-        kernel: &kernel,
+        kernel: &boot_image.image,
         initrd: &initrd,
         tmp: tmp.path(),
         spec: &opts.spec,

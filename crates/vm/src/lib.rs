@@ -22,18 +22,24 @@
 //!    `/dev/console`, and [`job`]'s `job.json` (the command, the sysctls).
 //!    Passing the command in a file avoids quoting it on the kernel command
 //!    line.
-//! 3. **QEMU.** [`qemu`] builds the command line: one RAM backend and one
+//! 3. **Kernel.** A bzImage decompresses itself, which under TCG takes
+//!    longer than the rest of the boot. [`kernel`] extracts the payload,
+//!    decompresses it once on the host with the format's standard tool
+//!    (`xz` for Debian's kernels), caches the ELF and has QEMU boot it
+//!    through its PVH entry point; without the tool or the PVH note it
+//!    boots the bzImage as is and says why.
+//! 4. **QEMU.** [`qemu`] builds the command line: one RAM backend and one
 //!    `-numa node` per node, one socket per node with CPUs
 //!    (`-numa cpu,node-id=N,socket-id=S`), a `-numa dist` per ordered pair,
 //!    `-kernel`/`-initrd`, `-no-reboot`, `panic=-1`, `rdinit=` pointing at
 //!    numalab and `-- guest-init` as PID 1's arguments.
-//! 4. **Guest.** numalab runs as PID 1 ([`guest`]): mounts proc, sysfs,
+//! 5. **Guest.** numalab runs as PID 1 ([`guest`]): mounts proc, sysfs,
 //!    devtmpfs, debugfs; applies the sysctls and reads them back; runs the
 //!    command as a child in `/` with `--results` pointing into the guest;
 //!    streams its stdout and stderr to the host; sends every record it
 //!    wrote; reports the exit status; powers off with
 //!    `reboot(RB_POWER_OFF)`.
-//! 5. **Back on the host** ([`host`]): records are parsed and checked, their
+//! 6. **Back on the host** ([`host`]): records are parsed and checked, their
 //!    `backend` rewritten to `Backend::Guest` (accelerator, the spec as
 //!    typed, the sysctls as read back, the host's name, kernel and CPU), a
 //!    warning about emulated timing added, and each is written atomically
@@ -102,6 +108,7 @@ pub mod guest;
 pub mod host;
 pub mod initramfs;
 pub mod job;
+pub mod kernel;
 pub mod probe;
 pub mod qemu;
 pub mod spec;
