@@ -29,7 +29,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "DIR", default_value = "numalab-results")]
     pub results: PathBuf,
     /// Seconds between observations of tasks and memory (0: off)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = parse_interval)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_interval)]
     pub interval: f64,
 }
 
@@ -46,7 +46,7 @@ struct NumaTestArgs {
     #[arg(long, value_name = "N,...", value_parser = parse_tasks, default_value = "4")]
     tasks: TaskList,
     /// Elements per task (20 bytes each); default: chosen from the LLC size and free memory
-    #[arg(long, value_name = "ELEMENTS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "ELEMENTS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     size: Option<u64>,
     /// The load peak 3 s after the start: a hackbench message storm, or none
     #[arg(long, value_enum, default_value_t = DisturbArg::Messaging)]
@@ -109,26 +109,31 @@ fn probe() -> Result<MachineInfo> {
 
 fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
     let machine = probe()?;
-    numalab_record::ensure_writable_dir(&a.common.results)
-        .with_context(|| format!("results directory {}", a.common.results.display()))?;
     let max_tasks = *a.tasks.0.iter().max().expect("at least one task count");
+    // Validate everything before touching the disk or printing anything.
+    let mut notes = Vec::new();
     let elements = match a.size {
         Some(e) => {
             sizing::check_fits(&machine, max_tasks, e, BYTES_PER_ELEMENT)
                 .map_err(anyhow::Error::msg)?;
-            eprintln!("numalab: size: {e} elements per task (--size)");
+            notes.push(format!("size: {e} elements per task (--size)"));
             e
         }
         None => {
             let c = sizing::numa_test_elements(&machine, max_tasks, BYTES_PER_ELEMENT)
                 .map_err(anyhow::Error::msg)?;
-            eprintln!("numalab: size: {}", c.explanation);
+            notes.push(format!("size: {}", c.explanation));
             if let Some(w) = &c.warning {
-                eprintln!("numalab: warning: {w}");
+                notes.push(format!("warning: {w}"));
             }
             c.elements
         }
     };
+    numalab_record::ensure_writable_dir(&a.common.results)
+        .with_context(|| format!("results directory {}", a.common.results.display()))?;
+    for n in notes {
+        eprintln!("numalab: {n}");
+    }
     let disturb = match a.disturb {
         DisturbArg::Messaging => Disturb::Messaging,
         DisturbArg::None => Disturb::None,
