@@ -34,6 +34,9 @@ pub struct VmArgs {
     /// Guest kernel image (default: the newest readable /boot/vmlinuz-*)
     #[arg(long, value_name = "PATH")]
     kernel: Option<PathBuf>,
+    /// Extra guest kernel command line arguments (e.g. "numa_balancing=disable")
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    append: String,
     /// Sysctl applied in the guest before the command (repeatable)
     #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl)]
     sysctls: Vec<(String, String)>,
@@ -87,6 +90,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         quiet: a.quiet,
         results: a.results,
         command: a.command,
+        append: a.append,
         exe: None,
     };
     match numalab_vm::run(&opts) {

@@ -613,3 +613,68 @@ fn guest_commands_are_hidden_and_guest_init_refuses_to_run_on_a_host() {
     let e = one_line_error(&numalab(&["guest-init"]));
     assert!(e.contains("runs nowhere else"), "{e}");
 }
+
+/// A stand-in for QEMU that prints nothing and never exits, and a kernel
+/// image that passes numalab's header check: the silent-guest watchdog
+/// and the teardown, testable without QEMU.
+#[test]
+fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let pids = d.path().join("pids");
+    let fake = bin.join("qemu-system-x86_64");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho $$ >> {}\nexec sleep 600\n", pids.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kernel = d.path().join("vmlinuz-fake");
+    let mut img = vec![0u8; 4096];
+    img[0x202..0x206].copy_from_slice(b"HdrS");
+    std::fs::write(&kernel, img).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let t = Instant::now();
+    let out = Command::new(EXE)
+        .args(["vm", "--accel", "tcg", "--kernel"])
+        .arg(&kernel)
+        .arg("--results")
+        .arg(d.path().join("results"))
+        .args(["--", "topology"])
+        .env("PATH", path)
+        .env("NUMALAB_VM_SILENCE_S", "2")
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr.contains("booting again (attempt 2 of 2)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().last().unwrap().starts_with(
+            "numalab: error: the TCG guest printed nothing for 2 s, 2 times, and was stopped"
+        ),
+        "{stderr}"
+    );
+    let started: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    for p in started {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let alive = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
+        assert!(!alive, "fake QEMU {p} outlived numalab: {stat}");
+    }
+}

@@ -22,9 +22,32 @@ use std::time::{Duration, Instant};
 
 /// Console lines kept for failure reports.
 const TAIL_LINES: usize = 20;
-/// A KVM guest that prints nothing for this long is taken to be hung
-/// (what nested KVM without hardware support tends to do).
+/// A guest whose console stays silent this long after QEMU starts is
+/// taken to be hung. With `earlycon` the kernel prints within a second or
+/// two of its start (1-4 s after QEMU's under TCG, even on a busy host), so
+/// these are generous. A KVM guest that hangs is what nested KVM without
+/// hardware support tends to do; a TCG guest hung once in ~100 boots on a
+/// 2-core host under heavy load, before the kernel printed anything.
 const KVM_SILENCE: Duration = Duration::from_secs(30);
+const TCG_SILENCE: Duration = Duration::from_secs(60);
+/// How long a guest may stay silent: `NUMALAB_VM_SILENCE_S` (tests,
+/// debugging) or the accelerator's default.
+fn silence_limit(accel: Accel) -> Duration {
+    if let Some(s) = std::env::var("NUMALAB_VM_SILENCE_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+    {
+        return Duration::from_secs(s);
+    }
+    match accel {
+        Accel::Kvm => KVM_SILENCE,
+        Accel::Tcg => TCG_SILENCE,
+    }
+}
+
+/// Boots tried before giving up on a guest that stays silent.
+const BOOT_ATTEMPTS: u32 = 2;
 /// After "Kernel panic" appears, give the guest this long to exit.
 const PANIC_GRACE: Duration = Duration::from_secs(5);
 
@@ -44,6 +67,9 @@ pub struct VmOptions {
     pub results: Option<PathBuf>,
     /// numalab arguments for the guest (what came after `--`).
     pub command: Vec<String>,
+    /// Extra kernel command line arguments (before numalab's own
+    /// `rdinit=... -- guest-init`, so they cannot replace init).
+    pub append: String,
     /// The numalab executable to put in the guest (default: this one).
     pub exe: Option<PathBuf>,
 }
@@ -158,6 +184,7 @@ fn strip_timestamp(line: &str) -> &str {
 pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
     let start = Instant::now();
     job::check_command(&opts.command).map_err(failed)?;
+    qemu::check_append(&opts.append).map_err(failed)?;
     let (guest_args, results_after) = job::split_results(&opts.command).map_err(failed)?;
     let results_dir = match (&opts.results, &results_after) {
         (Some(a), Some(b)) if a != b => {
@@ -200,7 +227,16 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         results_dir: job::GUEST_RESULTS.to_string(),
     };
     let built = initramfs::build(&exe, &job, &initrd).map_err(failed)?;
-    let boot_image = kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path());
+    let boot_image =
+        if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
+            kernel::Prepared {
+                image: kernel.clone(),
+                pvh: false,
+                note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
+            }
+        } else {
+            kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path())
+        };
     // The initramfs is loaded into guest memory, then unpacked into a
     // tmpfs-like rootfs next to it, and the kernel needs room of its own.
     let need = 2 * built.bytes + (160 << 20);
@@ -260,32 +296,51 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         initrd: &initrd,
         tmp: tmp.path(),
         spec: &opts.spec,
-        append: qemu::kernel_cmdline(&built.ld_library_path, opts.quiet),
+        append: qemu::kernel_cmdline(&built.ld_library_path, opts.quiet, &opts.append),
         console_log: console_log.as_deref(),
         timeout: opts.timeout,
         start,
         interrupted: &interrupted,
     };
-    let outcome = match boot(&ctx, accel) {
-        Err(BootError::KvmSilent) if opts.accel == AccelChoice::Auto => {
-            status_line(&format!(
-                "the KVM guest printed nothing for {} s (nested KVM can hang); retrying with TCG",
-                KVM_SILENCE.as_secs()
-            ));
-            accel = Accel::Tcg;
-            boot(&ctx, accel)
+    let mut attempt = 1;
+    let outcome = loop {
+        match boot(&ctx, accel) {
+            Ok(o) => break o,
+            Err(BootError::Vm(e)) => return Err(e),
+            Err(BootError::Silent { secs, firmware }) => {
+                let what = format!(
+                    "the {} guest printed nothing for {secs} s{}",
+                    accel.as_str().to_uppercase(),
+                    if accel == Accel::Kvm {
+                        " (nested KVM can hang)"
+                    } else {
+                        ""
+                    }
+                );
+                if !firmware.is_empty() {
+                    eprintln!("numalab vm: {what}; the last firmware lines were:");
+                    for l in &firmware {
+                        eprintln!("  | {l}");
+                    }
+                }
+                if accel == Accel::Kvm && opts.accel == AccelChoice::Auto {
+                    status_line(&format!("{what}; booting again with TCG"));
+                    accel = Accel::Tcg;
+                } else if attempt < BOOT_ATTEMPTS {
+                    attempt += 1;
+                    eprintln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
+                } else {
+                    return Err(failed(format!(
+                        "{what}, {BOOT_ATTEMPTS} times, and was stopped{}",
+                        if accel == Accel::Kvm {
+                            "; use --accel tcg"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            }
         }
-        other => other,
-    };
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(BootError::KvmSilent) => {
-            return Err(failed(format!(
-                "the KVM guest printed nothing for {} s and was stopped (nested KVM can hang); use --accel tcg",
-                KVM_SILENCE.as_secs()
-            )))
-        }
-        Err(BootError::Vm(e)) => return Err(e),
     };
 
     let report_failure = |msg: String, console: &Console| -> VmError {
@@ -524,7 +579,11 @@ struct Outcome {
 }
 
 enum BootError {
-    KvmSilent,
+    /// No console output in time; the last lines of the firmware's log.
+    Silent {
+        secs: u64,
+        firmware: Vec<String>,
+    },
     Vm(VmError),
 }
 
@@ -580,6 +639,8 @@ impl Drop for Guard {
 
 fn boot(ctx: &BootCtx, accel: Accel) -> Result<Outcome, BootError> {
     let channel_path = ctx.tmp.join(format!("channel-{}.bin", accel.as_str()));
+    let firmware_log = ctx.tmp.join("firmware.log");
+    let _ = fs::remove_file(&firmware_log);
     File::create(&channel_path).map_err(|e| failed(format!("{}: {e}", channel_path.display())))?;
     let launch = qemu::Launch {
         spec: ctx.spec,
@@ -587,6 +648,7 @@ fn boot(ctx: &BootCtx, accel: Accel) -> Result<Outcome, BootError> {
         kernel: ctx.kernel,
         initrd: ctx.initrd,
         channel: &channel_path,
+        firmware_log: &firmware_log,
         append: ctx.append.clone(),
         name: format!("numalab-vm-{}", std::process::id()),
     };
@@ -743,12 +805,16 @@ fn boot(ctx: &BootCtx, accel: Accel) -> Result<Outcome, BootError> {
                 break;
             }
         }
-        if accel == Accel::Kvm
-            && console.first_byte_ms.load(Ordering::SeqCst) == 0
-            && boot_start.elapsed() > KVM_SILENCE
-        {
+        let silence = silence_limit(accel);
+        if console.first_byte_ms.load(Ordering::SeqCst) == 0 && boot_start.elapsed() > silence {
             stop(child);
-            return Err(BootError::KvmSilent);
+            let log = fs::read_to_string(&firmware_log).unwrap_or_default();
+            let lines: Vec<String> = log.lines().map(str::to_string).collect();
+            let firmware = lines[lines.len().saturating_sub(8)..].to_vec();
+            return Err(BootError::Silent {
+                secs: silence.as_secs(),
+                firmware,
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     }

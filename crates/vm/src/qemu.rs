@@ -215,6 +215,8 @@ pub struct Launch<'a> {
     pub initrd: &'a Path,
     /// File QEMU writes the guest's second serial port (the channel) to.
     pub channel: &'a Path,
+    /// File for the firmware's debug port (SeaBIOS writes its log there).
+    pub firmware_log: &'a Path,
     /// Kernel command line.
     pub append: String,
     /// `-name`, so a leftover QEMU can be told apart from others.
@@ -224,13 +226,20 @@ pub struct Launch<'a> {
 /// The kernel command line. `panic=-1` reboots at once on a panic and
 /// `-no-reboot` turns that reboot into QEMU exiting, so a dead guest never
 /// lingers; everything after `--` is PID 1's argv.
-pub fn kernel_cmdline(ld_library_path: &str, quiet: bool) -> String {
-    let mut s = String::from("console=ttyS0,115200 panic=-1 oops=panic");
+pub fn kernel_cmdline(ld_library_path: &str, quiet: bool, extra: &str) -> String {
+    // earlycon: the kernel prints from its first instructions, so a guest
+    // stuck early still shows how far it got.
+    let mut s =
+        String::from("console=ttyS0,115200 earlycon=uart8250,io,0x3f8,115200 panic=-1 oops=panic");
     // Skip slow probes that a testbed guest does not need.
     s.push_str(" mitigations=off i8042.noaux i8042.nokbd i8042.nopnp");
     s.push_str(" tsc=reliable no_timer_check");
     if quiet {
         s.push_str(" loglevel=4");
+    }
+    if !extra.trim().is_empty() {
+        s.push(' ');
+        s.push_str(extra.trim());
     }
     s.push_str(&format!(" rdinit={}", crate::job::GUEST_EXE));
     if !ld_library_path.is_empty() {
@@ -238,6 +247,25 @@ pub fn kernel_cmdline(ld_library_path: &str, quiet: bool) -> String {
     }
     s.push_str(" -- guest-init");
     s
+}
+
+/// Check `--append`: nothing that would take init's place or its arguments.
+pub fn check_append(extra: &str) -> Result<(), String> {
+    for w in extra.split_whitespace() {
+        if w == "--"
+            || w.starts_with("rdinit=")
+            || w.starts_with("init=")
+            || w.starts_with("console=")
+        {
+            return Err(format!(
+                "--append: {w:?} is numalab's to set (the guest's init, its arguments and console)"
+            ));
+        }
+    }
+    if extra.contains(['\n', '\0']) {
+        return Err("--append: no newlines or NUL bytes".into());
+    }
+    Ok(())
 }
 
 /// QEMU arguments (without the program). One memory backend and one
@@ -307,6 +335,11 @@ pub fn args(l: &Launch) -> Vec<String> {
     ]);
     push(&["-serial", "chardev:channel"]);
     push(&["-monitor", "none"]);
+    push(&[
+        "-debugcon",
+        &format!("file:{}", l.firmware_log.to_string_lossy()),
+    ]);
+    push(&["-global", "isa-debugcon.iobase=0x402"]);
     a
 }
 
@@ -370,6 +403,14 @@ mod tests {
     }
 
     #[test]
+    fn append_cannot_replace_init() {
+        check_append("numa_balancing=disable earlycon").unwrap();
+        assert!(check_append("rdinit=/bin/sh").is_err());
+        assert!(check_append("a -- b").is_err());
+        assert!(check_append("console=tty0").is_err());
+    }
+
+    #[test]
     fn command_line_describes_the_topology() {
         let spec = VmSpec::parse(&SpecInput {
             nodes: 3,
@@ -385,7 +426,8 @@ mod tests {
             kernel: Path::new("/boot/vmlinuz"),
             initrd: Path::new("/tmp/x/initrd"),
             channel: Path::new("/tmp/x/channel"),
-            append: kernel_cmdline("", false),
+            firmware_log: Path::new("/tmp/x/firmware.log"),
+            append: kernel_cmdline("", false, ""),
             name: "numalab-vm-1".into(),
         };
         let a = args(&l).join(" ");
@@ -403,6 +445,7 @@ mod tests {
             "-kernel /boot/vmlinuz -initrd /tmp/x/initrd",
             "-serial chardev:console",
             "file,id=channel,path=/tmp/x/channel",
+            "-debugcon file:/tmp/x/firmware.log",
         ] {
             assert!(a.contains(want), "missing {want:?} in {a}");
         }
@@ -413,8 +456,10 @@ mod tests {
             append.ends_with("rdinit=/numalab/numalab -- guest-init"),
             "{append}"
         );
-        assert!(
-            kernel_cmdline("/opt/lib", true).contains(" LD_LIBRARY_PATH=/opt/lib -- guest-init")
-        );
+        assert!(kernel_cmdline("/opt/lib", true, "")
+            .contains(" LD_LIBRARY_PATH=/opt/lib -- guest-init"));
+        let c = kernel_cmdline("", false, " numa_balancing=disable ");
+        assert!(c.contains(" numa_balancing=disable rdinit="), "{c}");
+        assert!(c.contains("earlycon=uart8250,io,0x3f8"), "{c}");
     }
 }
