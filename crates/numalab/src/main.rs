@@ -5,7 +5,11 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cli_compare;
+mod cli_load;
+mod cli_report;
 mod cli_run;
+mod cli_show;
 mod cli_topology;
 mod cli_vm;
 
@@ -31,6 +35,12 @@ enum Command {
     Vm(cli_vm::VmArgs),
     /// Print the JSON Schema of run records
     Schema,
+    /// Compare configurations (labels, hosts, backends) from their run records
+    Compare(cli_compare::CompareArgs),
+    /// Print one run, or a directory of runs, as seed-style text tables and charts
+    Show(cli_show::ShowArgs),
+    /// Write a self-contained HTML report with tables and SVG charts
+    Report(cli_report::ReportArgs),
     /// PID 1 of a `numalab vm` guest (internal)
     #[command(hide = true, name = "guest-init")]
     GuestInit,
@@ -54,6 +64,9 @@ fn main() -> ExitCode {
         Command::Run(args) => cli_run::run(args),
         Command::Vm(args) => cli_vm::run(args),
         Command::Schema => schema(),
+        Command::Compare(args) => cli_compare::run(args),
+        Command::Show(args) => cli_show::run(args),
+        Command::Report(args) => cli_report::run(args),
         Command::GuestInit => cli_vm::guest_init(),
         Command::GuestProbe(args) => cli_vm::guest_probe(args),
     };
@@ -100,6 +113,18 @@ pub fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ").replace('\n', " ")
+}
+
+/// Write to stdout; a closed pipe (`numalab compare ... | head`) ends
+/// quietly instead of panicking.
+pub fn print_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(e).context("writing to standard output"),
+    }
 }
 
 fn schema() -> Result<ExitCode> {
