@@ -208,8 +208,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         None => qemu::find_kernel_in(Path::new("/boot")).map_err(failed)?,
     };
     let (mut accel, why) = qemu::choose_accel(opts.accel).map_err(failed)?;
-    numalab_record::ensure_writable_dir(&results_dir)
-        .map_err(|e| failed(format!("results directory: {e}")))?;
+    check_results_dir(&results_dir).map_err(failed)?;
 
     let exe = match &opts.exe {
         Some(e) => e.clone(),
@@ -249,7 +248,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         )));
     }
 
-    let host = host_machine();
+    let host = host_info();
     let console_log = if opts.quiet {
         let dir = results_dir.join("vm-logs");
         fs::create_dir_all(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
@@ -534,18 +533,73 @@ fn describe_status(s: ExitStatus) -> String {
     }
 }
 
-/// The host's metadata for `Backend::Guest`. A host whose topology cannot
-/// be read still has a name and a kernel.
-fn host_machine() -> MachineInfo {
+/// What `Backend::Guest` says about the host that ran QEMU.
+struct HostInfo {
+    hostname: String,
+    kernel: String,
+    cpu_model: Option<String>,
+}
+
+/// The host's name, kernel and CPU model; read directly when the full
+/// machine probe fails (a host whose topology cannot be read).
+fn host_info() -> HostInfo {
     if let Ok(m) = MachineInfo::probe(&Roots::host()) {
-        return m;
+        return HostInfo {
+            hostname: m.hostname,
+            kernel: m.kernel,
+            cpu_model: m.cpu_model,
+        };
     }
     let read = |p: &str| fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
-    let mut m = numalab_record::example_record("host", "host", 1, 1.0).machine;
-    m.hostname = read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into());
-    m.kernel = read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
-    m.cpu_model = None;
-    m
+    let cpu_model = read("/proc/cpuinfo").and_then(|c| {
+        c.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_string())
+        })
+    });
+    HostInfo {
+        hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+        cpu_model,
+    }
+}
+
+/// Fail before booting if records could not be written to `dir`, without
+/// creating it: a command that writes no records leaves nothing behind.
+fn check_results_dir(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        return numalab_record::ensure_writable_dir(dir)
+            .map_err(|e| format!("results directory: {e}"));
+    }
+    let mut ancestor = dir.parent();
+    while let Some(a) = ancestor {
+        let a = if a.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            a
+        };
+        if a.exists() {
+            let c = std::ffi::CString::new(a.as_os_str().as_encoded_bytes())
+                .map_err(|e| e.to_string())?;
+            // SAFETY: access(2) on a path string we own.
+            let ok = a.is_dir() && unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+            if !ok {
+                return Err(format!(
+                    "results directory {}: cannot be created in {} ({})",
+                    dir.display(),
+                    a.display(),
+                    if a.is_dir() {
+                        "not writable"
+                    } else {
+                        "not a directory"
+                    }
+                ));
+            }
+            return Ok(());
+        }
+        ancestor = a.parent();
+    }
+    Ok(())
 }
 
 struct BootCtx<'a> {
@@ -866,6 +920,19 @@ mod tests {
         assert_eq!(strip_timestamp("[x] y"), "[x] y");
         let w = shell_words(&["-append".into(), "a b".into(), "it's".into()]);
         assert_eq!(w, "-append 'a b' 'it'\\''s'");
+    }
+
+    #[test]
+    fn results_dir_is_checked_not_created() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().join("a/b/results");
+        check_results_dir(&r).unwrap();
+        assert!(!d.path().join("a").exists());
+        let file = d.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        let e = check_results_dir(&file.join("results")).unwrap_err();
+        assert!(e.contains("not a directory"), "{e}");
+        check_results_dir(d.path()).unwrap();
     }
 
     #[test]
