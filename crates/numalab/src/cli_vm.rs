@@ -28,15 +28,15 @@ pub struct VmArgs {
     /// Node distance matrix, rows separated by ';' (default: 10 local, 20 remote)
     #[arg(long, value_name = "MATRIX")]
     distances: Option<String>,
-    /// Node ids that have memory and no CPUs (e.g. 2 or 2-3)
+    /// Node ids with memory and no CPUs, the highest ones (e.g. 2 or 2-3)
     #[arg(long, value_name = "NODES")]
     memory_only_nodes: Option<String>,
     /// Guest kernel image (default: the newest readable /boot/vmlinuz-*)
     #[arg(long, value_name = "PATH")]
     kernel: Option<PathBuf>,
     /// Extra guest kernel command line arguments (e.g. "numa_balancing=disable")
-    #[arg(long, value_name = "ARGS", default_value = "")]
-    append: String,
+    #[arg(long, value_name = "ARGS")]
+    append: Option<String>,
     /// Sysctl applied in the guest before the command (repeatable)
     #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl)]
     sysctls: Vec<(String, String)>,
@@ -90,7 +90,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         quiet: a.quiet,
         results: a.results,
         command: a.command,
-        append: a.append,
+        append: a.append.unwrap_or_default(),
         exe: None,
     };
     match numalab_vm::run(&opts) {
