@@ -12,6 +12,7 @@ mod cli_report;
 mod cli_run;
 mod cli_show;
 mod cli_topology;
+mod cli_vm;
 
 #[derive(Parser)]
 #[command(
@@ -31,6 +32,8 @@ enum Command {
     Topology(cli_topology::TopologyArgs),
     /// Run a benchmark on this machine and record every run
     Run(cli_run::RunArgs),
+    /// Run a numalab command in a QEMU guest with a chosen NUMA topology
+    Vm(cli_vm::VmArgs),
     /// Print the JSON Schema of run records
     Schema,
     /// Compare configurations (labels, hosts, backends) from their run records
@@ -39,6 +42,12 @@ enum Command {
     Show(cli_show::ShowArgs),
     /// Write a self-contained HTML report with tables and SVG charts
     Report(cli_report::ReportArgs),
+    /// PID 1 of a `numalab vm` guest (internal)
+    #[command(hide = true, name = "guest-init")]
+    GuestInit,
+    /// Small workloads for the guest testbed's own tests (internal)
+    #[command(hide = true, name = "guest-probe")]
+    GuestProbe(cli_vm::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,10 +63,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topology(args) => cli_topology::run(args),
         Command::Run(args) => cli_run::run(args),
+        Command::Vm(args) => cli_vm::run(args),
         Command::Schema => schema(),
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),
         Command::Report(args) => cli_report::run(args),
+        Command::GuestInit => cli_vm::guest_init(),
+        Command::GuestProbe(args) => cli_vm::guest_probe(args),
     };
     match result {
         Ok(code) => code,

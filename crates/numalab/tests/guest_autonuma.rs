@@ -7,8 +7,6 @@
 //! These need `numalab vm` (qemu-system-x86, linux-image-amd64): they
 //! follow the guest tests of `numalab vm` (FAIL naming the package when
 //! something is missing; `NUMALAB_SKIP_VM_TESTS=1` skips them loudly).
-//! Until `numalab vm` is on main they are ignored; they were run against
-//! the vm branch merged locally (see docs/autonuma.md).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -18,7 +16,6 @@ use std::time::Instant;
 
 const EXE: &str = env!("CARGO_BIN_EXE_numalab");
 static GUEST: Mutex<()> = Mutex::new(());
-const NEEDS_VM: &str = "needs `numalab vm` (branch vm): remove this ignore when it is on main";
 
 fn guests_enabled(test: &str) -> bool {
     if std::env::var_os("NUMALAB_SKIP_VM_TESTS").is_some_and(|v| !v.is_empty() && v != "0") {
@@ -180,9 +177,7 @@ fn balancing_off(bench: &str, args: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs `numalab vm` (branch vm): remove this ignore when it is on main"]
 fn numa01_with_numa_balancing_migrates_and_converges() {
-    let _ = NEEDS_VM;
     if guests_enabled("numa01_with_numa_balancing_migrates_and_converges") {
         // numa01 is the hard case (both processes' threads share their
         // memory and start on one node): in a 4-vCPU TCG guest on a loaded
@@ -204,7 +199,6 @@ fn numa01_with_numa_balancing_migrates_and_converges() {
 }
 
 #[test]
-#[ignore = "needs `numalab vm` (branch vm): remove this ignore when it is on main"]
 fn numa01_without_numa_balancing_migrates_nothing() {
     if guests_enabled("numa01_without_numa_balancing_migrates_nothing") {
         balancing_off(
@@ -223,7 +217,6 @@ fn numa01_without_numa_balancing_migrates_nothing() {
 }
 
 #[test]
-#[ignore = "needs `numalab vm` (branch vm): remove this ignore when it is on main"]
 fn twohalves_with_numa_balancing_migrates_and_converges() {
     if guests_enabled("twohalves_with_numa_balancing_migrates_and_converges") {
         balancing_on(
@@ -242,7 +235,6 @@ fn twohalves_with_numa_balancing_migrates_and_converges() {
 }
 
 #[test]
-#[ignore = "needs `numalab vm` (branch vm): remove this ignore when it is on main"]
 fn twohalves_without_numa_balancing_migrates_nothing() {
     if guests_enabled("twohalves_without_numa_balancing_migrates_nothing") {
         balancing_off(
@@ -332,7 +324,6 @@ fn check_placed(r: &Value) {
 }
 
 #[test]
-#[ignore = "needs `numalab vm` (branch vm): remove this ignore when it is on main"]
 fn bind_and_inverse_bind_place_memory_where_they_say() {
     if !guests_enabled("bind_and_inverse_bind_place_memory_where_they_say") {
         return;
