@@ -3,9 +3,9 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli_run;
 mod cli_topology;
 
 #[derive(Parser)]
@@ -24,17 +24,25 @@ struct Cli {
 enum Command {
     /// Print the machine's NUMA topology (nodes, CPUs, LLCs, distances)
     Topology(cli_topology::TopologyArgs),
+    /// Run a benchmark on this machine and record every run
+    Run(cli_run::RunArgs),
     /// Print the JSON Schema of run records
     Schema,
 }
 
 fn main() -> ExitCode {
+    // numalab re-executes itself for benchmark tasks (`__task ...`).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a.starts_with("__")) {
+        return ExitCode::from(numalab_workloads::internal_main(&args) as u8);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
     let result = match cli.command {
         Command::Topology(args) => cli_topology::run(args),
+        Command::Run(args) => cli_run::run(args),
         Command::Schema => schema(),
     };
     match result {
@@ -87,9 +95,4 @@ fn schema() -> Result<ExitCode> {
         .context("serialising the schema")?;
     println!("{text}");
     Ok(ExitCode::SUCCESS)
-}
-
-#[allow(dead_code)]
-fn default_results_dir() -> PathBuf {
-    PathBuf::from("numalab-results")
 }

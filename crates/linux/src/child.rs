@@ -1,0 +1,141 @@
+//! Child processes that cannot outlive numalab, and exact accounting of
+//! their CPU time through `wait4`.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Make `cmd`'s process receive SIGKILL when numalab dies, however it dies.
+pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How a child ended and what CPU time it used (its own and that of its
+/// waited-for descendants, as the kernel accounts in `wait4`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl Exit {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// `exit 0`, `exit 3`, `signal 9 (SIGKILL)`.
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(s)) => format!("signal {s} ({})", signal_name(s)),
+            _ => "unknown".into(),
+        }
+    }
+}
+
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+fn tv(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
+}
+
+/// Wait for `pid` with `wait4`. With `block = false` returns `Ok(None)`
+/// while it is still running.
+pub fn wait4(pid: i32, block: bool) -> io::Result<Option<Exit>> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data filled in by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: valid pointers to locals.
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let (code, signal) = if libc::WIFEXITED(status) {
+            (Some(libc::WEXITSTATUS(status)), None)
+        } else if libc::WIFSIGNALED(status) {
+            (None, Some(libc::WTERMSIG(status)))
+        } else {
+            (None, None)
+        };
+        return Ok(Some(Exit {
+            code,
+            signal,
+            user_s: tv(ru.ru_utime),
+            sys_s: tv(ru.ru_stime),
+        }));
+    }
+}
+
+/// Send `sig` to `pid`; a process that is already gone is not an error.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill has no memory effects.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::zombie_processes)] // children are reaped with wait4
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_signals_and_cpu_time() {
+        let c = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let e = wait4(c.id() as i32, true).unwrap().unwrap();
+        assert_eq!(e.describe(), "exit 3");
+        assert!(!e.success());
+
+        let c = die_with_parent(&mut Command::new("sleep"))
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = c.id() as i32;
+        assert!(wait4(pid, false).unwrap().is_none());
+        signal(pid, libc::SIGKILL);
+        let e = wait4(pid, true).unwrap().unwrap();
+        assert_eq!(e.describe(), "signal 9 (SIGKILL)");
+
+        let c = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        let e = wait4(c.id() as i32, true).unwrap().unwrap();
+        assert!(e.success());
+        assert!(e.user_s > 0.0, "a busy child used CPU time: {e:?}");
+    }
+}

@@ -1,0 +1,15 @@
+//! # numalab-linux: the kernel interfaces, directly
+//!
+//! numalab talks to Linux without libnuma: the NUMA system calls through
+//! `libc` (`sched_setaffinity`, `set_mempolicy`, `mbind`, `move_pages`,
+//! `getcpu`), procfs by parsing its text, and child processes with
+//! `wait4` so every task's user and system time is exact. Each wrapper
+//! returns `io::Result` with the syscall's errno; nothing here panics on
+//! what the kernel says.
+//!
+//! Child processes are started with `PR_SET_PDEATHSIG = SIGKILL`, so if
+//! numalab dies, even by SIGKILL, no benchmark task outlives it.
+
+pub mod child;
+pub mod numa;
+pub mod procfs;

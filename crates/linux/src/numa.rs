@@ -1,0 +1,188 @@
+//! NUMA system calls.
+
+use std::io;
+
+/// The CPU the calling thread is running on (vDSO/rseq-backed, cheap).
+pub fn current_cpu() -> io::Result<u32> {
+    // SAFETY: sched_getcpu has no arguments and only returns a value.
+    let r = unsafe { libc::sched_getcpu() };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as u32)
+    }
+}
+
+/// Pin thread `tid` (0 = the caller) to `cpus`.
+pub fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            if (c as usize) >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("CPU {c} out of range"),
+                ));
+            }
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The CPUs thread `tid` (0 = the caller) may run on.
+pub fn get_affinity(tid: i32) -> io::Result<Vec<u32>> {
+    // SAFETY: as above; the kernel fills the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect())
+    }
+}
+
+pub const MPOL_DEFAULT: i32 = 0;
+pub const MPOL_PREFERRED: i32 = 1;
+pub const MPOL_BIND: i32 = 2;
+pub const MPOL_INTERLEAVE: i32 = 3;
+
+const MASK_WORDS: usize = 16; // 1024 nodes
+
+fn nodemask(nodes: &[u32]) -> io::Result<[libc::c_ulong; MASK_WORDS]> {
+    let mut mask = [0 as libc::c_ulong; MASK_WORDS];
+    let bits = libc::c_ulong::BITS as usize;
+    for &n in nodes {
+        let n = n as usize;
+        if n >= MASK_WORDS * bits {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("node {n} out of range"),
+            ));
+        }
+        mask[n / bits] |= 1 << (n % bits);
+    }
+    Ok(mask)
+}
+
+/// Set the calling thread's memory policy (`MPOL_DEFAULT` with no nodes
+/// resets it).
+pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> io::Result<()> {
+    let mask = nodemask(nodes)?;
+    let maxnode = (MASK_WORDS * libc::c_ulong::BITS as usize) as libc::c_ulong;
+    let (ptr, max) = if nodes.is_empty() {
+        (std::ptr::null(), 0)
+    } else {
+        (mask.as_ptr(), maxnode)
+    };
+    // SAFETY: the mask outlives the call; maxnode matches its size in bits.
+    let r = unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, ptr, max) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Apply a memory policy to `[addr, addr+len)` (`flags` e.g. MPOL_MF_MOVE).
+///
+/// # Safety
+/// `addr..addr+len` must be a mapping owned by the caller, page aligned.
+pub unsafe fn mbind(
+    addr: *mut u8,
+    len: usize,
+    mode: i32,
+    nodes: &[u32],
+    flags: u32,
+) -> io::Result<()> {
+    let mask = nodemask(nodes)?;
+    let maxnode = (MASK_WORDS * libc::c_ulong::BITS as usize) as libc::c_ulong;
+    let r = libc::syscall(
+        libc::SYS_mbind,
+        addr,
+        len,
+        mode,
+        mask.as_ptr(),
+        maxnode,
+        flags,
+    );
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub const MPOL_MF_MOVE: u32 = 1 << 1;
+
+/// Node of each page in `pages` (addresses) of process `pid` (0 = self),
+/// or a negative errno per page (e.g. -ENOENT: not present), via
+/// `move_pages` with no target nodes.
+pub fn page_nodes(pid: i32, pages: &[*const u8]) -> io::Result<Vec<i32>> {
+    let mut status = vec![0i32; pages.len()];
+    if pages.is_empty() {
+        return Ok(status);
+    }
+    // SAFETY: pages and status have equal lengths; nodes is NULL (query).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            pid,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            std::ptr::null::<i32>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status)
+}
+
+/// System page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf is always safe to call.
+    let r = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if r > 0 {
+        r as usize
+    } else {
+        4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn current_cpu_is_in_affinity() {
+        let cpu = current_cpu().unwrap();
+        let allowed = get_affinity(0).unwrap();
+        assert!(allowed.contains(&cpu), "{cpu} not in {allowed:?}");
+    }
+
+    #[test]
+    fn mempolicy_round_trip_on_node0() {
+        set_mempolicy(MPOL_BIND, &[0]).unwrap();
+        let v = vec![1u8; 1 << 20];
+        let pages: Vec<*const u8> = (0..v.len())
+            .step_by(page_size())
+            .map(|i| &v[i] as *const u8)
+            .collect();
+        let nodes = page_nodes(0, &pages).unwrap();
+        set_mempolicy(MPOL_DEFAULT, &[]).unwrap();
+        assert!(nodes.iter().all(|&n| n == 0), "{nodes:?}");
+        assert!(
+            set_mempolicy(MPOL_BIND, &[999]).is_err(),
+            "binding to a missing node fails"
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! `numalab run BENCHMARK ...`: run a benchmark for real on this machine.
+
+use anyhow::{bail, Context, Result};
+use numalab_record::{write_atomic, Repetition, RunRecord};
+use numalab_topology::{MachineInfo, Roots};
+use numalab_workloads::numa_test::{self, Disturb};
+use numalab_workloads::randupdt::BYTES_PER_ELEMENT;
+use numalab_workloads::run::RunSpec;
+use numalab_workloads::{sizing, Interrupt, Interrupted};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(subcommand)]
+    benchmark: Benchmark,
+}
+
+/// Options every benchmark takes.
+#[derive(clap::Args, Clone)]
+pub struct CommonArgs {
+    /// Repetitions of each configuration
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Configuration label recorded with every run (compare groups by it)
+    #[arg(long, default_value = "default")]
+    pub label: String,
+    /// Directory the run records are written to
+    #[arg(long, value_name = "DIR", default_value = "numalab-results")]
+    pub results: PathBuf,
+    /// Seconds between observations of tasks and memory (0: off)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_interval)]
+    pub interval: f64,
+}
+
+#[derive(clap::Subcommand)]
+enum Benchmark {
+    /// Focht's numa_test (seed 000): N tasks of random indirect updates, a hackbench load peak 3 s in
+    #[command(name = "numa_test")]
+    NumaTest(NumaTestArgs),
+}
+
+#[derive(clap::Args)]
+struct NumaTestArgs {
+    /// Task counts to run, e.g. 4,8,16
+    #[arg(long, value_name = "N,...", value_parser = parse_tasks, default_value = "4")]
+    tasks: TaskList,
+    /// Elements per task (20 bytes each); default: chosen from the LLC size and free memory
+    #[arg(long, value_name = "ELEMENTS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    size: Option<u64>,
+    /// The load peak 3 s after the start: a hackbench message storm, or none
+    #[arg(long, value_enum, default_value_t = DisturbArg::Messaging)]
+    disturb: DisturbArg,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DisturbArg {
+    Messaging,
+    None,
+}
+
+#[derive(Clone, Debug)]
+struct TaskList(Vec<u32>);
+
+fn parse_tasks(s: &str) -> Result<TaskList, String> {
+    let mut v = Vec::new();
+    for item in s.split(',') {
+        let n: u32 = item
+            .trim()
+            .parse()
+            .map_err(|_| format!("{item:?} is not a task count"))?;
+        if n == 0 {
+            return Err("a run needs at least 1 task".into());
+        }
+        if n > 4096 {
+            return Err(format!(
+                "{n} tasks is more than numalab runs at once (4096)"
+            ));
+        }
+        v.push(n);
+    }
+    Ok(TaskList(v))
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err("the interval must be 0 (off) or a positive number of seconds".into());
+    }
+    if v > 0.0 && v < 0.01 {
+        return Err("the interval must be at least 0.01 s".into());
+    }
+    Ok(v)
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    match args.benchmark {
+        Benchmark::NumaTest(a) => run_numa_test(a),
+    }
+}
+
+fn probe() -> Result<MachineInfo> {
+    MachineInfo::probe(&Roots::host()).context("reading this machine's topology")
+}
+
+fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
+    let machine = probe()?;
+    let max_tasks = *a.tasks.0.iter().max().expect("at least one task count");
+    // Validate everything before touching the disk or printing anything.
+    let mut notes = Vec::new();
+    let elements = match a.size {
+        Some(e) => {
+            sizing::check_fits(&machine, max_tasks, e, BYTES_PER_ELEMENT)
+                .map_err(anyhow::Error::msg)?;
+            notes.push(format!("size: {e} elements per task (--size)"));
+            e
+        }
+        None => {
+            let c = sizing::numa_test_elements(&machine, max_tasks, BYTES_PER_ELEMENT)
+                .map_err(anyhow::Error::msg)?;
+            notes.push(format!("size: {}", c.explanation));
+            if let Some(w) = &c.warning {
+                notes.push(format!("warning: {w}"));
+            }
+            c.elements
+        }
+    };
+    numalab_record::ensure_writable_dir(&a.common.results)
+        .with_context(|| format!("results directory {}", a.common.results.display()))?;
+    for n in notes {
+        eprintln!("numalab: {n}");
+    }
+    let disturb = match a.disturb {
+        DisturbArg::Messaging => Disturb::Messaging,
+        DisturbArg::None => Disturb::None,
+    };
+    eprintln!(
+        "numalab: numa_test on {} ({}, kernel {}, numa_balancing={})",
+        machine.hostname,
+        machine.topology.summary(),
+        machine.kernel,
+        machine.numa_balancing.as_deref().unwrap_or("n/a")
+    );
+    let exe = std::env::current_exe().context("locating the numalab executable")?;
+    let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
+    let total = a.common.runs as usize * a.tasks.0.len();
+    let mut done: Vec<RunRecord> = Vec::new();
+    let mut step = 0;
+    // Repetitions outermost, so that drift over time affects every task
+    // count alike instead of biasing one of them.
+    for rep in 1..=a.common.runs {
+        for &n in &a.tasks.0 {
+            step += 1;
+            let params = numa_test::Params::new(n, elements, disturb);
+            let msg = format!(
+                "run {step}/{total} numa_test N={n} (repetition {rep}/{})",
+                a.common.runs
+            );
+            let spec = RunSpec {
+                label: &a.common.label,
+                repetition: Repetition {
+                    index: rep,
+                    of: a.common.runs,
+                },
+                interval_s: a.common.interval,
+                interrupt: &interrupt,
+                title: msg.clone(),
+            };
+            let result = numa_test::run_once(&exe, &machine, &params, &spec);
+            let rec = match result {
+                Ok(r) => r,
+                Err(e) if e.is::<Interrupted>() => {
+                    eprintln!(
+                        "numalab: interrupted: every task stopped; {} finished run(s) kept in {}",
+                        done.len(),
+                        a.common.results.display()
+                    );
+                    return Ok(ExitCode::from(130));
+                }
+                Err(e) => return Err(e),
+            };
+            let path = write_atomic(&a.common.results, &rec)
+                .with_context(|| format!("writing the record of {msg}"))?;
+            println!(
+                "== {msg}: {}",
+                if rec.outcome.is_ok() { "ok" } else { "FAILED" }
+            );
+            print!("{}", numalab_report::text::numa_test_task_table(&rec));
+            for w in &rec.warnings {
+                println!("warning: {w}");
+            }
+            if let Some(reason) = &rec.outcome.reason {
+                println!("failed: {reason}");
+            }
+            println!("record: {}", path.display());
+            println!();
+            done.push(rec);
+        }
+    }
+    let refs: Vec<&RunRecord> = done.iter().collect();
+    println!("numa_test summary, label {:?}:", a.common.label);
+    print!("{}", numalab_report::text::numa_test_summary(&refs));
+    let failed: Vec<&RunRecord> = done.iter().filter(|r| !r.outcome.is_ok()).collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} runs failed (first: {})",
+            failed.len(),
+            done.len(),
+            failed[0].outcome.reason.as_deref().unwrap_or("unknown")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

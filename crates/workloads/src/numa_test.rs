@@ -1,0 +1,376 @@
+//! numa_test (seed 000): N tasks of random indirect updates run in
+//! parallel as separate processes, placed by the kernel's scheduler, with
+//! a hackbench-style message storm started `peak_at_s` seconds in. Each
+//! task measures where it ran; numalab measures its CPU time (wait4) and
+//! the run's elapsed time, and the storm's own elapsed time H.
+
+use crate::interrupt::Interrupted;
+use crate::observe::Observer;
+use crate::randupdt::{TaskReport, BYTES_PER_ELEMENT, PASSES};
+use crate::run::{new_record, progress_bar, RunSpec};
+use anyhow::{anyhow, Context, Result};
+use numalab_linux::child::{self, Exit};
+use numalab_record::{Metric, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::MachineInfo;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disturb {
+    Messaging,
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub tasks: u32,
+    pub elements: u64,
+    pub passes: u32,
+    pub disturb: Disturb,
+    pub peak_at_s: f64,
+    pub hackbench_groups: usize,
+    pub hackbench_loops: usize,
+}
+
+impl Params {
+    pub fn new(tasks: u32, elements: u64, disturb: Disturb) -> Params {
+        Params {
+            tasks,
+            elements,
+            passes: PASSES,
+            disturb,
+            // The seed starts hackbench 3 s in. Tests may move it earlier
+            // (NUMALAB_NUMA_TEST_PEAK_AT) so that a short run still sees it.
+            peak_at_s: std::env::var("NUMALAB_NUMA_TEST_PEAK_AT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                .unwrap_or(3.0),
+            hackbench_groups: 20,
+            hackbench_loops: 100,
+        }
+    }
+
+    fn to_json(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut m = BTreeMap::new();
+        m.insert("tasks".into(), self.tasks.into());
+        m.insert("size".into(), self.elements.into());
+        m.insert(
+            "bytes_per_task".into(),
+            (self.elements * BYTES_PER_ELEMENT).into(),
+        );
+        m.insert("passes".into(), self.passes.into());
+        m.insert(
+            "disturb".into(),
+            match self.disturb {
+                Disturb::Messaging => "messaging",
+                Disturb::None => "none",
+            }
+            .into(),
+        );
+        m.insert("peak_at_s".into(), self.peak_at_s.into());
+        m.insert("hackbench_groups".into(), self.hackbench_groups.into());
+        m.insert("hackbench_loops".into(), self.hackbench_loops.into());
+        m
+    }
+}
+
+struct Task {
+    pid: i32,
+    progress: Arc<AtomicU64>,
+    report: Arc<Mutex<Option<TaskReport>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    exit: Option<Exit>,
+}
+
+fn spawn_task(exe: &Path, p: &Params, id: u32) -> Result<Task> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "randupdt"])
+        .arg(p.elements.to_string())
+        .arg(id.to_string())
+        .arg(p.passes.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    child::die_with_parent(&mut cmd);
+    let mut c = cmd.spawn().context("starting a numa_test task")?;
+    let progress = Arc::new(AtomicU64::new(0));
+    let report = Arc::new(Mutex::new(None));
+    let out = c.stdout.take().expect("piped stdout");
+    let (pr, rr) = (progress.clone(), report.clone());
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if let Some(k) = line.strip_prefix("pass ") {
+                if let Ok(k) = k.parse() {
+                    pr.store(k, Ordering::Relaxed);
+                }
+            } else if let Some(json) = line.strip_prefix("done ") {
+                if let Ok(r) = serde_json::from_str(json) {
+                    *rr.lock().expect("report lock") = Some(r);
+                }
+            }
+        }
+    });
+    Ok(Task {
+        pid: c.id() as i32,
+        progress,
+        report,
+        reader: Some(reader),
+        exit: None,
+    })
+}
+
+fn kill_all(tasks: &mut [Task], extra: Option<i32>) {
+    for t in tasks.iter().filter(|t| t.exit.is_none()) {
+        child::signal(t.pid, libc::SIGKILL);
+    }
+    if let Some(h) = extra {
+        child::signal(h, libc::SIGKILL);
+        let _ = child::wait4(h, true);
+    }
+    for t in tasks.iter_mut() {
+        if t.exit.is_none() {
+            t.exit = child::wait4(t.pid, true).ok().flatten();
+        }
+        if let Some(r) = t.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// Run numa_test once. A task failure is recorded in the returned record
+/// (status failed, with the reason); an interruption is an error.
+pub fn run_once(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &Params,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let RunSpec {
+        label,
+        repetition,
+        interval_s,
+        interrupt,
+        ref title,
+    } = *spec;
+    let bar_msg = title.clone();
+    let topo = &machine.topology;
+    let mut rec = new_record("numa_test", label, repetition, machine, p.to_json());
+    rec.series.interval_s = interval_s;
+    let observer = Observer::start(topo);
+    let bar = progress_bar(p.tasks as u64 * p.passes as u64, bar_msg);
+
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for id in 1..=p.tasks {
+        match spawn_task(exe, p, id) {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                kill_all(&mut tasks, None);
+                return Err(e);
+            }
+        }
+    }
+    let pids: Vec<i32> = tasks.iter().map(|t| t.pid).collect();
+    let task_ids: Vec<(i32, Option<i32>)> = pids.iter().map(|&p| (p, None)).collect();
+    let mut hackbench: Option<(std::process::Child, Instant)> = None;
+    let mut hackbench_skipped_at = None;
+    let mut next_sample = 0.0;
+    let mut elapsed = 0.0;
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if interrupt.is_set() {
+            bar.finish_and_clear();
+            let h = hackbench.as_ref().map(|(c, _)| c.id() as i32);
+            kill_all(&mut tasks, h);
+            return Err(Interrupted.into());
+        }
+        for t in tasks.iter_mut().filter(|t| t.exit.is_none()) {
+            if let Some(e) = child::wait4(t.pid, false).context("waiting for a task")? {
+                t.exit = Some(e);
+                elapsed = now;
+            }
+        }
+        let progress: Vec<u64> = tasks
+            .iter()
+            .map(|t| t.progress.load(Ordering::Relaxed))
+            .collect();
+        bar.set_position(progress.iter().sum());
+        let running = tasks.iter().any(|t| t.exit.is_none());
+        if interval_s > 0.0 && now >= next_sample && running {
+            let live: Vec<i32> = tasks
+                .iter()
+                .map(|t| if t.exit.is_none() { t.pid } else { -1 })
+                .collect();
+            let mut s = observer.sample(now, &live, &task_ids, progress);
+            for (i, t) in tasks.iter().enumerate() {
+                if t.exit.is_some() {
+                    s.task_node[i] = None;
+                }
+            }
+            rec.series.samples.push(s);
+            next_sample += interval_s;
+        }
+        if !running {
+            break;
+        }
+        if p.disturb == Disturb::Messaging && hackbench.is_none() && now >= p.peak_at_s {
+            let mut cmd = Command::new(exe);
+            cmd.arg("__hackbench")
+                .arg(p.hackbench_groups.to_string())
+                .arg(p.hackbench_loops.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            child::die_with_parent(&mut cmd);
+            match cmd.spawn() {
+                Ok(c) => hackbench = Some((c, Instant::now())),
+                Err(e) => {
+                    kill_all(&mut tasks, None);
+                    return Err(anyhow!("starting the hackbench load peak: {e}"));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    bar.finish_and_clear();
+    for t in tasks.iter_mut() {
+        if let Some(r) = t.reader.take() {
+            let _ = r.join();
+        }
+    }
+
+    // The load peak: wait for it to finish and read H.
+    let mut failures = Vec::new();
+    if let Some((mut c, _)) = hackbench.take() {
+        let pid = c.id() as i32;
+        let mut out = String::new();
+        if let Some(mut so) = c.stdout.take() {
+            use std::io::Read;
+            loop {
+                if interrupt.is_set() {
+                    child::signal(pid, libc::SIGKILL);
+                }
+                let mut buf = [0u8; 256];
+                match so.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+        }
+        let exit = child::wait4(pid, true).context("waiting for hackbench")?;
+        if interrupt.is_set() {
+            return Err(Interrupted.into());
+        }
+        let h = out
+            .lines()
+            .find_map(|l| l.strip_prefix("H ")?.trim().parse::<f64>().ok());
+        match (exit, h) {
+            (Some(e), Some(h)) if e.success() => {
+                rec.metrics.insert("hackbench_s".into(), Metric::seconds(h));
+            }
+            (e, _) => failures.push(format!(
+                "the hackbench load peak failed ({})",
+                e.map(|e| e.describe())
+                    .unwrap_or_else(|| "no exit status".into())
+            )),
+        }
+    } else if p.disturb == Disturb::Messaging {
+        hackbench_skipped_at = Some(elapsed);
+    }
+    if let Some(t) = hackbench_skipped_at {
+        rec.warnings.push(format!(
+            "tasks done at {t:.2} s, before the {:.0} s load peak: no hackbench ran",
+            p.peak_at_s
+        ));
+    }
+
+    // Per-task results, checked: every task must exit 0 and report all passes.
+    let nodes = topo.nodes.len();
+    for (i, t) in tasks.iter().enumerate() {
+        let id = i as u32 + 1;
+        let exit = t.exit.unwrap_or(Exit {
+            code: None,
+            signal: None,
+            user_s: 0.0,
+            sys_s: 0.0,
+        });
+        let report = t.report.lock().expect("report lock").clone();
+        let mut node_time = vec![0.0; nodes];
+        let (mut initial, mut readings) = (None, 0);
+        let done = match &report {
+            Some(r) => r.passes as u64,
+            None => t.progress.load(Ordering::Relaxed),
+        };
+        if let Some(r) = &report {
+            for (cpu, ns) in &r.cpu_time_ns {
+                if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
+                    node_time[ix] += *ns as f64 / 1e9;
+                }
+            }
+            initial = topo.node_of_cpu(r.initial_cpu);
+            readings = r.readings;
+        }
+        if !exit.success() {
+            failures.push(format!("task {id} ended with {}", exit.describe()));
+        } else if report.is_none() {
+            failures.push(format!("task {id} exited without reporting its work"));
+        } else if done != p.passes as u64 {
+            failures.push(format!("task {id} did {done} of {} passes", p.passes));
+        }
+        let main = node_time
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(ix, _)| topo.nodes[ix].id);
+        rec.processes.push(ProcessInfo {
+            index: i as u32,
+            name: format!("task {id}"),
+            pid: Some(t.pid),
+        });
+        rec.tasks.push(TaskRecord {
+            id,
+            name: format!("task {id}"),
+            pid: Some(t.pid),
+            process: Some(i as u32),
+            initial_node: initial,
+            main_node: main,
+            node_time_s: node_time,
+            residency_method: format!(
+                "the task reads its CPU (sched_getcpu) and thread CPU time every {} updates and charges the time between readings to the CPU seen at the first",
+                crate::randupdt::CHUNK
+            ),
+            residency_samples: readings,
+            user_s: exit.user_s,
+            sys_s: exit.sys_s,
+            work_done: done,
+            work_expected: p.passes as u64,
+            exit: exit.describe(),
+        });
+    }
+    let users: Vec<f64> = rec.tasks.iter().map(|t| t.user_s).collect();
+    let total_user: f64 = users.iter().sum();
+    rec.metrics
+        .insert("elapsed_s".into(), Metric::seconds(elapsed));
+    rec.metrics
+        .insert("user_s".into(), Metric::seconds(total_user));
+    rec.metrics.insert(
+        "sys_s".into(),
+        Metric::seconds(rec.tasks.iter().map(|t| t.sys_s).sum()),
+    );
+    rec.metrics.insert(
+        "avg_user_s".into(),
+        Metric::seconds(total_user / users.len().max(1) as f64),
+    );
+    if !failures.is_empty() {
+        rec.outcome = numalab_record::Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}

@@ -1,0 +1,131 @@
+//! Sizing that scales with the machine: large enough to be bound by memory
+//! latency rather than cache, small enough to fit in memory that is free.
+
+use numalab_topology::{human_bytes, MachineInfo};
+
+/// How many times the largest LLC a task's data must exceed to be
+/// memory-latency bound (random accesses then miss the LLC most of the time).
+pub const LLC_FACTOR: u64 = 8;
+/// Share of available memory a run may use in all.
+pub const MEMORY_SHARE: f64 = 0.5;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub elements: u64,
+    pub explanation: String,
+    pub warning: Option<String>,
+}
+
+/// Pick the numa_test element count for up to `max_tasks` concurrent tasks.
+pub fn numa_test_elements(
+    machine: &MachineInfo,
+    max_tasks: u32,
+    bytes_per_element: u64,
+) -> Result<Choice, String> {
+    let llc = machine.topology.max_llc_bytes();
+    let seed_size = 1_000_000u64;
+    let latency_bound = (LLC_FACTOR * llc).div_ceil(bytes_per_element);
+    let want = seed_size.max(latency_bound);
+    let avail = machine.memory_available_bytes.unwrap_or(0);
+    let cap = ((avail as f64 * MEMORY_SHARE) as u64) / (bytes_per_element * max_tasks as u64);
+    if cap == 0 {
+        return Err("cannot tell how much memory is available (/proc/meminfo MemAvailable)".into());
+    }
+    let elements = want.min(cap);
+    let per_task = elements * bytes_per_element;
+    let mut explanation = format!(
+        "{elements} elements per task ({} per task, {} for {max_tasks} tasks): ",
+        human_bytes(per_task),
+        human_bytes(per_task * max_tasks as u64)
+    );
+    let mut warning = None;
+    if elements == want {
+        explanation += &format!(
+            "{}x the largest LLC ({}) so that random updates miss the cache; the seed used 1,000,000",
+            LLC_FACTOR,
+            human_bytes(llc)
+        );
+    } else {
+        explanation += &format!("limited by {} of available memory", human_bytes(avail));
+        if elements < latency_bound {
+            warning = Some(format!(
+                "per-task data ({}) is less than {}x the LLC ({}): results may be cache-bound",
+                human_bytes(per_task),
+                LLC_FACTOR,
+                human_bytes(llc)
+            ));
+        }
+    }
+    Ok(Choice {
+        elements,
+        explanation,
+        warning,
+    })
+}
+
+/// Refuse an explicit size that cannot fit, before anything is allocated.
+pub fn check_fits(
+    machine: &MachineInfo,
+    max_tasks: u32,
+    elements: u64,
+    bytes_per_element: u64,
+) -> Result<(), String> {
+    if elements == 0 {
+        return Err("--size must be at least 1 element".into());
+    }
+    let need = elements
+        .checked_mul(bytes_per_element)
+        .and_then(|b| b.checked_mul(max_tasks as u64))
+        .ok_or_else(|| format!("--size {elements}: far more memory than any machine has"))?;
+    let avail = machine.memory_available_bytes.unwrap_or(u64::MAX);
+    if need > avail {
+        return Err(format!(
+            "--size {elements}: {max_tasks} tasks x {} = {} does not fit in the {} of available memory",
+            human_bytes(elements * bytes_per_element),
+            human_bytes(need),
+            human_bytes(avail)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(llc: u64, avail: u64) -> MachineInfo {
+        let mut m = numalab_record::example_record("x", "y", 1, 1.0).machine;
+        m.topology = numalab_topology::Topology::regular(1, 2, 1, 1, llc, 1 << 34, None).unwrap();
+        m.memory_available_bytes = Some(avail);
+        m
+    }
+
+    #[test]
+    fn scales_with_the_llc() {
+        let c = numa_test_elements(&machine(32 << 20, 20 << 30), 4, 20).unwrap();
+        assert_eq!(c.elements, (LLC_FACTOR * (32u64 << 20)).div_ceil(20));
+        assert!(c.warning.is_none());
+        let small = numa_test_elements(&machine(1 << 20, 20 << 30), 4, 20).unwrap();
+        assert_eq!(small.elements, 1_000_000, "never below the seed's size");
+    }
+
+    #[test]
+    fn limited_by_memory_with_a_warning() {
+        let c = numa_test_elements(&machine(480 << 20, 4 << 30), 16, 20).unwrap();
+        assert!(c.elements * 20 * 16 <= 2 << 30);
+        assert!(c.explanation.contains("limited by"));
+        assert!(c.warning.unwrap().contains("cache-bound"));
+    }
+
+    #[test]
+    fn refuses_what_does_not_fit() {
+        let m = machine(32 << 20, 1 << 30);
+        assert!(check_fits(&m, 2, 1000, 20).is_ok());
+        let e = check_fits(&m, 2, 100_000_000, 20).unwrap_err();
+        assert!(e.contains("does not fit"), "{e}");
+        assert!(check_fits(&m, 2, 0, 20).is_err());
+        assert!(check_fits(&m, 2, u64::MAX / 2, 20)
+            .unwrap_err()
+            .contains("far more"));
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# numalab's whole test suite: formatting, lints, and every test, including
+# the ones that boot QEMU guests and render the HTML report in Chromium.
+# Installs the Debian packages those tests need when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+compgen -G "/boot/vmlinuz-*" >/dev/null || need+=(linux-image-amd64)
+command -v numastat >/dev/null 2>&1 || need+=(numactl)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+if ((${#need[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: the tests need Debian packages: ${need[*]}; run as root or install them" >&2
+        exit 1
+    fi
+    echo "scripts/test.sh: installing ${need[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
