@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cli_run;
+mod cli_sim;
 mod cli_topology;
 
 #[derive(Parser)]
@@ -26,6 +27,8 @@ enum Command {
     Topology(cli_topology::TopologyArgs),
     /// Run a benchmark on this machine and record every run
     Run(cli_run::RunArgs),
+    /// Run a benchmark on a simulated NUMA machine under a chosen scheduler and balancer
+    Sim(cli_sim::SimArgs),
     /// Print the JSON Schema of run records
     Schema,
 }
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topology(args) => cli_topology::run(args),
         Command::Run(args) => cli_run::run(args),
+        Command::Sim(args) => cli_sim::run(args),
         Command::Schema => schema(),
     };
     match result {

@@ -777,7 +777,10 @@ impl Engine {
                             break;
                         }
                         idled = true;
-                        self.w.cpus[cpu].idle_since = start + used;
+                        // Idle from now, unless it was idle all along.
+                        if self.w.cpus[cpu].busy_at_tick || used > 0 {
+                            self.w.cpus[cpu].idle_since = start + used;
+                        }
                         self.sched.idle(&mut self.w, cpu);
                         if self.w.cpus[cpu].queue.is_empty() {
                             break;
@@ -836,9 +839,6 @@ impl Engine {
             if ran == 0 && outcome == RunOutcome::Continue {
                 break;
             }
-        }
-        if self.w.cpus[cpu].curr.is_none() && self.w.cpus[cpu].queue.is_empty() && used < budget {
-            self.w.cpus[cpu].idle_since = self.w.cpus[cpu].idle_since.max(start);
         }
         used
     }
