@@ -107,6 +107,9 @@ pub mod sched;
 pub mod trace;
 pub mod workload;
 
+#[cfg(test)]
+mod tests;
+
 pub use engine::{Balancer, Scheduler, World};
 pub use machine::{Machine, MachineError};
 pub use numalab_record::RunRecord;

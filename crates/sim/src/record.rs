@@ -85,7 +85,7 @@ fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence
     if !meta.convergence {
         return None;
     }
-    let definition = "memory: from this sample on, the main tasks' memory on the node each task runs on averages at least 90% (tasks' node from task_node, memory per process from memory_bytes, per-task regions exact in the simulator)".to_string();
+    let definition = "memory: first sample from which, until the first task finishes, the benchmark tasks' accessed memory on the node each task runs on averages at least 90% (exact per-task regions in the simulator, sampled every series interval)".to_string();
     if w.m.nnodes < 2 {
         return Some(Convergence {
             definition,
@@ -94,9 +94,17 @@ fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence
             },
         });
     }
-    // Recompute the criterion per sample from the stored local fractions.
+    // The criterion holds from a sample until the first main task ends
+    // (after that the workload itself changes shape).
+    let first_end = meta
+        .main_tasks
+        .iter()
+        .filter_map(|&t| w.tasks[t].end_ns)
+        .min()
+        .map(|e| e as f64 / 1e9)
+        .unwrap_or(f64::INFINITY);
     let mut at = None;
-    for s in samples {
+    for s in samples.iter().filter(|s| s.t_s < first_end) {
         let ok = s.vmstat.get("sim_local_permille").copied().unwrap_or(0) >= 900;
         if ok {
             if at.is_none() {

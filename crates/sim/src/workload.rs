@@ -120,7 +120,7 @@ pub struct Meta {
     pub convergence: bool,
 }
 
-fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
+pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
     let cb = w.mem.chunk_bytes;
     let len = bytes.div_ceil(cb).max(1) as usize;
     let first = w.mem.node.len();
@@ -145,7 +145,7 @@ fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
     r
 }
 
-fn prefault(w: &mut World, r: usize, node: usize) {
+pub(crate) fn prefault(w: &mut World, r: usize, node: usize) {
     let reg = &w.mem.regions[r];
     let (first, len) = (reg.first, reg.len);
     for c in first..first + len {
@@ -167,7 +167,7 @@ fn add_mask(w: &mut World, mask: Vec<bool>) -> usize {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn add_task(
+pub(crate) fn add_task(
     w: &mut World,
     name: String,
     process: usize,
