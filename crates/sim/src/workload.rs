@@ -29,6 +29,36 @@ pub const MSG_CYCLES: f64 = 6000.0;
 /// (sk_buff truesize beyond the payload, about 512 bytes).
 pub const SOCKET_BUFFER_BYTES: u64 = 212_992;
 pub const SKB_OVERHEAD_BYTES: u64 = 512;
+/// Time a launcher takes to start one more process (fork + exec) or
+/// thread (clone); launches happen one after the other. Estimates.
+pub const PROCESS_LAUNCH_NS: u64 = 1_000_000;
+pub const THREAD_LAUNCH_NS: u64 = 50_000;
+/// Each launch is delayed by a uniformly random extra of up to this much
+/// (a few scheduler ticks: the launcher itself competes for a CPU; for a
+/// group started after a `sleep`, the timer's slack). Estimate.
+pub const LAUNCH_JITTER_NS: u64 = 4_000_000;
+
+/// Stagger the start of tasks launched together, with seeded jitter: the
+/// run-to-run variation of real launches (and the only randomness of a
+/// run without a NUMA balancer).
+fn launch_times(w: &mut World, meta: &mut Meta) {
+    let mut count: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for t in 0..w.tasks.len() {
+        let base = w.tasks[t].start_ns;
+        let k = count.entry(base).or_insert(0);
+        let step = if w.tasks[t].exec {
+            PROCESS_LAUNCH_NS
+        } else {
+            THREAD_LAUNCH_NS
+        };
+        let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
+        w.tasks[t].start_ns = base + *k * step + jitter;
+        *k += 1;
+    }
+    if let Some(&first) = meta.disturb_tasks.first() {
+        meta.disturb_start_ns = meta.disturb_start_ns.min(w.tasks[first].start_ns);
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disturb {
@@ -592,6 +622,7 @@ impl Bench {
             }
         }
         meta.params = params;
+        launch_times(w, &mut meta);
         Ok(meta)
     }
 }
