@@ -290,6 +290,9 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         3_600_000
     };
     base.check().map_err(anyhow::Error::msg)?;
+    for b in &benches {
+        numalab_sim::validate(&base, b).map_err(anyhow::Error::msg)?;
+    }
     numalab_record::ensure_writable_dir(&common.results)
         .with_context(|| format!("results directory {}", common.results.display()))?;
     eprintln!(

@@ -168,6 +168,14 @@ impl SimConfig {
     }
 }
 
+/// Check that `bench` can run on the configured machine (sizes, CPU
+/// lists, node counts) without running it.
+pub fn validate(cfg: &SimConfig, bench: &Bench) -> Result<(), String> {
+    let rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut w = World::new(cfg.machine.clone(), cfg.tick_us * 1000, CHUNK_BYTES, rng, false);
+    bench.populate(&mut w).map(|_| ())
+}
+
 /// The result of one simulated run.
 pub struct SimOutput {
     pub record: RunRecord,
