@@ -95,6 +95,10 @@ pub struct Task {
     pub migrations: u64,
     /// NUMA balancer's preferred node, visible to schedulers.
     pub preferred_node: Option<usize>,
+    /// Cached fraction of accesses per node, valid while the summed
+    /// versions of the task's regions equal `frac_key`.
+    pub frac: Vec<f64>,
+    pub frac_key: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +126,8 @@ pub struct Region {
     pub accessors: Vec<TaskId>,
     /// Chunks made inaccessible by a NUMA scan and not yet faulted.
     pub marked: Vec<u32>,
+    /// Bumped whenever a chunk of the region is placed or moved.
+    pub version: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -162,6 +168,7 @@ impl Memory {
         let reg = &mut self.regions[r];
         reg.per_node[node] += 1;
         reg.touched += 1;
+        reg.version += 1;
         self.proc_node[reg.process][node] += 1;
     }
 
@@ -179,6 +186,7 @@ impl Memory {
         let reg = &mut self.regions[r];
         reg.per_node[src] -= 1;
         reg.per_node[dst] += 1;
+        reg.version += 1;
         self.proc_node[reg.process][src] -= 1;
         self.proc_node[reg.process][dst] += 1;
         true
@@ -578,6 +586,10 @@ pub struct Engine {
     pub sched: Box<dyn Scheduler>,
     pub bal: Box<dyn Balancer>,
     max_passes: usize,
+    budget: Vec<u64>,
+    /// Tasks not started yet, latest start first (popped from the end).
+    pending: Vec<TaskId>,
+    spawned: usize,
 }
 
 impl Engine {
@@ -587,6 +599,9 @@ impl Engine {
             sched,
             bal,
             max_passes: 4,
+            budget: Vec::new(),
+            pending: Vec::new(),
+            spawned: 0,
         }
     }
 
@@ -601,7 +616,9 @@ impl Engine {
         self.spawn_due();
         self.prepare_tick();
         let ncpus = self.w.m.ncpus;
-        let mut budget: Vec<u64> = vec![dt; ncpus];
+        let mut budget = std::mem::take(&mut self.budget);
+        budget.clear();
+        budget.resize(ncpus, dt);
         for pass in 0..self.max_passes {
             let mut any = false;
             for cpu in 0..ncpus {
@@ -622,6 +639,7 @@ impl Engine {
                 break;
             }
         }
+        self.budget = budget;
         self.finish_tick(dt);
         self.w.now += dt;
         self.sched.tick(&mut self.w);
@@ -631,11 +649,22 @@ impl Engine {
     }
 
     fn spawn_due(&mut self) {
-        for t in 0..self.w.tasks.len() {
+        if self.pending.len() + self.spawned < self.w.tasks.len() {
+            // Tasks added since the last look: rebuild the pending list.
+            let mut p: Vec<TaskId> = (0..self.w.tasks.len())
+                .filter(|&t| self.w.tasks[t].state == TaskState::NotStarted)
+                .collect();
+            p.sort_by_key(|&t| (std::cmp::Reverse(self.w.tasks[t].start_ns), std::cmp::Reverse(t)));
+            self.spawned = self.w.tasks.len() - p.len();
+            self.pending = p;
+        }
+        while let Some(&t) = self.pending.last() {
             let task = &self.w.tasks[t];
-            if task.state != TaskState::NotStarted || task.start_ns > self.w.now {
-                continue;
+            if task.start_ns > self.w.now {
+                break;
             }
+            self.pending.pop();
+            self.spawned += 1;
             let parent_cpu = match task.parent {
                 Parent::Cpu(c) => c,
                 Parent::Task(p) => self.w.tasks[p].cpu,
@@ -962,32 +991,52 @@ fn run_compute(w: &mut World, t: TaskId, cpu: CpuId, avail: f64, freq: f64, smt:
     else {
         unreachable!()
     };
-    // Where the accesses go, and their latency with and without contention.
-    let mut frac = [0.0f64; 64];
-    let mut wsum = 0.0;
-    for &(r, wt) in access {
-        let reg = &w.mem.regions[r];
-        if reg.touched == 0 {
-            continue;
+    // Where the accesses go (cached until the task's memory changes), and
+    // their latency with and without contention.
+    let key: u64 = access
+        .iter()
+        .map(|&(r, _)| w.mem.regions[r].version + 1)
+        .sum();
+    if w.tasks[t].frac_key != key || w.tasks[t].frac.len() != nn {
+        let mut frac = vec![0.0f64; nn];
+        let mut wsum = 0.0;
+        let Work::Compute { ref access, .. } = w.tasks[t].work else {
+            unreachable!()
+        };
+        for &(r, wt) in access {
+            let reg = &w.mem.regions[r];
+            if reg.touched == 0 {
+                continue;
+            }
+            let inv = wt / reg.touched as f64;
+            for (n, f) in frac.iter_mut().enumerate() {
+                *f += inv * reg.per_node[n] as f64;
+            }
+            wsum += wt;
         }
-        let inv = wt / reg.touched as f64;
-        for n in 0..nn {
-            frac[n] += inv * reg.per_node[n] as f64;
+        if wsum > 0.0 {
+            for f in frac.iter_mut() {
+                *f /= wsum;
+            }
+        } else {
+            // Nothing touched yet: an empty vector means "local".
+            frac.clear();
         }
-        wsum += wt;
+        w.tasks[t].frac = frac;
+        w.tasks[t].frac_key = key;
     }
+    let frac = std::mem::take(&mut w.tasks[t].frac);
     let (mut l0, mut lc) = (0.0, 0.0);
-    if wsum > 0.0 {
+    if frac.is_empty() {
+        l0 = w.m.latency_ns[cn][cn];
+        lc = l0 * w.contention[cn];
+    } else {
+        let lat = &w.m.latency_ns[cn];
         for n in 0..nn {
-            frac[n] /= wsum;
-            let l = w.m.latency_ns[cn][n] * frac[n];
+            let l = lat[n] * frac[n];
             l0 += l;
             lc += l * w.contention[n];
         }
-    } else {
-        l0 = w.m.latency_ns[cn][cn];
-        lc = l0 * w.contention[cn];
-        frac[cn] = 1.0;
     }
     // LLC hits for random accesses: the task's share of its LLC.
     let llc = w.m.cpu_llc[cpu];
@@ -1017,12 +1066,17 @@ fn run_compute(w: &mut World, t: TaskId, cpu: CpuId, avail: f64, freq: f64, smt:
     // Bandwidth demand this tick (uncontended rate, so no feedback loop).
     if unit0 > 0.0 {
         let bytes_per_ns = (misses + stream_lines) * line / unit0 * (spent / w.tick_ns as f64);
-        for n in 0..nn {
-            if frac[n] > 0.0 {
-                w.demand_next[n] += bytes_per_ns * frac[n];
+        if frac.is_empty() {
+            w.demand_next[cn] += bytes_per_ns;
+        } else {
+            for n in 0..nn {
+                if frac[n] > 0.0 {
+                    w.demand_next[n] += bytes_per_ns * frac[n];
+                }
             }
         }
     }
+    w.tasks[t].frac = frac;
     ((avail - left) + spent, outcome)
 }
 

@@ -54,6 +54,11 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
         let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
         w.tasks[t].start_ns = base + *k * step + jitter;
         *k += 1;
+        // A thread starts after the thread that creates it.
+        if let Parent::Task(p) = w.tasks[t].parent {
+            let after = w.tasks[p].start_ns + step;
+            w.tasks[t].start_ns = w.tasks[t].start_ns.max(after);
+        }
     }
     if let Some(&first) = meta.disturb_tasks.first() {
         meta.disturb_start_ns = meta.disturb_start_ns.min(w.tasks[first].start_ns);
@@ -171,6 +176,7 @@ pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
         touched: 0,
         accessors: Vec::new(),
         marked: Vec::new(),
+        version: 0,
     });
     r
 }
@@ -238,6 +244,8 @@ pub(crate) fn add_task(
         work,
         migrations: 0,
         preferred_node: None,
+        frac: Vec::new(),
+        frac_key: u64::MAX,
     });
     id
 }
