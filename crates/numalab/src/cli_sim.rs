@@ -328,8 +328,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
                         indicatif::ProgressDrawTarget::stderr(),
                     );
                     pb.set_style(
-                        indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
-                            .expect("valid template"),
+                        indicatif::ProgressStyle::with_template(
+                            "{spinner} {msg} [{elapsed_precise}]",
+                        )
+                        .expect("valid template"),
                     );
                     bar = Some(pb);
                 }
@@ -357,8 +359,14 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
                 .with_context(|| format!("writing the record of {msg}"))?;
             if let (Some(file), Some(json)) = (&args.trace, &out.trace_json) {
                 let file = if total > 1 {
-                    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                    let ext = file.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
+                    let stem = file
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let ext = file
+                        .extension()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "json".into());
                     file.with_file_name(format!("{stem}-{step}.{ext}"))
                 } else {
                     file.clone()
@@ -416,7 +424,10 @@ fn generic_summary(r: &RunRecord) -> String {
             let _ = writeln!(s, "{name} {v:.2}");
         }
     }
-    for (k, name) in [("pages_migrated", "PagesMigrated"), ("numa_hint_faults", "HintFaults")] {
+    for (k, name) in [
+        ("pages_migrated", "PagesMigrated"),
+        ("numa_hint_faults", "HintFaults"),
+    ] {
         if let Some(v) = r.metric(k) {
             let _ = writeln!(s, "{name} {v:.0}");
         }

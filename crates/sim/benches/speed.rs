@@ -35,10 +35,23 @@ fn measure(cfg: &SimConfig, bench: &Bench, reps: usize) -> (f64, f64, f64) {
     for _ in 0..reps {
         let c0 = cpu_time();
         let t0 = Instant::now();
-        let out = run(cfg, bench, "bench", Repetition { index: 1, of: 1 }, &mut |_| {}).unwrap();
+        let out = run(
+            cfg,
+            bench,
+            "bench",
+            Repetition { index: 1, of: 1 },
+            &mut |_| {},
+        )
+        .unwrap();
         wall = wall.min(t0.elapsed().as_secs_f64());
         cpu = cpu.min(cpu_time() - c0);
-        sim = out.record.series.samples.last().map(|s| s.t_s).unwrap_or(0.0);
+        sim = out
+            .record
+            .series
+            .samples
+            .last()
+            .map(|s| s.t_s)
+            .unwrap_or(0.0);
     }
     (wall, cpu, sim)
 }
@@ -54,7 +67,10 @@ fn machine(nodes: u32) -> numalab_sim::Machine {
          [cpu]\nbase_ghz = 2.5\nmax_ghz = 3.4\nmin_ghz = 1.5\ngovernor = \"schedutil\"\nsmt_throughput = 0.65\n",
         n = nodes * 16
     );
-    MachineFile::parse("scale", &text).unwrap().build("scale").unwrap()
+    MachineFile::parse("scale", &text)
+        .unwrap()
+        .build("scale")
+        .unwrap()
 }
 
 fn main() {

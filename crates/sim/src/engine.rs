@@ -284,13 +284,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(
-        m: Machine,
-        tick_ns: u64,
-        chunk_bytes: u64,
-        rng: ChaCha8Rng,
-        trace: bool,
-    ) -> World {
+    pub fn new(m: Machine, tick_ns: u64, chunk_bytes: u64, rng: ChaCha8Rng, trace: bool) -> World {
         let nn = m.nnodes;
         let cap: Vec<u64> = m.memory_bytes.iter().map(|b| b / chunk_bytes).collect();
         let cpus = (0..m.ncpus)
@@ -654,7 +648,12 @@ impl Engine {
             let mut p: Vec<TaskId> = (0..self.w.tasks.len())
                 .filter(|&t| self.w.tasks[t].state == TaskState::NotStarted)
                 .collect();
-            p.sort_by_key(|&t| (std::cmp::Reverse(self.w.tasks[t].start_ns), std::cmp::Reverse(t)));
+            p.sort_by_key(|&t| {
+                (
+                    std::cmp::Reverse(self.w.tasks[t].start_ns),
+                    std::cmp::Reverse(t),
+                )
+            });
             self.spawned = self.w.tasks.len() - p.len();
             self.pending = p;
         }
@@ -670,9 +669,9 @@ impl Engine {
                 Parent::Task(p) => self.w.tasks[p].cpu,
             };
             let exec = task.exec;
-            let mut cpu = self
-                .sched
-                .select_cpu(&mut self.w, t, Placement::New { parent_cpu, exec });
+            let mut cpu =
+                self.sched
+                    .select_cpu(&mut self.w, t, Placement::New { parent_cpu, exec });
             if !self.w.allowed(t, cpu) {
                 cpu = first_allowed(&self.w, t);
             }
@@ -748,18 +747,25 @@ impl Engine {
 
     fn check_idle_imbalance(&mut self, dt: u64) {
         let w = &mut self.w;
+        let idle: Vec<CpuId> = (0..w.m.ncpus).filter(|&c| w.cpus[c].is_idle()).collect();
         let mut bad = false;
-        'outer: for idle in 0..w.m.ncpus {
-            if !w.cpus[idle].is_idle() {
-                continue;
-            }
-            for busy in 0..w.m.ncpus {
-                if w.cpus[busy].nr_running() >= 2 {
-                    for &t in &w.cpus[busy].queue {
-                        if w.allowed(t, idle) {
-                            bad = true;
-                            break 'outer;
+        if !idle.is_empty() {
+            // Whether an affinity mask allows some idle CPU, once per mask.
+            let mut memo: Vec<Option<bool>> = vec![None; w.masks.len()];
+            'outer: for busy in 0..w.m.ncpus {
+                if w.cpus[busy].nr_running() < 2 {
+                    continue;
+                }
+                for &t in &w.cpus[busy].queue {
+                    let ok = match w.tasks[t].affinity {
+                        None => true,
+                        Some(m) => {
+                            *memo[m].get_or_insert_with(|| idle.iter().any(|&c| w.masks[m][c]))
                         }
+                    };
+                    if ok {
+                        bad = true;
+                        break 'outer;
                     }
                 }
             }
@@ -946,7 +952,14 @@ enum RunOutcome {
 }
 
 /// Compute work: returns (ns spent, outcome).
-fn run_compute(w: &mut World, t: TaskId, cpu: CpuId, avail: f64, freq: f64, smt: f64) -> (f64, RunOutcome) {
+fn run_compute(
+    w: &mut World,
+    t: TaskId,
+    cpu: CpuId,
+    avail: f64,
+    freq: f64,
+    smt: f64,
+) -> (f64, RunOutcome) {
     let cn = w.m.cpu_node[cpu];
     let nn = w.m.nnodes;
     let line = w.m.line_bytes;
@@ -1081,7 +1094,14 @@ fn run_compute(w: &mut World, t: TaskId, cpu: CpuId, avail: f64, freq: f64, smt:
 }
 
 /// Message passing: returns (ns spent, outcome).
-fn run_message(w: &mut World, t: TaskId, cpu: CpuId, avail: f64, freq: f64, smt: f64) -> (f64, RunOutcome) {
+fn run_message(
+    w: &mut World,
+    t: TaskId,
+    cpu: CpuId,
+    avail: f64,
+    freq: f64,
+    smt: f64,
+) -> (f64, RunOutcome) {
     let Work::Message {
         group,
         sender,

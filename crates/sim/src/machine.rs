@@ -220,7 +220,9 @@ impl MachineFile {
             }
         }
         if t.nodes > 64 || t.cores_per_node * t.threads_per_core > 1024 {
-            return Err(err("machine too large (at most 64 nodes, 1024 CPUs per node)".into()));
+            return Err(err(
+                "machine too large (at most 64 nodes, 1024 CPUs per node)".into(),
+            ));
         }
         if t.cores_per_node % t.llcs_per_node != 0 {
             return Err(err(format!(

@@ -31,7 +31,10 @@ impl PolicySpec {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| format!("{name}: parameter {kv:?} is not key=value"))?;
-            if args.insert(k.trim().to_string(), v.trim().to_string()).is_some() {
+            if args
+                .insert(k.trim().to_string(), v.trim().to_string())
+                .is_some()
+            {
                 return Err(format!("{name}: parameter {k} given twice"));
             }
         }
@@ -74,7 +77,12 @@ impl Params {
         self.args.get(key).cloned()
     }
 
-    pub fn f64(&mut self, key: &'static str, default: f64, help: &'static str) -> Result<f64, String> {
+    pub fn f64(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        help: &'static str,
+    ) -> Result<f64, String> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
             Some(v) => v
@@ -90,7 +98,12 @@ impl Params {
         }
     }
 
-    pub fn u64(&mut self, key: &'static str, default: u64, help: &'static str) -> Result<u64, String> {
+    pub fn u64(
+        &mut self,
+        key: &'static str,
+        default: u64,
+        help: &'static str,
+    ) -> Result<u64, String> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
             Some(v) => v.parse::<u64>().map_err(|_| {
@@ -102,7 +115,12 @@ impl Params {
         }
     }
 
-    pub fn bool(&mut self, key: &'static str, default: bool, help: &'static str) -> Result<bool, String> {
+    pub fn bool(
+        &mut self,
+        key: &'static str,
+        default: bool,
+        help: &'static str,
+    ) -> Result<bool, String> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
             Some(v) => match v.as_str() {

@@ -51,14 +51,20 @@ pub fn sample(w: &World, meta: &Meta) -> Sample {
     let s = &w.stats;
     let mut vmstat = BTreeMap::from([
         ("numa_hint_faults".to_string(), s.hint_faults as i64),
-        ("numa_hint_faults_local".to_string(), s.hint_faults_local as i64),
+        (
+            "numa_hint_faults_local".to_string(),
+            s.hint_faults_local as i64,
+        ),
         ("numa_pages_migrated".to_string(), s.pages_migrated as i64),
         ("numa_pte_updates".to_string(), s.pte_updates as i64),
     ]);
     if meta.convergence {
         // Removed again by `build` once convergence has been computed.
         let f = local_fraction(w, meta).unwrap_or(0.0);
-        vmstat.insert("sim_local_permille".to_string(), (f * 1000.0).round() as i64);
+        vmstat.insert(
+            "sim_local_permille".to_string(),
+            (f * 1000.0).round() as i64,
+        );
     }
     Sample {
         t_s: w.now as f64 / 1e9,
@@ -184,13 +190,18 @@ pub fn build(
                 .iter()
                 .enumerate()
                 .filter(|(_, &x)| x > 0.0)
-                .max_by(|a, b| a.1.partial_cmp(b.1).unwrap_or(std::cmp::Ordering::Equal).then(b.0.cmp(&a.0)))
+                .max_by(|a, b| {
+                    a.1.partial_cmp(b.1)
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                        .then(b.0.cmp(&a.0))
+                })
                 .map(|(n, _)| n as u32);
             TaskRecord {
                 id: i as u32 + 1,
                 name: task.name.clone(),
                 pid: None,
-                process: (meta.processes.len() > 1 || task.process > 0).then_some(task.process as u32),
+                process: (meta.processes.len() > 1 || task.process > 0)
+                    .then_some(task.process as u32),
                 initial_node: task.initial_node.map(|n| n as u32),
                 main_node,
                 node_time_s,
@@ -200,7 +211,11 @@ pub fn build(
                 sys_s: task.sys_ns / 1e9,
                 work_done: task.progress.floor() as u64,
                 work_expected: task.work_expected,
-                exit: if task.is_done() { "exit 0".into() } else { "not finished".into() },
+                exit: if task.is_done() {
+                    "exit 0".into()
+                } else {
+                    "not finished".into()
+                },
             }
         })
         .collect();
@@ -219,11 +234,18 @@ pub fn build(
     metrics.insert("user_s".into(), Metric::seconds(user));
     metrics.insert("sys_s".into(), Metric::seconds(sys));
     if meta.benchmark == "numa_test" && !tasks.is_empty() {
-        metrics.insert("avg_user_s".into(), Metric::seconds(user / tasks.len() as f64));
+        metrics.insert(
+            "avg_user_s".into(),
+            Metric::seconds(user / tasks.len() as f64),
+        );
     }
     let mut warnings = Vec::new();
     if !meta.disturb_tasks.is_empty() {
-        let ends: Vec<Option<u64>> = meta.disturb_tasks.iter().map(|&t| w.tasks[t].end_ns).collect();
+        let ends: Vec<Option<u64>> = meta
+            .disturb_tasks
+            .iter()
+            .map(|&t| w.tasks[t].end_ns)
+            .collect();
         if ends.iter().all(|e| e.is_some()) {
             let h = ends.iter().flatten().max().copied().unwrap_or(0) - meta.disturb_start_ns;
             metrics.insert("hackbench_s".into(), Metric::seconds(h as f64 / 1e9));
@@ -236,11 +258,19 @@ pub fn build(
     }
     metrics.insert(
         "pages_migrated".into(),
-        Metric::new(w.stats.pages_migrated as f64, "pages", numalab_record::Better::Lower),
+        Metric::new(
+            w.stats.pages_migrated as f64,
+            "pages",
+            numalab_record::Better::Lower,
+        ),
     );
     metrics.insert(
         "numa_hint_faults".into(),
-        Metric::new(w.stats.hint_faults as f64, "faults", numalab_record::Better::Lower),
+        Metric::new(
+            w.stats.hint_faults as f64,
+            "faults",
+            numalab_record::Better::Lower,
+        ),
     );
     if let Some(Convergence {
         state: ConvergenceState::Converged { at_s },
@@ -263,9 +293,18 @@ pub fn build(
     details.insert("ticks".into(), serde_json::json!(w.stats.ticks));
     details.insert("chunk_bytes".into(), serde_json::json!(w.mem.chunk_bytes));
     details.insert("machine_file_name".into(), serde_json::json!(w.m.name));
-    details.insert("task_migrations".into(), serde_json::json!(w.stats.task_migrations));
-    details.insert("numa_task_moves".into(), serde_json::json!(w.stats.numa_task_moves));
-    details.insert("numa_task_swaps".into(), serde_json::json!(w.stats.numa_swaps));
+    details.insert(
+        "task_migrations".into(),
+        serde_json::json!(w.stats.task_migrations),
+    );
+    details.insert(
+        "numa_task_moves".into(),
+        serde_json::json!(w.stats.numa_task_moves),
+    );
+    details.insert(
+        "numa_task_swaps".into(),
+        serde_json::json!(w.stats.numa_swaps),
+    );
     details.insert("access_samples".into(), serde_json::json!(w.stats.samples));
     details.insert(
         "max_idle_while_imbalanced_ms".into(),
@@ -281,7 +320,14 @@ pub fn build(
         hypervisor: false,
         memory_total_bytes: Some(w.m.memory_bytes.iter().sum()),
         memory_available_bytes: None,
-        numa_balancing: Some(if cfg.balancer.name == "none" { "0" } else { "1" }.into()),
+        numa_balancing: Some(
+            if cfg.balancer.name == "none" {
+                "0"
+            } else {
+                "1"
+            }
+            .into(),
+        ),
         numa_balancing_tunables: BTreeMap::new(),
         thp_enabled: Some("always".into()),
         thp_defrag: None,

@@ -436,7 +436,9 @@ impl Bench {
             } => {
                 meta.convergence = nnodes > 1;
                 let (procs, def_threads, def_bytes, def_loops, shared, self_alloc) = match variant {
-                    AutoVariant::Numa01 => (2u32, (ncpus / 2).max(1), 3u64 << 30, 50u64, true, false),
+                    AutoVariant::Numa01 => {
+                        (2u32, (ncpus / 2).max(1), 3u64 << 30, 50u64, true, false)
+                    }
                     AutoVariant::Numa01ThreadAlloc => {
                         (2, (ncpus / 2).max(1), 3 << 30, 1000, false, true)
                     }
@@ -454,7 +456,8 @@ impl Bench {
                 let total_threads = procs * threads;
                 for p in 0..procs as usize {
                     let pi = meta.processes.len();
-                    meta.processes.push(format!("{} process {}", self.name(), p + 1));
+                    meta.processes
+                        .push(format!("{} process {}", self.name(), p + 1));
                     // The ideal node of a thread: processes (numa01) or
                     // thread ranks (numa02) spread evenly over the nodes.
                     let ideal = |i: u32| -> usize {
@@ -493,7 +496,12 @@ impl Bench {
                             }
                         };
                         let region_bytes = w.mem.regions[r].len as f64 * w.mem.chunk_bytes as f64;
-                        let work = stream_work(w, r, region_bytes.min(if shared { bytes as f64 } else { slice as f64 }), init);
+                        let work = stream_work(
+                            w,
+                            r,
+                            region_bytes.min(if shared { bytes as f64 } else { slice as f64 }),
+                            init,
+                        );
                         let parent = if i == 0 {
                             Parent::Cpu(0)
                         } else {
@@ -625,8 +633,7 @@ impl Bench {
                 let mask = cpu_mask(w, cpus)?;
                 meta.processes.push("hackbench".into());
                 let _ = add_region(w, 0, 1);
-                meta.main_tasks =
-                    add_hackbench(w, 0, *groups, *fds, *loops, *size, 0, true, mask);
+                meta.main_tasks = add_hackbench(w, 0, *groups, *fds, *loops, *size, 0, true, mask);
             }
         }
         meta.params = params;

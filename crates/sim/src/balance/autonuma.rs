@@ -52,15 +52,38 @@ pub struct AutoNuma {
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
     let scan_delay = p.f64("scan_delay_ms", 1000.0, "runtime before the first scan")?;
-    let pmin = p.f64("scan_period_min_ms", 1000.0, "sysctl numa_balancing_scan_period_min_ms")?;
-    let pmax = p.f64("scan_period_max_ms", 60000.0, "sysctl numa_balancing_scan_period_max_ms")?;
+    let pmin = p.f64(
+        "scan_period_min_ms",
+        1000.0,
+        "sysctl numa_balancing_scan_period_min_ms",
+    )?;
+    let pmax = p.f64(
+        "scan_period_max_ms",
+        60000.0,
+        "sysctl numa_balancing_scan_period_max_ms",
+    )?;
     let size = p.f64("scan_size_mb", 256.0, "sysctl numa_balancing_scan_size_mb")?;
-    let fault_us = p.f64("fault_us", 2.0, "system time of one hinting fault (estimate)")?;
-    let migrate_us_per_mb = p.f64("migrate_us_per_mb", 250.0, "system time to migrate 1 MiB (estimate)")?;
-    let scan_us_per_gb = p.f64("scan_us_per_gb", 500.0, "system time to change protection of 1 GiB (estimate)")?;
+    let fault_us = p.f64(
+        "fault_us",
+        2.0,
+        "system time of one hinting fault (estimate)",
+    )?;
+    let migrate_us_per_mb = p.f64(
+        "migrate_us_per_mb",
+        250.0,
+        "system time to migrate 1 MiB (estimate)",
+    )?;
+    let scan_us_per_gb = p.f64(
+        "scan_us_per_gb",
+        500.0,
+        "system time to change protection of 1 GiB (estimate)",
+    )?;
     let filter = p.bool("filter", true, "two-reference migration filter")?;
     if size <= 0.0 || pmin <= 0.0 || pmax < pmin {
-        return Err("autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms".into());
+        return Err(
+            "autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms"
+                .into(),
+        );
     }
     let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
     Ok(Box::new(AutoNuma {
@@ -190,7 +213,7 @@ impl AutoNuma {
         tn.private = 0;
         tn.shared = 0;
         let period = self.period_ms[t];
-        if local + shared == 0.0 && remote == 0.0 || local + shared == 0.0 {
+        if local + shared == 0.0 {
             self.period_ms[t] = (period * 2.0).min(smax);
             return;
         }

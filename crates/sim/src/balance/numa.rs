@@ -181,7 +181,10 @@ impl NumaCommon {
         }
         self.tasks[t].migrate_retry = w.now + 1_000_000_000;
         let cpus = w.m.node_cpus[p].clone();
-        if let Some(&c) = cpus.iter().find(|&&c| w.cpus[c].is_idle() && w.allowed(t, c)) {
+        if let Some(&c) = cpus
+            .iter()
+            .find(|&&c| w.cpus[c].is_idle() && w.allowed(t, c))
+        {
             if w.migrate(t, c) {
                 w.stats.numa_task_moves += 1;
                 return true;
@@ -190,7 +193,10 @@ impl NumaCommon {
         let wt = self.weights(w, t);
         let mut best: Option<(f64, TaskId, usize)> = None;
         for &c in &cpus {
-            let cand = w.cpus[c].curr.into_iter().chain(w.cpus[c].queue.iter().copied());
+            let cand = w.cpus[c]
+                .curr
+                .into_iter()
+                .chain(w.cpus[c].queue.iter().copied());
             for s in cand.collect::<Vec<_>>() {
                 if s >= self.tasks.len() || !w.allowed(s, src_cpu) || !w.allowed(t, c) {
                     continue;

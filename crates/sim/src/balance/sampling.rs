@@ -8,7 +8,7 @@
 //! Placement runs every `placement_ms` per task.
 
 use super::numa::{draw_count, NumaCommon};
-use crate::engine::{rand_below, Balancer, Scheduler, World, Work};
+use crate::engine::{rand_below, Balancer, Scheduler, Work, World};
 use crate::machine::Machine;
 use crate::params::Params;
 
@@ -21,10 +21,22 @@ pub struct Sampling {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
-    let rate = p.f64("rate", 1000.0, "samples per second per running task (unknown for seed 004's patch)")?;
-    let sample_us = p.f64("sample_us", 1.0, "system time to handle one sample (estimate)")?;
+    let rate = p.f64(
+        "rate",
+        1000.0,
+        "samples per second per running task (unknown for seed 004's patch)",
+    )?;
+    let sample_us = p.f64(
+        "sample_us",
+        1.0,
+        "system time to handle one sample (estimate)",
+    )?;
     let placement_ms = p.f64("placement_ms", 1000.0, "interval between task placements")?;
-    let migrate_us_per_mb = p.f64("migrate_us_per_mb", 250.0, "system time to migrate 1 MiB (estimate)")?;
+    let migrate_us_per_mb = p.f64(
+        "migrate_us_per_mb",
+        250.0,
+        "system time to migrate 1 MiB (estimate)",
+    )?;
     let filter = p.bool("filter", true, "two-reference migration filter")?;
     let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
     Ok(Box::new(Sampling {

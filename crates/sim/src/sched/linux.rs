@@ -60,7 +60,11 @@ fn groups_by(cpus: &[CpuId], key: impl Fn(CpuId) -> usize) -> Vec<Vec<CpuId>> {
 
 impl Linux {
     pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, String> {
-        let busy_factor = p.u64("busy_factor", 16, "busy CPUs balance this many times less often")?;
+        let busy_factor = p.u64(
+            "busy_factor",
+            16,
+            "busy CPUs balance this many times less often",
+        )?;
         let numa_imbalance = p.f64(
             "numa_imbalance",
             0.25,
@@ -70,7 +74,10 @@ impl Linux {
         let factor = 1 + (m.ncpus.clamp(1, 8) as f64).log2().floor() as u64;
         let mut levels = Vec::new();
         let all: Vec<CpuId> = (0..m.ncpus).collect();
-        let mut add = |pct: f64, numa: bool, span_key: &dyn Fn(CpuId) -> usize, group_key: &dyn Fn(CpuId) -> usize| {
+        let mut add = |pct: f64,
+                       numa: bool,
+                       span_key: &dyn Fn(CpuId) -> usize,
+                       group_key: &dyn Fn(CpuId) -> usize| {
             let spans_cpus = groups_by(&all, span_key);
             let mut span_of = vec![0; m.ncpus];
             let mut spans = Vec::new();
@@ -188,7 +195,8 @@ impl Linux {
             let src_node = w.node_of(src);
             let mut pick = None;
             let mut fallback = None;
-            for &t in w.cpus[src].queue.iter().rev() {
+            // At most sysctl_sched_nr_migrate (32) tasks are looked at.
+            for &t in w.cpus[src].queue.iter().rev().take(32) {
                 if w.tasks[t].state != TaskState::Runnable || !w.allowed(t, cpu) {
                     continue;
                 }
@@ -245,7 +253,12 @@ impl Linux {
             // Restrict groups to the current candidate set.
             let groups: Vec<Vec<CpuId>> = span
                 .iter()
-                .map(|g| g.iter().copied().filter(|c| cpus.contains(c)).collect::<Vec<_>>())
+                .map(|g| {
+                    g.iter()
+                        .copied()
+                        .filter(|c| cpus.contains(c))
+                        .collect::<Vec<_>>()
+                })
                 .filter(|g: &Vec<CpuId>| !g.is_empty() && g.iter().any(|&c| w.allowed(t, c)))
                 .collect();
             if groups.is_empty() {

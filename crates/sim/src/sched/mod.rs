@@ -105,7 +105,8 @@ pub fn pick_queued(
 ) -> Option<TaskId> {
     let q = &w.cpus[from].queue;
     let mut fallback = None;
-    for &t in q.iter().rev() {
+    // Like the kernel's load balancer, look at no more than 32 tasks.
+    for &t in q.iter().rev().take(32) {
         if w.tasks[t].state != TaskState::Runnable || !w.allowed(t, to) {
             continue;
         }

@@ -30,7 +30,11 @@ pub struct Nest {
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
     let reserve_max = p.u64("reserve_max", 5, "largest reserve nest (cores)")?;
-    let compact_ms = p.f64("compact_ms", 2.0, "idle time after which a primary core leaves the nest")?;
+    let compact_ms = p.f64(
+        "compact_ms",
+        2.0,
+        "idle time after which a primary core leaves the nest",
+    )?;
     let cfs = Linux::new(p, m)?;
     let orders = (0..m.ncpus).map(|c| Nest::order(m, c)).collect();
     Ok(Box::new(Nest {

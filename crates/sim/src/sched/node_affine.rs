@@ -40,14 +40,26 @@ pub struct NodeAffine {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
-    let dynamic = p.bool("dynamic", false, "homenode = node with most of the task's memory")?;
+    let dynamic = p.bool(
+        "dynamic",
+        false,
+        "homenode = node with most of the task's memory",
+    )?;
     let initial = p.bool("initial", true, "node-aware initial balancing at exec")?;
     let alloc_home = p.bool("alloc_home", true, "allocate memory on the homenode")?;
-    let bonus = p.f64("bonus", 1.0, "weight bonus per task homed on the stealer's node")?;
+    let bonus = p.f64(
+        "bonus",
+        1.0,
+        "weight bonus per task homed on the stealer's node",
+    )?;
     let busy_ms = p.f64("busy_ms", 200.0, "intra-node balance interval, busy CPU")?;
     let idle_ms = p.f64("idle_ms", 1.0, "intra-node balance interval, idle CPU")?;
     let node_ms = p.f64("node_ms", 400.0, "cross-node balance interval, busy CPU")?;
-    let delay_ms = p.f64("delay_ms", 2.0, "idle delay before a remote steal, per 10 distance units")?;
+    let delay_ms = p.f64(
+        "delay_ms",
+        2.0,
+        "idle delay before a remote steal, per 10 distance units",
+    )?;
     let slice_ms = p.f64("slice_ms", O1_SLICE_MS as f64, "time slice")?;
     Ok(Box::new(NodeAffine {
         dynamic,
@@ -228,8 +240,7 @@ impl Scheduler for NodeAffine {
                     if self.alloc_home && w.tasks[t].mem_policy == MemPolicy::Local {
                         w.tasks[t].mem_policy = MemPolicy::Node(node);
                     }
-                    return least_loaded(w, t, &w.m.node_cpus[node].clone())
-                        .unwrap_or(parent_cpu);
+                    return least_loaded(w, t, &w.m.node_cpus[node].clone()).unwrap_or(parent_cpu);
                 }
                 let c = if w.allowed(t, parent_cpu) {
                     parent_cpu

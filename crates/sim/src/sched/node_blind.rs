@@ -23,12 +23,20 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn crate::engine::Sched
     let busy_ms = p.f64("busy_ms", 200.0, "balance interval of a busy CPU")?;
     let idle_ms = p.f64("idle_ms", 1.0, "balance interval of an idle CPU")?;
     let slice_ms = p.f64("slice_ms", O1_SLICE_MS as f64, "time slice")?;
-    let max_pull = p.u64("max_pull", 0, "most tasks pulled per balance (0 = half the imbalance)")?;
+    let max_pull = p.u64(
+        "max_pull",
+        0,
+        "most tasks pulled per balance (0 = half the imbalance)",
+    )?;
     Ok(Box::new(NodeBlind {
         busy_ns: (busy_ms * 1e6) as u64,
         idle_ns: (idle_ms * 1e6).max(1.0) as u64,
         slice_ns: (slice_ms * 1e6).max(1e5) as u64,
-        max_pull: if max_pull == 0 { usize::MAX } else { max_pull as usize },
+        max_pull: if max_pull == 0 {
+            usize::MAX
+        } else {
+            max_pull as usize
+        },
         next: vec![0; m.ncpus],
     }))
 }
