@@ -16,26 +16,36 @@ pub struct SimArgs {
     #[arg(long)]
     list: bool,
     /// Machine: a preset (see --list), `host`, or a machine file (TOML)
-    #[arg(long, value_name = "PRESET|FILE")]
+    #[arg(long, global = true, value_name = "PRESET|FILE")]
     machine: Option<String>,
     /// Scheduler and its parameters, e.g. node-affine[dynamic=true,initial=false]
-    #[arg(long, value_name = "NAME[k=v,...]", default_value = "linux")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME[k=v,...]",
+        default_value = "linux"
+    )]
     scheduler: String,
     /// NUMA balancer and its parameters, e.g. autonuma[scan_size_mb=512]
-    #[arg(long, value_name = "NAME[k=v,...]", default_value = "none")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME[k=v,...]",
+        default_value = "none"
+    )]
     balancer: String,
     /// Seed of the simulator's random numbers (repetition r uses seed + r - 1)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, global = true, default_value_t = 1)]
     seed: u64,
     /// Write the simulated schedule as a Chrome/Perfetto trace (JSON) to FILE
     /// (with several runs, the run number is added to the name)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Length of the simulation tick in microseconds
-    #[arg(long, value_name = "US", default_value_t = 1000)]
+    #[arg(long, global = true, value_name = "US", default_value_t = 1000)]
     tick_us: u64,
     /// Stop a run after this many simulated seconds (it is recorded as failed)
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600.0)]
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 3600.0)]
     max_sim_s: f64,
     #[command(subcommand)]
     benchmark: Option<SimBench>,
