@@ -695,16 +695,20 @@ impl Engine {
                 w.llc_busy[w.m.cpu_llc[cpu]] += 1;
             }
         }
-        for (core, cpus) in w.m.core_cpus.iter().enumerate() {
-            if cpus.iter().any(|&c| w.cpus[c].busy_at_tick) {
-                w.pkg_busy_cores[w.m.core_package[core]] += 1;
+        let fixed_freq = w.m.governor == Governor::Performance && w.m.max_ghz == w.m.base_ghz;
+        if !fixed_freq {
+            for (core, cpus) in w.m.core_cpus.iter().enumerate() {
+                if cpus.iter().any(|&c| w.cpus[c].busy_at_tick) {
+                    w.pkg_busy_cores[w.m.core_package[core]] += 1;
+                }
             }
         }
         // Frequency: the package's boost limit falls linearly from max_ghz
         // (one busy core) to base_ghz (all cores busy); under schedutil a
         // CPU asks for 1.25 x util x limit (kernel/sched/cpufreq_schedutil.c).
         let span = (w.m.cores_per_package.max(2) - 1) as f64;
-        for cpu in 0..w.m.ncpus {
+        // Fixed frequency (no boost, no governor): nothing to compute.
+        for cpu in (0..w.m.ncpus).filter(|_| !fixed_freq) {
             let pkg = w.m.cpu_package[cpu];
             let busy = w.pkg_busy_cores[pkg].max(1) as f64;
             let limit = w.m.max_ghz - (w.m.max_ghz - w.m.base_ghz) * (busy - 1.0) / span;
@@ -715,7 +719,7 @@ impl Engine {
             w.cpus[cpu].freq_ghz = f;
         }
         // A core runs at the highest frequency any of its threads asks for.
-        for cpus in &w.m.core_cpus {
+        for cpus in w.m.core_cpus.iter().filter(|c| !fixed_freq && c.len() > 1) {
             let f = cpus.iter().map(|&c| w.cpus[c].freq_ghz).fold(0.0, f64::max);
             for &c in cpus {
                 w.cpus[c].freq_ghz = f;
