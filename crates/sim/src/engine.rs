@@ -55,10 +55,12 @@ pub enum Work {
         wss_bytes: f64,
         access: Vec<(usize, f64)>,
     },
-    /// A hackbench sender or receiver of message group `group`.
+    /// A hackbench sender or receiver of message group `group`. A
+    /// receiver reads socket `slot`; a sender writes next to socket `slot`.
     Message {
         group: usize,
         sender: bool,
+        slot: usize,
         remaining: u64,
         credit: f64,
     },
@@ -193,16 +195,23 @@ impl Memory {
     }
 }
 
-/// A message group (hackbench): senders write into a pool that receivers
-/// drain; a full pool blocks senders, an empty one receivers.
+/// A message group (hackbench): every sender writes its messages to the
+/// group's receivers in turn, one socket per receiver. A sender blocks on
+/// a full socket, a receiver on its empty one; a write wakes the socket's
+/// blocked receiver, a read the senders blocked on that socket.
 #[derive(Debug, Clone)]
 pub struct MsgGroup {
-    pub pending: u64,
+    /// Messages waiting in each receiver's socket.
+    pub pending: Vec<u64>,
+    /// Messages a socket holds before a writer blocks.
     pub capacity: u64,
     pub cycles: f64,
     pub lines: f64,
-    pub blocked_senders: VecDeque<TaskId>,
-    pub blocked_receivers: VecDeque<TaskId>,
+    /// Senders blocked on each receiver's full socket.
+    pub blocked_senders: Vec<Vec<TaskId>>,
+    /// The receiver task of each socket, and whether it is blocked.
+    pub receivers: Vec<TaskId>,
+    pub receiver_blocked: Vec<bool>,
     /// Members' last CPU per LLC (for the cost of moving message lines).
     pub llc_members: Vec<u32>,
     pub members: u32,
@@ -1109,6 +1118,7 @@ fn run_message(
     let Work::Message {
         group,
         sender,
+        slot,
         remaining,
         credit,
     } = w.tasks[t].work
@@ -1127,65 +1137,71 @@ fn run_message(
     }
     let cost = g.cycles / freq / smt + g.lines * xfer;
     let possible = ((avail + credit) / cost).floor() as u64;
-    let room = if sender {
-        g.capacity.saturating_sub(g.pending)
-    } else {
-        g.pending
-    };
-    let n = possible.min(remaining).min(room);
-    let spent_total = n as f64 * cost;
-    let mut new_credit = 0.0;
-    let spent = if n == possible && n < remaining && n < room {
-        // Budget-limited: keep the fraction of a message already done.
-        new_credit = avail + credit - spent_total;
-        avail
-    } else {
-        (spent_total - credit).max(0.0).min(avail)
-    };
+    let want = possible.min(remaining);
+    let fds = g.pending.len();
+    let mut wake = Vec::new();
     let g = &mut w.groups[group];
+    let mut n = 0u64;
+    let mut next = slot;
+    let mut stuck = false;
     if sender {
-        g.pending += n;
+        while n < want {
+            if g.pending[next] >= g.capacity {
+                stuck = true;
+                break;
+            }
+            g.pending[next] += 1;
+            if g.receiver_blocked[next] {
+                g.receiver_blocked[next] = false;
+                wake.push(g.receivers[next]);
+            }
+            next = (next + 1) % fds;
+            n += 1;
+        }
+        if stuck {
+            g.blocked_senders[next].push(t);
+        }
     } else {
-        g.pending -= n;
+        n = want.min(g.pending[slot]);
+        g.pending[slot] -= n;
+        if n > 0 {
+            wake.append(&mut g.blocked_senders[slot]);
+        }
+        if n < want {
+            stuck = true;
+            g.receiver_blocked[slot] = true;
+        }
     }
     let rem = remaining - n;
-    // Wake peers: each message can wake one blocked receiver (sender side)
-    // and each freed slot one blocked sender (receiver side).
-    let mut wake = Vec::new();
-    if n > 0 {
-        let q = if sender {
-            &mut g.blocked_receivers
-        } else {
-            &mut g.blocked_senders
-        };
-        for _ in 0..n.min(q.len() as u64) {
-            if let Some(x) = q.pop_front() {
-                wake.push(x);
-            }
-        }
-    }
     let outcome = if rem == 0 {
         RunOutcome::Done
-    } else if n < possible || possible == 0 && room == 0 {
-        if sender {
-            g.blocked_senders.push_back(t);
-        } else {
-            g.blocked_receivers.push_back(t);
-        }
+    } else if stuck {
         RunOutcome::Blocked
     } else {
         RunOutcome::Continue
     };
+    let spent = match outcome {
+        // Budget-limited: all of it, keeping the part of a message done.
+        RunOutcome::Continue => avail,
+        _ => (n as f64 * cost - credit).clamp(0.0, avail),
+    };
+    let new_credit = if outcome == RunOutcome::Continue {
+        avail + credit - n as f64 * cost
+    } else {
+        0.0
+    };
     if let Work::Message {
-        remaining, credit, ..
+        remaining,
+        credit,
+        slot,
+        ..
     } = &mut w.tasks[t].work
     {
         *remaining = rem;
-        *credit = if outcome == RunOutcome::Continue {
-            new_credit
-        } else {
-            0.0
-        };
+        *credit = new_credit.max(0.0);
+        if sender {
+            *slot = next;
+        }
     }
     w.tasks[t].progress = (w.tasks[t].work_expected - rem) as f64;
     for x in wake {
@@ -1194,7 +1210,6 @@ fn run_message(
             w.wakeups.push((x, cpu));
         }
     }
-    // A task that could not do anything still pays nothing.
     (spent, outcome)
 }
 

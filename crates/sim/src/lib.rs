@@ -57,12 +57,12 @@
 //!   exceed the bandwidth. A task moved to another LLC first pays the
 //!   refill of the lines that were hits (its working set up to the LLC
 //!   size, at its memory latency over the MLP).
-//! - **Message passing** (hackbench): groups of senders and receivers share
-//!   a bounded pool of messages (the socket buffers); a full pool blocks
-//!   senders, an empty one receivers, and each message wakes one blocked
-//!   peer through the scheduler's wakeup path. A message costs cycles plus
-//!   the transfer of its lines from the LLCs where the group's members
-//!   ran.
+//! - **Message passing** (hackbench): each sender writes to the receivers
+//!   of its group in turn, one bounded socket per receiver; a sender
+//!   blocks on a full socket, a receiver on its empty one, and a write or
+//!   read wakes the peer blocked on that socket through the scheduler's
+//!   wakeup path. A message costs cycles plus the transfer of its lines
+//!   from the LLCs where the group's members ran.
 //! - **Accounting**: per task, time per node, user time (work and cache
 //!   refills) and system time (balancer work charged to the task it runs
 //!   in: scans, faults, migrations, samples), initial and main node,

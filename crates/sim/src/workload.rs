@@ -286,12 +286,13 @@ fn add_hackbench(
     for g in 0..groups {
         let gi = w.groups.len();
         w.groups.push(MsgGroup {
-            pending: 0,
-            capacity: per_socket * fds as u64,
+            pending: vec![0; fds as usize],
+            capacity: per_socket,
             cycles: MSG_CYCLES,
             lines,
-            blocked_senders: VecDeque::new(),
-            blocked_receivers: VecDeque::new(),
+            blocked_senders: vec![Vec::new(); fds as usize],
+            receivers: Vec::new(),
+            receiver_blocked: vec![false; fds as usize],
             llc_members: vec![0; w.m.llc_count()],
             members: 0,
         });
@@ -305,6 +306,9 @@ fn add_hackbench(
                     Work::Message {
                         group: gi,
                         sender,
+                        // Receivers read their own socket; sender i starts
+                        // writing at socket 0 like hackbench's loop.
+                        slot: if sender { 0 } else { i as usize },
                         remaining: msgs,
                         credit: 0.0,
                     },
@@ -315,6 +319,9 @@ fn add_hackbench(
                     main,
                 );
                 w.tasks[id].affinity = affinity;
+                if !sender {
+                    w.groups[gi].receivers.push(id);
+                }
                 ids.push(id);
             }
         }
