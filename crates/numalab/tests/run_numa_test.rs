@@ -218,3 +218,118 @@ fn topology_text_and_json_here_and_on_fixtures() {
         "/nonexistent",
     );
 }
+
+/// Children of `pid` (from /proc/PID/task/*/children).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // a zombie is as good as gone: it no longer runs
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
+    for _ in 0..500 {
+        let c = children(pid);
+        if c.len() >= n {
+            return c;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("numalab did not start {n} tasks");
+}
+
+#[test]
+fn a_killed_task_fails_the_run_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args([
+            "run",
+            "numa_test",
+            "--tasks",
+            "2",
+            "--size",
+            "4000000",
+            "--disturb",
+            "none",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kids = wait_for_children(c.id(), 2);
+    unsafe { libc::kill(kids[0] as i32, libc::SIGKILL) };
+    let o = c.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("1 of 1 runs failed") && err.contains("signal 9 (SIGKILL)"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).contains("FAILED"));
+    let rep = numalab_record::load_paths(&[dir.path().join("numalab-results")]);
+    assert_eq!(rep.records.len(), 1, "the failed run is recorded");
+    let r = &rep.records[0].1;
+    assert!(!r.outcome.is_ok());
+    assert!(r.outcome.reason.as_deref().unwrap().contains("SIGKILL"));
+}
+
+#[test]
+fn ctrl_c_stops_every_task_and_keeps_finished_records() {
+    let dir = tempfile::tempdir().unwrap();
+    // first a tiny run that finishes, then a long one that is interrupted
+    let c = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["run", "numa_test", "--tasks", "1,2", "--size", "4000000"])
+        .env("NUMALAB_NUMA_TEST_PEAK_AT", "0.2")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // wait for the second run (2 tasks + the storm's process)
+    let mut kids = Vec::new();
+    for _ in 0..3000 {
+        kids = children(c.id());
+        if kids.len() >= 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        kids.len() >= 3,
+        "second run with its load peak never started"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut all = kids.clone();
+    for k in &kids {
+        all.extend(children(*k)); // the storm's senders and receivers
+    }
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("interrupted"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left: Vec<u32> = all.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "processes outlived numalab: {left:?}");
+    let rep = numalab_record::load_paths(&[dir.path().join("numalab-results")]);
+    assert_eq!(rep.records.len(), 1, "the finished run's record is kept");
+    assert!(rep.errors.is_empty());
+}
