@@ -43,6 +43,10 @@ pub struct Linux {
     min_gran_ns: u64,
     numa_imbalance: f64,
     wake_affine: bool,
+    /// True while balancing for a CPU that just went idle in mid-tick:
+    /// running tasks are not moved then (the kernel defers active balance
+    /// to the stopper thread).
+    in_newidle: bool,
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
@@ -113,6 +117,7 @@ impl Linux {
             min_gran_ns: 750_000 * factor,
             numa_imbalance,
             wake_affine,
+            in_newidle: false,
         })
     }
 
@@ -136,7 +141,8 @@ impl Linux {
             .copied()
             .find(|&c| w.cpus[c].is_idle())
             .unwrap_or(local[0]);
-        if first != cpu {
+        // (A newly idle CPU always balances for itself.)
+        if first != cpu && !self.in_newidle {
             return false;
         }
         let (nr_l, cap_l, idle_l) = Self::group_stats(w, local);
@@ -215,7 +221,8 @@ impl Linux {
                 }
             }
             let mut pick = pick.or(fallback);
-            if pick.is_none() && active_ok && w.cpus[cpu].is_idle() && max == 1 {
+            if pick.is_none() && active_ok && !self.in_newidle && w.cpus[cpu].is_idle() && max == 1
+            {
                 // Active balance: push the running task over (migration thread).
                 if let Some(t) = w.cpus[src].curr {
                     let pref = w.tasks[t].preferred_node;
@@ -362,11 +369,13 @@ impl Linux {
     }
 
     pub fn newidle(&mut self, w: &mut World, cpu: CpuId) {
+        self.in_newidle = true;
         for li in 0..self.levels.len() {
             if self.load_balance(w, li, cpu) {
                 break;
             }
         }
+        self.in_newidle = false;
     }
 
     pub fn slice(&self, w: &World, cpu: CpuId) -> u64 {
