@@ -73,7 +73,10 @@ pub struct Task {
     pub state: TaskState,
     /// CPU the task runs on, is queued on, or last ran on.
     pub cpu: CpuId,
+    /// Node of the CPU the task first ran on (the seed's iSched).
     pub initial_node: Option<usize>,
+    /// Whether the task has been put on a run queue yet.
+    pub placed: bool,
     /// Index into [`World::masks`]; `None` = any CPU.
     pub affinity: Option<usize>,
     pub mem_policy: MemPolicy,
@@ -432,11 +435,11 @@ impl World {
     /// move to another cache and the bookkeeping of message groups.
     pub fn enqueue(&mut self, t: TaskId, cpu: CpuId) {
         let old = self.tasks[t].cpu;
-        if self.tasks[t].initial_node.is_some() && old != cpu {
+        if self.tasks[t].placed && old != cpu {
             self.note_move(t, old, cpu);
         }
-        if self.tasks[t].initial_node.is_none() {
-            self.tasks[t].initial_node = Some(self.m.cpu_node[cpu]);
+        if !self.tasks[t].placed {
+            self.tasks[t].placed = true;
             if let Work::Message { group, .. } = self.tasks[t].work {
                 let g = &mut self.groups[group];
                 g.llc_members[self.m.cpu_llc[cpu]] += 1;
@@ -818,6 +821,9 @@ impl Engine {
                         rq.curr = Some(t);
                         rq.slice_left = slice.max(1);
                         self.w.tasks[t].state = TaskState::Running;
+                        if self.w.tasks[t].initial_node.is_none() {
+                            self.w.tasks[t].initial_node = Some(self.w.m.cpu_node[cpu]);
+                        }
                         self.w.open_span(cpu, t, start + used);
                     }
                     None => {

@@ -226,6 +226,7 @@ pub(crate) fn add_task(
         state: TaskState::NotStarted,
         cpu: 0,
         initial_node: None,
+        placed: false,
         affinity: None,
         mem_policy: MemPolicy::Local,
         exec,
