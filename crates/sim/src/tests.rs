@@ -356,6 +356,17 @@ fn unknown_policies_and_parameters_are_one_line_errors() {
     assert!(e.contains("scan_size_mb"), "{e}");
     let e = SimConfig::new("azusa16", "linux", "ibs", 1).unwrap_err();
     assert!(e.contains("unknown balancer \"ibs\""), "{e}");
+    let cfg = SimConfig::new("tx7", "linux", "none", 1).unwrap();
+    let too_big = Bench::NumaTest {
+        tasks: 64,
+        size: 100_000_000,
+        disturb: Disturb::None,
+    };
+    let e = crate::validate(&cfg, &too_big).unwrap_err();
+    assert!(
+        e.contains("numa_test needs 119.2 GiB of memory but machine tx7 has 16.0 GiB"),
+        "{e}"
+    );
     let e = SimConfig::new("nosuch", "linux", "none", 1).unwrap_err();
     assert!(e.contains("no such file and no such preset"), "{e}");
     assert!(!e.contains('\n'));

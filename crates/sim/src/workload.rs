@@ -645,6 +645,17 @@ impl Bench {
             }
         }
         meta.params = params;
+        let need = w.mem.node.len() as u64 * w.mem.chunk_bytes;
+        let have: u64 = w.m.memory_bytes.iter().sum();
+        if need > have {
+            return Err(format!(
+                "{} needs {} of memory but machine {} has {}",
+                self.name(),
+                numalab_topology::human_bytes(need),
+                w.m.name,
+                numalab_topology::human_bytes(have)
+            ));
+        }
         launch_times(w, &mut meta);
         Ok(meta)
     }
