@@ -605,6 +605,24 @@ min_ghz = 1
     }
 
     #[test]
+    fn host_machines_come_from_sysfs_trees() {
+        let fx =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures");
+        let m = Machine::host(&fx.join("azusa-4node-16cpu")).unwrap();
+        assert_eq!((m.nnodes, m.ncpus), (4, 16));
+        let t = Topology::from_sysfs(&fx.join("azusa-4node-16cpu")).unwrap();
+        assert_eq!(m.distances, t.distances);
+        let m = Machine::host(&fx.join("2socket-smt-4llc")).unwrap();
+        assert_eq!(m.nnodes, 2);
+        assert_eq!(m.core_cpus[0].len(), 2, "SMT siblings kept");
+        assert!(m.description.contains("not measured"));
+        // A memory-only node (CXL, tiering) is left out: the model's nodes have CPUs.
+        let t = Topology::from_sysfs(&fx.join("memory-only-node")).unwrap();
+        let m = Machine::host(&fx.join("memory-only-node")).unwrap();
+        assert_eq!(m.nnodes, t.cpu_nodes().count());
+    }
+
+    #[test]
     fn good_file_builds() {
         let m = build(OK).unwrap();
         assert_eq!(m.ncpus, 8);
