@@ -76,7 +76,9 @@
 //! controller bandwidth is shared), DRAM bank and row effects, prefetchers,
 //! cache coherence traffic other than message lines, thermal limits,
 //! C-state exit latency, interrupts, the kernel's own threads, page cache,
-//! swapping, base-page (4 KiB) granularity of faults, and nice levels.
+//! swapping, base-page (4 KiB) granularity of faults, nice levels, and
+//! memory-only (CXL, tiered) nodes: every modelled node has CPUs, and
+//! `host` leaves memory-only nodes out.
 //!
 //! ## Validation: public parameters, never fudge factors
 //!
