@@ -11,6 +11,7 @@ compgen -G "/boot/vmlinuz-*" >/dev/null || need+=(linux-image-amd64)
 command -v numastat >/dev/null 2>&1 || need+=(numactl)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 if ((${#need[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
         echo "scripts/test.sh: the tests need Debian packages: ${need[*]}; run as root or install them" >&2

@@ -5,9 +5,14 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cli_compare;
+mod cli_load;
+mod cli_report;
 mod cli_run;
+mod cli_show;
 mod cli_sim;
 mod cli_topology;
+mod cli_vm;
 
 #[derive(Parser)]
 #[command(
@@ -29,8 +34,22 @@ enum Command {
     Run(cli_run::RunArgs),
     /// Run a benchmark on a simulated NUMA machine under a chosen scheduler and balancer
     Sim(cli_sim::SimArgs),
+    /// Run a numalab command in a QEMU guest with a chosen NUMA topology
+    Vm(cli_vm::VmArgs),
     /// Print the JSON Schema of run records
     Schema,
+    /// Compare configurations (labels, hosts, backends) from their run records
+    Compare(cli_compare::CompareArgs),
+    /// Print one run, or a directory of runs, as seed-style text tables and charts
+    Show(cli_show::ShowArgs),
+    /// Write a self-contained HTML report with tables and SVG charts
+    Report(cli_report::ReportArgs),
+    /// PID 1 of a `numalab vm` guest (internal)
+    #[command(hide = true, name = "guest-init")]
+    GuestInit,
+    /// Small workloads for the guest testbed's own tests (internal)
+    #[command(hide = true, name = "guest-probe")]
+    GuestProbe(cli_vm::ProbeArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,7 +66,13 @@ fn main() -> ExitCode {
         Command::Topology(args) => cli_topology::run(args),
         Command::Run(args) => cli_run::run(args),
         Command::Sim(args) => cli_sim::run(args),
+        Command::Vm(args) => cli_vm::run(args),
         Command::Schema => schema(),
+        Command::Compare(args) => cli_compare::run(args),
+        Command::Show(args) => cli_show::run(args),
+        Command::Report(args) => cli_report::run(args),
+        Command::GuestInit => cli_vm::guest_init(),
+        Command::GuestProbe(args) => cli_vm::guest_probe(args),
     };
     match result {
         Ok(code) => code,
@@ -92,6 +117,18 @@ pub fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ").replace('\n', " ")
+}
+
+/// Write to stdout; a closed pipe (`numalab compare ... | head`) ends
+/// quietly instead of panicking.
+pub fn print_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(e).context("writing to standard output"),
+    }
 }
 
 fn schema() -> Result<ExitCode> {

@@ -4,7 +4,41 @@
 //! a guest run and a simulated run are presented by the same code. Text
 //! output is plain ASCII within 80 columns, laid out like the tables in
 //! the seed documents, so it can be pasted into a mailing-list post as is.
+//!
+//! The pieces, in the order data flows through them:
+//!
+//! * [`dataset`] groups records into *cases* (benchmark + parameters) and
+//!   *configurations* (label + host + backend).
+//! * [`compare`] computes, per metric, the summaries, ratios, tests and
+//!   verdicts with [`numalab_stats`], and collects footnotes (too few runs,
+//!   high variation, outliers, machine differences the labels do not name,
+//!   failed runs). [`compare_render`] prints that as text, Markdown, CSV or
+//!   JSON, in the full or the normalised (seed 003) layout.
+//! * [`series`] pulls time series out of records (memory per node, pages
+//!   migrated, progress); [`textplot`] draws them as ASCII charts within
+//!   80×20 characters and [`svg`] as inline SVG.
+//! * [`show`] prints one run or a directory of runs the way the seeds do;
+//!   [`html`] writes the self-contained HTML report.
+//! * [`table`] is the one table model behind text, Markdown and HTML;
+//!   [`num`] formats numbers the same way everywhere.
+//!
+//! No output uses colour or terminal control sequences, so `NO_COLOR` and
+//! output to a pipe or file need no special handling.
 
+pub mod axis;
+pub mod compare;
+pub mod compare_render;
+pub mod dataset;
+pub mod html;
+pub mod num;
+pub mod series;
+pub mod show;
+pub mod svg;
+pub mod table;
 pub mod text;
+pub mod textplot;
 
+pub use compare::{compare, CompareError, CompareOptions, CompareReport, Regression};
+pub use compare_render::Layout;
+pub use dataset::Dataset;
 pub use numalab_record::RunRecord;

@@ -4,25 +4,25 @@ use numalab_record::RunRecord;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Mean and sample standard deviation (0 for a single value).
+/// Mean and sample standard deviation (0 for a single value; NaN for
+/// none), computed by numalab-stats.
 pub fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
+    match numalab_stats::Summary::of(v) {
+        Ok(s) => (s.mean, s.stddev.unwrap_or(0.0)),
+        Err(_) => (f64::NAN, f64::NAN),
     }
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
 }
 
-/// `52.67(3.51)`, seed 001's notation.
+/// `52.67(3.51)`, seed 001's notation; `9.50(-)` for a single run, which
+/// has no standard deviation.
 pub fn mean_paren_sd(v: &[f64]) -> String {
-    let (m, sd) = mean_sd(v);
-    format!("{m:.2}({sd:.2})")
+    match numalab_stats::Summary::of(v) {
+        Ok(s) => match s.stddev {
+            Some(sd) => format!("{:.2}({sd:.2})", s.mean),
+            None => format!("{:.2}(-)", s.mean),
+        },
+        Err(_) => "-".into(),
+    }
 }
 
 /// The per-task table of seed 000: % of running time on each node, the
@@ -127,7 +127,8 @@ mod tests {
         let (m, sd) = mean_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
         assert_eq!(m, 5.0);
         assert!((sd - 2.138089935299395).abs() < 1e-12);
-        assert_eq!(mean_paren_sd(&[1.0]), "1.00(0.00)");
+        assert_eq!(mean_paren_sd(&[1.0]), "1.00(-)");
+        assert_eq!(mean_paren_sd(&[]), "-");
     }
 
     #[test]
@@ -164,7 +165,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            lines[2].starts_with("    4 ") && lines[2].contains("20.00(0.00)"),
+            lines[2].starts_with("    4 ") && lines[2].contains("20.00(-)"),
             "{t}"
         );
         assert_eq!(

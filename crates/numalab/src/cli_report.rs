@@ -1,0 +1,64 @@
+//! `numalab report PATH... -o report.html`: one self-contained HTML file.
+
+use anyhow::{Context, Result};
+use numalab_report::{compare, html, CompareOptions};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Record files or directories of records (searched recursively)
+    #[arg(value_name = "PATH", required = true, num_args = 1..)]
+    paths: Vec<PathBuf>,
+    /// The HTML file to write
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Configuration to compare against (as for `numalab compare`)
+    #[arg(long, value_name = "LABEL")]
+    baseline: Option<String>,
+    /// Metrics to compare (default: all)
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    metric: Vec<String>,
+}
+
+pub fn run(a: ReportArgs) -> Result<ExitCode> {
+    let ds = crate::cli_load::load(&a.paths)?;
+    let opts = CompareOptions {
+        baseline: a.baseline.clone(),
+        metrics: a.metric.clone(),
+        ..CompareOptions::default()
+    };
+    let cmp = compare(&ds, &opts)?;
+    let inputs: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+    let text = html::report(&ds, &cmp, &inputs);
+    // Written next to its destination and renamed, so a reader never sees
+    // half a report.
+    let dir = match a.output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".numalab-report")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    tmp.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    // tempfile creates 0600; a report is for sharing.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644));
+    }
+    tmp.persist(&a.output)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    eprintln!(
+        "numalab: wrote {} ({} runs, {} KiB)",
+        a.output.display(),
+        ds.runs.len(),
+        text.len().div_ceil(1024)
+    );
+    Ok(ExitCode::SUCCESS)
+}

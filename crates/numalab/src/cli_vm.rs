@@ -1,0 +1,203 @@
+//! `numalab vm ... -- <numalab arguments>`: run numalab in a QEMU guest
+//! with a chosen NUMA topology; and the hidden guest side (`guest-init`,
+//! `guest-probe`). The work is in the numalab-vm crate.
+
+use anyhow::{anyhow, Result};
+use numalab_vm::{AccelChoice, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Example: numalab vm --nodes 2 --cpus-per-node 2 --mem-per-node 512M -- topology\n\n\
+                  Records the command writes come back to --results (or the --results given after --), \
+                  tagged with the guest kernel, the emulated topology and the accelerator. \
+                  Guest timings are emulation timings: see docs/vm.md."
+)]
+pub struct VmArgs {
+    /// NUMA nodes in the guest
+    #[arg(long, default_value_t = 2)]
+    nodes: u32,
+    /// CPUs on each node that has CPUs
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    cpus_per_node: u32,
+    /// Memory on each node (512M, 1G, 2048K)
+    #[arg(long, value_name = "SIZE", default_value = "512M")]
+    mem_per_node: String,
+    /// Node distance matrix, rows separated by ';' (default: 10 local, 20 remote)
+    #[arg(long, value_name = "MATRIX")]
+    distances: Option<String>,
+    /// Node ids with memory and no CPUs, the highest ones (e.g. 2 or 2-3)
+    #[arg(long, value_name = "NODES")]
+    memory_only_nodes: Option<String>,
+    /// Guest kernel image (default: the newest readable /boot/vmlinuz-*)
+    #[arg(long, value_name = "PATH")]
+    kernel: Option<PathBuf>,
+    /// Extra guest kernel command line arguments (e.g. "numa_balancing=disable")
+    #[arg(long, value_name = "ARGS")]
+    append: Option<String>,
+    /// Sysctl applied in the guest before the command (repeatable)
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl)]
+    sysctls: Vec<(String, String)>,
+    /// Accelerator: KVM when usable, else TCG emulation
+    #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
+    accel: AccelArg,
+    /// Stop the guest after this many seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: u64,
+    /// Write the guest console to a log file under the results directory
+    #[arg(long)]
+    quiet: bool,
+    /// Directory the guest's records are written to [default: numalab-results]
+    #[arg(long, value_name = "DIR")]
+    results: Option<PathBuf>,
+    /// The numalab command to run in the guest, after --
+    #[arg(last = true, required = true, value_name = "NUMALAB ARGS")]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AccelArg {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+fn parse_sysctl(s: &str) -> Result<(String, String), String> {
+    numalab_vm::job::parse_sysctl(s)
+}
+
+pub fn run(a: VmArgs) -> Result<ExitCode> {
+    let spec = VmSpec::parse(&SpecInput {
+        nodes: a.nodes,
+        cpus_per_node: a.cpus_per_node,
+        mem_per_node: a.mem_per_node.clone(),
+        distances: a.distances.clone(),
+        memory_only_nodes: a.memory_only_nodes.clone(),
+    })?;
+    let opts = VmOptions {
+        spec,
+        kernel: a.kernel,
+        sysctls: a.sysctls,
+        accel: match a.accel {
+            AccelArg::Auto => AccelChoice::Auto,
+            AccelArg::Kvm => AccelChoice::Kvm,
+            AccelArg::Tcg => AccelChoice::Tcg,
+        },
+        timeout: Duration::from_secs(a.timeout),
+        quiet: a.quiet,
+        results: a.results,
+        command: a.command,
+        append: a.append.unwrap_or_default(),
+        exe: None,
+    };
+    match numalab_vm::run(&opts) {
+        Ok(r) => {
+            let secs = |v: Option<f64>| v.map(|s| format!("{s:.1} s")).unwrap_or("-".into());
+            let records = match r.records.len() {
+                0 => String::new(),
+                n => format!("; {n} record(s) in {}", r.results_dir.display()),
+            };
+            let status = match r.exit {
+                GuestExit::Code(0) => String::new(),
+                GuestExit::Code(c) => format!("; the command exited with {c}"),
+                GuestExit::Signal(s) => format!("; the command was killed by signal {s}"),
+            };
+            eprintln!(
+                "numalab vm: {} guest, kernel {}: init at {}, first output at {}, done in {:.1} s{records}{status}",
+                r.accel.as_str(),
+                r.guest_kernel,
+                secs(r.init_s),
+                secs(r.first_output_s),
+                r.total_s
+            );
+            Ok(ExitCode::from(r.exit_code()))
+        }
+        Err(VmError::Interrupted(m)) => {
+            eprintln!("numalab: {m}");
+            Ok(ExitCode::from(130))
+        }
+        Err(e) => Err(anyhow!(e)),
+    }
+}
+
+/// PID 1 of the guest. Never returns inside a guest.
+pub fn guest_init() -> Result<ExitCode> {
+    match numalab_vm::guest::init_main() {
+        Ok(never) => match never {},
+        Err(e) => Err(anyhow!(e)),
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ProbeArgs {
+    #[command(subcommand)]
+    probe: Probe,
+}
+
+#[derive(clap::Subcommand)]
+enum Probe {
+    /// First-touch memory on one node, work on it from another, report migration
+    Migrate(MigrateArgs),
+}
+
+#[derive(clap::Args)]
+struct MigrateArgs {
+    /// Size of the region in MiB
+    #[arg(long, default_value_t = 64)]
+    mib: u64,
+    /// Longest time to work from the second node
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f64,
+    /// Node that first touches the memory
+    #[arg(long, default_value_t = 0)]
+    from: u32,
+    /// Node that then works on it
+    #[arg(long, default_value_t = 1)]
+    to: u32,
+    /// Stop early once this fraction of the pages is on --to (e.g. 0.9)
+    #[arg(long)]
+    until: Option<f64>,
+    #[arg(long, default_value = "default")]
+    label: String,
+    #[arg(long, value_name = "DIR", default_value = "numalab-results")]
+    results: PathBuf,
+}
+
+pub fn guest_probe(a: ProbeArgs) -> Result<ExitCode> {
+    let Probe::Migrate(m) = a.probe;
+    let p = numalab_vm::probe::MigrateParams {
+        mib: m.mib,
+        seconds: m.seconds,
+        from: m.from,
+        to: m.to,
+        until: m.until,
+        results: m.results,
+        label: m.label,
+    };
+    let r = numalab_vm::probe::migrate(&p).map_err(anyhow::Error::msg)?;
+    println!(
+        "probe-migrate: {} MiB ({} pages) first touched on node {}, then worked on from node {} for {:.1} s ({} passes)",
+        p.mib, r.pages, p.from, p.to, r.worked_s, r.passes
+    );
+    println!(
+        "pages on node {}: {} at the start, {} at the end; on node {}: {} at the end ({:.1}%)",
+        p.from,
+        r.on_from_start,
+        r.on_from_end,
+        p.to,
+        r.on_to_end,
+        100.0 * r.on_to_end as f64 / r.pages.max(1) as f64
+    );
+    println!(
+        "numa_pages_migrated +{}, numa_hint_faults +{}",
+        r.migrated, r.hint_faults
+    );
+    println!("record: {}", r.record_path.display());
+    match r.failure {
+        None => Ok(ExitCode::SUCCESS),
+        Some(f) => Err(anyhow!("probe-migrate failed: {f}")),
+    }
+}

@@ -1,0 +1,680 @@
+//! `numalab vm`: the guest testbed, tested by booting real QEMU guests.
+//!
+//! These tests need `qemu-system-x86_64` (Debian package qemu-system-x86)
+//! and a readable kernel image `/boot/vmlinuz-*` (linux-image-amd64). When
+//! either is missing they FAIL, naming the package: a silently skipped
+//! test would hide a broken testbed. `NUMALAB_SKIP_VM_TESTS=1` skips them
+//! on purpose, with a loud notice.
+//!
+//! Guests run one at a time (a lock), kept small (2 vCPUs where the test
+//! allows) because TCG on a 2-core host is slow.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_numalab");
+static GUEST: Mutex<()> = Mutex::new(());
+
+/// Whether guest tests should run: false (with a notice) when skipped on
+/// purpose; panics naming the package when something is missing.
+fn guests_enabled(test: &str) -> bool {
+    if std::env::var_os("NUMALAB_SKIP_VM_TESTS").is_some_and(|v| !v.is_empty() && v != "0") {
+        eprintln!(
+            "\n!!!!! NUMALAB_SKIP_VM_TESTS is set: guest test `{test}` SKIPPED; the NUMA testbed is NOT tested !!!!!\n"
+        );
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let qemu = std::env::split_paths(&path).any(|d| d.join("qemu-system-x86_64").is_file());
+    assert!(
+        qemu,
+        "guest tests need qemu-system-x86_64: apt-get install qemu-system-x86 \
+         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
+    );
+    let kernel = std::fs::read_dir("/boot")
+        .map(|d| {
+            d.flatten().any(|e| {
+                e.file_name().to_string_lossy().starts_with("vmlinuz-")
+                    && std::fs::File::open(e.path()).is_ok()
+            })
+        })
+        .unwrap_or(false);
+    assert!(
+        kernel,
+        "guest tests need a readable /boot/vmlinuz-*: apt-get install linux-image-amd64 \
+         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
+    );
+    true
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    GUEST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `numalab vm --quiet --timeout 300 --results DIR <vm_args> -- <cmd>`.
+fn vm(results: &Path, vm_args: &[&str], cmd: &[&str]) -> Output {
+    let t = Instant::now();
+    let out = Command::new(EXE)
+        .args(["vm", "--quiet", "--timeout", "300", "--results"])
+        .arg(results)
+        .args(vm_args)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("running numalab");
+    eprintln!(
+        "numalab vm {vm_args:?} -- {cmd:?}: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    out
+}
+
+fn records(dir: &Path) -> Vec<(PathBuf, Value)> {
+    let mut v: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let r = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p, r)
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+fn metric(r: &Value, name: &str) -> f64 {
+    r["metrics"][name]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no metric {name} in {}", r["metrics"]))
+}
+
+/// The guest's `topology --json` must be the spec: node ids, CPUs per
+/// node, memory-only nodes, distances; each node's memory at most what
+/// was given and most of it (the kernel keeps some for itself).
+fn check_topology(json: &Value, cpus: &[Vec<u64>], dist: &[Vec<u64>], mem_mib: u64) {
+    let nodes = json["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), cpus.len(), "{json}");
+    for (i, n) in nodes.iter().enumerate() {
+        assert_eq!(n["id"], i as u64, "{json}");
+        let got: Vec<u64> = n["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(got, cpus[i], "CPUs of node {i}: {json}");
+        let mem = n["memory_bytes"].as_u64().unwrap();
+        assert!(
+            mem <= mem_mib << 20 && mem >= (mem_mib << 20) * 6 / 10,
+            "node {i} has {mem} bytes for {mem_mib} MiB given"
+        );
+    }
+    let got: Vec<Vec<u64>> = json["distances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(got, dist, "distances: {json}");
+}
+
+#[test]
+fn guest_sees_a_two_node_topology() {
+    if !guests_enabled("guest_sees_a_two_node_topology") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &[
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "2",
+            "--mem-per-node",
+            "512M",
+            "--distances",
+            "10,20;20,10",
+        ],
+        &["topology", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // Standard output is the command's alone: no kernel messages.
+    let json: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    check_topology(
+        &json,
+        &[vec![0, 1], vec![2, 3]],
+        &[vec![10, 20], vec![20, 10]],
+        512,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("accelerator") || stderr.contains("guest, kernel"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn guest_sees_a_three_node_asymmetric_topology_with_a_memory_only_node() {
+    if !guests_enabled("guest_sees_a_three_node_asymmetric_topology") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &[
+            "--nodes",
+            "3",
+            "--cpus-per-node",
+            "1",
+            "--mem-per-node",
+            "256M",
+            "--memory-only-nodes",
+            "2",
+            "--distances",
+            "10,16,32;16,10,24;32,24,10",
+        ],
+        &["topology", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let json: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    check_topology(
+        &json,
+        &[vec![0], vec![1], vec![]],
+        &[vec![10, 16, 32], vec![16, 10, 24], vec![32, 24, 10]],
+        256,
+    );
+}
+
+#[test]
+fn a_benchmark_record_comes_back_whole_with_the_guests_metadata() {
+    if !guests_enabled("a_benchmark_record_comes_back_whole") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let after = d.path().join("from-after-dashdash");
+    // --results after -- decides where records land on the host.
+    let out = Command::new(EXE)
+        .args([
+            "vm",
+            "--quiet",
+            "--timeout",
+            "300",
+            "--nodes",
+            "2",
+            "--mem-per-node",
+            "256M",
+        ])
+        .args([
+            "--sysctl",
+            "kernel.numa_balancing=1",
+            "--",
+            "run",
+            "numa_test",
+        ])
+        .args([
+            "--tasks",
+            "2",
+            "--size",
+            "20000",
+            "--disturb",
+            "none",
+            "--interval",
+            "0.5",
+        ])
+        .arg("--results")
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&after);
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let (path, r) = &recs[0];
+    // Whole: it loads through the strict reader, and it is the record
+    // the guest announced (same id).
+    let loaded = numalab_record::load(path);
+    assert!(loaded.is_ok(), "{loaded:?}");
+    let id = r["id"].as_str().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("/numalab-results/{id}.json")),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r["benchmark"], "numa_test");
+    assert_eq!(r["outcome"]["status"], "ok");
+    assert_eq!(r["tasks"].as_array().unwrap().len(), 2);
+    // The guest's metadata: its kernel, its topology, its sysctls.
+    let b = &r["backend"];
+    assert_eq!(b["kind"], "guest", "{b}");
+    assert!(b["accel"] == "tcg" || b["accel"] == "kvm", "{b}");
+    assert_eq!(b["spec"], "--nodes 2 --cpus-per-node 1 --mem-per-node 256M");
+    assert_eq!(b["sysctls"]["kernel.numa_balancing"], "1");
+    let host_kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(b["host_kernel"], host_kernel.trim());
+    let m = &r["machine"];
+    assert_eq!(m["hostname"], "numalab-vm");
+    assert_eq!(m["numa_balancing"], "1");
+    let boot_kernels: Vec<String> = std::fs::read_dir("/boot")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("vmlinuz-")
+                .map(str::to_string)
+        })
+        .collect();
+    assert!(
+        boot_kernels.iter().any(|k| m["kernel"] == k.as_str()),
+        "{} vs {boot_kernels:?}",
+        m["kernel"]
+    );
+    assert_eq!(m["topology"]["nodes"].as_array().unwrap().len(), 2);
+    assert!(r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("no remote-access cost")));
+    // --quiet: the console went to a log beside the records.
+    assert!(after.join("vm-logs").is_dir());
+    let leftovers: Vec<_> = std::fs::read_dir(&after)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+fn migrate_probe(balancing: &str, args: &[&str]) -> Value {
+    let d = tempfile::tempdir().unwrap();
+    let sysctl = format!("kernel.numa_balancing={balancing}");
+    let mut cmd = vec!["guest-probe", "migrate", "--mib", "64"];
+    cmd.extend_from_slice(args);
+    let out = vm(
+        d.path(),
+        &[
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+            "--mem-per-node",
+            "384M",
+            "--sysctl",
+            &sysctl,
+        ],
+        &cmd,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let r = recs[0].1.clone();
+    assert_eq!(r["backend"]["sysctls"]["kernel.numa_balancing"], balancing);
+    assert_eq!(r["machine"]["numa_balancing"], balancing);
+    assert_eq!(r["outcome"]["status"], "ok", "{}", r["outcome"]);
+    // It did work: every page first touched on node 0, passes made.
+    let pages = metric(&r, "pages");
+    assert_eq!(pages, 16384.0);
+    assert_eq!(metric(&r, "pages_on_from_start"), pages);
+    assert!(metric(&r, "passes") >= 1.0);
+    r
+}
+
+#[test]
+fn with_numa_balancing_pages_follow_the_thread_to_node_1() {
+    if !guests_enabled("with_numa_balancing_pages_follow_the_thread") {
+        return;
+    }
+    let _g = lock();
+    let r = migrate_probe("1", &["--seconds", "60", "--until", "0.9"]);
+    let pages = metric(&r, "pages");
+    assert!(
+        metric(&r, "numa_pages_migrated") >= pages / 2.0,
+        "numa_pages_migrated {} for {pages} pages",
+        metric(&r, "numa_pages_migrated")
+    );
+    assert!(
+        metric(&r, "pages_on_to_end") > pages / 2.0,
+        "only {} of {pages} pages ended on node 1",
+        metric(&r, "pages_on_to_end")
+    );
+    assert!(metric(&r, "numa_hint_faults") > 0.0);
+}
+
+#[test]
+fn without_numa_balancing_nothing_migrates() {
+    if !guests_enabled("without_numa_balancing_nothing_migrates") {
+        return;
+    }
+    let _g = lock();
+    let r = migrate_probe("0", &["--seconds", "4"]);
+    let pages = metric(&r, "pages");
+    assert_eq!(metric(&r, "numa_pages_migrated"), 0.0);
+    assert_eq!(metric(&r, "numa_hint_faults"), 0.0);
+    assert_eq!(metric(&r, "pages_on_from_end"), pages);
+    assert!(metric(&r, "worked_s") >= 4.0);
+}
+
+/// QEMU processes started by the numalab process `pid` (they are named
+/// `numalab-vm-<pid>`), zombies excluded.
+fn qemus_of(pid: u32) -> Vec<u32> {
+    let tag = format!("numalab-vm-{pid}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmd).contains(&tag)
+        })
+        .collect()
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn timeout_stops_the_guest_and_reports_it() {
+    if !guests_enabled("timeout_stops_the_guest") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let child = Command::new(EXE)
+        .args(["vm", "--timeout", "8", "--results"])
+        .arg(d.path())
+        .args(["--", "guest-probe", "migrate", "--seconds", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("numalab: error: timed out after 8 s"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stderr.contains("lines of the guest console"),
+        "{}",
+        text(&out)
+    );
+    assert!(qemus_of(pid).is_empty(), "QEMU outlived numalab");
+}
+
+#[test]
+fn ctrl_c_and_sigkill_leave_no_qemu_behind() {
+    if !guests_enabled("ctrl_c_and_sigkill_leave_no_qemu_behind") {
+        return;
+    }
+    let _g = lock();
+    for name in ["SIGINT", "SIGKILL"] {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = Command::new(EXE)
+            .args(["vm", "--quiet", "--results"])
+            .arg(d.path())
+            .args(["--", "guest-probe", "migrate", "--seconds", "600"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(
+            wait_until(Duration::from_secs(30), || !qemus_of(pid).is_empty()),
+            "{name}: no QEMU started"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+        let sig = name.trim_start_matches("SIG");
+        let r = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(r.success());
+        let status = child.wait().unwrap();
+        if name == "SIGINT" {
+            assert_eq!(status.code(), Some(130), "{name}");
+            // Reaped before numalab exited.
+            assert!(qemus_of(pid).is_empty(), "{name}: QEMU outlived numalab");
+        } else {
+            // SIGKILL gives numalab no chance: PR_SET_PDEATHSIG does it.
+            assert!(
+                wait_until(Duration::from_secs(10), || qemus_of(pid).is_empty()),
+                "{name}: QEMU outlived numalab"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_guest_kernel_panic_ends_the_run_with_the_console_tail() {
+    if !guests_enabled("a_guest_kernel_panic_ends_the_run") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &[
+            "--nodes",
+            "2",
+            "--mem-per-node",
+            "160M",
+            "--sysctl",
+            "vm.panic_on_oom=2",
+            "--sysctl",
+            "vm.overcommit_memory=1",
+        ],
+        &["guest-probe", "migrate", "--mib", "2000"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("numalab: error: the guest kernel panicked: Kernel panic"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  | "), "no console tail: {stderr}");
+    assert!(stderr.contains("console log:"), "{stderr}");
+}
+
+// ---- No guest needed: argument and environment errors. ----
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(EXE).args(args).output().unwrap()
+}
+
+fn one_line_error(o: &Output) -> String {
+    assert!(!o.status.success(), "{}", text(o));
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(e.lines().count(), 1, "not one line: {e}");
+    assert!(e.starts_with("numalab: error: "), "{e}");
+    e
+}
+
+#[test]
+fn bad_specs_give_one_line_errors() {
+    let e = one_line_error(&numalab(&["vm", "--nodes", "0", "--", "topology"]));
+    assert!(e.contains("--nodes: must be at least 1"), "{e}");
+    let e = one_line_error(&numalab(&[
+        "vm",
+        "--nodes",
+        "2",
+        "--distances",
+        "10,20;30,10",
+        "--",
+        "topology",
+    ]));
+    assert!(
+        e.contains(
+            "--distances: row 2 (30,10) makes the matrix asymmetric: d(1,0)=30 but d(0,1)=20"
+        ),
+        "{e}"
+    );
+    let e = one_line_error(&numalab(&["vm", "--mem-per-node", "0", "--", "topology"]));
+    assert!(e.contains("--mem-per-node"), "{e}");
+    let e = one_line_error(&numalab(&["vm", "--mem-per-node", "0M", "--", "topology"]));
+    assert!(e.contains("--mem-per-node: must be positive"), "{e}");
+    let e = one_line_error(&numalab(&[
+        "vm",
+        "--nodes",
+        "2",
+        "--memory-only-nodes",
+        "0-1",
+        "--",
+        "topology",
+    ]));
+    assert!(e.contains("at least one node needs CPUs"), "{e}");
+    let e = one_line_error(&numalab(&["vm", "--sysctl", "nonsense", "--", "topology"]));
+    assert!(e.contains("KEY=VALUE"), "{e}");
+    let e = one_line_error(&numalab(&["vm", "--", "vm", "--", "topology"]));
+    assert!(e.contains("cannot run inside the guest"), "{e}");
+    let e = one_line_error(&numalab(&["vm"]));
+    assert!(e.contains("required"), "{e}");
+}
+
+#[test]
+fn missing_qemu_and_kernel_name_the_package() {
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(EXE)
+        .args(["vm", "--", "topology"])
+        .env("PATH", d.path())
+        .output()
+        .unwrap();
+    let e = one_line_error(&o);
+    assert!(e.contains("install the qemu-system-x86 package"), "{e}");
+
+    // The default kernel search is unit-tested on an empty /boot; here an
+    // explicit one that is not there (QEMU must exist to get this far).
+    if std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|p| p.join("qemu-system-x86_64").is_file())
+    {
+        let e = one_line_error(&numalab(&[
+            "vm",
+            "--kernel",
+            "/nonexistent/vmlinuz",
+            "--",
+            "topology",
+        ]));
+        assert!(e.contains("--kernel /nonexistent/vmlinuz"), "{e}");
+    }
+}
+
+#[test]
+fn guest_commands_are_hidden_and_guest_init_refuses_to_run_on_a_host() {
+    let help = numalab(&["--help"]);
+    let h = String::from_utf8_lossy(&help.stdout);
+    assert!(h.contains("vm"), "{h}");
+    assert!(
+        !h.contains("guest-init") && !h.contains("guest-probe"),
+        "{h}"
+    );
+    // On a host, PID 1 it is not: it must refuse, not power anything off.
+    let e = one_line_error(&numalab(&["guest-init"]));
+    assert!(e.contains("runs nowhere else"), "{e}");
+}
+
+/// A stand-in for QEMU that prints nothing and never exits, and a kernel
+/// image that passes numalab's header check: the silent-guest watchdog
+/// and the teardown, testable without QEMU.
+#[test]
+fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let pids = d.path().join("pids");
+    let fake = bin.join("qemu-system-x86_64");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho $$ >> {}\nexec sleep 600\n", pids.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kernel = d.path().join("vmlinuz-fake");
+    let mut img = vec![0u8; 4096];
+    img[0x202..0x206].copy_from_slice(b"HdrS");
+    std::fs::write(&kernel, img).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let t = Instant::now();
+    let out = Command::new(EXE)
+        .args(["vm", "--accel", "tcg", "--kernel"])
+        .arg(&kernel)
+        .arg("--results")
+        .arg(d.path().join("results"))
+        .args(["--", "topology"])
+        .env("PATH", path)
+        .env("NUMALAB_VM_SILENCE_S", "2")
+        .output()
+        .unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr.contains("booting again (attempt 2 of 2)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().last().unwrap().starts_with(
+            "numalab: error: the TCG guest printed nothing for 2 s, 2 times, and was stopped"
+        ),
+        "{stderr}"
+    );
+    let started: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    for p in started {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let alive = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
+        assert!(!alive, "fake QEMU {p} outlived numalab: {stat}");
+    }
+}

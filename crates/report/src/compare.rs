@@ -1,0 +1,1024 @@
+//! The comparison: per metric, per case and configuration, the summary of
+//! the runs, and for each candidate its ratio to the baseline, the test and
+//! the verdict; with footnotes for everything a careful reader would want
+//! to know. Pure computation on a [`Dataset`]; rendering is in
+//! [`crate::compare_render`].
+//!
+//! # Pairing rule (and cross-host comparisons)
+//!
+//! Every group (the runs of one configuration in one case) is compared
+//! with a group of the baseline label in the **same case** (same benchmark
+//! and parameters):
+//!
+//! 1. a group of the baseline label on the same host with the same backend,
+//! 2. else one on the same host,
+//! 3. else, when the baseline label was run on exactly one host (and
+//!    backend) in that case, that one: the host *is* the configuration
+//!    (e.g. labels named after machines), and a note says the comparison
+//!    crosses hosts;
+//! 4. else none (the baseline is ambiguous; a note says how to pick one).
+//!
+//! `--baseline LABEL@HOST` pins the baseline to one host, so that the same
+//! label run on two machines can be compared machine against machine.
+
+use crate::dataset::{Dataset, Group};
+use numalab_record::{Better, RunRecord};
+use numalab_stats::{
+    geometric_mean, mann_whitney_u, min_achievable_p, min_samples_for_test, outliers, ratio_ci,
+    verdict, welch_t, Comparison, Direction, Summary, TestKind, Verdict,
+};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Version of the JSON written by `numalab compare --format json`.
+pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+
+/// Runs needed before any is called an outlier: with fewer, the median
+/// and the MAD the rule measures against are too unstable (of 3 runs,
+/// the one farther from the middle one is flagged by chance alone).
+pub const MIN_RUNS_FOR_OUTLIERS: usize = 5;
+
+/// Coefficient of variation above which a group gets a note.
+pub const DEFAULT_HIGH_CV: f64 = 0.10;
+
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// `LABEL` or `LABEL@HOST`; `None`: the first label in sorted order.
+    pub baseline: Option<String>,
+    /// Metrics to compare, in this order; empty: all, sorted by name.
+    pub metrics: Vec<String>,
+    pub test: TestKind,
+    /// Significance level; intervals are at `1 - alpha`.
+    pub alpha: f64,
+    /// Relative change that counts as noise (0.01 = 1%).
+    pub noise_threshold: f64,
+    /// Coefficient of variation above which a group is flagged.
+    pub high_cv: f64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            baseline: None,
+            metrics: Vec::new(),
+            test: TestKind::MannWhitneyU,
+            alpha: 0.05,
+            noise_threshold: 0.01,
+            high_cv: DEFAULT_HIGH_CV,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum CompareError {
+    UnknownBaseline { given: String, labels: Vec<String> },
+    UnknownMetric { given: String, metrics: Vec<String> },
+    NoSuccessfulRuns { failed: usize },
+    InvalidOption(String),
+}
+
+impl std::fmt::Display for CompareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompareError::UnknownBaseline { given, labels } => write!(
+                f,
+                "no runs labelled {given:?} to use as the baseline; the labels present are: {}",
+                labels.join(", ")
+            ),
+            CompareError::UnknownMetric { given, metrics } => write!(
+                f,
+                "no metric {given:?} in these runs; the metrics present are: {}",
+                metrics.join(", ")
+            ),
+            CompareError::NoSuccessfulRuns { failed } => write!(
+                f,
+                "none of the {failed} run(s) succeeded; nothing to compare (numalab show lists why they failed)"
+            ),
+            CompareError::InvalidOption(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub test: TestKind,
+    pub alpha: f64,
+    pub confidence: f64,
+    pub noise_threshold: f64,
+    pub high_cv: f64,
+}
+
+/// The machine facts compared between configurations.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MachineSummary {
+    pub host: String,
+    pub kernel: String,
+    pub cpu_model: Option<String>,
+    pub thp_enabled: Option<String>,
+    pub numa_balancing: Option<String>,
+    pub nodes: usize,
+}
+
+impl MachineSummary {
+    pub fn of(r: &RunRecord) -> MachineSummary {
+        let m = &r.machine;
+        MachineSummary {
+            host: m.hostname.clone(),
+            kernel: m.kernel.clone(),
+            cpu_model: m.cpu_model.clone(),
+            thp_enabled: m.thp_enabled.clone(),
+            numa_balancing: m.numa_balancing.clone(),
+            nodes: m.topology.nodes.len(),
+        }
+    }
+
+    /// `(field, value)` pairs, for difference checks and display.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+        vec![
+            ("host", self.host.clone()),
+            ("kernel", self.kernel.clone()),
+            ("CPU model", o(&self.cpu_model)),
+            ("THP", o(&self.thp_enabled)),
+            ("numa_balancing", o(&self.numa_balancing)),
+            ("nodes", self.nodes.to_string()),
+        ]
+    }
+
+    /// One line: `host tux, kernel 6.1.0, Xeon ..., THP madvise, ...`.
+    pub fn describe(&self) -> String {
+        let f = self.fields();
+        format!(
+            "host {}, kernel {}, {}, THP {}, numa_balancing {}, {} node{}",
+            f[0].1,
+            f[1].1,
+            f[2].1,
+            f[3].1,
+            f[4].1,
+            self.nodes,
+            if self.nodes == 1 { "" } else { "s" }
+        )
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigSummary {
+    pub name: String,
+    pub label: String,
+    pub host: String,
+    pub backend: String,
+    pub ok_runs: usize,
+    pub failed_runs: usize,
+    /// Machine facts of its first run (a note says when its runs differ).
+    pub machine: Option<MachineSummary>,
+    /// Whether it serves as a baseline in some case.
+    pub is_baseline: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Baseline,
+    Candidate,
+    /// No group of the baseline label to compare with in this case.
+    NoBaseline,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupRow {
+    /// Index into [`CompareReport::cases`].
+    pub case: usize,
+    /// Index into [`CompareReport::configurations`].
+    pub config: usize,
+    pub role: Role,
+    /// The configuration this row is compared with.
+    pub baseline_config: Option<usize>,
+    pub n: usize,
+    /// The metric of each successful run, in repetition order.
+    pub values: Vec<f64>,
+    /// Record ids of those runs.
+    pub run_ids: Vec<String>,
+    /// Repetition numbers of those runs.
+    pub repetitions: Vec<u32>,
+    pub summary: Option<Summary>,
+    /// Indices into `values` of runs flagged as outliers (kept).
+    pub outliers: Vec<usize>,
+    pub comparison: Option<Comparison>,
+    /// Footnote numbers (see [`CompareReport::notes`]).
+    pub notes: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GeomeanRow {
+    pub config: usize,
+    /// Geometric mean of the means over the cases of this table.
+    pub mean: Option<f64>,
+    /// Geometric mean of the ratios to the baseline.
+    pub ratio: Option<f64>,
+    /// Cases that entered `ratio` (or `mean` for a baseline).
+    pub cases: usize,
+    pub notes: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricTable {
+    pub metric: String,
+    pub unit: String,
+    pub better: Better,
+    pub rows: Vec<GroupRow>,
+    pub geomean: Vec<GeomeanRow>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteKind {
+    TooFewRuns,
+    HighVariation,
+    Outlier,
+    MachineDiffers,
+    FailedRuns,
+    RunWarnings,
+    Baseline,
+    Interval,
+    Metric,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Note {
+    pub id: usize,
+    pub kind: NoteKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    pub schema_version: u32,
+    pub numalab_version: String,
+    pub settings: Settings,
+    /// The baseline as given or chosen (`LABEL` or `LABEL@HOST`).
+    pub baseline: String,
+    pub configurations: Vec<ConfigSummary>,
+    pub cases: Vec<crate::dataset::Case>,
+    pub tables: Vec<MetricTable>,
+    pub notes: Vec<Note>,
+    pub ok_runs: usize,
+    pub failed_runs: usize,
+}
+
+/// A significantly worse metric, for `--fail-on-regression`.
+#[derive(Debug, Clone)]
+pub struct Regression {
+    pub metric: String,
+    pub case: String,
+    pub config: String,
+    pub baseline: String,
+    pub relative_change: Option<f64>,
+    pub p_value: Option<f64>,
+}
+
+impl std::fmt::Display for Regression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} in {} is worse than {}",
+            self.metric, self.config, self.case, self.baseline
+        )?;
+        if let Some(r) = self.relative_change {
+            write!(f, " ({}", crate::num::percent_change(r))?;
+            if let Some(p) = self.p_value {
+                write!(f, ", p={}", crate::num::p_value(p))?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
+    }
+}
+
+impl CompareReport {
+    /// Every candidate whose verdict is `Worse`.
+    pub fn regressions(&self) -> Vec<Regression> {
+        let mut out = Vec::new();
+        for t in &self.tables {
+            for r in &t.rows {
+                if let Some(c) = &r.comparison {
+                    if c.verdict == Verdict::Worse {
+                        out.push(Regression {
+                            metric: t.metric.clone(),
+                            case: self.cases[r.case].name.clone(),
+                            config: self.configurations[r.config].name.clone(),
+                            baseline: r
+                                .baseline_config
+                                .map(|b| self.configurations[b].name.clone())
+                                .unwrap_or_default(),
+                            relative_change: c.relative_change,
+                            p_value: c.p_value,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn note(&self, id: usize) -> Option<&Note> {
+        self.notes.get(id.wrapping_sub(1))
+    }
+
+    /// Comparisons that could not be tested for want of runs.
+    pub fn too_few(&self) -> usize {
+        self.tables
+            .iter()
+            .flat_map(|t| &t.rows)
+            .filter(|r| {
+                r.comparison
+                    .as_ref()
+                    .is_some_and(|c| c.verdict == Verdict::TooFewSamples)
+            })
+            .count()
+    }
+}
+
+/// Footnotes, numbered in order of first use and deduplicated by text.
+#[derive(Default)]
+struct NoteBook {
+    notes: Vec<Note>,
+    index: HashMap<String, usize>,
+}
+
+impl NoteBook {
+    fn add(&mut self, kind: NoteKind, text: String) -> usize {
+        if let Some(&id) = self.index.get(&text) {
+            return id;
+        }
+        let id = self.notes.len() + 1;
+        self.index.insert(text.clone(), id);
+        self.notes.push(Note { id, kind, text });
+        id
+    }
+}
+
+fn direction(b: Better) -> Direction {
+    match b {
+        Better::Lower => Direction::LowerIsBetter,
+        Better::Higher => Direction::HigherIsBetter,
+    }
+}
+
+pub fn test_name(t: TestKind) -> &'static str {
+    match t {
+        TestKind::MannWhitneyU => "Mann-Whitney U",
+        TestKind::WelchT => "Welch's t",
+    }
+}
+
+fn fmt_alpha(a: f64) -> String {
+    let s = format!("{a}");
+    if s.len() > 6 {
+        format!("{a:.4}")
+    } else {
+        s
+    }
+}
+
+/// Keywords that, found in a label, mean the label names a difference in
+/// this machine field. Values are matched too (see [`labels_name`]).
+fn field_keywords(field: &str) -> &'static [&'static str] {
+    match field {
+        "THP" => &["thp", "huge"],
+        "numa_balancing" => &["balanc", "autonuma", "numab", "numa_b"],
+        "kernel" => &["kernel", "linux"],
+        "CPU model" => &["cpu"],
+        "host" => &["host", "machine"],
+        "nodes" => &["node"],
+        _ => &[],
+    }
+}
+
+/// Whether the labels name a difference in `field` between `values`: a
+/// label contains a keyword of the field (`thp`, `balancing`, `kernel`,
+/// ...), or contains one of the differing values (at least 2 characters),
+/// or is contained in one (labels of at least 3 characters: label `6.5`
+/// names kernel `6.5.0-rc1`). A heuristic, documented as one.
+pub fn labels_name(labels: &[&str], field: &str, values: &[&str]) -> bool {
+    let labels: Vec<String> = labels.iter().map(|l| l.to_lowercase()).collect();
+    let values: Vec<String> = values.iter().map(|v| v.to_lowercase()).collect();
+    labels.iter().any(|l| {
+        field_keywords(field).iter().any(|k| l.contains(k))
+            || values.iter().any(|v| {
+                (v.len() >= 2 && l.contains(v.as_str())) || (l.len() >= 3 && v.contains(l.as_str()))
+            })
+    })
+}
+
+/// Build the comparison.
+pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, CompareError> {
+    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
+        return Err(CompareError::InvalidOption(format!(
+            "alpha must be between 0 and 1, not {}",
+            opts.alpha
+        )));
+    }
+    if !(opts.noise_threshold.is_finite() && opts.noise_threshold >= 0.0) {
+        return Err(CompareError::InvalidOption(format!(
+            "the noise threshold must be a percentage >= 0, not {}",
+            opts.noise_threshold * 100.0
+        )));
+    }
+    let labels = ds.labels();
+    let ok_runs = ds.groups.iter().map(|g| g.ok.len()).sum::<usize>();
+    let failed_runs = ds.groups.iter().map(|g| g.failed.len()).sum::<usize>();
+    if ok_runs == 0 {
+        return Err(CompareError::NoSuccessfulRuns {
+            failed: failed_runs,
+        });
+    }
+
+    // The baseline: LABEL, or LABEL@HOST when that is not itself a label.
+    let (base_label, base_host) = match &opts.baseline {
+        None => (labels[0].clone(), None),
+        Some(b) if labels.contains(b) => (b.clone(), None),
+        Some(b) => match b.rsplit_once('@') {
+            Some((l, h)) if ds.configs.iter().any(|c| c.label == l && c.host == h) => {
+                (l.to_string(), Some(h.to_string()))
+            }
+            _ => {
+                let mut shown = labels.clone();
+                if ds.hosts().len() > 1 {
+                    shown = ds
+                        .configs
+                        .iter()
+                        .map(|c| format!("{}@{}", c.label, c.host))
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                }
+                return Err(CompareError::UnknownBaseline {
+                    given: b.clone(),
+                    labels: shown,
+                });
+            }
+        },
+    };
+    let is_base_config = |k: usize| {
+        let c = &ds.configs[k];
+        c.label == base_label && base_host.as_ref().is_none_or(|h| &c.host == h)
+    };
+
+    // Metrics present in successful runs, with unit and direction.
+    let mut present: BTreeMap<String, (String, Better)> = BTreeMap::new();
+    let mut conflicts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for run in &ds.runs {
+        if !run.record.outcome.is_ok() {
+            continue;
+        }
+        for (name, m) in &run.record.metrics {
+            let e = present
+                .entry(name.clone())
+                .or_insert_with(|| (m.unit.clone(), m.better));
+            if e.0 != m.unit || e.1 != m.better {
+                conflicts
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(format!("{} ({:?})", m.unit, m.better).to_lowercase());
+            }
+        }
+    }
+    let metric_names: Vec<String> = if opts.metrics.is_empty() {
+        present.keys().cloned().collect()
+    } else {
+        for m in &opts.metrics {
+            if !present.contains_key(m) {
+                return Err(CompareError::UnknownMetric {
+                    given: m.clone(),
+                    metrics: present.keys().cloned().collect(),
+                });
+            }
+        }
+        let mut seen = BTreeSet::new();
+        opts.metrics
+            .iter()
+            .filter(|m| seen.insert(m.to_string()))
+            .cloned()
+            .collect()
+    };
+
+    let mut book = NoteBook::default();
+    let confidence = 1.0 - opts.alpha;
+
+    // Pair each group with its baseline group (see the module docs).
+    let mut pairing: HashMap<(usize, usize), (Role, Option<usize>)> = HashMap::new();
+    let mut pair_notes: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for g in &ds.groups {
+        let cand = &ds.configs[g.config];
+        let bases: Vec<&Group> = ds
+            .groups
+            .iter()
+            .filter(|b| b.case == g.case && is_base_config(b.config))
+            .collect();
+        let mut notes = Vec::new();
+        let entry = if is_base_config(g.config) {
+            (Role::Baseline, None)
+        } else {
+            let same_host_backend = bases.iter().find(|b| {
+                let c = &ds.configs[b.config];
+                c.host == cand.host && c.backend == cand.backend
+            });
+            let same_host = bases
+                .iter()
+                .find(|b| ds.configs[b.config].host == cand.host);
+            let pick = same_host_backend
+                .or(same_host)
+                .copied()
+                .or_else(|| (bases.len() == 1).then(|| bases[0]));
+            match pick {
+                Some(b) => {
+                    let bc = &ds.configs[b.config];
+                    if bc.host != cand.host {
+                        notes.push(book.add(
+                            NoteKind::Baseline,
+                            format!(
+                                "{} ran on {} and is compared with {} on {}: across hosts, so the host is part of what differs",
+                                cand.name, cand.host, bc.name, bc.host
+                            ),
+                        ));
+                    }
+                    (Role::Candidate, Some(b.config))
+                }
+                None if bases.is_empty() => {
+                    notes.push(book.add(
+                        NoteKind::Baseline,
+                        format!(
+                            "{} in {}: the baseline {} has no runs of this case",
+                            cand.name, ds.cases[g.case].name, base_label
+                        ),
+                    ));
+                    (Role::NoBaseline, None)
+                }
+                None => {
+                    let hosts: Vec<String> = bases
+                        .iter()
+                        .map(|b| ds.configs[b.config].host.clone())
+                        .collect();
+                    notes.push(book.add(
+                        NoteKind::Baseline,
+                        format!(
+                            "{}: {} ran on several hosts ({}) and none is {}'s; pick one with --baseline {}@{}",
+                            cand.name,
+                            base_label,
+                            hosts.join(", "),
+                            cand.host,
+                            base_label,
+                            hosts[0]
+                        ),
+                    ));
+                    (Role::NoBaseline, None)
+                }
+            }
+        };
+        pairing.insert((g.case, g.config), entry);
+        pair_notes.insert((g.case, g.config), notes);
+    }
+
+    // Notes that belong to a configuration or a group, whatever the metric.
+    let mut group_notes: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    // Failed runs.
+    for g in &ds.groups {
+        let mut v = pair_notes.remove(&(g.case, g.config)).unwrap_or_default();
+        if !g.failed.is_empty() {
+            let first = &ds.runs[g.failed[0]].record;
+            v.push(book.add(
+                NoteKind::FailedRuns,
+                format!(
+                    "{} in {}: {} failed run{} left out of the statistics (first: {})",
+                    ds.configs[g.config].name,
+                    ds.cases[g.case].name,
+                    g.failed.len(),
+                    if g.failed.len() == 1 { "" } else { "s" },
+                    first.outcome.reason.as_deref().unwrap_or("no reason recorded")
+                ),
+            ));
+        }
+        group_notes.insert((g.case, g.config), v);
+    }
+    // Warnings the runs recorded, grouped by their shape (digits ignored).
+    // shape -> (first message, groups that recorded it, count)
+    type Shape = (String, Vec<(usize, usize)>, usize);
+    let mut shapes: BTreeMap<String, Shape> = BTreeMap::new();
+    for run in &ds.runs {
+        for w in &run.record.warnings {
+            let shape: String = w
+                .chars()
+                .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                .collect();
+            let e = shapes
+                .entry(shape)
+                .or_insert_with(|| (w.clone(), Vec::new(), 0));
+            e.2 += 1;
+            let key = (run.case, run.config);
+            if !e.1.contains(&key) {
+                e.1.push(key);
+            }
+        }
+    }
+    for (_, (example, keys, count)) in shapes {
+        let id = book.add(
+            NoteKind::RunWarnings,
+            format!(
+                "{count} run{} recorded a warning like: {example}",
+                if count == 1 { "" } else { "s" }
+            ),
+        );
+        for k in keys {
+            group_notes.entry(k).or_default().push(id);
+        }
+    }
+    // Machine facts: within a configuration, and against its baseline.
+    let mut config_machine: Vec<Option<MachineSummary>> = vec![None; ds.configs.len()];
+    let mut config_notes: Vec<Vec<usize>> = vec![Vec::new(); ds.configs.len()];
+    for (k, cfg) in ds.configs.iter().enumerate() {
+        let ms: Vec<MachineSummary> = ds
+            .runs
+            .iter()
+            .filter(|r| r.config == k)
+            .map(|r| MachineSummary::of(&r.record))
+            .collect();
+        config_machine[k] = ms.first().cloned();
+        if let Some(first) = ms.first() {
+            let f0 = first.fields();
+            for (i, (field, _)) in f0.iter().enumerate() {
+                let vals: BTreeSet<String> = ms.iter().map(|m| m.fields()[i].1.clone()).collect();
+                if vals.len() > 1 {
+                    config_notes[k].push(book.add(
+                        NoteKind::MachineDiffers,
+                        format!(
+                            "the runs of {} differ in {field}: {}; they are pooled as one configuration",
+                            cfg.name,
+                            vals.into_iter().collect::<Vec<_>>().join(" / ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let pairs: BTreeSet<(usize, usize)> = pairing
+        .iter()
+        .filter_map(|(&(_, k), &(_, b))| b.map(|b| (k, b)))
+        .collect();
+    for (k, b) in pairs {
+        let (Some(mk), Some(mb)) = (&config_machine[k], &config_machine[b]) else {
+            continue;
+        };
+        let (fk, fb) = (mk.fields(), mb.fields());
+        let labels = [ds.configs[k].label.as_str(), ds.configs[b].label.as_str()];
+        let mut diffs = Vec::new();
+        for i in 0..fk.len() {
+            let field = fk[i].0;
+            if fk[i].1 != fb[i].1 && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1]) {
+                diffs.push(format!("{field} ({} vs {})", fk[i].1, fb[i].1));
+            }
+        }
+        if !diffs.is_empty() {
+            let id = book.add(
+                NoteKind::MachineDiffers,
+                format!(
+                    "{} differs from its baseline {} in {}, which the labels do not name",
+                    ds.configs[k].name,
+                    ds.configs[b].name,
+                    diffs.join(", ")
+                ),
+            );
+            config_notes[k].push(id);
+        }
+    }
+
+    let mut tables = Vec::new();
+    for name in &metric_names {
+        let (unit, better) = present[name].clone();
+        if let Some(c) = conflicts.get(name) {
+            let _ = book.add(
+                NoteKind::Metric,
+                format!(
+                    "{name} is declared with different units or directions ({}); shown as {unit}, {} is better",
+                    c.iter().cloned().collect::<Vec<_>>().join(", "),
+                    if better == Better::Lower { "lower" } else { "higher" }
+                ),
+            );
+        }
+        let dir = direction(better);
+        // Cases in which some run has this metric.
+        let cases: Vec<usize> = (0..ds.cases.len())
+            .filter(|&c| {
+                ds.runs
+                    .iter()
+                    .any(|r| r.case == c && r.record.metrics.contains_key(name))
+            })
+            .collect();
+        let values_of = |g: &Group| -> (Vec<f64>, Vec<String>, Vec<u32>, usize) {
+            let mut v = Vec::new();
+            let mut ids = Vec::new();
+            let mut reps = Vec::new();
+            let mut missing = 0;
+            for &i in &g.ok {
+                let r = &ds.runs[i].record;
+                match r.metric(name) {
+                    Some(x) => {
+                        v.push(x);
+                        ids.push(r.id.clone());
+                        reps.push(r.repetition.index);
+                    }
+                    None => missing += 1,
+                }
+            }
+            (v, ids, reps, missing)
+        };
+        let mut rows = Vec::new();
+        for &c in &cases {
+            let mut order: Vec<usize> = ds
+                .groups
+                .iter()
+                .filter(|g| g.case == c)
+                .map(|g| g.config)
+                .collect();
+            // Baselines first, then the others in configuration order.
+            order.sort_by_key(|&k| (!is_base_config(k), k));
+            for k in order {
+                let g = ds.group(c, k).expect("group exists");
+                let (role, base) = pairing[&(c, k)];
+                let (values, run_ids, repetitions, missing) = values_of(g);
+                let mut notes: Vec<usize> = group_notes.get(&(c, k)).cloned().unwrap_or_default();
+                notes.extend(config_notes[k].iter().copied());
+                let cname = &ds.configs[k].name;
+                let case_name = &ds.cases[c].name;
+                if missing > 0 {
+                    notes.push(book.add(
+                        NoteKind::Metric,
+                        format!(
+                            "{cname} in {case_name}: {missing} successful run{} did not record {name}",
+                            if missing == 1 { "" } else { "s" }
+                        ),
+                    ));
+                }
+                let summary = Summary::of(&values).ok();
+                let mut flagged = Vec::new();
+                if let Some(s) = &summary {
+                    if let Some(cv) = s.cv {
+                        if cv > opts.high_cv {
+                            notes.push(book.add(
+                                NoteKind::HighVariation,
+                                format!(
+                                    "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
+                                    opts.high_cv * 100.0
+                                ),
+                            ));
+                        }
+                    }
+                    if !s.median_ci.ranks.reaches_nominal && s.n >= 2 {
+                        notes.push(book.add(
+                            NoteKind::Interval,
+                            format!(
+                                "with {} runs no interval of the median reaches {:.0}%: the range min..max is shown, which covers the median with probability {:.1}%",
+                                s.n,
+                                confidence * 100.0,
+                                s.median_ci.ranks.achieved_confidence * 100.0
+                            ),
+                        ));
+                    }
+                    if values.len() >= MIN_RUNS_FOR_OUTLIERS {
+                        flagged = outliers(&values);
+                        for &i in &flagged {
+                            notes.push(book.add(
+                                NoteKind::Outlier,
+                                format!(
+                                    "{cname} in {case_name}: {name} of run {} ({} {unit}, record {}) is an outlier (modified z-score beyond 3.5 around the median {}); it is kept in the statistics",
+                                    repetitions[i],
+                                    crate::num::value(values[i]),
+                                    run_ids[i],
+                                    crate::num::value(s.median)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                let comparison = match (role, base) {
+                    (Role::Candidate, Some(b)) => {
+                        let bg = ds.group(c, b).expect("baseline group exists");
+                        let (bv, _, _, _) = values_of(bg);
+                        match verdict(
+                            &bv,
+                            &values,
+                            dir,
+                            opts.alpha,
+                            opts.noise_threshold,
+                            opts.test,
+                        ) {
+                            Ok(mut cmp) => {
+                                complete(&mut cmp, &bv, &values, opts);
+                                comparison_notes(&cmp, opts, &mut book, &mut notes);
+                                Some(cmp)
+                            }
+                            Err(e) => {
+                                notes.push(book.add(
+                                    NoteKind::Metric,
+                                    format!(
+                                        "{cname} in {case_name}: {name} could not be compared: {e}"
+                                    ),
+                                ));
+                                None
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                notes.sort_unstable();
+                notes.dedup();
+                rows.push(GroupRow {
+                    case: c,
+                    config: k,
+                    role,
+                    baseline_config: base,
+                    n: values.len(),
+                    values,
+                    run_ids,
+                    repetitions,
+                    summary,
+                    outliers: flagged,
+                    comparison,
+                    notes,
+                });
+            }
+        }
+        // One geometric-mean row per configuration.
+        let mut geomean = Vec::new();
+        let mut order: Vec<usize> = (0..ds.configs.len()).collect();
+        order.sort_by_key(|&k| (!is_base_config(k), k));
+        for k in order {
+            let mine: Vec<&GroupRow> = rows.iter().filter(|r| r.config == k).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let means: Vec<f64> = mine
+                .iter()
+                .filter_map(|r| r.summary.as_ref().map(|s| s.mean))
+                .collect();
+            let ratios: Vec<f64> = mine
+                .iter()
+                .filter_map(|r| r.comparison.as_ref()?.ratio.map(|q| q.ratio))
+                .collect();
+            let mut notes = Vec::new();
+            let gm = |v: &[f64]| -> Option<f64> {
+                if v.is_empty() {
+                    None
+                } else {
+                    geometric_mean(v).ok()
+                }
+            };
+            let mean = gm(&means);
+            let ratio = gm(&ratios);
+            if (!means.is_empty() && mean.is_none()) || (!ratios.is_empty() && ratio.is_none()) {
+                notes.push(book.add(
+                    NoteKind::Metric,
+                    format!("{name}: no geometric mean where a value is zero or negative"),
+                ));
+            }
+            let candidates = mine.iter().filter(|r| r.role == Role::Candidate).count();
+            if !ratios.is_empty() && ratios.len() < candidates {
+                notes.push(book.add(
+                    NoteKind::Metric,
+                    format!(
+                        "{name}: the geometric mean of {}'s ratios covers {} of its {} cases",
+                        ds.configs[k].name,
+                        ratios.len(),
+                        candidates
+                    ),
+                ));
+            }
+            geomean.push(GeomeanRow {
+                config: k,
+                mean,
+                ratio,
+                cases: if ratios.is_empty() {
+                    means.len()
+                } else {
+                    ratios.len()
+                },
+                notes,
+            });
+        }
+        tables.push(MetricTable {
+            metric: name.clone(),
+            unit,
+            better,
+            rows,
+            geomean,
+        });
+    }
+
+    let configurations = ds
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(k, c)| ConfigSummary {
+            name: c.name.clone(),
+            label: c.label.clone(),
+            host: c.host.clone(),
+            backend: c.backend.clone(),
+            ok_runs: ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k)
+                .map(|g| g.ok.len())
+                .sum(),
+            failed_runs: ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k)
+                .map(|g| g.failed.len())
+                .sum(),
+            machine: config_machine[k].clone(),
+            is_baseline: is_base_config(k),
+        })
+        .collect();
+    Ok(CompareReport {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        settings: Settings {
+            test: opts.test,
+            alpha: opts.alpha,
+            confidence,
+            noise_threshold: opts.noise_threshold,
+            high_cv: opts.high_cv,
+        },
+        baseline: match &base_host {
+            Some(h) => format!("{base_label}@{h}"),
+            None => base_label,
+        },
+        configurations,
+        cases: ds.cases.clone(),
+        tables,
+        notes: book.notes,
+        ok_runs,
+        failed_runs,
+    })
+}
+
+/// With too few runs for a verdict the stats crate skips the test and the
+/// ratio; they are still worth showing (a ratio interval, and a p-value
+/// that says how far from significance the runs are), so fill them in.
+fn complete(c: &mut Comparison, base: &[f64], cand: &[f64], opts: &CompareOptions) {
+    if c.ratio.is_none() {
+        c.ratio = ratio_ci(base, cand, 1.0 - opts.alpha).ok();
+    }
+    if c.test_result.is_none() && !base.is_empty() && !cand.is_empty() {
+        let t = match opts.test {
+            TestKind::MannWhitneyU => mann_whitney_u(base, cand),
+            TestKind::WelchT => welch_t(base, cand),
+        };
+        if let Ok(t) = t {
+            c.p_value = Some(t.p_value);
+            c.test_result = Some(t);
+        }
+    }
+}
+
+/// Notes a comparison calls for: too few runs, an unbounded ratio,
+/// conflicting evidence.
+fn comparison_notes(
+    c: &Comparison,
+    opts: &CompareOptions,
+    book: &mut NoteBook,
+    notes: &mut Vec<usize>,
+) {
+    let (nb, nc) = (c.n_baseline, c.n_candidate);
+    if c.verdict == Verdict::TooFewSamples {
+        let need = min_samples_for_test(opts.test, opts.alpha).unwrap_or(0);
+        let text = if nb < 2 || nc < 2 {
+            format!(
+                "{nb} vs {nc} runs: a test needs at least 2 runs on each side; no verdict (run at least {need} per configuration)"
+            )
+        } else {
+            format!(
+                "{} cannot reach p < {} with {nb} vs {nc} runs (the smallest possible p is {:.3}): no verdict; run at least {need} per configuration",
+                test_name(opts.test),
+                fmt_alpha(opts.alpha),
+                min_achievable_p(opts.test, nb, nc)
+            )
+        };
+        notes.push(book.add(NoteKind::TooFewRuns, text));
+    }
+    if let Some(r) = &c.ratio {
+        if !r.bounded {
+            notes.push(book.add(
+                NoteKind::Interval,
+                "the baseline's mean cannot be told from zero at this confidence, so the ratio's interval is unbounded".into(),
+            ));
+        }
+    }
+    if c.significant && c.beyond_noise && !c.directions_agree {
+        notes.push(book.add(
+            NoteKind::Outlier,
+            "the rank test and the means disagree in direction (a few extreme runs pull the mean against most runs): no verdict".into(),
+        ));
+    }
+}

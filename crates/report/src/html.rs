@@ -1,0 +1,466 @@
+//! The self-contained HTML report: one file with inline CSS, inline SVG
+//! and a small inline script; nothing is loaded from anywhere, so it can be
+//! mailed, archived, or opened offline.
+//!
+//! The script checks, once the page has loaded, that every chart has drawn
+//! marks with a size, and records the result on `<body>`: `data-ok="true"`
+//! and `data-charts="N"`, or `data-error="..."`. The browser test reads
+//! those attributes from the DOM headless Chromium dumps.
+
+use crate::compare::{CompareReport, Role};
+use crate::compare_render::{self, Layout};
+use crate::dataset::Dataset;
+use crate::series::{self, PAGES_MIGRATED};
+use crate::svg::{self, StripPoint, SvgLine};
+use crate::table::html_escape as esc;
+use numalab_record::{Better, RunRecord};
+use std::fmt::Write as _;
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5em 3em;color:#222;background:#fff}
+h1{font-size:1.6em;margin:.8em 0 .2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+h3{margin:1.4em 0 .4em}h4{margin:1em 0 .3em}
+p.meta,p.legend{color:#555;font-size:.9em;margin:.3em 0}
+nav a{margin-right:1em}
+table.cmp{border-collapse:collapse;font-size:.88em;margin:.4em 0 .8em;font-variant-numeric:tabular-nums}
+table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;white-space:nowrap}
+table.cmp th{background:#f3f3f3}table.cmp td.r,table.cmp th.r{text-align:right}
+table.cmp tr.summary td{font-weight:600;background:#fafafa}
+td.better{color:#07602f;font-weight:600}td.worse{color:#b00020;font-weight:600}
+table.cmp caption{text-align:left;font-weight:600;padding:.2em 0}
+.charts{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+figure{margin:0;border:1px solid #eee;padding:.3em;background:#fff}
+figcaption{font-size:.82em;color:#555;max-width:640px}
+svg.chart{max-width:100%;height:auto;font-size:12px}
+svg.chart text.title{font-weight:600;font-size:13px}
+svg.chart text.tick{fill:#444;font-size:11px}svg.chart text.label{fill:#333}
+ol.notes li{margin:.2em 0;font-size:.92em}
+details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
+code{font-size:.92em}
+"#;
+
+const SCRIPT: &str = r#"
+(function(){
+  function check(){
+    var charts=document.querySelectorAll('svg.chart');
+    var bad=[];
+    for(var i=0;i<charts.length;i++){
+      var c=charts[i];
+      var marks=c.querySelectorAll('.marks path,.marks circle,.marks rect,.marks line');
+      var drawn=0;
+      for(var j=0;j<marks.length;j++){
+        var b=marks[j].getBBox();
+        if(b.width>0||b.height>0){drawn++;}
+      }
+      if(drawn===0){bad.push(c.getAttribute('aria-label'));}
+    }
+    var expected=parseInt(document.body.getAttribute('data-expected-charts'),10);
+    document.body.setAttribute('data-charts',String(charts.length));
+    if(bad.length>0){
+      document.body.setAttribute('data-error','charts with nothing drawn: '+bad.join('; '));
+    }else if(charts.length!==expected){
+      document.body.setAttribute('data-error','expected '+expected+' charts, found '+charts.length);
+    }else{
+      document.body.setAttribute('data-ok','true');
+    }
+  }
+  if(document.readyState==='loading'){document.addEventListener('DOMContentLoaded',check);}else{check();}
+})();
+"#;
+
+struct Page {
+    body: String,
+    charts: usize,
+}
+
+impl Page {
+    fn figure(&mut self, svg: Option<String>, caption: &str, missing: &str) {
+        match svg {
+            Some(s) => {
+                self.charts += 1;
+                let _ = write!(
+                    self.body,
+                    "<figure>{s}<figcaption>{}</figcaption></figure>",
+                    esc(caption)
+                );
+            }
+            None => {
+                if !missing.is_empty() {
+                    let _ = write!(self.body, "<p class=\"meta\">{}</p>", esc(missing));
+                }
+            }
+        }
+    }
+}
+
+fn metric_axis_label(t: &crate::compare::MetricTable) -> String {
+    let better = match t.better {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+    };
+    if t.unit.is_empty() {
+        format!("{} ({better})", t.metric)
+    } else {
+        format!("{} ({}, {better})", t.metric, t.unit)
+    }
+}
+
+/// The whole report. `inputs` names what was read (shown in the header).
+pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
+    let mut p = Page {
+        body: String::new(),
+        charts: 0,
+    };
+    let _ = write!(p.body, "<header><h1>numalab report</h1>");
+    let _ = write!(
+        p.body,
+        "<p class=\"meta\">numalab {} &middot; {} run{} ({} failed) from {} &middot; baseline <b>{}</b></p>",
+        esc(&cmp.numalab_version),
+        cmp.ok_runs + cmp.failed_runs,
+        if cmp.ok_runs + cmp.failed_runs == 1 { "" } else { "s" },
+        cmp.failed_runs,
+        esc(&inputs.join(", ")),
+        esc(&cmp.baseline)
+    );
+    p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a><a href=\"#runs\">Runs</a></nav></header>");
+
+    // Configurations and cases.
+    p.body
+        .push_str("<section id=\"configurations\"><h2>Configurations</h2>");
+    let mut t = crate::table::Table::new(
+        "",
+        vec![
+            crate::table::Column::key("configuration"),
+            crate::table::Column::left("role"),
+            crate::table::Column::left("backend"),
+            crate::table::Column::right("runs"),
+            crate::table::Column::right("failed"),
+            crate::table::Column::left("host"),
+            crate::table::Column::left("kernel"),
+            crate::table::Column::left("CPU"),
+            crate::table::Column::left("THP"),
+            crate::table::Column::left("numa_balancing"),
+            crate::table::Column::right("nodes"),
+        ],
+    );
+    for c in &cmp.configurations {
+        let m = c.machine.clone();
+        let o = |v: Option<String>| v.unwrap_or_else(|| "n/a".into());
+        t.push(vec![
+            c.name.clone(),
+            if c.is_baseline {
+                "baseline".into()
+            } else {
+                String::new()
+            },
+            c.backend.clone(),
+            (c.ok_runs + c.failed_runs).to_string(),
+            c.failed_runs.to_string(),
+            c.host.clone(),
+            m.as_ref().map(|m| m.kernel.clone()).unwrap_or_default(),
+            o(m.as_ref().and_then(|m| m.cpu_model.clone())),
+            o(m.as_ref().and_then(|m| m.thp_enabled.clone())),
+            o(m.as_ref().and_then(|m| m.numa_balancing.clone())),
+            m.as_ref().map(|m| m.nodes.to_string()).unwrap_or_default(),
+        ]);
+    }
+    p.body.push_str(&t.to_html());
+    p.body.push_str("<h3>Cases</h3><ul>");
+    for c in &cmp.cases {
+        let _ = write!(p.body, "<li><code>{}</code></li>", esc(&c.name));
+    }
+    let mut benches: Vec<&str> = cmp.cases.iter().map(|c| c.benchmark.as_str()).collect();
+    benches.dedup();
+    for bn in benches {
+        let common = compare_render::common_params(cmp, bn);
+        if !common.is_empty() {
+            let _ = write!(
+                p.body,
+                "<li>{} in every case: <code>{}</code></li>",
+                esc(bn),
+                esc(&common.join(" "))
+            );
+        }
+    }
+    p.body.push_str("</ul></section>");
+
+    // Comparison: per metric, the table and the runs per configuration.
+    let _ = write!(p.body, "<section id=\"comparison\"><h2>Comparison</h2>");
+    let head = compare_render::to_text(cmp, Layout::Full);
+    if let Some(explain) = head.lines().nth(1) {
+        let mut s = explain.to_string();
+        for l in head.lines().skip(2).take_while(|l| l.starts_with("  ")) {
+            s.push(' ');
+            s.push_str(l.trim());
+        }
+        let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
+    }
+    for t in &cmp.tables {
+        let _ = write!(
+            p.body,
+            "<h3 id=\"metric-{}\">{}</h3>",
+            esc(&t.metric),
+            esc(&metric_axis_label(t))
+        );
+        let mut tab = compare_render::metric_table(cmp, t);
+        tab.title.clear();
+        p.body.push_str(&tab.to_html());
+        let mut norm = compare_render::normalized_table(cmp, t);
+        norm.title = format!("Normalised to {}", cmp.baseline);
+        p.body.push_str(&format!(
+            "<details><summary>Normalised (seed 003 layout)</summary>{}</details>",
+            norm.to_html()
+        ));
+        p.body.push_str("<div class=\"charts\">");
+        let mut cases: Vec<usize> = t.rows.iter().map(|r| r.case).collect();
+        cases.dedup();
+        for c in cases {
+            let groups: Vec<svg::StripGroup> = t
+                .rows
+                .iter()
+                .filter(|r| r.case == c)
+                .map(|r| {
+                    let name = cmp.configurations[r.config].name.clone();
+                    let pts = r
+                        .values
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| StripPoint {
+                            value: *v,
+                            outlier: r.outliers.contains(&i),
+                            tooltip: format!(
+                                "{name} run {}: {} {}{}",
+                                r.repetitions[i],
+                                crate::num::value(*v),
+                                t.unit,
+                                if r.outliers.contains(&i) {
+                                    " (outlier, kept)"
+                                } else {
+                                    ""
+                                }
+                            ),
+                        })
+                        .collect();
+                    (name, r.config, pts)
+                })
+                .collect();
+            let verdicts: Vec<String> = t
+                .rows
+                .iter()
+                .filter(|r| r.case == c && r.role == Role::Candidate)
+                .filter_map(|r| {
+                    r.comparison.as_ref().map(|k| {
+                        format!(
+                            "{}: {}",
+                            cmp.configurations[r.config].name,
+                            compare_render::verdict_word(k.verdict)
+                        )
+                    })
+                })
+                .collect();
+            let title = format!("{}: {}", cmp.cases[c].name, t.metric);
+            let caption = format!(
+                "Each run as a point (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker.{}",
+                if verdicts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Verdict vs {}: {}.", cmp.baseline, verdicts.join(", "))
+                }
+            );
+            p.figure(
+                svg::strip_chart(&title, &metric_axis_label(t), &groups),
+                &caption,
+                &format!("{title}: no successful run has this metric."),
+            );
+        }
+        p.body.push_str("</div>");
+    }
+    p.body.push_str("</section>");
+
+    // Notes.
+    p.body.push_str("<section id=\"notes\"><h2>Notes</h2>");
+    if cmp.notes.is_empty() {
+        p.body.push_str("<p class=\"meta\">None.</p>");
+    } else {
+        p.body.push_str("<ol class=\"notes\">");
+        for n in &cmp.notes {
+            let _ = write!(p.body, "<li id=\"note-{}\">{}</li>", n.id, esc(&n.text));
+        }
+        p.body.push_str("</ol>");
+    }
+    p.body.push_str("</section>");
+
+    // Over time: one colour per configuration, every run drawn.
+    p.body.push_str("<section id=\"over-time\"><h2>Over time</h2><p class=\"meta\">One colour per configuration; every successful run is a line (hover for which).</p>");
+    for (ci, case) in ds.cases.iter().enumerate() {
+        let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
+        let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
+        // Colour by configuration, the same in every chart of the report.
+        let names: Vec<String> = ds.configs.iter().map(|c| c.name.clone()).collect();
+        let mut migrated = Vec::new();
+        let mut progress = Vec::new();
+        let mut pct = true;
+        for g in &groups {
+            let si = g.config;
+            for r in ds.ok_records(g) {
+                let tip = format!("{} run {}", ds.configs[g.config].name, r.repetition.index);
+                if let Some(pts) = series::vmstat(r, PAGES_MIGRATED) {
+                    migrated.push(SvgLine {
+                        series: si,
+                        points: pts,
+                        tooltip: tip.clone(),
+                    });
+                }
+                if let Some((pts, is_pct)) = series::progress_total(r) {
+                    pct &= is_pct;
+                    progress.push(SvgLine {
+                        series: si,
+                        points: pts,
+                        tooltip: tip,
+                    });
+                }
+            }
+        }
+        p.figure(
+            svg::line_chart(
+                &format!("{}: pages migrated vs time", case.name),
+                "Time (s)",
+                "pages migrated",
+                &names,
+                &migrated,
+            ),
+            &format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start."),
+            "No run of this case recorded pages migrated.",
+        );
+        p.figure(
+            svg::line_chart(
+                &format!("{}: progress vs time", case.name),
+                "Time (s)",
+                if pct {
+                    "% of the work done"
+                } else {
+                    "work units done"
+                },
+                &names,
+                &progress,
+            ),
+            "Work done by all tasks together.",
+            "No run of this case recorded progress.",
+        );
+        p.body.push_str("</div>");
+    }
+    p.body.push_str("</section>");
+
+    // Runs.
+    p.body.push_str("<section id=\"runs\"><h2>Runs</h2><p class=\"meta\">Per run: memory per node over time (the convergence chart: memory starts on one node and moves), and each task's node residency.</p>");
+    for (ci, case) in ds.cases.iter().enumerate() {
+        for g in ds.groups.iter().filter(|g| g.case == ci) {
+            let cfg = &ds.configs[g.config].name;
+            for &i in g.ok.iter().chain(g.failed.iter()) {
+                let run = &ds.runs[i];
+                run_section(
+                    &mut p,
+                    case.name.as_str(),
+                    cfg,
+                    &run.record,
+                    &run.path.display().to_string(),
+                );
+            }
+        }
+    }
+    p.body.push_str("</section>");
+
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>numalab report: baseline {}</title><style>{CSS}</style></head>\n<body data-expected-charts=\"{}\">\n{}\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(&cmp.baseline),
+        p.charts,
+        p.body
+    );
+    html
+}
+
+fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
+    let status = if r.outcome.is_ok() { "ok" } else { "failed" };
+    let _ = write!(
+        p.body,
+        "<details open><summary>{} &middot; {} &middot; run {} of {} &middot; {status}</summary><p class=\"meta\">record <code>{}</code> &middot; started {}{}</p>",
+        esc(case),
+        esc(cfg),
+        r.repetition.index,
+        r.repetition.of,
+        esc(path),
+        esc(&r.started_at),
+        r.outcome
+            .reason
+            .as_ref()
+            .map(|x| format!(" &middot; {}", esc(x)))
+            .unwrap_or_default()
+    );
+    let metrics: Vec<String> = r
+        .metrics
+        .iter()
+        .map(|(k, m)| format!("{k} = {} {}", crate::num::value(m.value), m.unit))
+        .collect();
+    if !metrics.is_empty() {
+        let _ = write!(
+            p.body,
+            "<p class=\"meta\">{}</p>",
+            esc(&metrics.join(" · "))
+        );
+    }
+    for w in &r.warnings {
+        let _ = write!(p.body, "<p class=\"meta\">warning: {}</p>", esc(w));
+    }
+    p.body.push_str("<div class=\"charts\">");
+    let title = format!("{case}, {cfg}, run {}", r.repetition.index);
+    let mem = series::memory_per_node(r);
+    let names: Vec<String> = mem.iter().map(|l| l.name.clone()).collect();
+    let lines: Vec<SvgLine> = mem
+        .iter()
+        .enumerate()
+        .map(|(i, l)| SvgLine {
+            series: i,
+            points: l.points.clone(),
+            tooltip: l.name.clone(),
+        })
+        .collect();
+    p.figure(
+        svg::line_chart(
+            &format!("{title}: memory per node"),
+            "Time (s)",
+            "resident memory (MiB)",
+            &names,
+            &lines,
+        ),
+        "Resident memory of the run's processes on each node (one line per node).",
+        "This run recorded no memory samples.",
+    );
+    let nodes: Vec<String> = r
+        .machine
+        .topology
+        .node_ids()
+        .iter()
+        .map(|n| format!("node{n}"))
+        .collect();
+    let tasks: Vec<(String, Vec<f64>)> = r
+        .tasks
+        .iter()
+        .filter(|t| !t.node_time_s.is_empty())
+        .map(|t| {
+            let moved = if t.initial_node != t.main_node {
+                " *"
+            } else {
+                ""
+            };
+            (format!("task {}{moved}", t.id), t.node_percent())
+        })
+        .collect();
+    p.figure(
+        svg::residency_chart(&format!("{title}: node residency per task"), &nodes, &tasks),
+        "Share of each task's running time on each node; * marks a task whose main node is not the node it started on.",
+        "This run recorded no per-task residency.",
+    );
+    p.body.push_str("</div></details>");
+}

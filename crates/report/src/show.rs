@@ -1,0 +1,498 @@
+//! `numalab show`: one run, or a directory of runs, as the seeds print
+//! them: the per-task residency table (seed 000), the mean(stddev) summary
+//! (seed 001), and ASCII charts of memory per node (seed 002), pages
+//! migrated and progress over time (seed 004). Everything within 80
+//! columns, to paste into an email.
+
+use crate::compare::MachineSummary;
+use crate::dataset::{param_value, Dataset};
+use crate::num;
+use crate::series::{self, Line, PAGES_MIGRATED};
+use crate::table::{wrap, Column, Table, TEXT_WIDTH};
+use crate::textplot::Chart;
+use numalab_record::{Better, ConvergenceState, RunRecord};
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn push_wrapped(out: &mut String, text: &str) {
+    for l in wrap(text, TEXT_WIDTH) {
+        let _ = writeln!(out, "{l}");
+    }
+}
+
+/// Samples of a record that can make a line (at least two).
+fn enough(points: usize) -> bool {
+    points >= 2
+}
+
+/// One run in full: what ran where, the per-task table, the metrics, and
+/// its charts.
+pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
+    let mut out = String::new();
+    let status = if r.outcome.is_ok() { "ok" } else { "FAILED" };
+    push_wrapped(
+        &mut out,
+        &format!(
+            "{}, label {}, run {} of {} ({}): {status}",
+            r.benchmark,
+            r.label,
+            r.repetition.index,
+            r.repetition.of,
+            r.backend.kind()
+        ),
+    );
+    push_wrapped(&mut out, &MachineSummary::of(r).describe());
+    let mut started = format!("started {}", r.started_at);
+    if let Some(p) = path {
+        started.push_str(&format!(", record {}", p.display()));
+    }
+    push_wrapped(&mut out, &started);
+    let params: Vec<String> = r
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", param_value(v)))
+        .collect();
+    if !params.is_empty() {
+        push_wrapped(&mut out, &format!("params: {}", params.join(" ")));
+    }
+    if let Some(reason) = &r.outcome.reason {
+        push_wrapped(&mut out, &format!("failed: {reason}"));
+    }
+    out.push('\n');
+    if !r.tasks.is_empty() {
+        out.push_str(&task_table(r));
+        out.push('\n');
+    }
+    if !r.metrics.is_empty() {
+        let mut t = Table::new(
+            "Metrics",
+            vec![
+                Column::key("metric"),
+                Column::right("value"),
+                Column::left("unit"),
+                Column::left("better"),
+            ],
+        );
+        for (k, m) in &r.metrics {
+            t.push(vec![
+                k.clone(),
+                num::value(m.value),
+                m.unit.clone(),
+                match m.better {
+                    Better::Lower => "lower".into(),
+                    Better::Higher => "higher".into(),
+                },
+            ]);
+        }
+        out.push_str(&t.to_text());
+        out.push('\n');
+    }
+    if let Some(c) = &r.convergence {
+        let state = match &c.state {
+            ConvergenceState::Converged { at_s } => format!("converged at {at_s:.2} s"),
+            ConvergenceState::NotConverged { within_s } => {
+                format!("did not converge within {within_s:.2} s")
+            }
+            ConvergenceState::Trivial { reason } => format!("trivial ({reason})"),
+        };
+        push_wrapped(
+            &mut out,
+            &format!("Convergence: {state} ({})", c.definition),
+        );
+        out.push('\n');
+    }
+    for w in &r.warnings {
+        push_wrapped(&mut out, &format!("warning: {w}"));
+    }
+    if !r.warnings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&record_charts(r));
+    out
+}
+
+/// The per-task table: seed 000's layout when it fits 80 columns (up to 6
+/// nodes), else the same columns as a table broken into blocks.
+pub fn task_table(r: &RunRecord) -> String {
+    let nodes = r.machine.topology.node_ids();
+    if nodes.len() <= 6 {
+        return crate::text::numa_test_task_table(r);
+    }
+    let mut cols = vec![Column::key("Job")];
+    for n in &nodes {
+        cols.push(Column::right(&format!("node{n:02}")));
+    }
+    cols.push(Column::right("iSched"));
+    cols.push(Column::right("MSched"));
+    cols.push(Column::right("UserTime(s)"));
+    let mut t = Table::new("% of running time per node", cols);
+    for task in &r.tasks {
+        let mut cells = vec![task.id.to_string()];
+        cells.extend(task.node_percent().iter().map(|p| format!("{p:.1}")));
+        let node = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+        cells.push(node(task.initial_node));
+        let star = if task.initial_node != task.main_node {
+            "*"
+        } else {
+            ""
+        };
+        cells.push(format!("{}{star}", node(task.main_node)));
+        cells.push(format!("{:.2}", task.user_s));
+        t.push(cells);
+    }
+    t.legend
+        .push("* the task's main node is not the node it started on".into());
+    t.to_text()
+}
+
+/// The charts of one run: memory per node, pages migrated, progress.
+pub fn record_charts(r: &RunRecord) -> String {
+    let mut out = String::new();
+    let mem = series::memory_per_node(r);
+    if mem.first().is_some_and(|l| enough(l.points.len())) {
+        out.push_str(&Chart::new("Memory per node vs time", "Time (s)", "MiB", mem).render());
+        out.push('\n');
+    } else if !r.series.samples.is_empty() {
+        push_wrapped(
+            &mut out,
+            "Memory per node: fewer than 2 samples, no chart (a longer run or a smaller --interval gives more)",
+        );
+    }
+    match series::vmstat(r, PAGES_MIGRATED) {
+        Some(p) if p.iter().all(|(_, y)| *y == 0.0) => {
+            push_wrapped(
+                &mut out,
+                &format!("Pages migrated ({PAGES_MIGRATED}): 0 throughout the run, no chart"),
+            );
+        }
+        Some(p) if enough(p.len()) => {
+            out.push_str(
+                &Chart::new(
+                    format!("Pages migrated vs time ({PAGES_MIGRATED})"),
+                    "Time (s)",
+                    "pages",
+                    vec![Line::new("pages migrated", p)],
+                )
+                .render(),
+            );
+            out.push('\n');
+        }
+        _ => {}
+    }
+    let prog = series::progress_per_task(r, crate::textplot::SYMBOLS.len());
+    if prog.first().is_some_and(|l| enough(l.points.len())) {
+        out.push_str(&Chart::new("Progress vs time", "Time (s)", "work units", prog).render());
+        out.push('\n');
+    }
+    out
+}
+
+/// Seed 001's table for a benchmark other than numa_test: one row per
+/// case, one column per metric, mean(stddev) over successful runs.
+pub fn summary_table(ds: &Dataset, benchmark: &str, config: usize) -> Table {
+    let cases: Vec<usize> = (0..ds.cases.len())
+        .filter(|&c| ds.cases[c].benchmark == benchmark && ds.group(c, config).is_some())
+        .collect();
+    let mut metrics: Vec<String> = Vec::new();
+    for &c in &cases {
+        for r in ds.ok_records(ds.group(c, config).expect("filtered")) {
+            for k in r.metrics.keys() {
+                if !metrics.contains(k) {
+                    metrics.push(k.clone());
+                }
+            }
+        }
+    }
+    metrics.sort();
+    let mut cols = vec![Column::key("case"), Column::right("n")];
+    for m in &metrics {
+        cols.push(Column::right(m));
+    }
+    let mut t = Table::new("", cols);
+    for &c in &cases {
+        let g = ds.group(c, config).expect("filtered");
+        let recs = ds.ok_records(g);
+        let case = &ds.cases[c];
+        let mut cells = vec![
+            if case.variant.is_empty() {
+                case.benchmark.clone()
+            } else {
+                case.variant.clone()
+            },
+            recs.len().to_string(),
+        ];
+        for m in &metrics {
+            let v: Vec<f64> = recs.iter().filter_map(|r| r.metric(m)).collect();
+            cells.push(match numalab_stats::Summary::of(&v) {
+                Ok(s) => num::mean_sd(s.mean, s.stddev),
+                Err(_) => "-".into(),
+            });
+        }
+        t.push(cells);
+    }
+    t.legend
+        .push("mean(stddev) over successful runs; n runs per case".into());
+    t
+}
+
+/// A directory of runs: per benchmark and configuration the summary table,
+/// failed runs, then per case the charts with one line per configuration
+/// (its typical run: the median of `elapsed_s`).
+pub fn dataset(ds: &Dataset) -> String {
+    let mut out = String::new();
+    let mut benches: Vec<&str> = ds.cases.iter().map(|c| c.benchmark.as_str()).collect();
+    benches.dedup();
+    for b in &benches {
+        for (k, cfg) in ds.configs.iter().enumerate() {
+            let groups: Vec<_> = ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k && ds.cases[g.case].benchmark == *b)
+                .collect();
+            if groups.is_empty() {
+                continue;
+            }
+            let all: Vec<&RunRecord> = groups
+                .iter()
+                .flat_map(|g| g.ok.iter().chain(g.failed.iter()))
+                .map(|&i| &ds.runs[i].record)
+                .collect();
+            let ok: Vec<&RunRecord> = all.iter().copied().filter(|r| r.outcome.is_ok()).collect();
+            push_wrapped(
+                &mut out,
+                &format!(
+                    "{b}, label {} ({}, {}): {} runs",
+                    cfg.label,
+                    cfg.backend,
+                    MachineSummary::of(all[0]).describe(),
+                    all.len()
+                ),
+            );
+            if *b == "numa_test" {
+                out.push_str(&crate::text::numa_test_summary(&ok));
+            } else {
+                out.push_str(&summary_table(ds, b, k).to_text());
+            }
+            for r in all.iter().filter(|r| !r.outcome.is_ok()) {
+                push_wrapped(
+                    &mut out,
+                    &format!(
+                        "failed: run {} ({}): {}",
+                        r.repetition.index,
+                        r.id,
+                        r.outcome.reason.as_deref().unwrap_or("no reason recorded")
+                    ),
+                );
+            }
+            let common = ds.common_params(b);
+            if !common.is_empty() {
+                push_wrapped(&mut out, &format!("params: {}", common.join(" ")));
+            }
+            out.push('\n');
+        }
+    }
+    for (c, case) in ds.cases.iter().enumerate() {
+        out.push_str(&case_charts(ds, c, &case.name));
+    }
+    out
+}
+
+/// Charts of one case with a line per configuration.
+fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
+    let mut out = String::new();
+    let mut typical: Vec<(String, &RunRecord)> = Vec::new();
+    let mut short: Vec<String> = Vec::new();
+    for g in ds.groups.iter().filter(|g| g.case == case) {
+        let recs = ds.ok_records(g);
+        if let Some((r, why)) = series::typical_run(&recs) {
+            let cfg = &ds.configs[g.config].name;
+            typical.push((format!("{cfg} ({why})"), r));
+            short.push(format!("{cfg} run {}", r.repetition.index));
+        }
+    }
+    if typical.is_empty() {
+        return out;
+    }
+    let migrated: Vec<Line> = typical
+        .iter()
+        .filter_map(|(n, r)| series::vmstat(r, PAGES_MIGRATED).map(|p| Line::new(n.clone(), p)))
+        .collect();
+    let long = |ls: &[Line]| ls.iter().any(|l| enough(l.points.len()));
+    if !migrated.is_empty() {
+        if migrated.iter().all(|l| l.points.iter().all(|p| p.1 == 0.0)) {
+            push_wrapped(
+                &mut out,
+                &format!("{name}: pages migrated ({PAGES_MIGRATED}) is 0 throughout every run shown; no chart"),
+            );
+            out.push('\n');
+        } else if long(&migrated) {
+            out.push_str(
+                &Chart::new(
+                    format!("{name}: pages migrated vs time"),
+                    "Time (s)",
+                    "pages",
+                    migrated,
+                )
+                .render(),
+            );
+            out.push('\n');
+        }
+    }
+    let mut pct = true;
+    let progress: Vec<Line> = typical
+        .iter()
+        .filter_map(|(n, r)| {
+            series::progress_total(r).map(|(p, is_pct)| {
+                pct &= is_pct;
+                Line::new(n.clone(), p)
+            })
+        })
+        .collect();
+    if long(&progress) {
+        out.push_str(
+            &Chart::new(
+                format!("{name}: progress vs time"),
+                "Time (s)",
+                if pct { "% of the work" } else { "work units" },
+                progress,
+            )
+            .render(),
+        );
+        out.push('\n');
+    } else if !progress.is_empty() {
+        push_wrapped(
+            &mut out,
+            &format!("{name}: the runs shown have fewer than 2 samples each, so no charts over time (a longer run or a smaller --interval gives more)"),
+        );
+        out.push('\n');
+    }
+    for ((_, r), n) in typical.iter().zip(&short) {
+        let mem = series::memory_per_node(r);
+        if r.machine.topology.nodes.len() > 1 && mem.first().is_some_and(|l| enough(l.points.len()))
+        {
+            out.push_str(
+                &Chart::new(
+                    format!("{name}, {n}: memory per node"),
+                    "Time (s)",
+                    "MiB",
+                    mem,
+                )
+                .render(),
+            );
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_record::{example_record, Outcome, Sample};
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    fn with_series(mut r: RunRecord, speed: u64) -> RunRecord {
+        r.series.samples = (0..=20)
+            .map(|i| {
+                let moved = i.min(10) << 18;
+                Sample {
+                    t_s: i as f64,
+                    memory_bytes: vec![vec![(10u64 << 20) - moved, moved]],
+                    task_node: vec![Some(0), Some(1)],
+                    progress: vec![(i * speed).min(100), (i * speed / 2).min(100)],
+                    vmstat: BTreeMap::from([(
+                        PAGES_MIGRATED.to_string(),
+                        (i.min(10) * 64 * speed) as i64,
+                    )]),
+                }
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn one_record() {
+        let r = with_series(example_record("numa_test", "A", 1, 10.0), 5);
+        let s = record(&r, Some(Path::new("x.json")));
+        assert!(s.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{s}");
+        assert!(
+            s.starts_with("numa_test, label A, run 1 of 3 (real): ok\n"),
+            "{s}"
+        );
+        assert!(s.contains("record x.json"));
+        assert!(s.contains("Job  node00 node01 | iSched MSched | UserTime(s)"));
+        assert!(s.contains("elapsed_s"));
+        assert!(s.contains("Memory per node vs time"), "{s}");
+        assert!(s.contains("* node0   # node1"), "{s}");
+        assert!(s.contains("Pages migrated vs time"), "{s}");
+        assert!(s.contains("Progress vs time (work units)"), "{s}");
+        assert!(s.contains("* task 1   # task 2"), "{s}");
+        assert!(s.contains("Convergence: converged at 1.00 s"));
+    }
+
+    #[test]
+    fn one_sample_gives_no_chart_but_says_so() {
+        let r = example_record("numa_test", "A", 1, 10.0);
+        let s = record(&r, None);
+        assert!(s.contains("fewer than 2 samples"), "{s}");
+        assert!(s.contains("Pages migrated (numa_pages_migrated): 0 throughout"));
+        assert!(!s.contains("+---"), "{s}");
+    }
+
+    #[test]
+    fn many_nodes_use_the_block_table() {
+        let mut r = example_record("numa_test", "A", 1, 10.0);
+        r.machine.topology =
+            numalab_topology::Topology::regular(8, 1, 1, 1, 1 << 20, 1 << 30, None).unwrap();
+        for t in &mut r.tasks {
+            t.node_time_s = vec![1.0; 8];
+        }
+        let s = task_table(&r);
+        assert!(s.lines().all(|l| l.len() <= 80), "{s}");
+        assert!(s.contains("node07") && s.contains("12.5"), "{s}");
+    }
+
+    #[test]
+    fn a_directory() {
+        let mut v = Vec::new();
+        for (label, speed) in [("A", 5), ("B", 10)] {
+            for rep in 1..=3 {
+                let mut r = with_series(
+                    example_record("numa_test", label, rep, 10.0 + rep as f64 * speed as f64),
+                    speed,
+                );
+                r.id = format!("{label}{rep}");
+                v.push((PathBuf::from(format!("{label}{rep}.json")), r));
+            }
+        }
+        let mut other = example_record("twohalves", "A", 1, 3.0);
+        other.id = "t1".into();
+        v.push((PathBuf::from("t1.json"), other));
+        let mut failed = example_record("numa_test", "B", 4, 1.0);
+        failed.outcome = Outcome::failed("task 2 was killed by signal 9");
+        failed.id = "f".into();
+        v.push((PathBuf::from("f.json"), failed));
+        let ds = Dataset::new(v);
+        let s = dataset(&ds);
+        assert!(s.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{s}");
+        assert!(s.contains("numa_test, label A (real, host example"), "{s}");
+        assert!(s.contains("Tasks AverageUserTime"), "{s}");
+        assert!(
+            s.contains("failed: run 4 (f): task 2 was killed by signal 9"),
+            "{s}"
+        );
+        assert!(s.contains("twohalves, label A"), "{s}");
+        assert!(s.contains("numa_test: pages migrated vs time"), "{s}");
+        assert!(s.contains("* A (run 2 of 3, the median elapsed_s)"), "{s}");
+        assert!(s.contains("# B (run 2 of 3, the median elapsed_s)"), "{s}");
+        assert!(
+            s.contains("numa_test: progress vs time (% of the work)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("numa_test, A run 2: memory per node (MiB)"),
+            "{s}"
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! One table model, three renderings: plain text within 80 columns (wide
+//! tables break into blocks that repeat the key columns), GitHub-flavoured
+//! Markdown, and HTML.
+
+use std::fmt::Write as _;
+
+/// Widest line of text output.
+pub const TEXT_WIDTH: usize = 80;
+
+/// Longest key cell in text before it is shortened (with `...`), so that
+/// the key columns always leave room for the values.
+const MAX_KEY_CELL: usize = 34;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub header: String,
+    pub align: Align,
+    /// Key columns identify a row; they are repeated in every block when a
+    /// wide table is broken up.
+    pub key: bool,
+}
+
+impl Column {
+    pub fn key(header: &str) -> Column {
+        Column {
+            header: header.into(),
+            align: Align::Left,
+            key: true,
+        }
+    }
+    pub fn left(header: &str) -> Column {
+        Column {
+            header: header.into(),
+            align: Align::Left,
+            key: false,
+        }
+    }
+    pub fn right(header: &str) -> Column {
+        Column {
+            header: header.into(),
+            align: Align::Right,
+            key: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    Data,
+    /// A summary row (geometric mean) set off by a rule in text.
+    Summary,
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub cells: Vec<String>,
+    pub kind: RowKind,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+    /// Lines printed under the table (legends).
+    pub legend: Vec<String>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, columns: Vec<Column>) -> Table {
+        Table {
+            title: title.into(),
+            columns,
+            rows: Vec::new(),
+            legend: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, cells: Vec<String>) {
+        self.push_kind(cells, RowKind::Data);
+    }
+
+    pub fn push_kind(&mut self, mut cells: Vec<String>, kind: RowKind) {
+        cells.resize(self.columns.len(), String::new());
+        self.rows.push(Row { cells, kind });
+    }
+
+    /// Plain text, every line at most [`TEXT_WIDTH`] columns.
+    pub fn to_text(&self) -> String {
+        self.to_text_width(TEXT_WIDTH)
+    }
+
+    pub fn to_text_width(&self, width: usize) -> String {
+        let mut out = String::new();
+        for line in wrap(&self.title, width) {
+            let _ = writeln!(out, "{line}");
+        }
+        let cell = |r: &Row, i: usize| -> String {
+            let c = &r.cells[i];
+            if self.columns[i].key && c.chars().count() > MAX_KEY_CELL {
+                let s: String = c.chars().take(MAX_KEY_CELL - 3).collect();
+                format!("{s}...")
+            } else {
+                c.clone()
+            }
+        };
+        let ncols = self.columns.len();
+        let widths: Vec<usize> = (0..ncols)
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .map(|r| cell(r, i).chars().count())
+                    .chain(std::iter::once(self.columns[i].header.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let keys: Vec<usize> = (0..ncols).filter(|&i| self.columns[i].key).collect();
+        let others: Vec<usize> = (0..ncols).filter(|&i| !self.columns[i].key).collect();
+        let key_width: usize = keys.iter().map(|&i| widths[i] + 2).sum();
+        // Pack the other columns into blocks that fit beside the keys.
+        let budget = width.saturating_sub(key_width).max(1);
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        let mut cur: Vec<usize> = Vec::new();
+        let mut used = 0;
+        for &i in &others {
+            let w = widths[i] + 2;
+            if !cur.is_empty() && used + w > budget {
+                blocks.push(std::mem::take(&mut cur));
+                used = 0;
+            }
+            cur.push(i);
+            used += w;
+        }
+        if !cur.is_empty() || blocks.is_empty() {
+            blocks.push(cur);
+        }
+        for (b, block) in blocks.iter().enumerate() {
+            if b > 0 {
+                out.push('\n');
+            }
+            let cols: Vec<usize> = keys.iter().chain(block.iter()).copied().collect();
+            let line = |cells: &dyn Fn(usize) -> String| -> String {
+                let mut s = String::new();
+                for (j, &i) in cols.iter().enumerate() {
+                    if j > 0 {
+                        s.push_str("  ");
+                    }
+                    let c = cells(i);
+                    let pad = widths[i].saturating_sub(c.chars().count());
+                    match self.columns[i].align {
+                        Align::Left => {
+                            s.push_str(&c);
+                            s.push_str(&" ".repeat(pad));
+                        }
+                        Align::Right => {
+                            s.push_str(&" ".repeat(pad));
+                            s.push_str(&c);
+                        }
+                    }
+                }
+                s.trim_end().to_string()
+            };
+            let header = line(&|i| self.columns[i].header.clone());
+            let rule_len = header.len().max(
+                self.rows
+                    .iter()
+                    .map(|r| line(&|i| cell(r, i)).len())
+                    .max()
+                    .unwrap_or(0),
+            );
+            let _ = writeln!(out, "{header}");
+            let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
+            let mut prev = RowKind::Data;
+            for r in &self.rows {
+                if r.kind == RowKind::Summary && prev == RowKind::Data {
+                    let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
+                }
+                prev = r.kind;
+                let _ = writeln!(out, "{}", line(&|i| cell(r, i)));
+            }
+        }
+        for l in &self.legend {
+            for line in wrap(l, width) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table, title as a heading of `level`.
+    pub fn to_markdown(&self, level: usize) -> String {
+        let mut out = String::new();
+        if !self.title.is_empty() {
+            let _ = writeln!(out, "{} {}\n", "#".repeat(level), md_inline(&self.title));
+        }
+        let _ = write!(out, "|");
+        for c in &self.columns {
+            let _ = write!(out, " {} |", md_cell(&c.header));
+        }
+        let _ = write!(out, "\n|");
+        for c in &self.columns {
+            let _ = write!(
+                out,
+                " {} |",
+                match c.align {
+                    Align::Left => ":---",
+                    Align::Right => "---:",
+                }
+            );
+        }
+        out.push('\n');
+        for r in &self.rows {
+            let _ = write!(out, "|");
+            for (i, c) in r.cells.iter().enumerate() {
+                let c = md_cell(c);
+                if r.kind == RowKind::Summary && i == 0 {
+                    let _ = write!(out, " **{c}** |");
+                } else {
+                    let _ = write!(out, " {c} |");
+                }
+            }
+            out.push('\n');
+        }
+        if !self.legend.is_empty() {
+            out.push('\n');
+            for l in &self.legend {
+                let _ = writeln!(out, "{}  ", md_inline(l));
+            }
+        }
+        out
+    }
+
+    /// An HTML `<table>` (no title; the caller places headings).
+    pub fn to_html(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(out, "<table class=\"cmp\">");
+        if !self.title.is_empty() {
+            let _ = write!(out, "<caption>{}</caption>", html_escape(&self.title));
+        }
+        out.push_str("<thead><tr>");
+        for c in &self.columns {
+            let class = if c.align == Align::Right {
+                " class=\"r\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<th{class}>{}</th>", html_escape(&c.header));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for r in &self.rows {
+            let class = if r.kind == RowKind::Summary {
+                " class=\"summary\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<tr{class}>");
+            for (i, c) in r.cells.iter().enumerate() {
+                let mut classes = Vec::new();
+                if self.columns[i].align == Align::Right {
+                    classes.push("r");
+                }
+                match c.as_str() {
+                    "better" => classes.push("better"),
+                    "worse" => classes.push("worse"),
+                    _ => {}
+                }
+                let class = if classes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" class=\"{}\"", classes.join(" "))
+                };
+                let _ = write!(out, "<td{class}>{}</td>", html_escape(c));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>");
+        for l in &self.legend {
+            let _ = write!(out, "<p class=\"legend\">{}</p>", html_escape(l));
+        }
+        out
+    }
+}
+
+/// Escape text for HTML element content and attribute values.
+pub fn html_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A table cell for GFM: pipes escaped, no line breaks, never empty-looking.
+fn md_cell(s: &str) -> String {
+    md_inline(s).replace('|', "\\|")
+}
+
+/// Inline Markdown text: characters that would start markup are escaped.
+pub fn md_inline(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' => o.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' => {
+                o.push('\\');
+                o.push(c);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Greedy word wrap at `width`. Continuation lines are indented past a
+/// leading footnote marker like `[12] `, else by 2.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    if text.chars().count() <= width {
+        return vec![text.to_string()];
+    }
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let indent = lead
+        + if text.trim_start().starts_with('[') {
+            text.trim_start()
+                .find(']')
+                .map(|i| i + 2)
+                .unwrap_or(2)
+                .min(8)
+        } else {
+            2
+        };
+    let mut lines = Vec::new();
+    let mut cur = " ".repeat(lead);
+    let mut has_word = false;
+    // Runs of spaces inside a line are kept (they align columns).
+    let mut extra = 0usize;
+    for word in text[lead..].split(' ') {
+        if word.is_empty() {
+            if has_word {
+                extra += 1;
+            }
+            continue;
+        }
+        let mut w = word.to_string();
+        loop {
+            let cl = cur.chars().count();
+            let sep = if has_word { 1 + extra } else { 0 };
+            if cl + sep + w.chars().count() <= width {
+                cur.push_str(&" ".repeat(sep));
+                cur.push_str(&w);
+                has_word = true;
+                break;
+            }
+            if has_word {
+                lines.push(std::mem::take(&mut cur));
+                cur = " ".repeat(indent);
+                has_word = false;
+                continue;
+            }
+            // A single word longer than the line is cut hard.
+            let room = width.saturating_sub(cl).max(1);
+            let head: String = w.chars().take(room).collect();
+            let tail: String = w.chars().skip(room).collect();
+            cur.push_str(&head);
+            lines.push(std::mem::take(&mut cur));
+            cur = " ".repeat(indent);
+            w = tail;
+            if w.is_empty() {
+                break;
+            }
+        }
+        extra = 0;
+    }
+    if has_word {
+        lines.push(cur);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(n_value_cols: usize) -> Table {
+        let mut cols = vec![Column::key("case"), Column::key("config")];
+        for i in 0..n_value_cols {
+            cols.push(Column::right(&format!("value{i}")));
+        }
+        let mut t = Table::new("title", cols);
+        for r in 0..3 {
+            let mut cells = vec![format!("numa_test tasks={r}"), "A".into()];
+            for i in 0..n_value_cols {
+                cells.push(format!("{r}.{i:04} [1.000, 2.000]"));
+            }
+            t.push(cells);
+        }
+        t.push_kind(vec!["geomean".into(), "A".into()], RowKind::Summary);
+        t
+    }
+
+    #[test]
+    fn narrow_table_is_one_block() {
+        let t = sample(2).to_text();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "title");
+        assert!(lines[1].starts_with("case               config"), "{t}");
+        assert!(lines[2].starts_with("-----"));
+        assert_eq!(lines.len(), 8, "{t}"); // title, header, rule, 3 rows, rule, geomean
+        assert!(lines[6].starts_with("---"));
+        assert!(lines[7].starts_with("geomean"));
+    }
+
+    #[test]
+    fn wide_table_breaks_into_blocks_repeating_keys() {
+        let t = sample(6).to_text();
+        assert!(t.lines().all(|l| l.len() <= TEXT_WIDTH), "{t}");
+        let headers: Vec<&str> = t.lines().filter(|l| l.starts_with("case ")).collect();
+        assert!(headers.len() >= 2, "{t}");
+        for i in 0..6 {
+            assert!(t.contains(&format!("value{i}")), "{t}");
+        }
+        // Every block lists every row's key.
+        assert_eq!(t.matches("numa_test tasks=1").count(), headers.len(), "{t}");
+    }
+
+    #[test]
+    fn long_keys_are_shortened_in_text_only() {
+        let mut t = Table::new("", vec![Column::key("k"), Column::right("v")]);
+        let long = "x".repeat(100);
+        t.push(vec![long.clone(), "1".into()]);
+        let text = t.to_text();
+        assert!(text.lines().all(|l| l.len() <= TEXT_WIDTH), "{text}");
+        assert!(text.contains("..."));
+        assert!(t.to_markdown(2).contains(&long));
+    }
+
+    #[test]
+    fn markdown_is_a_gfm_table() {
+        let mut t = sample(2);
+        t.rows[0].cells[1] = "a|b".into();
+        let md = t.to_markdown(3);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "### title");
+        assert_eq!(lines[2], "| case | config | value0 | value1 |");
+        assert_eq!(lines[3], "| :--- | :--- | ---: | ---: |");
+        assert!(lines[4].contains("a\\|b"));
+        assert!(lines[7].starts_with("| **geomean** |"));
+        // Every row has the same number of unescaped pipes.
+        for l in &lines[2..8] {
+            let pipes = l.replace("\\|", "").matches('|').count();
+            assert_eq!(pipes, 5, "{l}");
+        }
+    }
+
+    #[test]
+    fn html_escapes() {
+        let mut t = Table::new("<t>", vec![Column::key("k")]);
+        t.push(vec!["a&b".into()]);
+        let h = t.to_html();
+        assert!(h.contains("<caption>&lt;t&gt;</caption>"));
+        assert!(h.contains("<td>a&amp;b</td>"));
+    }
+
+    #[test]
+    fn wrapping() {
+        let w = wrap(&format!("[12] {}", "word ".repeat(40)), 40);
+        assert!(w.len() > 2);
+        assert!(w.iter().all(|l| l.len() <= 40), "{w:?}");
+        assert!(w[1].starts_with("     word"), "{w:?}");
+        let w = wrap(&"y".repeat(100), 30);
+        assert!(w.iter().all(|l| l.chars().count() <= 30), "{w:?}");
+        assert_eq!(w.concat().replace(' ', "").len(), 100);
+        let w = wrap(&format!("  A  {}", "word ".repeat(30)), 40);
+        assert!(w[0].starts_with("  A  word"), "{w:?}");
+        assert!(w[1].starts_with("    word"), "{w:?}");
+    }
+}

@@ -1,0 +1,476 @@
+//! Grouping, pairing, verdicts, footnotes and rendering of comparisons,
+//! on records built from `example_record`.
+
+use numalab_record::{example_record, Better, Metric, Outcome, RunRecord};
+use numalab_report::compare::{labels_name, NoteKind, Role};
+use numalab_report::compare_render::{self, Layout};
+use numalab_report::{compare, CompareError, CompareOptions, Dataset};
+use numalab_stats::{TestKind, Verdict};
+use std::path::PathBuf;
+
+/// Records of one configuration: `values[i]` is run i's `elapsed_s`;
+/// `throughput` (higher is better) is its inverse.
+fn runs(label: &str, host: &str, tasks: u64, values: &[f64]) -> Vec<(PathBuf, RunRecord)> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut r = example_record("numa_test", label, i as u32 + 1, *v);
+            r.params.insert("tasks".into(), tasks.into());
+            r.machine.hostname = host.into();
+            r.metrics.insert(
+                "throughput".into(),
+                Metric::new(1000.0 / v, "ops/s", Better::Higher),
+            );
+            r.id = format!("{label}-{host}-{tasks}-{i}");
+            (PathBuf::from(format!("{}.json", r.id)), r)
+        })
+        .collect()
+}
+
+const BASE: [f64; 6] = [10.0, 10.2, 9.9, 10.1, 10.05, 9.95];
+
+fn scaled(k: f64) -> Vec<f64> {
+    BASE.iter().map(|v| v * k).collect()
+}
+
+fn opts() -> CompareOptions {
+    CompareOptions::default()
+}
+
+#[test]
+fn verdicts_with_enough_runs() {
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B", "h", 4, &scaled(1.10))); // 10% slower
+    v.extend(runs("C", "h", 4, &scaled(0.90))); // 10% faster
+    v.extend(runs("D", "h", 4, &scaled(1.003))); // within the 1% threshold
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    assert_eq!(r.baseline, "A");
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let verdict = |name: &str| {
+        let k = r
+            .configurations
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap();
+        t.rows
+            .iter()
+            .find(|x| x.config == k)
+            .unwrap()
+            .comparison
+            .as_ref()
+            .map(|c| c.verdict)
+    };
+    assert_eq!(verdict("A"), None);
+    assert_eq!(verdict("B"), Some(Verdict::Worse));
+    assert_eq!(verdict("C"), Some(Verdict::Better));
+    assert_eq!(verdict("D"), Some(Verdict::WithinNoise));
+    // Higher is better for throughput: B is worse there too.
+    let t = r.tables.iter().find(|t| t.metric == "throughput").unwrap();
+    assert_eq!(t.better, Better::Higher);
+    let b = t.rows.iter().find(|x| x.config == 1).unwrap();
+    assert_eq!(b.comparison.as_ref().unwrap().verdict, Verdict::Worse);
+    // Regressions: B's elapsed_s, user_s and throughput.
+    let regs = r.regressions();
+    assert_eq!(regs.len(), 3, "{regs:?}");
+    assert!(regs.iter().all(|x| x.config == "B"));
+    assert!(regs[0]
+        .to_string()
+        .starts_with("elapsed_s of B in numa_test is worse than A (+10.0%, p="));
+
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(
+        text.lines().all(|l| l.len() <= 80 && l.is_ascii()),
+        "{text}"
+    );
+    assert!(text.contains("elapsed_s (s, lower is better)"), "{text}");
+    assert!(
+        text.contains("throughput (ops/s, higher is better)"),
+        "{text}"
+    );
+    assert!(text.contains("+10.0%") && text.contains("worse"), "{text}");
+    assert!(text.contains("-10.0%") && text.contains("better"), "{text}");
+    assert!(text.contains("within noise"), "{text}");
+    assert!(text.contains("geomean"), "{text}");
+    // D is not significant: "~" in place of the change.
+    let d_line = text
+        .lines()
+        .find(|l| l.contains(" D ") && l.contains("within noise"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(d_line.contains(" ~ "), "{d_line}");
+}
+
+#[test]
+fn too_few_runs_high_variation_outliers_failed_runs_are_footnotes() {
+    let mut v = runs("A", "h", 4, &[10.0, 10.1, 9.9]);
+    v.extend(runs("B", "h", 4, &[12.0, 15.0, 9.0]));
+    // An outlier among 7 runs of C.
+    v.extend(runs(
+        "C",
+        "h",
+        4,
+        &[10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 30.0],
+    ));
+    let mut failed = runs("B", "h", 4, &[1.0]);
+    failed[0].1.outcome = Outcome::failed("task 2 was killed by signal 9");
+    failed[0].1.id = "B-failed".into();
+    v.extend(failed);
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let kinds: Vec<NoteKind> = r.notes.iter().map(|n| n.kind).collect();
+    for k in [
+        NoteKind::TooFewRuns,
+        NoteKind::HighVariation,
+        NoteKind::Outlier,
+        NoteKind::FailedRuns,
+        NoteKind::Interval,
+    ] {
+        assert!(kinds.contains(&k), "{k:?} missing: {:#?}", r.notes);
+    }
+    let text = |k: NoteKind| {
+        r.notes
+            .iter()
+            .filter(|n| n.kind == k)
+            .map(|n| n.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(text(NoteKind::TooFewRuns)
+        .contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"));
+    assert!(text(NoteKind::FailedRuns).contains("B in numa_test: 1 failed run left out of the statistics (first: task 2 was killed by signal 9)"));
+    assert!(
+        text(NoteKind::Outlier).contains("elapsed_s of run 7 (30.00 s"),
+        "{}",
+        text(NoteKind::Outlier)
+    );
+    assert!(text(NoteKind::Outlier).contains("kept in the statistics"));
+    // The outlier stays in the statistics.
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let c = t.rows.iter().find(|x| x.config == 2).unwrap();
+    assert_eq!(c.n, 7);
+    assert_eq!(c.outliers, vec![6]);
+    // Too few runs: no verdict, but the ratio and p are still shown.
+    let b = t.rows.iter().find(|x| x.config == 1).unwrap();
+    let cmp = b.comparison.as_ref().unwrap();
+    assert_eq!(cmp.verdict, Verdict::TooFewSamples);
+    assert!(cmp.ratio.is_some() && cmp.p_value.is_some());
+    assert_eq!(b.n, 3, "the failed run is not counted");
+    // Every row references its notes, and the text lists them.
+    let out = compare_render::to_text(&r, Layout::Full);
+    assert!(out.contains("\nNotes\n[1] "), "{out}");
+    assert!(out.contains("too few runs"));
+    assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+}
+
+#[test]
+fn machine_differences_the_labels_do_not_name() {
+    let mut v = runs("A", "h", 4, &BASE);
+    let mut b = runs("B", "h", 4, &BASE);
+    for (_, r) in &mut b {
+        r.machine.thp_enabled = Some("always".into());
+        r.machine.kernel = "6.5.0".into();
+    }
+    v.extend(b);
+    // A label that names the THP difference.
+    let mut c = runs("thp-always", "h", 4, &BASE);
+    for (_, r) in &mut c {
+        r.machine.thp_enabled = Some("always".into());
+    }
+    v.extend(c);
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let diffs: Vec<&str> = r
+        .notes
+        .iter()
+        .filter(|n| n.kind == NoteKind::MachineDiffers)
+        .map(|n| n.text.as_str())
+        .collect();
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert!(diffs[0].contains("B differs from its baseline A in kernel (6.5.0 vs 6.1.0-example), THP (always vs madvise)"), "{}", diffs[0]);
+    assert!(labels_name(
+        &["A", "5.16"],
+        "kernel",
+        &["5.16.0-nest", "5.15.0"]
+    ));
+    assert!(labels_name(
+        &["nb0", "numa_balancing=1"],
+        "numa_balancing",
+        &["0", "1"]
+    ));
+    assert!(!labels_name(&["A", "B"], "numa_balancing", &["0", "1"]));
+}
+
+#[test]
+fn mixed_machines_within_a_configuration_are_noted() {
+    let mut v = runs("A", "h", 4, &BASE);
+    v[0].1.machine.kernel = "6.9.0".into();
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    assert!(r.notes.iter().any(|n| n
+        .text
+        .contains("the runs of A differ in kernel: 6.1.0-example / 6.9.0")));
+}
+
+#[test]
+fn hosts_pair_per_host_and_cross_host_on_request() {
+    let mut v = runs("A", "h1", 4, &BASE);
+    v.extend(runs("B", "h1", 4, &scaled(1.2)));
+    v.extend(runs("A", "h2", 4, &scaled(2.0)));
+    v.extend(runs("B", "h2", 4, &scaled(2.0)));
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, vec!["A@h1", "A@h2", "B@h1", "B@h2"]);
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let row = |n: &str| {
+        let k = names.iter().position(|x| *x == n).unwrap();
+        t.rows.iter().find(|x| x.config == k).unwrap()
+    };
+    // Per host: B@h1 against A@h1 (worse), B@h2 against A@h2 (same).
+    assert_eq!(row("A@h1").role, Role::Baseline);
+    assert_eq!(row("A@h2").role, Role::Baseline);
+    assert_eq!(row("B@h1").baseline_config, Some(0));
+    assert_eq!(row("B@h2").baseline_config, Some(1));
+    assert_eq!(
+        row("B@h1").comparison.as_ref().unwrap().verdict,
+        Verdict::Worse
+    );
+    assert_eq!(
+        row("B@h2").comparison.as_ref().unwrap().verdict,
+        Verdict::WithinNoise
+    );
+
+    // Pinning the baseline to one host compares the other host against it.
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("A@h1".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.baseline, "A@h1");
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let a2 = t.rows.iter().find(|x| x.config == 1).unwrap();
+    assert_eq!(a2.role, Role::Candidate);
+    assert_eq!(a2.baseline_config, Some(0));
+    assert_eq!(a2.comparison.as_ref().unwrap().verdict, Verdict::Worse);
+    assert!(r.notes.iter().any(|n| n
+        .text
+        .contains("A@h2 ran on h2 and is compared with A@h1 on h1: across hosts")));
+}
+
+#[test]
+fn labels_named_after_hosts_compare_across_hosts() {
+    let mut v = runs("tux", "tux", 4, &BASE);
+    v.extend(runs("penguin", "penguin", 4, &scaled(1.5)));
+    let ds = Dataset::new(v);
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("tux".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let p = t.rows.iter().find(|x| x.role == Role::Candidate).unwrap();
+    assert_eq!(p.comparison.as_ref().unwrap().verdict, Verdict::Worse);
+    // The host difference is named by the labels: no machine note.
+    assert!(
+        !r.notes.iter().any(|n| n.kind == NoteKind::MachineDiffers),
+        "{:#?}",
+        r.notes
+    );
+}
+
+#[test]
+fn baseline_and_metric_errors_name_what_is_there() {
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B", "h", 4, &BASE));
+    let ds = Dataset::new(v);
+    let e = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("Z".into()),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, CompareError::UnknownBaseline { .. }));
+    assert_eq!(
+        e.to_string(),
+        "no runs labelled \"Z\" to use as the baseline; the labels present are: A, B"
+    );
+    let e = compare(
+        &ds,
+        &CompareOptions {
+            metrics: vec!["nope".into()],
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e
+        .to_string()
+        .contains("the metrics present are: elapsed_s, throughput, user_s"));
+    // Only the chosen metrics, in the order given.
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            metrics: vec!["user_s".into(), "elapsed_s".into()],
+            ..opts()
+        },
+    )
+    .unwrap();
+    let m: Vec<&str> = r.tables.iter().map(|t| t.metric.as_str()).collect();
+    assert_eq!(m, vec!["user_s", "elapsed_s"]);
+    // Only failed runs: an error.
+    let mut f = runs("A", "h", 4, &[1.0]);
+    f[0].1.outcome = Outcome::failed("x");
+    let e = compare(&Dataset::new(f), &opts()).unwrap_err();
+    assert!(e.to_string().starts_with("none of the 1 run(s) succeeded"));
+}
+
+#[test]
+fn welch_and_noise_threshold_options() {
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B", "h", 4, &scaled(1.03)));
+    let ds = Dataset::new(v);
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            test: TestKind::WelchT,
+            noise_threshold: 0.05,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let c = t.rows[1].comparison.as_ref().unwrap();
+    assert_eq!(c.test, TestKind::WelchT);
+    assert!(c.significant);
+    assert_eq!(
+        c.verdict,
+        Verdict::WithinNoise,
+        "3% is below a 5% threshold"
+    );
+    let text = compare_render::to_text(&r, Layout::Full);
+    // Significant, so the change is shown, but within the threshold.
+    let b_line = text
+        .lines()
+        .find(|l| l.contains(" B ") && l.contains("within noise"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(b_line.contains("+3.0%"), "{b_line}");
+    assert!(text.contains("Welch's t test"), "{text}");
+    assert!(text.contains("5% noise threshold"), "{text}");
+}
+
+#[test]
+fn several_cases_and_benchmarks_geomean_and_normalised_layout() {
+    let mut v = Vec::new();
+    for tasks in [4, 16] {
+        v.extend(runs("A", "h", tasks, &BASE));
+        v.extend(runs(
+            "B",
+            "h",
+            tasks,
+            &scaled(if tasks == 4 { 1.1 } else { 1.2 }),
+        ));
+    }
+    let mut other = runs("A", "h", 1, &BASE);
+    for (_, r) in &mut other {
+        r.benchmark = "twohalves".into();
+        r.id = format!("th-{}", r.id);
+    }
+    v.extend(other);
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let gb = t.geomean.iter().find(|g| g.config == 1).unwrap();
+    assert!((gb.ratio.unwrap() - (1.1f64 * 1.2).sqrt()).abs() < 1e-9);
+    assert_eq!(gb.cases, 2);
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(
+        text.contains("numa_test tasks=4") && text.contains("numa_test tasks=16"),
+        "{text}"
+    );
+    assert!(text.contains("twohalves"), "{text}");
+    assert!(
+        text.contains("the baseline A has no runs of this case") || !text.contains("no baseline"),
+        "{text}"
+    );
+    let norm = compare_render::to_text(&r, Layout::Normalized);
+    assert!(norm.lines().all(|l| l.len() <= 80), "{norm}");
+    let line = norm
+        .lines()
+        .find(|l| l.starts_with("numa_test tasks=16"))
+        .unwrap_or_else(|| panic!("{norm}"));
+    assert!(line.contains(" L ") && line.contains("1.200*"), "{line}");
+    assert!(norm.contains("Better"), "{norm}");
+    let gm = norm.lines().find(|l| l.starts_with("geomean")).unwrap();
+    assert!(
+        gm.contains(&format!("{:.3}", (1.1f64 * 1.2).sqrt())),
+        "{gm}"
+    );
+}
+
+#[test]
+fn markdown_csv_and_json() {
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B|x", "h", 4, &scaled(1.1)));
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+
+    let md = compare_render::to_markdown(&r, Layout::Full);
+    // Every table: header, delimiter row, rows with as many cells.
+    let mut in_table = false;
+    let mut cells = 0;
+    for l in md.lines() {
+        if l.starts_with('|') {
+            let n = l.replace("\\|", "").matches('|').count();
+            if !in_table {
+                in_table = true;
+                cells = n;
+            } else {
+                assert_eq!(n, cells, "{l}");
+            }
+        } else {
+            in_table = false;
+        }
+    }
+    assert!(md.contains("| :--- | :--- | ---: |"), "{md}");
+    assert!(md.contains("B\\|x"), "{md}");
+    assert!(md.contains("### elapsed\\_s (s, lower is better)"), "{md}");
+
+    let csv = compare_render::to_csv(&r).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let headers = rd.headers().unwrap().clone();
+    assert_eq!(&headers[0], "kind");
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert!(rows.iter().all(|x| x.len() == headers.len()));
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let b = rows
+        .iter()
+        .find(|x| {
+            &x[col("metric")] == "elapsed_s"
+                && &x[col("config")] == "B|x"
+                && &x[col("kind")] == "group"
+        })
+        .unwrap();
+    assert_eq!(&b[col("verdict")], "worse");
+    assert_eq!(&b[col("baseline")], "A");
+    assert!((b[col("ratio")].parse::<f64>().unwrap() - 1.1).abs() < 1e-9);
+    assert!(csv.contains("\r\n"), "RFC 4180 line ends");
+    assert!(rows.iter().any(|x| &x[col("kind")] == "geomean"));
+
+    let json: serde_json::Value = serde_json::from_str(&compare_render::to_json(&r)).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["baseline"], "A");
+    assert_eq!(json["tables"][0]["metric"], "elapsed_s");
+    assert_eq!(
+        json["tables"][0]["rows"][1]["comparison"]["verdict"],
+        "worse"
+    );
+    assert_eq!(json["settings"]["test"], "mann_whitney_u");
+}

@@ -1,0 +1,129 @@
+//! The guest's whole userland: this numalab executable as `/numalab/numalab`
+//! (also PID 1), its loader and shared libraries at the paths the loader
+//! looks for them, `/dev/console`, empty mount points, and the job file.
+//!
+//! The archive is uncompressed: under TCG the guest would spend longer
+//! inflating it than the host spends copying it, and it only ever lives in
+//! a temporary directory.
+
+use crate::cpio::CpioWriter;
+use crate::elf;
+use crate::job::{Job, GUEST_EXE, JOB_PATH};
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// What went into an initramfs.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub bytes: u64,
+    /// Guest paths of the files copied from the host.
+    pub files: Vec<String>,
+    /// `LD_LIBRARY_PATH` the guest needs (libraries outside the loader's
+    /// default directories), empty when none.
+    pub ld_library_path: String,
+}
+
+/// Write an initramfs for `exe` running `job` to `out`.
+pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
+    let closure =
+        elf::closure(exe).map_err(|e| format!("finding what numalab needs to run: {e}"))?;
+    let file = fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = CpioWriter::new(BufWriter::new(file));
+    let io = |e: std::io::Error| format!("writing {}: {e}", out.display());
+
+    let mut dirs: BTreeSet<String> = BTreeSet::new();
+    for d in [
+        "/dev",
+        "/proc",
+        "/sys",
+        "/tmp",
+        "/numalab",
+        crate::job::GUEST_RESULTS,
+    ] {
+        dirs.insert(d.to_string());
+    }
+    let add_parents = |p: &str, dirs: &mut BTreeSet<String>| {
+        let mut cur = Path::new(p).parent();
+        while let Some(d) = cur {
+            let s = d.to_string_lossy().to_string();
+            if s == "/" || s.is_empty() {
+                break;
+            }
+            dirs.insert(s);
+            cur = d.parent();
+        }
+    };
+    for guest in closure.files.keys() {
+        add_parents(guest, &mut dirs);
+    }
+    // Parents sort before children.
+    for d in &dirs {
+        w.dir(d, 0o755).map_err(io)?;
+    }
+    w.char_dev("/dev/console", 0o600, 5, 1).map_err(io)?;
+    w.char_dev("/dev/null", 0o666, 1, 3).map_err(io)?;
+
+    let exe_bytes = fs::read(exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+    w.file(GUEST_EXE, 0o755, &exe_bytes).map_err(io)?;
+    drop(exe_bytes);
+    let mut files = vec![GUEST_EXE.to_string()];
+    for (guest, host) in &closure.files {
+        let data = fs::read(host).map_err(|e| format!("{}: {e}", host.display()))?;
+        w.file(guest, 0o755, &data).map_err(io)?;
+        files.push(guest.clone());
+    }
+    let job_json = serde_json::to_vec_pretty(job).map_err(|e| e.to_string())?;
+    w.file(JOB_PATH, 0o644, &job_json).map_err(io)?;
+    let bytes = w.len();
+    let mut inner = w.finish().map_err(io)?;
+    inner.flush().map_err(io)?;
+    Ok(Built {
+        bytes,
+        files,
+        ld_library_path: closure.extra_lib_dirs.join(":"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpio;
+
+    #[test]
+    fn holds_the_binary_its_libraries_and_the_job() {
+        let exe = std::env::current_exe().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("initrd");
+        let job = Job {
+            args: vec!["topology".into()],
+            sysctls: vec![("kernel.numa_balancing".into(), "0".into())],
+            results_dir: crate::job::GUEST_RESULTS.into(),
+        };
+        let built = build(&exe, &job, &out).unwrap();
+        let bytes = fs::read(&out).unwrap();
+        let entries = cpio::read_all(&bytes).unwrap();
+        let find = |n: &str| entries.iter().find(|e| e.name == n.trim_start_matches('/'));
+        assert_eq!(
+            find(GUEST_EXE).unwrap().data.len() as u64,
+            fs::metadata(&exe).unwrap().len()
+        );
+        assert_eq!(find("/dev/console").unwrap().rdev, (5, 1));
+        let j: Job = serde_json::from_slice(&find(JOB_PATH).unwrap().data).unwrap();
+        assert_eq!(j, job);
+        for f in &built.files {
+            assert!(find(f).is_some(), "{f}");
+        }
+        // Every file's parent directory comes before it.
+        for (i, e) in entries.iter().enumerate() {
+            if let Some((parent, _)) = e.name.rsplit_once('/') {
+                assert!(
+                    entries[..i].iter().any(|p| p.name == parent),
+                    "{} before its directory",
+                    e.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! What the host asks the guest to do, written into the initramfs as
+//! `/numalab/job.json`, and the rules that turn the user's command line
+//! into it.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where the guest's numalab writes its records. Inside the guest only;
+/// the host decides where they land (see [`split_results`]).
+pub const GUEST_RESULTS: &str = "/numalab-results";
+/// The job file inside the initramfs.
+pub const JOB_PATH: &str = "/numalab/job.json";
+/// The numalab executable inside the initramfs (also `rdinit=`).
+pub const GUEST_EXE: &str = "/numalab/numalab";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// numalab arguments, without the program name.
+    pub args: Vec<String>,
+    /// `(key, value)` sysctls to apply first, in order.
+    pub sysctls: Vec<(String, String)>,
+    /// Directory the command writes records to (cwd-relative default
+    /// `./numalab-results` resolves here too: the command runs in `/`).
+    pub results_dir: String,
+}
+
+/// Subcommands that make no sense inside a guest.
+const NOT_IN_GUEST: [&str; 3] = ["vm", "guest-init", "help"];
+
+/// Take `--results DIR` / `--results=DIR` out of the guest command line.
+///
+/// The rule: the guest always writes to its own [`GUEST_RESULTS`]; the
+/// host writes what comes back to the directory given to `numalab vm
+/// --results`, or else to the one given after `--`, or else to
+/// `./numalab-results` — relative to the host's working directory. A
+/// `--results` after `--` is rewritten to point into the guest, so the
+/// command still sees the flag where the user put it. Giving two different
+/// directories is an error.
+pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut found: Option<PathBuf> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            // Arguments after a second `--` belong to something else.
+            out.push(a.clone());
+            out.extend(it.by_ref().cloned());
+            break;
+        }
+        let value = if a == "--results" {
+            Some(
+                it.next()
+                    .ok_or("--results after -- needs a directory")?
+                    .clone(),
+            )
+        } else {
+            a.strip_prefix("--results=").map(str::to_string)
+        };
+        match value {
+            Some(v) => {
+                if let Some(prev) = &found {
+                    if prev != &PathBuf::from(&v) {
+                        return Err(format!(
+                            "--results given twice after -- ({} and {v})",
+                            prev.display()
+                        ));
+                    }
+                }
+                found = Some(PathBuf::from(v));
+                out.push("--results".into());
+                out.push(GUEST_RESULTS.into());
+            }
+            None => out.push(a.clone()),
+        }
+    }
+    Ok((out, found))
+}
+
+/// Check the command to run in the guest.
+pub fn check_command(args: &[String]) -> Result<(), String> {
+    let Some(first) = args.first() else {
+        return Err("no numalab command after -- (e.g. `-- topology`)".into());
+    };
+    if first == "numalab" {
+        return Err(
+            "give the numalab arguments after --, without the program name (e.g. `-- topology`)"
+                .into(),
+        );
+    }
+    if NOT_IN_GUEST.contains(&first.as_str()) {
+        return Err(format!("`{first}` cannot run inside the guest"));
+    }
+    Ok(())
+}
+
+/// Parse `--sysctl key=value`. Keys are dotted sysctl names
+/// (`kernel.numa_balancing`), applied through `/proc/sys/kernel/numa_balancing`.
+pub fn parse_sysctl(text: &str) -> Result<(String, String), String> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not KEY=VALUE (e.g. kernel.numa_balancing=0)"))?;
+    let k = k.trim();
+    let v = v.trim();
+    let ok = !k.is_empty()
+        && !k.starts_with('.')
+        && !k.ends_with('.')
+        && !k.contains("..")
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' || c == '/');
+    if !ok || k.contains('/') {
+        return Err(format!(
+            "{k:?} is not a sysctl name (e.g. kernel.numa_balancing)"
+        ));
+    }
+    if v.is_empty() {
+        return Err(format!("{k} has an empty value"));
+    }
+    if v.contains('\n') {
+        return Err(format!("{k}: the value has a newline"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// `/proc/sys` path of a dotted sysctl name.
+pub fn sysctl_path(key: &str) -> PathBuf {
+    PathBuf::from("/proc/sys").join(key.replace('.', "/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn results_are_rewritten_into_the_guest() {
+        let (a, r) = split_results(&s(&["topology", "--json"])).unwrap();
+        assert_eq!(a, s(&["topology", "--json"]));
+        assert_eq!(r, None);
+
+        let (a, r) =
+            split_results(&s(&["run", "numa_test", "--results", "out", "-n", "2"])).unwrap();
+        assert_eq!(
+            a,
+            s(&["run", "numa_test", "--results", GUEST_RESULTS, "-n", "2"])
+        );
+        assert_eq!(r, Some(PathBuf::from("out")));
+
+        let (a, r) = split_results(&s(&["run", "--results=x/y"])).unwrap();
+        assert_eq!(a, s(&["run", "--results", GUEST_RESULTS]));
+        assert_eq!(r, Some(PathBuf::from("x/y")));
+
+        let (a, _) = split_results(&s(&["run", "--", "--results", "z"])).unwrap();
+        assert_eq!(a, s(&["run", "--", "--results", "z"]));
+
+        assert!(split_results(&s(&["run", "--results"])).is_err());
+        assert!(split_results(&s(&["run", "--results", "a", "--results=b"])).is_err());
+    }
+
+    #[test]
+    fn commands() {
+        assert!(check_command(&s(&["topology"])).is_ok());
+        assert!(check_command(&[]).is_err());
+        assert!(check_command(&s(&["vm", "--nodes", "2"]))
+            .unwrap_err()
+            .contains("cannot run"));
+        assert!(check_command(&s(&["numalab", "topology"])).is_err());
+    }
+
+    #[test]
+    fn sysctls() {
+        assert_eq!(
+            parse_sysctl("kernel.numa_balancing=0").unwrap(),
+            ("kernel.numa_balancing".into(), "0".into())
+        );
+        assert_eq!(parse_sysctl("vm.swappiness = 10").unwrap().1, "10");
+        assert!(parse_sysctl("kernel.numa_balancing").is_err());
+        assert!(parse_sysctl("../../etc=1").is_err());
+        assert!(parse_sysctl("kernel/x=1").is_err());
+        assert!(parse_sysctl("kernel.x=").is_err());
+        assert_eq!(
+            sysctl_path("kernel.numa_balancing"),
+            PathBuf::from("/proc/sys/kernel/numa_balancing")
+        );
+    }
+}
