@@ -380,7 +380,7 @@ fn unknown_policies_and_parameters_are_one_line_errors() {
 }
 
 #[test]
-fn two_schedulers_write_records_compare_can_group_by_label() {
+fn compare_works_unchanged_over_sim_records_of_two_schedulers() {
     let dir = tempfile::tempdir().unwrap();
     for (s, l) in [("node-blind", "A"), ("node-affine", "E")] {
         let o = numalab(
@@ -394,9 +394,9 @@ fn two_schedulers_write_records_compare_can_group_by_label() {
                 "--tasks",
                 "8",
                 "--size",
-                "200000",
+                "300000",
                 "--runs",
-                "3",
+                "5",
                 "--label",
                 l,
                 "--results",
@@ -408,7 +408,7 @@ fn two_schedulers_write_records_compare_can_group_by_label() {
     }
     let loaded = numalab_record::load_paths(&[dir.path().join("res")]);
     assert!(loaded.errors.is_empty());
-    assert_eq!(loaded.records.len(), 6);
+    assert_eq!(loaded.records.len(), 10);
     let labels: std::collections::BTreeSet<&str> = loaded
         .records
         .iter()
@@ -422,4 +422,17 @@ fn two_schedulers_write_records_compare_can_group_by_label() {
         .map(|(_, r)| serde_json::to_string(&r.params).unwrap())
         .collect();
     assert_eq!(params.len(), 1);
+    // `numalab compare` reads sim records like any others.
+    let o = numalab(
+        &["compare", "res", "--baseline", "A", "--metric", "user_s"],
+        dir.path(),
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("A  5 runs, sim, baseline"), "{out}");
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("numa_test  E ") && l.contains('%'))
+        .unwrap_or_else(|| panic!("no verdict row for E:\n{out}"));
+    assert!(verdict.contains("better"), "{verdict}");
 }
