@@ -11,6 +11,7 @@ mod cli_load;
 mod cli_report;
 mod cli_run;
 mod cli_show;
+mod cli_sim;
 mod cli_topology;
 mod cli_vm;
 
@@ -32,6 +33,8 @@ enum Command {
     Topology(cli_topology::TopologyArgs),
     /// Run a benchmark on this machine and record every run
     Run(cli_run::RunArgs),
+    /// Run a benchmark on a simulated NUMA machine under a chosen scheduler and balancer
+    Sim(cli_sim::SimArgs),
     /// Run a numalab command in a QEMU guest with a chosen NUMA topology
     Vm(cli_vm::VmArgs),
     /// Print the JSON Schema of run records
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topology(args) => cli_topology::run(args),
         Command::Run(args) => cli_run::run(args),
+        Command::Sim(args) => cli_sim::run(args),
         Command::Vm(args) => cli_vm::run(args),
         Command::Schema => schema(),
         Command::Compare(args) => cli_compare::run(args),

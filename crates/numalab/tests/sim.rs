@@ -1,0 +1,438 @@
+//! `numalab sim` as a user runs it: the acceptance commands and the
+//! error cases.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("numalab runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err:?}"
+    );
+    assert!(err.starts_with("numalab: error: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn records(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    v.sort();
+    v
+}
+
+#[test]
+fn acceptance_numa_test_prints_the_seed_tables_and_writes_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "azusa16",
+            "--scheduler",
+            "node-affine",
+            "numa_test",
+            "--tasks",
+            "16",
+            "--runs",
+            "5",
+        ],
+        dir.path(),
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    // Seed 000's per-task table, once per run, 16 task rows each.
+    let headers = out
+        .lines()
+        .filter(|l| *l == "Job  node00 node01 node02 node03 | iSched MSched | UserTime(s)")
+        .count();
+    assert_eq!(headers, 5, "{out}");
+    assert_eq!(out.matches("AverageUserTime").count(), 6, "{out}");
+    // Seed 001's summary: one row for N=16 over 5 runs.
+    let summary = out.split("numa_test summary").nth(1).expect("summary");
+    assert!(summary.contains("Tasks AverageUserTime"), "{summary}");
+    assert!(
+        summary.lines().any(|l| l.starts_with("   16 ")),
+        "{summary}"
+    );
+    assert!(summary.contains("(N=16: 5)"), "{summary}");
+    let recs = records(&dir.path().join("numalab-results"));
+    assert_eq!(recs.len(), 5);
+    let loaded = numalab_record::load_paths(&[dir.path().join("numalab-results")]);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    for (_, r) in &loaded.records {
+        assert_eq!(r.backend.kind(), "sim");
+        assert_eq!(r.benchmark, "numa_test");
+        assert_eq!(r.tasks.len(), 16);
+        for k in ["elapsed_s", "user_s", "sys_s", "avg_user_s", "hackbench_s"] {
+            assert!(r.metric(k).is_some(), "missing {k}");
+        }
+        assert!(r.tasks.iter().all(|t| t.work_done == t.work_expected));
+    }
+}
+
+#[test]
+fn records_validate_against_the_published_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "--scheduler",
+            "linux",
+            "--balancer",
+            "autonuma",
+            "numa02",
+            "--bytes",
+            "268435456",
+            "--loops",
+            "100",
+            "--results",
+            "out",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let schema_text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/record-schema.json"),
+    )
+    .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let recs = records(&dir.path().join("out"));
+    assert_eq!(recs.len(), 1);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&recs[0]).unwrap()).unwrap();
+    assert!(validator.is_valid(&v), "record does not match the schema");
+    assert_eq!(v["params"]["placement"], "default");
+    assert!(v["series"]["samples"].as_array().unwrap().len() > 1);
+}
+
+#[test]
+fn same_command_twice_gives_identical_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |d: &str| {
+        vec![
+            "sim".to_string(),
+            "--machine".into(),
+            "ht2".into(),
+            "--balancer".into(),
+            "sampling".into(),
+            "--seed".into(),
+            "42".into(),
+            "numa02_SMT".into(),
+            "--bytes".into(),
+            "268435456".into(),
+            "--loops".into(),
+            "50".into(),
+            "--results".into(),
+            d.into(),
+        ]
+    };
+    for d in ["a", "b"] {
+        let a: Vec<String> = args(d);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = numalab(&a, dir.path());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let (a, b) = (
+        records(&dir.path().join("a")),
+        records(&dir.path().join("b")),
+    );
+    assert_eq!(a.len(), 1);
+    assert_eq!(
+        std::fs::read(&a[0]).unwrap(),
+        std::fs::read(&b[0]).unwrap(),
+        "records differ"
+    );
+    assert_eq!(a[0].file_name(), b[0].file_name());
+}
+
+#[test]
+fn list_names_presets_schedulers_and_balancers() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(&["sim", "--list"], dir.path());
+    let out = text(&o.stdout);
+    assert!(o.status.success());
+    for name in [
+        "azusa16",
+        "tx7",
+        "ht2",
+        "epyc7642",
+        "genoa2n",
+        "rome256",
+        "host",
+        "node-blind",
+        "linux",
+        "node-affine",
+        "nest",
+        "none",
+        "autonuma",
+        "sampling",
+    ] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} missing from --list:\n{out}"
+        );
+    }
+    assert!(out.contains("dynamic=false"), "{out}");
+}
+
+#[test]
+fn trace_file_is_chrome_trace_json_with_a_track_per_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "epyc7642",
+            "--scheduler",
+            "nest",
+            "--trace",
+            "t.json",
+            "hackbench",
+            "--groups",
+            "2",
+            "--fds",
+            "6",
+            "--loops",
+            "20",
+            "--cpus",
+            "0-5",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let tracks = evs.iter().filter(|e| e["name"] == "thread_name").count();
+    assert_eq!(tracks, 96);
+    let spans: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(!spans.is_empty());
+    // --cpus 0-5: nothing runs elsewhere.
+    assert!(spans.iter().all(|s| s["tid"].as_u64().unwrap() < 6));
+}
+
+fn machine_file(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> String {
+    let base = r#"name = "m"
+[topology]
+nodes = 2
+cores_per_node = 2
+memory_per_node_gib = 1
+distances = [[10, 20], [20, 10]]
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 10
+[cache]
+llc_mib = 8
+llc_hit_ns = 10
+cross_llc_ns = 50
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+"#;
+    std::fs::write(dir.join(name), edit(base.to_string())).unwrap();
+    name.to_string()
+}
+
+#[test]
+fn invalid_machine_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    type Edit = Box<dyn Fn(String) -> String>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "asym.toml",
+            Box::new(|s: String| s.replace("[[10, 20], [20, 10]]", "[[10, 20], [21, 10]]")),
+            "machine file asym.toml: distances are asymmetric: d(0,1)=20 but d(1,0)=21",
+        ),
+        (
+            "zero.toml",
+            Box::new(|s: String| s.replace("cores_per_node = 2", "cores_per_node = 0")),
+            "machine file zero.toml: topology.cores_per_node must be at least 1",
+        ),
+        (
+            "neg.toml",
+            Box::new(|s: String| s.replace("local_latency_ns = 100", "local_latency_ns = -3")),
+            "machine file neg.toml: memory.local_latency_ns must be a positive number, got -3",
+        ),
+        (
+            "unknown.toml",
+            Box::new(|s: String| s.replace("llc_hit_ns = 10", "llc_hit_ns = 10\nl4_mib = 64")),
+            "unknown field `l4_mib`",
+        ),
+    ];
+    for (name, edit, needle) in cases {
+        let f = machine_file(dir.path(), name, edit);
+        let o = numalab(
+            &["sim", "--machine", &f, "spin", "--tasks", "1"],
+            dir.path(),
+        );
+        assert_one_line_error(&o, needle);
+    }
+    // A valid file runs.
+    let f = machine_file(dir.path(), "ok.toml", |s| s);
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            &f,
+            "spin",
+            "--tasks",
+            "2",
+            "--gcycles",
+            "1",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let written = dir
+        .path()
+        .join("numalab-results")
+        .read_dir()
+        .unwrap()
+        .count();
+    assert_eq!(written, 1);
+}
+
+#[test]
+fn unknown_policies_and_parameters_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            vec!["--scheduler", "cfs"],
+            "unknown scheduler \"cfs\" (valid: node-blind, linux, node-affine, nest)",
+        ),
+        (
+            vec!["--scheduler", "node-affine[homenode=2]"],
+            "node-affine: unknown parameter \"homenode\" (valid: dynamic, initial",
+        ),
+        (
+            vec!["--scheduler", "node-affine[dynamic=maybe]"],
+            "dynamic=\"maybe\" must be true or false",
+        ),
+        (
+            vec!["--balancer", "ibs"],
+            "unknown balancer \"ibs\" (valid: none, autonuma, sampling)",
+        ),
+        (
+            vec!["--balancer", "autonuma:scan_size=1"],
+            "autonuma: unknown parameter \"scan_size\"",
+        ),
+        (
+            vec!["--machine", "azusa17"],
+            "machine file azusa17: no such file and no such preset",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["sim"];
+        if !extra.contains(&"--machine") {
+            args.extend(["--machine", "azusa16"]);
+        }
+        args.extend(extra);
+        args.extend(["numa_test", "--tasks", "2"]);
+        let o = numalab(&args, dir.path());
+        assert_one_line_error(&o, needle);
+        assert!(
+            !dir.path().join("numalab-results").exists(),
+            "results directory created before validation"
+        );
+    }
+    let o = numalab(&["sim", "numa_test"], dir.path());
+    assert_one_line_error(&o, "sim needs --machine");
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "azusa16",
+            "twohalves",
+            "--threads-per-set",
+            "2",
+            "--bytes",
+            "1073741824",
+            "--iterations",
+            "3",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = numalab(&["sim", "--machine", "epyc7642", "twohalves"], dir.path());
+    assert_one_line_error(&o, "twohalves needs a machine with at least 2 nodes");
+}
+
+#[test]
+fn compare_works_unchanged_over_sim_records_of_two_schedulers() {
+    let dir = tempfile::tempdir().unwrap();
+    for (s, l) in [("node-blind", "A"), ("node-affine", "E")] {
+        let o = numalab(
+            &[
+                "sim",
+                "--machine",
+                "azusa16",
+                "--scheduler",
+                s,
+                "numa_test",
+                "--tasks",
+                "8",
+                "--size",
+                "300000",
+                "--runs",
+                "5",
+                "--label",
+                l,
+                "--results",
+                "res",
+            ],
+            dir.path(),
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let loaded = numalab_record::load_paths(&[dir.path().join("res")]);
+    assert!(loaded.errors.is_empty());
+    assert_eq!(loaded.records.len(), 10);
+    let labels: std::collections::BTreeSet<&str> = loaded
+        .records
+        .iter()
+        .map(|(_, r)| r.label.as_str())
+        .collect();
+    assert_eq!(labels.into_iter().collect::<Vec<_>>(), vec!["A", "E"]);
+    // Same benchmark parameters on both sides, as compare requires.
+    let params: std::collections::BTreeSet<String> = loaded
+        .records
+        .iter()
+        .map(|(_, r)| serde_json::to_string(&r.params).unwrap())
+        .collect();
+    assert_eq!(params.len(), 1);
+    // `numalab compare` reads sim records like any others.
+    let o = numalab(
+        &["compare", "res", "--baseline", "A", "--metric", "user_s"],
+        dir.path(),
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("A  5 runs, sim, baseline"), "{out}");
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("numa_test  E ") && l.contains('%'))
+        .unwrap_or_else(|| panic!("no verdict row for E:\n{out}"));
+    assert!(verdict.contains("better"), "{verdict}");
+}

@@ -1,0 +1,311 @@
+//! `autonuma`: Linux automatic NUMA balancing (kernel/sched/fair.c,
+//! Documentation/admin-guide/sysctl/kernel.rst).
+//!
+//! - Scanning is driven by task runtime (task_tick_numa): once a task has
+//!   run `scan_delay_ms`, and then every scan period of its own runtime, it
+//!   scans the next `scan_size_mb` of its process's address space
+//!   (task_numa_work), unless another thread of the process scanned less
+//!   than a period ago (mm->numa_next_scan). A scan marks the pages
+//!   PROT_NONE; it walks at most 8x that much address space.
+//! - The scan period starts at task_scan_start and stays within
+//!   [task_scan_min, task_scan_max]: scan_period_min / windows, floored so
+//!   no more than MAX_SCAN_WINDOW (2560 MB/s) is scanned, and
+//!   scan_period_max / windows, where windows = RSS / scan_size.
+//!   update_task_scan_period, run at each placement (once per completed
+//!   pass over the address space), lengthens it when 7 of 10 faults are
+//!   local or private and shortens it otherwise (NUMA_PERIOD_SLOTS 10,
+//!   NUMA_PERIOD_THRESHOLD 7); with no faults it doubles.
+//! - A marked page faults on the next access by any thread that uses it;
+//!   the chance that a thread touches a given chunk within a tick follows
+//!   from its access rate over the region. The fault costs `fault_us` of
+//!   system time to the faulting task, a migration `migrate_us_per_mb`.
+//! - What a fault does (counts, two-reference filter, placement, task
+//!   moves and swaps) is in [`super::numa`].
+//!
+//! Memory is modelled as transparent huge pages (one chunk, one PMD):
+//! one fault per chunk, `numa_pages_migrated` counts its 4 KiB pages.
+
+use super::numa::{NumaCommon, NONE32};
+use crate::engine::{rand_unit, Balancer, Scheduler, TaskId, World, NO_NODE};
+use crate::machine::Machine;
+use crate::params::Params;
+
+pub struct AutoNuma {
+    common: NumaCommon,
+    scan_delay_ns: u64,
+    period_min_ms: f64,
+    period_max_ms: f64,
+    scan_size_mb: f64,
+    fault_ns: f64,
+    scan_ns_per_chunk: f64,
+    /// Per task: runtime at which the next scan is due, and its period (ms).
+    node_stamp: Vec<u64>,
+    period_ms: Vec<f64>,
+    seen_seq: Vec<u64>,
+    /// Per process: scan position, next allowed scan, completed passes.
+    proc_offset: Vec<usize>,
+    proc_next_scan: Vec<u64>,
+    proc_seq: Vec<u64>,
+    proc_chunks: Vec<Vec<usize>>,
+    active: Vec<usize>,
+}
+
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+    let scan_delay = p.f64("scan_delay_ms", 1000.0, "runtime before the first scan")?;
+    let pmin = p.f64(
+        "scan_period_min_ms",
+        1000.0,
+        "sysctl numa_balancing_scan_period_min_ms",
+    )?;
+    let pmax = p.f64(
+        "scan_period_max_ms",
+        60000.0,
+        "sysctl numa_balancing_scan_period_max_ms",
+    )?;
+    let size = p.f64("scan_size_mb", 256.0, "sysctl numa_balancing_scan_size_mb")?;
+    let fault_us = p.f64(
+        "fault_us",
+        2.0,
+        "system time of one hinting fault (estimate)",
+    )?;
+    let migrate_us_per_mb = p.f64(
+        "migrate_us_per_mb",
+        250.0,
+        "system time to migrate 1 MiB (estimate)",
+    )?;
+    let scan_us_per_gb = p.f64(
+        "scan_us_per_gb",
+        500.0,
+        "system time to change protection of 1 GiB (estimate)",
+    )?;
+    let filter = p.bool("filter", true, "two-reference migration filter")?;
+    if size <= 0.0 || pmin <= 0.0 || pmax < pmin {
+        return Err(
+            "autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms"
+                .into(),
+        );
+    }
+    let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
+    Ok(Box::new(AutoNuma {
+        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3 * chunk_mb, filter),
+        scan_delay_ns: (scan_delay * 1e6) as u64,
+        period_min_ms: pmin,
+        period_max_ms: pmax,
+        scan_size_mb: size,
+        fault_ns: fault_us * 1e3,
+        scan_ns_per_chunk: scan_us_per_gb * 1e3 * chunk_mb / 1024.0,
+        node_stamp: Vec::new(),
+        period_ms: Vec::new(),
+        seen_seq: Vec::new(),
+        proc_offset: Vec::new(),
+        proc_next_scan: Vec::new(),
+        proc_seq: Vec::new(),
+        proc_chunks: Vec::new(),
+        active: Vec::new(),
+    }))
+}
+
+/// MAX_SCAN_WINDOW in kernel/sched/fair.c: MB scanned per second at most.
+const MAX_SCAN_WINDOW_MB: f64 = 2560.0;
+
+impl AutoNuma {
+    fn ensure(&mut self, w: &World) {
+        let n = w.tasks.len();
+        if self.node_stamp.len() < n {
+            self.node_stamp.resize(n, 0);
+            self.period_ms.resize(n, 0.0);
+            self.seen_seq.resize(n, 0);
+        }
+        let np = w.mem.proc_node.len();
+        if self.proc_chunks.len() < np {
+            self.proc_offset.resize(np, 0);
+            self.proc_next_scan.resize(np, 0);
+            self.proc_seq.resize(np, 0);
+            let mut chunks = vec![Vec::new(); np];
+            for r in &w.mem.regions {
+                chunks[r.process].extend(r.first..r.first + r.len);
+            }
+            self.proc_chunks = chunks;
+        }
+        self.common.ensure(n);
+    }
+
+    fn windows(&self, w: &World, process: usize) -> f64 {
+        let rss_mb: f64 = w.mem.proc_node[process].iter().sum::<u64>() as f64
+            * w.mem.chunk_bytes as f64
+            / (1 << 20) as f64;
+        (rss_mb / self.scan_size_mb).ceil().max(1.0)
+    }
+
+    fn scan_min(&self, w: &World, process: usize) -> f64 {
+        let windows = if self.scan_size_mb < MAX_SCAN_WINDOW_MB {
+            (MAX_SCAN_WINDOW_MB / self.scan_size_mb).floor()
+        } else {
+            1.0
+        };
+        let floor = 1000.0 / windows;
+        (self.period_min_ms / self.windows(w, process)).max(floor)
+    }
+
+    fn scan_max(&self, w: &World, process: usize) -> f64 {
+        (self.period_max_ms / self.windows(w, process)).max(self.scan_min(w, process))
+    }
+
+    /// task_numa_work: scan the next window of the process.
+    fn scan(&mut self, w: &mut World, t: TaskId) {
+        let p = w.tasks[t].process;
+        if w.now < self.proc_next_scan[p] {
+            return;
+        }
+        if self.proc_next_scan[p] == 0 {
+            self.proc_next_scan[p] = w.now + self.scan_delay_ns;
+            return;
+        }
+        self.proc_next_scan[p] = w.now + (self.period_ms[t] * 1e6) as u64;
+        let chunks = &self.proc_chunks[p];
+        if chunks.is_empty() {
+            return;
+        }
+        let chunk_mb = w.mem.chunk_bytes as f64 / (1 << 20) as f64;
+        let pages = (self.scan_size_mb / chunk_mb).ceil() as usize;
+        let virt = pages * 8;
+        let (mut marked, mut walked) = (0usize, 0usize);
+        let mut off = self.proc_offset[p];
+        while marked < pages && walked < virt {
+            if off >= chunks.len() {
+                off = 0;
+                self.proc_seq[p] += 1;
+            }
+            let c = chunks[off];
+            off += 1;
+            walked += 1;
+            if w.mem.node[c] == NO_NODE {
+                continue;
+            }
+            marked += 1;
+            if !w.mem.marked[c] {
+                w.mem.marked[c] = true;
+                let r = w.mem.region_of[c] as usize;
+                if w.mem.regions[r].marked.is_empty() {
+                    self.active.push(r);
+                }
+                w.mem.regions[r].marked.push(c as u32);
+            }
+        }
+        if off >= chunks.len() {
+            off = 0;
+            self.proc_seq[p] += 1;
+        }
+        self.proc_offset[p] = off;
+        w.stats.pte_updates += marked as u64 * w.mem.chunk_pages();
+        w.charge_sys(t, marked as f64 * self.scan_ns_per_chunk);
+    }
+
+    /// update_task_scan_period.
+    fn update_period(&mut self, w: &World, t: TaskId) {
+        let p = w.tasks[t].process;
+        let (smin, smax) = (self.scan_min(w, p), self.scan_max(w, p));
+        let tn = &mut self.common.tasks[t];
+        let (local, remote) = (tn.local as f64, tn.remote as f64);
+        let (private, shared) = (tn.private as f64, tn.shared as f64);
+        tn.local = 0;
+        tn.remote = 0;
+        tn.private = 0;
+        tn.shared = 0;
+        let period = self.period_ms[t];
+        if local + shared == 0.0 {
+            self.period_ms[t] = (period * 2.0).min(smax);
+            return;
+        }
+        let slot = (period / 10.0).ceil();
+        let lr = ((local * 10.0) / (local + remote).max(1.0)).floor();
+        let ps = ((private * 10.0) / (private + shared).max(1.0)).floor();
+        let diff = if ps >= 7.0 {
+            (ps - 7.0).max(1.0) * slot
+        } else if lr >= 7.0 {
+            (lr - 7.0).max(1.0) * slot
+        } else {
+            -(7.0 - lr.max(ps)) * slot
+        };
+        self.period_ms[t] = (period + diff).clamp(smin, smax);
+    }
+
+    fn faults(&mut self, w: &mut World) {
+        let dt = w.tick_ns as f64;
+        let mut i = 0;
+        while i < self.active.len() {
+            let r = self.active[i];
+            let chunk = w.mem.chunk_bytes as f64;
+            let bytes = w.mem.regions[r].len as f64 * chunk;
+            // Per running accessor: chance of touching a given chunk this tick.
+            let mut lam: Vec<(TaskId, f64)> = Vec::new();
+            let mut total = 0.0;
+            for &t in &w.mem.regions[r].accessors {
+                let cpu = w.tasks[t].cpu;
+                if w.cpus[cpu].curr != Some(t) && w.tasks[t].last_ran + w.tick_ns < w.now {
+                    continue;
+                }
+                let l = w.access_rate(t) * dt / bytes;
+                if l > 0.0 {
+                    total += l;
+                    lam.push((t, total));
+                }
+            }
+            if total > 0.0 {
+                let p_touch = 1.0 - (-total).exp();
+                let marked = std::mem::take(&mut w.mem.regions[r].marked);
+                let mut keep = Vec::with_capacity(marked.len());
+                for c in marked {
+                    if rand_unit(&mut w.rng) >= p_touch {
+                        keep.push(c);
+                        continue;
+                    }
+                    let x = rand_unit(&mut w.rng) * total;
+                    let idx = lam.partition_point(|&(_, cum)| cum <= x).min(lam.len() - 1);
+                    let t = lam[idx].0;
+                    let c = c as usize;
+                    w.mem.marked[c] = false;
+                    self.common.access(w, t, c, true);
+                    w.charge_sys(t, self.fault_ns);
+                }
+                w.mem.regions[r].marked = keep;
+            }
+            if w.mem.regions[r].marked.is_empty() {
+                self.active.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Balancer for AutoNuma {
+    fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
+        self.ensure(w);
+        for cpu in 0..w.m.ncpus {
+            let Some(t) = w.cpus[cpu].curr else { continue };
+            if !matches!(w.tasks[t].work, crate::engine::Work::Compute { .. }) {
+                continue;
+            }
+            let runtime = (w.tasks[t].user_ns + w.tasks[t].sys_ns) as u64;
+            if self.period_ms[t] == 0.0 {
+                let p = w.tasks[t].process;
+                self.period_ms[t] = self.scan_min(w, p);
+                self.node_stamp[t] = self.scan_delay_ns;
+            }
+            if runtime >= self.node_stamp[t] {
+                self.node_stamp[t] = runtime + (self.period_ms[t] * 1e6) as u64;
+                self.scan(w, t);
+            }
+            let p = w.tasks[t].process;
+            if self.seen_seq[t] != self.proc_seq[p] {
+                self.seen_seq[t] = self.proc_seq[p];
+                self.common.placement(w, t);
+                self.update_period(w, t);
+            }
+        }
+        self.faults(w);
+        self.common.retry_moves(w);
+        let _ = NONE32;
+    }
+}

@@ -1,0 +1,95 @@
+//! `sampling`: IBS-driven NUMA balancing as seed 004 describes it. The
+//! hardware samples memory accesses with their addresses; each sample is
+//! fed to the same fault accounting, migration filter and task placement
+//! as a hinting fault ([`super::numa`]), but nothing is scanned, no page is
+//! made inaccessible and no fault is taken. Each running task yields
+//! `rate` samples per second of its DRAM accesses, spread over the memory
+//! it accesses; handling a sample costs `sample_us` of system time.
+//! Placement runs every `placement_ms` per task.
+
+use super::numa::{draw_count, NumaCommon};
+use crate::engine::{rand_below, Balancer, Scheduler, Work, World};
+use crate::machine::Machine;
+use crate::params::Params;
+
+pub struct Sampling {
+    common: NumaCommon,
+    rate: f64,
+    sample_ns: f64,
+    placement_ns: u64,
+    next_placement: Vec<u64>,
+}
+
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+    let rate = p.f64(
+        "rate",
+        1000.0,
+        "samples per second per running task (unknown for seed 004's patch)",
+    )?;
+    let sample_us = p.f64(
+        "sample_us",
+        1.0,
+        "system time to handle one sample (estimate)",
+    )?;
+    let placement_ms = p.f64("placement_ms", 1000.0, "interval between task placements")?;
+    let migrate_us_per_mb = p.f64(
+        "migrate_us_per_mb",
+        250.0,
+        "system time to migrate 1 MiB (estimate)",
+    )?;
+    let filter = p.bool("filter", true, "two-reference migration filter")?;
+    let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
+    Ok(Box::new(Sampling {
+        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3 * chunk_mb, filter),
+        rate,
+        sample_ns: sample_us * 1e3,
+        placement_ns: (placement_ms * 1e6).max(1.0) as u64,
+        next_placement: Vec::new(),
+    }))
+}
+
+impl Balancer for Sampling {
+    fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
+        let n = w.tasks.len();
+        self.common.ensure(n);
+        if self.next_placement.len() < n {
+            self.next_placement.resize(n, 0);
+        }
+        let per_tick = self.rate * w.tick_ns as f64 / 1e9;
+        for cpu in 0..w.m.ncpus {
+            let Some(t) = w.cpus[cpu].curr else { continue };
+            let Work::Compute { access, init, .. } = &w.tasks[t].work else {
+                continue;
+            };
+            if !init.is_empty() || access.is_empty() {
+                continue;
+            }
+            let access = access.clone();
+            let k = draw_count(w, per_tick);
+            let wsum: f64 = access.iter().map(|a| a.1).sum();
+            for _ in 0..k {
+                // Region by weight, then a chunk of it uniformly.
+                let mut x = crate::engine::rand_unit(&mut w.rng) * wsum;
+                let mut r = access[0].0;
+                for &(reg, wt) in &access {
+                    r = reg;
+                    if x < wt {
+                        break;
+                    }
+                    x -= wt;
+                }
+                let reg = &w.mem.regions[r];
+                let c = reg.first + rand_below(&mut w.rng, reg.len as u64) as usize;
+                self.common.access(w, t, c, false);
+                w.charge_sys(t, self.sample_ns);
+            }
+            if self.next_placement[t] == 0 {
+                self.next_placement[t] = w.now + self.placement_ns;
+            } else if w.now >= self.next_placement[t] {
+                self.next_placement[t] = w.now + self.placement_ns;
+                self.common.placement(w, t);
+            }
+        }
+        self.common.retry_moves(w);
+    }
+}

@@ -1,0 +1,1233 @@
+//! The time-stepped engine: the [`World`] every policy sees and the loop
+//! that advances it one scheduler tick at a time.
+
+use crate::machine::{Governor, Machine};
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+use std::collections::VecDeque;
+
+pub type TaskId = usize;
+pub type CpuId = usize;
+pub const NO_NODE: u16 = u16::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    NotStarted,
+    Runnable,
+    Running,
+    Blocked,
+    Done,
+}
+
+/// Why a CPU is being chosen for a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A new task: `exec` for a new program (process), else a new thread
+    /// or forked child; `parent_cpu` is where its creator runs.
+    New { parent_cpu: CpuId, exec: bool },
+    /// A blocked task woken by a task running on `waker_cpu`.
+    Wake { waker_cpu: CpuId },
+}
+
+/// Where a task's first touches allocate memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemPolicy {
+    /// The node of the CPU the task runs on (Linux's default policy).
+    Local,
+    /// A fixed node (MPOL_BIND / MPOL_PREFERRED).
+    Node(usize),
+}
+
+/// What a task does.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// Memory and compute work: first touches its `init` chunks, then does
+    /// `units` work units, each `cycles` of compute plus `rand_lines`
+    /// dependent (latency-bound) and `stream_lines` independent
+    /// (bandwidth-bound) cache-line accesses spread over `access`.
+    Compute {
+        init: VecDeque<usize>,
+        init_credit: f64,
+        cycles: f64,
+        rand_lines: f64,
+        stream_lines: f64,
+        /// Bytes the random accesses range over (for the LLC hit ratio).
+        wss_bytes: f64,
+        access: Vec<(usize, f64)>,
+    },
+    /// A hackbench sender or receiver of message group `group`. A
+    /// receiver reads socket `slot`; a sender writes next to socket `slot`.
+    Message {
+        group: usize,
+        sender: bool,
+        slot: usize,
+        remaining: u64,
+        credit: f64,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub name: String,
+    pub process: usize,
+    pub state: TaskState,
+    /// CPU the task runs on, is queued on, or last ran on.
+    pub cpu: CpuId,
+    /// Node of the CPU the task first ran on (the seed's iSched).
+    pub initial_node: Option<usize>,
+    /// Whether the task has been put on a run queue yet.
+    pub placed: bool,
+    /// Index into [`World::masks`]; `None` = any CPU.
+    pub affinity: Option<usize>,
+    pub mem_policy: MemPolicy,
+    pub exec: bool,
+    pub parent: Parent,
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    /// The run ends when every main task is done.
+    pub main: bool,
+    pub last_ran: u64,
+    pub node_time: Vec<u64>,
+    pub user_ns: f64,
+    pub sys_ns: f64,
+    /// Kernel work (balancer scans, faults, migrations) still to be paid.
+    pub sys_debt: f64,
+    /// Cache refill still to be paid after a migration.
+    pub cold_debt: f64,
+    pub progress: f64,
+    pub work_expected: u64,
+    pub work: Work,
+    pub migrations: u64,
+    /// NUMA balancer's preferred node, visible to schedulers.
+    pub preferred_node: Option<usize>,
+    /// Cached fraction of accesses per node, valid while the summed
+    /// versions of the task's regions equal `frac_key`.
+    pub frac: Vec<f64>,
+    pub frac_key: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Parent {
+    Cpu(CpuId),
+    Task(TaskId),
+}
+
+impl Task {
+    pub fn is_done(&self) -> bool {
+        self.state == TaskState::Done
+    }
+}
+
+/// A memory region (a process's shared buffer, a thread's slice) made of
+/// chunks, each on one node.
+#[derive(Debug, Clone)]
+pub struct Region {
+    pub process: usize,
+    pub first: usize,
+    pub len: usize,
+    pub per_node: Vec<u32>,
+    pub touched: u32,
+    /// Tasks that access the region.
+    pub accessors: Vec<TaskId>,
+    /// Chunks made inaccessible by a NUMA scan and not yet faulted.
+    pub marked: Vec<u32>,
+    /// Bumped whenever a chunk of the region is placed or moved.
+    pub version: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Memory {
+    pub chunk_bytes: u64,
+    pub node: Vec<u16>,
+    pub region_of: Vec<u32>,
+    /// Node and task of the last NUMA fault on the chunk (two-reference filter).
+    pub last_node: Vec<u16>,
+    pub last_task: Vec<u32>,
+    pub marked: Vec<bool>,
+    pub regions: Vec<Region>,
+    pub used: Vec<u64>,
+    pub capacity: Vec<u64>,
+    pub proc_node: Vec<Vec<u64>>,
+}
+
+impl Memory {
+    pub fn chunk_pages(&self) -> u64 {
+        self.chunk_bytes / 4096
+    }
+
+    /// Allocate chunk `c` on `want`, or the nearest node with room.
+    pub fn allocate(&mut self, m: &Machine, c: usize, want: usize) {
+        debug_assert_eq!(self.node[c], NO_NODE);
+        let mut node = want;
+        if self.used[want] >= self.capacity[want] {
+            let mut order: Vec<usize> = (0..m.nnodes).collect();
+            order.sort_by_key(|&n| (m.distances[want][n], n));
+            node = order
+                .into_iter()
+                .find(|&n| self.used[n] < self.capacity[n])
+                .unwrap_or(want);
+        }
+        self.node[c] = node as u16;
+        self.used[node] += 1;
+        let r = self.region_of[c] as usize;
+        let reg = &mut self.regions[r];
+        reg.per_node[node] += 1;
+        reg.touched += 1;
+        reg.version += 1;
+        self.proc_node[reg.process][node] += 1;
+    }
+
+    /// Move chunk `c` to `dst`; false when it is already there or `dst` is full.
+    pub fn migrate(&mut self, c: usize, dst: usize) -> bool {
+        let src = self.node[c];
+        if src == NO_NODE || src as usize == dst || self.used[dst] >= self.capacity[dst] {
+            return false;
+        }
+        let src = src as usize;
+        self.node[c] = dst as u16;
+        self.used[src] -= 1;
+        self.used[dst] += 1;
+        let r = self.region_of[c] as usize;
+        let reg = &mut self.regions[r];
+        reg.per_node[src] -= 1;
+        reg.per_node[dst] += 1;
+        reg.version += 1;
+        self.proc_node[reg.process][src] -= 1;
+        self.proc_node[reg.process][dst] += 1;
+        true
+    }
+}
+
+/// A message group (hackbench): every sender writes its messages to the
+/// group's receivers in turn, one socket per receiver. A sender blocks on
+/// a full socket, a receiver on its empty one; a write wakes the socket's
+/// blocked receiver, a read the senders blocked on that socket.
+#[derive(Debug, Clone)]
+pub struct MsgGroup {
+    /// Messages waiting in each receiver's socket.
+    pub pending: Vec<u64>,
+    /// Messages a socket holds before a writer blocks.
+    pub capacity: u64,
+    pub cycles: f64,
+    pub lines: f64,
+    /// Senders blocked on each receiver's full socket.
+    pub blocked_senders: Vec<Vec<TaskId>>,
+    /// The receiver task of each socket, and whether it is blocked.
+    pub receivers: Vec<TaskId>,
+    pub receiver_blocked: Vec<bool>,
+    /// Members' last CPU per LLC (for the cost of moving message lines).
+    pub llc_members: Vec<u32>,
+    pub members: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CpuRq {
+    pub curr: Option<TaskId>,
+    pub queue: VecDeque<TaskId>,
+    pub slice_left: u64,
+    /// PELT-style utilisation (0..1) for schedutil.
+    pub util: f64,
+    pub freq_ghz: f64,
+    pub idle_since: u64,
+    pub busy_at_tick: bool,
+    trace_task: Option<TaskId>,
+    trace_start: u64,
+}
+
+impl CpuRq {
+    pub fn nr_running(&self) -> usize {
+        self.queue.len() + self.curr.is_some() as usize
+    }
+    pub fn is_idle(&self) -> bool {
+        self.curr.is_none() && self.queue.is_empty()
+    }
+}
+
+/// Counters that become metrics and vmstat deltas.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub pages_migrated: u64,
+    pub hint_faults: u64,
+    pub hint_faults_local: u64,
+    pub pte_updates: u64,
+    pub samples: u64,
+    pub task_migrations: u64,
+    pub numa_task_moves: u64,
+    pub numa_swaps: u64,
+    /// Longest stretch during which some CPU sat idle while another had a
+    /// queued task allowed to run on it.
+    pub max_idle_imbalance_ns: u64,
+    pub idle_imbalance_ns: u64,
+    pub ticks: u64,
+}
+
+/// One span of a task on a CPU, for `--trace`.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub cpu: CpuId,
+    pub task: TaskId,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Everything a policy can see and change.
+pub struct World {
+    pub m: Machine,
+    pub now: u64,
+    pub tick_ns: u64,
+    pub tasks: Vec<Task>,
+    pub cpus: Vec<CpuRq>,
+    pub mem: Memory,
+    pub groups: Vec<MsgGroup>,
+    /// CPU masks for affinity (`Task::affinity` indexes this).
+    pub masks: Vec<Vec<bool>>,
+    pub rng: ChaCha8Rng,
+    pub stats: Stats,
+    pub trace: Option<Vec<Span>>,
+    /// Per node: contention factor applied to memory latency this tick.
+    pub contention: Vec<f64>,
+    demand: Vec<f64>,
+    demand_next: Vec<f64>,
+    /// Busy CPUs per LLC and busy cores per package at the tick's start.
+    llc_busy: Vec<u32>,
+    pkg_busy_cores: Vec<u32>,
+    wakeups: Vec<(TaskId, CpuId)>,
+    pelt_decay: f64,
+}
+
+impl World {
+    pub fn new(m: Machine, tick_ns: u64, chunk_bytes: u64, rng: ChaCha8Rng, trace: bool) -> World {
+        let nn = m.nnodes;
+        let cap: Vec<u64> = m.memory_bytes.iter().map(|b| b / chunk_bytes).collect();
+        let cpus = (0..m.ncpus)
+            .map(|_| CpuRq {
+                freq_ghz: m.base_ghz,
+                ..Default::default()
+            })
+            .collect();
+        let pelt_decay = 0.5f64.powf(tick_ns as f64 / 32e6);
+        World {
+            now: 0,
+            tick_ns,
+            tasks: Vec::new(),
+            cpus,
+            mem: Memory {
+                chunk_bytes,
+                node: Vec::new(),
+                region_of: Vec::new(),
+                last_node: Vec::new(),
+                last_task: Vec::new(),
+                marked: Vec::new(),
+                regions: Vec::new(),
+                used: vec![0; nn],
+                capacity: cap,
+                proc_node: Vec::new(),
+            },
+            groups: Vec::new(),
+            masks: Vec::new(),
+            rng,
+            stats: Stats::default(),
+            trace: if trace { Some(Vec::new()) } else { None },
+            contention: vec![1.0; nn],
+            demand: vec![0.0; nn],
+            demand_next: vec![0.0; nn],
+            llc_busy: vec![0; m.llc_count()],
+            pkg_busy_cores: vec![0; m.npackages],
+            wakeups: Vec::new(),
+            pelt_decay,
+            m,
+        }
+    }
+
+    // ----- helpers for policies -----
+
+    pub fn allowed(&self, t: TaskId, cpu: CpuId) -> bool {
+        match self.tasks[t].affinity {
+            None => true,
+            Some(i) => self.masks[i][cpu],
+        }
+    }
+
+    pub fn node_of(&self, cpu: CpuId) -> usize {
+        self.m.cpu_node[cpu]
+    }
+
+    pub fn task_node(&self, t: TaskId) -> usize {
+        self.m.cpu_node[self.tasks[t].cpu]
+    }
+
+    pub fn nr_running(&self, cpu: CpuId) -> usize {
+        self.cpus[cpu].nr_running()
+    }
+
+    /// Runnable tasks on a node.
+    pub fn node_nr_running(&self, node: usize) -> usize {
+        self.m.node_cpus[node]
+            .iter()
+            .map(|&c| self.cpus[c].nr_running())
+            .sum()
+    }
+
+    /// Bytes of the task's accessed memory on each node (weights of its
+    /// regions applied).
+    pub fn task_memory_nodes(&self, t: TaskId) -> Vec<f64> {
+        let mut v = vec![0.0; self.m.nnodes];
+        if let Work::Compute { access, .. } = &self.tasks[t].work {
+            for &(r, w) in access {
+                let reg = &self.mem.regions[r];
+                for (n, &c) in reg.per_node.iter().enumerate() {
+                    v[n] += w * c as f64 * self.mem.chunk_bytes as f64;
+                }
+            }
+        }
+        v
+    }
+
+    /// Fraction of the task's accesses that go to its current node.
+    pub fn task_local_fraction(&self, t: TaskId) -> Option<f64> {
+        let v = self.task_memory_nodes(t);
+        let total: f64 = v.iter().sum();
+        (total > 0.0).then(|| v[self.task_node(t)] / total)
+    }
+
+    /// Add kernel work to be charged to `t` as system time.
+    pub fn charge_sys(&mut self, t: TaskId, ns: f64) {
+        self.tasks[t].sys_debt += ns;
+    }
+
+    fn close_span(&mut self, cpu: CpuId) {
+        if let Some(tr) = self.trace.as_mut() {
+            let rq = &mut self.cpus[cpu];
+            if let Some(t) = rq.trace_task.take() {
+                if self.now > rq.trace_start {
+                    tr.push(Span {
+                        cpu,
+                        task: t,
+                        start: rq.trace_start,
+                        end: self.now,
+                    });
+                }
+            }
+        }
+    }
+
+    fn open_span(&mut self, cpu: CpuId, t: TaskId, at: u64) {
+        if self.trace.is_some() {
+            let rq = &mut self.cpus[cpu];
+            if rq.trace_task != Some(t) {
+                if let (Some(old), Some(tr)) = (rq.trace_task, self.trace.as_mut()) {
+                    if at > rq.trace_start {
+                        tr.push(Span {
+                            cpu,
+                            task: old,
+                            start: rq.trace_start,
+                            end: at,
+                        });
+                    }
+                }
+                rq.trace_task = Some(t);
+                rq.trace_start = at;
+            }
+        }
+    }
+
+    /// Put a runnable task on `cpu`'s queue (tail). Handles the cost of a
+    /// move to another cache and the bookkeeping of message groups.
+    pub fn enqueue(&mut self, t: TaskId, cpu: CpuId) {
+        let old = self.tasks[t].cpu;
+        if self.tasks[t].placed && old != cpu {
+            self.note_move(t, old, cpu);
+        }
+        if !self.tasks[t].placed {
+            self.tasks[t].placed = true;
+            if let Work::Message { group, .. } = self.tasks[t].work {
+                let g = &mut self.groups[group];
+                g.llc_members[self.m.cpu_llc[cpu]] += 1;
+                g.members += 1;
+            }
+        }
+        let task = &mut self.tasks[t];
+        task.cpu = cpu;
+        task.state = TaskState::Runnable;
+        self.cpus[cpu].queue.push_back(t);
+    }
+
+    fn note_move(&mut self, t: TaskId, from: CpuId, to: CpuId) {
+        self.stats.task_migrations += 1;
+        self.tasks[t].migrations += 1;
+        let (la, lb) = (self.m.cpu_llc[from], self.m.cpu_llc[to]);
+        if la != lb {
+            match self.tasks[t].work {
+                Work::Compute { wss_bytes, .. } => {
+                    // The lines that were cache hits must be fetched again.
+                    let lines = wss_bytes.min(self.m.llc_bytes) / self.m.line_bytes;
+                    let lat = self.mean_latency(t, to);
+                    self.tasks[t].cold_debt += lines * lat / self.m.mlp;
+                }
+                Work::Message { group, .. } => {
+                    let g = &mut self.groups[group];
+                    g.llc_members[la] = g.llc_members[la].saturating_sub(1);
+                    g.llc_members[lb] += 1;
+                }
+            }
+        }
+    }
+
+    /// Move a runnable or running task to `dst` (used by balancers).
+    /// Returns false if the task is not runnable or not allowed there.
+    pub fn migrate(&mut self, t: TaskId, dst: CpuId) -> bool {
+        let src = self.tasks[t].cpu;
+        if src == dst || !self.allowed(t, dst) {
+            return false;
+        }
+        match self.tasks[t].state {
+            TaskState::Runnable => {
+                let q = &mut self.cpus[src].queue;
+                if let Some(i) = q.iter().position(|&x| x == t) {
+                    q.remove(i);
+                } else {
+                    return false;
+                }
+            }
+            TaskState::Running => {
+                if self.cpus[src].curr != Some(t) {
+                    return false;
+                }
+                self.cpus[src].curr = None;
+                self.close_span(src);
+                self.cpus[src].idle_since = self.now;
+            }
+            _ => return false,
+        }
+        self.enqueue(t, dst);
+        true
+    }
+
+    /// Idle-latency-weighted memory latency of task `t` if it ran on `cpu`.
+    pub fn mean_latency(&self, t: TaskId, cpu: CpuId) -> f64 {
+        let cn = self.m.cpu_node[cpu];
+        let mut total = 0.0;
+        let mut wsum = 0.0;
+        if let Work::Compute { access, .. } = &self.tasks[t].work {
+            for &(r, w) in access {
+                let reg = &self.mem.regions[r];
+                if reg.touched == 0 {
+                    continue;
+                }
+                let inv = w / reg.touched as f64;
+                for (n, &c) in reg.per_node.iter().enumerate() {
+                    if c > 0 {
+                        total += inv * c as f64 * self.m.latency_ns[cn][n];
+                    }
+                }
+                wsum += w;
+            }
+        }
+        if wsum > 0.0 {
+            total / wsum
+        } else {
+            self.m.latency_ns[cn][cn]
+        }
+    }
+
+    /// Bytes per nanosecond the task streams into region `r` while running
+    /// (approximate, from its last unit time); used by NUMA fault sampling.
+    pub fn access_rate(&self, t: TaskId) -> f64 {
+        match &self.tasks[t].work {
+            Work::Compute {
+                rand_lines,
+                stream_lines,
+                cycles,
+                init,
+                ..
+            } => {
+                if !init.is_empty() {
+                    return 0.0;
+                }
+                let cpu = self.tasks[t].cpu;
+                let l = self.mean_latency(t, cpu);
+                let unit = cycles / self.cpus[cpu].freq_ghz.max(0.1)
+                    + rand_lines * l
+                    + stream_lines * l / self.m.mlp;
+                if unit <= 0.0 {
+                    0.0
+                } else {
+                    (rand_lines + stream_lines) * self.m.line_bytes / unit
+                }
+            }
+            Work::Message { .. } => 0.0,
+        }
+    }
+}
+
+/// The scheduler interface. Adding a scheduler = one module implementing
+/// this and one line in [`crate::sched::REGISTRY`].
+pub trait Scheduler {
+    /// Choose a CPU for a new or waking task (must be allowed by affinity).
+    fn select_cpu(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId;
+    /// Called once per tick after tasks ran; periodic balancing goes here.
+    fn tick(&mut self, w: &mut World);
+    /// `cpu` just ran out of work within a tick: it may pull a task.
+    fn idle(&mut self, _w: &mut World, _cpu: CpuId) {}
+    /// Length of the slice a task gets when it starts running on `cpu`.
+    fn slice_ns(&self, w: &World, cpu: CpuId) -> u64;
+    /// A task finished or blocked (bookkeeping hook).
+    fn task_left(&mut self, _w: &mut World, _t: TaskId, _cpu: CpuId) {}
+}
+
+/// The NUMA balancer interface (memory placement and NUMA task moves).
+pub trait Balancer {
+    /// Called once per tick after tasks ran.
+    fn tick(&mut self, w: &mut World, sched: &mut dyn Scheduler);
+}
+
+/// Pick the first allowed CPU (deterministic fallback).
+pub fn first_allowed(w: &World, t: TaskId) -> CpuId {
+    (0..w.m.ncpus).find(|&c| w.allowed(t, c)).unwrap_or(0)
+}
+
+/// The engine: a world plus its two policies.
+pub struct Engine {
+    pub w: World,
+    pub sched: Box<dyn Scheduler>,
+    pub bal: Box<dyn Balancer>,
+    max_passes: usize,
+    budget: Vec<u64>,
+    /// Tasks not started yet, latest start first (popped from the end).
+    pending: Vec<TaskId>,
+    spawned: usize,
+}
+
+impl Engine {
+    pub fn new(w: World, sched: Box<dyn Scheduler>, bal: Box<dyn Balancer>) -> Engine {
+        Engine {
+            w,
+            sched,
+            bal,
+            max_passes: 4,
+            budget: Vec::new(),
+            pending: Vec::new(),
+            spawned: 0,
+        }
+    }
+
+    /// All main tasks done?
+    pub fn finished(&self) -> bool {
+        self.w.tasks.iter().filter(|t| t.main).all(|t| t.is_done())
+    }
+
+    /// Advance one tick.
+    pub fn step(&mut self) {
+        let dt = self.w.tick_ns;
+        self.spawn_due();
+        self.prepare_tick();
+        let ncpus = self.w.m.ncpus;
+        let mut budget = std::mem::take(&mut self.budget);
+        budget.clear();
+        budget.resize(ncpus, dt);
+        for pass in 0..self.max_passes {
+            let mut any = false;
+            for cpu in 0..ncpus {
+                if budget[cpu] == 0 {
+                    continue;
+                }
+                if pass > 0 && self.w.cpus[cpu].is_idle() {
+                    continue;
+                }
+                let used = self.run_cpu(cpu, budget[cpu]);
+                budget[cpu] -= used.min(budget[cpu]);
+                if used > 0 {
+                    any = true;
+                }
+                self.place_wakeups(cpu);
+            }
+            if !any {
+                break;
+            }
+        }
+        self.budget = budget;
+        self.finish_tick(dt);
+        self.w.now += dt;
+        self.sched.tick(&mut self.w);
+        self.bal.tick(&mut self.w, self.sched.as_mut());
+        self.check_idle_imbalance(dt);
+        self.w.stats.ticks += 1;
+    }
+
+    fn spawn_due(&mut self) {
+        if self.pending.len() + self.spawned < self.w.tasks.len() {
+            // Tasks added since the last look: rebuild the pending list.
+            let mut p: Vec<TaskId> = (0..self.w.tasks.len())
+                .filter(|&t| self.w.tasks[t].state == TaskState::NotStarted)
+                .collect();
+            p.sort_by_key(|&t| {
+                (
+                    std::cmp::Reverse(self.w.tasks[t].start_ns),
+                    std::cmp::Reverse(t),
+                )
+            });
+            self.spawned = self.w.tasks.len() - p.len();
+            self.pending = p;
+        }
+        while let Some(&t) = self.pending.last() {
+            let task = &self.w.tasks[t];
+            if task.start_ns > self.w.now {
+                break;
+            }
+            self.pending.pop();
+            self.spawned += 1;
+            let parent_cpu = match task.parent {
+                Parent::Cpu(c) => c,
+                Parent::Task(p) => self.w.tasks[p].cpu,
+            };
+            let exec = task.exec;
+            let mut cpu =
+                self.sched
+                    .select_cpu(&mut self.w, t, Placement::New { parent_cpu, exec });
+            if !self.w.allowed(t, cpu) {
+                cpu = first_allowed(&self.w, t);
+            }
+            self.w.tasks[t].cpu = cpu;
+            self.w.enqueue(t, cpu);
+        }
+    }
+
+    fn prepare_tick(&mut self) {
+        let w = &mut self.w;
+        for x in w.llc_busy.iter_mut() {
+            *x = 0;
+        }
+        for x in w.pkg_busy_cores.iter_mut() {
+            *x = 0;
+        }
+        for cpu in 0..w.m.ncpus {
+            let busy = !w.cpus[cpu].is_idle();
+            w.cpus[cpu].busy_at_tick = busy;
+            if busy {
+                w.llc_busy[w.m.cpu_llc[cpu]] += 1;
+            }
+        }
+        let fixed_freq = w.m.governor == Governor::Performance && w.m.max_ghz == w.m.base_ghz;
+        if !fixed_freq {
+            for (core, cpus) in w.m.core_cpus.iter().enumerate() {
+                if cpus.iter().any(|&c| w.cpus[c].busy_at_tick) {
+                    w.pkg_busy_cores[w.m.core_package[core]] += 1;
+                }
+            }
+        }
+        // Frequency: the package's boost limit falls linearly from max_ghz
+        // (one busy core) to base_ghz (all cores busy); under schedutil a
+        // CPU asks for 1.25 x util x limit (kernel/sched/cpufreq_schedutil.c).
+        let span = (w.m.cores_per_package.max(2) - 1) as f64;
+        // Fixed frequency (no boost, no governor): nothing to compute.
+        for cpu in (0..w.m.ncpus).filter(|_| !fixed_freq) {
+            let pkg = w.m.cpu_package[cpu];
+            let busy = w.pkg_busy_cores[pkg].max(1) as f64;
+            let limit = w.m.max_ghz - (w.m.max_ghz - w.m.base_ghz) * (busy - 1.0) / span;
+            let f = match w.m.governor {
+                Governor::Performance => limit,
+                Governor::Schedutil => (1.25 * w.cpus[cpu].util * limit).clamp(w.m.min_ghz, limit),
+            };
+            w.cpus[cpu].freq_ghz = f;
+        }
+        // A core runs at the highest frequency any of its threads asks for.
+        for cpus in w.m.core_cpus.iter().filter(|c| !fixed_freq && c.len() > 1) {
+            let f = cpus.iter().map(|&c| w.cpus[c].freq_ghz).fold(0.0, f64::max);
+            for &c in cpus {
+                w.cpus[c].freq_ghz = f;
+            }
+        }
+        // Memory contention from last tick's demand (M/M/1-like queueing on
+        // a node's bandwidth; throughput capped at the bandwidth).
+        for n in 0..w.m.nnodes {
+            let rho = w.demand[n] / w.m.bandwidth[n];
+            let svc = w.m.line_bytes / w.m.bandwidth[n];
+            let r = rho.min(0.95);
+            let q = 1.0 + (svc / w.m.latency_ns[n][n]) * r / (1.0 - r);
+            w.contention[n] = q.max(rho);
+            w.demand_next[n] = 0.0;
+        }
+    }
+
+    fn finish_tick(&mut self, dt: u64) {
+        let w = &mut self.w;
+        let decay = w.pelt_decay;
+        for cpu in 0..w.m.ncpus {
+            let busy = w.cpus[cpu].curr.is_some() || w.cpus[cpu].busy_at_tick;
+            let u = w.cpus[cpu].util * decay + if busy { 1.0 - decay } else { 0.0 };
+            w.cpus[cpu].util = u;
+        }
+        std::mem::swap(&mut w.demand, &mut w.demand_next);
+        let _ = dt;
+    }
+
+    fn check_idle_imbalance(&mut self, dt: u64) {
+        let w = &mut self.w;
+        let idle: Vec<CpuId> = (0..w.m.ncpus).filter(|&c| w.cpus[c].is_idle()).collect();
+        let mut bad = false;
+        if !idle.is_empty() {
+            // Whether an affinity mask allows some idle CPU, once per mask.
+            let mut memo: Vec<Option<bool>> = vec![None; w.masks.len()];
+            'outer: for busy in 0..w.m.ncpus {
+                if w.cpus[busy].nr_running() < 2 {
+                    continue;
+                }
+                for &t in &w.cpus[busy].queue {
+                    let ok = match w.tasks[t].affinity {
+                        None => true,
+                        Some(m) => {
+                            *memo[m].get_or_insert_with(|| idle.iter().any(|&c| w.masks[m][c]))
+                        }
+                    };
+                    if ok {
+                        bad = true;
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        if bad {
+            w.stats.idle_imbalance_ns += dt;
+            w.stats.max_idle_imbalance_ns =
+                w.stats.max_idle_imbalance_ns.max(w.stats.idle_imbalance_ns);
+        } else {
+            w.stats.idle_imbalance_ns = 0;
+        }
+    }
+
+    fn place_wakeups(&mut self, waker_cpu: CpuId) {
+        while let Some((t, _)) = self.w.wakeups.pop() {
+            let mut cpu = self
+                .sched
+                .select_cpu(&mut self.w, t, Placement::Wake { waker_cpu });
+            if !self.w.allowed(t, cpu) {
+                cpu = first_allowed(&self.w, t);
+            }
+            self.w.enqueue(t, cpu);
+        }
+    }
+
+    /// Run `cpu` for up to `budget` ns; returns the time used.
+    fn run_cpu(&mut self, cpu: CpuId, budget: u64) -> u64 {
+        let start = self.w.now + (self.w.tick_ns - budget);
+        let mut used: u64 = 0;
+        let mut idled = false;
+        while used < budget {
+            if self.w.cpus[cpu].curr.is_none() {
+                match self.w.cpus[cpu].queue.pop_front() {
+                    Some(t) => {
+                        let slice = self.sched.slice_ns(&self.w, cpu);
+                        let rq = &mut self.w.cpus[cpu];
+                        rq.curr = Some(t);
+                        rq.slice_left = slice.max(1);
+                        self.w.tasks[t].state = TaskState::Running;
+                        if self.w.tasks[t].initial_node.is_none() {
+                            self.w.tasks[t].initial_node = Some(self.w.m.cpu_node[cpu]);
+                        }
+                        self.w.open_span(cpu, t, start + used);
+                    }
+                    None => {
+                        if idled {
+                            break;
+                        }
+                        idled = true;
+                        // Idle from now, unless it was idle all along.
+                        if self.w.cpus[cpu].busy_at_tick || used > 0 {
+                            self.w.cpus[cpu].idle_since = start + used;
+                        }
+                        self.sched.idle(&mut self.w, cpu);
+                        if self.w.cpus[cpu].queue.is_empty() {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let t = self.w.cpus[cpu].curr.expect("current task");
+            let avail = (budget - used).min(self.w.cpus[cpu].slice_left);
+            let (ran, outcome) = self.run_task(cpu, t, avail, start + used);
+            used += ran;
+            let rq = &mut self.w.cpus[cpu];
+            rq.slice_left = rq.slice_left.saturating_sub(ran);
+            let now = start + used;
+            self.w.tasks[t].last_ran = now;
+            match outcome {
+                RunOutcome::Continue => {
+                    if self.w.cpus[cpu].slice_left == 0 {
+                        if self.w.cpus[cpu].queue.is_empty() {
+                            let slice = self.sched.slice_ns(&self.w, cpu);
+                            self.w.cpus[cpu].slice_left = slice.max(1);
+                        } else {
+                            self.w.cpus[cpu].curr = None;
+                            self.w.tasks[t].state = TaskState::Runnable;
+                            self.w.cpus[cpu].queue.push_back(t);
+                        }
+                    }
+                }
+                RunOutcome::Blocked | RunOutcome::Done => {
+                    self.w.cpus[cpu].curr = None;
+                    if let Some(tr) = self.w.trace.as_mut() {
+                        let rq = &mut self.w.cpus[cpu];
+                        if rq.trace_task == Some(t) {
+                            if now > rq.trace_start {
+                                tr.push(Span {
+                                    cpu,
+                                    task: t,
+                                    start: rq.trace_start,
+                                    end: now,
+                                });
+                            }
+                            rq.trace_task = None;
+                        }
+                    }
+                    if outcome == RunOutcome::Done {
+                        self.w.tasks[t].state = TaskState::Done;
+                        self.w.tasks[t].end_ns = Some(now);
+                    } else {
+                        self.w.tasks[t].state = TaskState::Blocked;
+                    }
+                    self.sched.task_left(&mut self.w, t, cpu);
+                    self.place_wakeups(cpu);
+                }
+            }
+            if ran == 0 && outcome == RunOutcome::Continue {
+                break;
+            }
+        }
+        used
+    }
+
+    /// Run task `t` on `cpu` for up to `avail` ns.
+    fn run_task(&mut self, cpu: CpuId, t: TaskId, avail: u64, at: u64) -> (u64, RunOutcome) {
+        let w = &mut self.w;
+        let node = w.m.cpu_node[cpu];
+        let mut left = avail as f64;
+        // Kernel work first, then the cache refill after a migration.
+        {
+            let task = &mut w.tasks[t];
+            if task.sys_debt > 0.0 {
+                let x = task.sys_debt.min(left);
+                task.sys_debt -= x;
+                task.sys_ns += x;
+                left -= x;
+            }
+            if task.cold_debt > 0.0 && left > 0.0 {
+                let x = task.cold_debt.min(left);
+                task.cold_debt -= x;
+                task.user_ns += x;
+                left -= x;
+            }
+        }
+        let freq = w.cpus[cpu].freq_ghz;
+        let smt = {
+            let core = w.m.cpu_core[cpu];
+            let sib_busy = w.m.core_cpus[core]
+                .iter()
+                .any(|&c| c != cpu && w.cpus[c].busy_at_tick);
+            if sib_busy {
+                w.m.smt_throughput
+            } else {
+                1.0
+            }
+        };
+        let mut outcome = RunOutcome::Continue;
+        if left > 0.0 {
+            let (spent, out) = match w.tasks[t].work {
+                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt),
+                Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
+            };
+            w.tasks[t].user_ns += spent;
+            left -= spent;
+            outcome = out;
+        }
+        let ran = (avail as f64 - left).round().max(0.0) as u64;
+        let ran = if outcome == RunOutcome::Continue {
+            avail
+        } else {
+            ran.min(avail)
+        };
+        w.tasks[t].node_time[node] += ran;
+        let _ = at;
+        (ran, outcome)
+    }
+
+    /// Run until all main tasks are done or `limit_ns` of simulated time.
+    pub fn run(&mut self, limit_ns: u64, mut on_tick: impl FnMut(&World)) {
+        while !self.finished() && self.w.now < limit_ns {
+            self.step();
+            on_tick(&self.w);
+        }
+        for cpu in 0..self.w.m.ncpus {
+            self.w.close_span(cpu);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunOutcome {
+    Continue,
+    Blocked,
+    Done,
+}
+
+/// Compute work: returns (ns spent, outcome).
+fn run_compute(
+    w: &mut World,
+    t: TaskId,
+    cpu: CpuId,
+    avail: f64,
+    freq: f64,
+    smt: f64,
+) -> (f64, RunOutcome) {
+    let cn = w.m.cpu_node[cpu];
+    let nn = w.m.nnodes;
+    let line = w.m.line_bytes;
+    let mlp = w.m.mlp;
+    let mut left = avail;
+    // First touches.
+    let task_policy = w.tasks[t].mem_policy;
+    loop {
+        let Work::Compute {
+            init, init_credit, ..
+        } = &mut w.tasks[t].work
+        else {
+            unreachable!()
+        };
+        let Some(&c) = init.front() else { break };
+        let lat = w.m.latency_ns[cn][cn];
+        let per_chunk = w.mem.chunk_bytes as f64 / line * lat / mlp;
+        let need = per_chunk - *init_credit;
+        if left < need {
+            *init_credit += left;
+            return (avail, RunOutcome::Continue);
+        }
+        left -= need;
+        *init_credit = 0.0;
+        init.pop_front();
+        let want = match task_policy {
+            MemPolicy::Local => cn,
+            MemPolicy::Node(n) => n,
+        };
+        if w.mem.node[c] == NO_NODE {
+            w.mem.allocate(&w.m, c, want);
+        }
+    }
+    let Work::Compute {
+        cycles,
+        rand_lines,
+        stream_lines,
+        wss_bytes,
+        ref access,
+        ..
+    } = w.tasks[t].work
+    else {
+        unreachable!()
+    };
+    // Where the accesses go (cached until the task's memory changes), and
+    // their latency with and without contention.
+    let key: u64 = access
+        .iter()
+        .map(|&(r, _)| w.mem.regions[r].version + 1)
+        .sum();
+    if w.tasks[t].frac_key != key || w.tasks[t].frac.len() != nn {
+        let mut frac = vec![0.0f64; nn];
+        let mut wsum = 0.0;
+        let Work::Compute { ref access, .. } = w.tasks[t].work else {
+            unreachable!()
+        };
+        for &(r, wt) in access {
+            let reg = &w.mem.regions[r];
+            if reg.touched == 0 {
+                continue;
+            }
+            let inv = wt / reg.touched as f64;
+            for (n, f) in frac.iter_mut().enumerate() {
+                *f += inv * reg.per_node[n] as f64;
+            }
+            wsum += wt;
+        }
+        if wsum > 0.0 {
+            for f in frac.iter_mut() {
+                *f /= wsum;
+            }
+        } else {
+            // Nothing touched yet: an empty vector means "local".
+            frac.clear();
+        }
+        w.tasks[t].frac = frac;
+        w.tasks[t].frac_key = key;
+    }
+    let frac = std::mem::take(&mut w.tasks[t].frac);
+    let (mut l0, mut lc) = (0.0, 0.0);
+    if frac.is_empty() {
+        l0 = w.m.latency_ns[cn][cn];
+        lc = l0 * w.contention[cn];
+    } else {
+        let lat = &w.m.latency_ns[cn];
+        for n in 0..nn {
+            let l = lat[n] * frac[n];
+            l0 += l;
+            lc += l * w.contention[n];
+        }
+    }
+    // LLC hits for random accesses: the task's share of its LLC.
+    let llc = w.m.cpu_llc[cpu];
+    let share = w.m.llc_bytes / w.llc_busy[llc].max(1) as f64;
+    let miss = if wss_bytes > 0.0 {
+        1.0 - (share / wss_bytes).min(1.0)
+    } else {
+        1.0
+    };
+    let misses = rand_lines * miss;
+    let compute = cycles / freq / smt;
+    let unit = compute + misses * lc + stream_lines * lc / mlp;
+    let unit0 = compute + misses * l0 + stream_lines * l0 / mlp;
+    let task = &mut w.tasks[t];
+    let expected = task.work_expected as f64;
+    let todo = expected - task.progress;
+    let can = if unit > 0.0 { left / unit } else { todo };
+    let (units, spent, outcome) = if can >= todo {
+        (todo, todo * unit, RunOutcome::Done)
+    } else {
+        (can, left, RunOutcome::Continue)
+    };
+    task.progress += units;
+    if outcome == RunOutcome::Done {
+        task.progress = expected;
+    }
+    // Bandwidth demand this tick (uncontended rate, so no feedback loop).
+    if unit0 > 0.0 {
+        let bytes_per_ns = (misses + stream_lines) * line / unit0 * (spent / w.tick_ns as f64);
+        if frac.is_empty() {
+            w.demand_next[cn] += bytes_per_ns;
+        } else {
+            for n in 0..nn {
+                if frac[n] > 0.0 {
+                    w.demand_next[n] += bytes_per_ns * frac[n];
+                }
+            }
+        }
+    }
+    w.tasks[t].frac = frac;
+    ((avail - left) + spent, outcome)
+}
+
+/// Message passing: returns (ns spent, outcome).
+fn run_message(
+    w: &mut World,
+    t: TaskId,
+    cpu: CpuId,
+    avail: f64,
+    freq: f64,
+    smt: f64,
+) -> (f64, RunOutcome) {
+    let Work::Message {
+        group,
+        sender,
+        slot,
+        remaining,
+        credit,
+    } = w.tasks[t].work
+    else {
+        unreachable!()
+    };
+    let llc = w.m.cpu_llc[cpu];
+    let g = &w.groups[group];
+    // Lines of each message move from wherever the peers' caches are.
+    let mut xfer = 0.0;
+    let members = g.members.max(1) as f64;
+    for (l, &k) in g.llc_members.iter().enumerate() {
+        if k > 0 {
+            xfer += k as f64 / members * w.m.transfer_ns(llc, l);
+        }
+    }
+    let cost = g.cycles / freq / smt + g.lines * xfer;
+    let possible = ((avail + credit) / cost).floor() as u64;
+    let want = possible.min(remaining);
+    let fds = g.pending.len();
+    let mut wake = Vec::new();
+    let g = &mut w.groups[group];
+    let mut n = 0u64;
+    let mut next = slot;
+    let mut stuck = false;
+    if sender {
+        while n < want {
+            if g.pending[next] >= g.capacity {
+                stuck = true;
+                break;
+            }
+            g.pending[next] += 1;
+            if g.receiver_blocked[next] {
+                g.receiver_blocked[next] = false;
+                wake.push(g.receivers[next]);
+            }
+            next = (next + 1) % fds;
+            n += 1;
+        }
+        if stuck {
+            g.blocked_senders[next].push(t);
+        }
+    } else {
+        n = want.min(g.pending[slot]);
+        g.pending[slot] -= n;
+        if n > 0 {
+            wake.append(&mut g.blocked_senders[slot]);
+        }
+        if n < want {
+            stuck = true;
+            g.receiver_blocked[slot] = true;
+        }
+    }
+    let rem = remaining - n;
+    let outcome = if rem == 0 {
+        RunOutcome::Done
+    } else if stuck {
+        RunOutcome::Blocked
+    } else {
+        RunOutcome::Continue
+    };
+    let spent = match outcome {
+        // Budget-limited: all of it, keeping the part of a message done.
+        RunOutcome::Continue => avail,
+        _ => (n as f64 * cost - credit).clamp(0.0, avail),
+    };
+    let new_credit = if outcome == RunOutcome::Continue {
+        avail + credit - n as f64 * cost
+    } else {
+        0.0
+    };
+    if let Work::Message {
+        remaining,
+        credit,
+        slot,
+        ..
+    } = &mut w.tasks[t].work
+    {
+        *remaining = rem;
+        *credit = new_credit.max(0.0);
+        if sender {
+            *slot = next;
+        }
+    }
+    w.tasks[t].progress = (w.tasks[t].work_expected - rem) as f64;
+    for x in wake {
+        if w.tasks[x].state == TaskState::Blocked {
+            w.tasks[x].state = TaskState::Runnable;
+            w.wakeups.push((x, cpu));
+        }
+    }
+    (spent, outcome)
+}
+
+/// Random integer below `n` from the world's one RNG.
+pub fn rand_below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    rng.next_u64() % n
+}
+
+/// Uniform float in [0, 1).
+pub fn rand_unit(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}

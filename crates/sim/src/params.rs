@@ -1,0 +1,189 @@
+//! Policy names with parameters: `node-affine[dynamic=true,initial=false]`
+//! or `node-affine:dynamic=true,initial=false`.
+
+use std::collections::BTreeMap;
+
+/// A parsed `NAME[k=v,...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub args: BTreeMap<String, String>,
+}
+
+impl PolicySpec {
+    pub fn parse(text: &str) -> Result<PolicySpec, String> {
+        let t = text.trim();
+        let (name, rest) = if let Some(i) = t.find('[') {
+            if !t.ends_with(']') {
+                return Err(format!("{t:?}: missing closing ']'"));
+            }
+            (&t[..i], &t[i + 1..t.len() - 1])
+        } else if let Some((n, r)) = t.split_once(':') {
+            (n, r)
+        } else {
+            (t, "")
+        };
+        if name.is_empty() {
+            return Err(format!("{t:?}: empty policy name"));
+        }
+        let mut args = BTreeMap::new();
+        for kv in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("{name}: parameter {kv:?} is not key=value"))?;
+            if args
+                .insert(k.trim().to_string(), v.trim().to_string())
+                .is_some()
+            {
+                return Err(format!("{name}: parameter {k} given twice"));
+            }
+        }
+        Ok(PolicySpec {
+            name: name.to_string(),
+            args,
+        })
+    }
+
+    /// Canonical text, e.g. `node-affine[dynamic=true]` (keys sorted).
+    pub fn canonical(&self) -> String {
+        if self.args.is_empty() {
+            self.name.clone()
+        } else {
+            let kv: Vec<String> = self.args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{}[{}]", self.name, kv.join(","))
+        }
+    }
+}
+
+/// Typed access to a policy's parameters; remembers which keys exist so an
+/// unknown key is an error listing the valid ones.
+pub struct Params {
+    policy: String,
+    args: BTreeMap<String, String>,
+    known: Vec<(&'static str, String, &'static str)>,
+}
+
+impl Params {
+    pub fn new(policy: &str, args: &BTreeMap<String, String>) -> Params {
+        Params {
+            policy: policy.to_string(),
+            args: args.clone(),
+            known: Vec::new(),
+        }
+    }
+
+    fn raw(&mut self, key: &'static str, default: String, help: &'static str) -> Option<String> {
+        self.known.push((key, default, help));
+        self.args.get(key).cloned()
+    }
+
+    pub fn f64(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        help: &'static str,
+    ) -> Result<f64, String> {
+        match self.raw(key, default.to_string(), help) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: parameter {key}={v:?} must be a non-negative number",
+                        self.policy
+                    )
+                }),
+        }
+    }
+
+    pub fn u64(
+        &mut self,
+        key: &'static str,
+        default: u64,
+        help: &'static str,
+    ) -> Result<u64, String> {
+        match self.raw(key, default.to_string(), help) {
+            None => Ok(default),
+            Some(v) => v.parse::<u64>().map_err(|_| {
+                format!(
+                    "{}: parameter {key}={v:?} must be a non-negative integer",
+                    self.policy
+                )
+            }),
+        }
+    }
+
+    pub fn bool(
+        &mut self,
+        key: &'static str,
+        default: bool,
+        help: &'static str,
+    ) -> Result<bool, String> {
+        match self.raw(key, default.to_string(), help) {
+            None => Ok(default),
+            Some(v) => match v.as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(format!(
+                    "{}: parameter {key}={v:?} must be true or false",
+                    self.policy
+                )),
+            },
+        }
+    }
+
+    /// Fail on keys no getter asked for.
+    pub fn finish(self) -> Result<(), String> {
+        for k in self.args.keys() {
+            if !self.known.iter().any(|(n, _, _)| n == k) {
+                let valid: Vec<&str> = self.known.iter().map(|(n, _, _)| *n).collect();
+                return Err(format!(
+                    "{}: unknown parameter {k:?} (valid: {})",
+                    self.policy,
+                    if valid.is_empty() {
+                        "none".to_string()
+                    } else {
+                        valid.join(", ")
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `key=default` list, for `--list`.
+    pub fn describe(&self) -> String {
+        self.known
+            .iter()
+            .map(|(k, d, _)| format!("{k}={d}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_syntaxes() {
+        let a = PolicySpec::parse("node-affine[dynamic=true,initial=false]").unwrap();
+        let b = PolicySpec::parse("node-affine:initial=false,dynamic=true").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.canonical(), "node-affine[dynamic=true,initial=false]");
+        assert!(PolicySpec::parse("x[a=1").is_err());
+        assert!(PolicySpec::parse("x[a]").is_err());
+    }
+
+    #[test]
+    fn unknown_key_lists_valid_ones() {
+        let spec = PolicySpec::parse("p[zz=1]").unwrap();
+        let mut p = Params::new("p", &spec.args);
+        p.u64("a", 1, "").unwrap();
+        p.bool("b", true, "").unwrap();
+        let e = p.finish().unwrap_err();
+        assert!(e.contains("unknown parameter \"zz\" (valid: a, b)"), "{e}");
+    }
+}

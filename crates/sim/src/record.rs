@@ -1,0 +1,378 @@
+//! Turning a finished simulation into a [`RunRecord`] like a real run's.
+
+use crate::engine::{Engine, TaskState, World};
+use crate::workload::Meta;
+use crate::SimConfig;
+use numalab_record::{
+    Backend, Convergence, ConvergenceState, MachineInfo, Metric, Outcome, ProcessInfo, Repetition,
+    RunRecord, Sample, Series, TaskRecord, SCHEMA_VERSION,
+};
+use std::collections::BTreeMap;
+
+/// Deterministic start time: 2000-01-01T00:00:00Z plus `seed` seconds.
+pub fn started_at(seed: u64) -> chrono::DateTime<chrono::Utc> {
+    let base = chrono::DateTime::parse_from_rfc3339("2000-01-01T00:00:00Z")
+        .expect("valid time")
+        .with_timezone(&chrono::Utc);
+    base + chrono::Duration::seconds((seed % (1u64 << 32)) as i64)
+}
+
+/// FNV-1a, for a short stable id of the configuration.
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+pub fn sample(w: &World, meta: &Meta) -> Sample {
+    let cb = w.mem.chunk_bytes;
+    let memory_bytes = (0..meta.processes.len())
+        .map(|p| match w.mem.proc_node.get(p) {
+            Some(v) => v.iter().map(|c| c * cb).collect(),
+            None => vec![0; w.m.nnodes],
+        })
+        .collect();
+    let task_node = meta
+        .main_tasks
+        .iter()
+        .map(|&t| match w.tasks[t].state {
+            TaskState::NotStarted => None,
+            _ => Some(w.m.cpu_node[w.tasks[t].cpu] as u32),
+        })
+        .collect();
+    let progress = meta
+        .main_tasks
+        .iter()
+        .map(|&t| w.tasks[t].progress.floor() as u64)
+        .collect();
+    let s = &w.stats;
+    let mut vmstat = BTreeMap::from([
+        ("numa_hint_faults".to_string(), s.hint_faults as i64),
+        (
+            "numa_hint_faults_local".to_string(),
+            s.hint_faults_local as i64,
+        ),
+        ("numa_pages_migrated".to_string(), s.pages_migrated as i64),
+        ("numa_pte_updates".to_string(), s.pte_updates as i64),
+    ]);
+    if meta.convergence {
+        // Removed again by `build` once convergence has been computed.
+        let f = local_fraction(w, meta).unwrap_or(0.0);
+        vmstat.insert(
+            "sim_local_permille".to_string(),
+            (f * 1000.0).round() as i64,
+        );
+    }
+    Sample {
+        t_s: w.now as f64 / 1e9,
+        memory_bytes,
+        task_node,
+        progress,
+        vmstat,
+        ..Default::default()
+    }
+}
+
+/// Mean over main tasks of the fraction of their accessed memory on the
+/// node they run on.
+pub fn local_fraction(w: &World, meta: &Meta) -> Option<f64> {
+    let v: Vec<f64> = meta
+        .main_tasks
+        .iter()
+        .filter(|&&t| w.tasks[t].state != TaskState::NotStarted)
+        .filter_map(|&t| w.task_local_fraction(t))
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence> {
+    if !meta.convergence {
+        return None;
+    }
+    let definition = "memory: first sample from which, until the first task finishes, the benchmark tasks' accessed memory on the node each task runs on averages at least 90% (exact per-task regions in the simulator, sampled every series interval)".to_string();
+    if w.m.nnodes < 2 {
+        return Some(Convergence {
+            definition,
+            state: ConvergenceState::Trivial {
+                reason: "one NUMA node".into(),
+            },
+        });
+    }
+    // The criterion holds from a sample until the first main task ends
+    // (after that the workload itself changes shape).
+    let first_end = meta
+        .main_tasks
+        .iter()
+        .filter_map(|&t| w.tasks[t].end_ns)
+        .min()
+        .map(|e| e as f64 / 1e9)
+        .unwrap_or(f64::INFINITY);
+    let mut at = None;
+    for s in samples.iter().filter(|s| s.t_s < first_end) {
+        let ok = s.vmstat.get("sim_local_permille").copied().unwrap_or(0) >= 900;
+        if ok {
+            if at.is_none() {
+                at = Some(s.t_s);
+            }
+        } else {
+            at = None;
+        }
+    }
+    Some(Convergence {
+        definition,
+        state: match at {
+            Some(t) => ConvergenceState::Converged { at_s: t },
+            None => ConvergenceState::NotConverged {
+                within_s: samples.last().map(|s| s.t_s).unwrap_or(0.0),
+            },
+        },
+    })
+}
+
+pub fn build(
+    cfg: &SimConfig,
+    eng: &Engine,
+    meta: &Meta,
+    mut samples: Vec<Sample>,
+    label: &str,
+    repetition: Repetition,
+    finished: bool,
+) -> RunRecord {
+    let w = &eng.w;
+    let started = started_at(cfg.seed);
+    let config_text = format!(
+        "{}|{}|{}|{}|{:?}|{}|{}",
+        cfg.machine_spec,
+        cfg.scheduler.canonical(),
+        cfg.balancer.canonical(),
+        meta.benchmark,
+        meta.params,
+        cfg.tick_us,
+        cfg.sample_ms
+    );
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let id = format!(
+        "sim-{}-{}-{}-r{}-s{}-{:08x}",
+        started.format("%Y%m%dT%H%M%SZ"),
+        safe(&meta.benchmark),
+        safe(label),
+        repetition.index,
+        cfg.seed,
+        fnv(&config_text) as u32
+    );
+    // Convergence needs the local fraction at each sample: it was stored
+    // as a private vmstat key while sampling; move it out of the samples.
+    let conv = convergence(w, meta, &samples);
+    for s in samples.iter_mut() {
+        s.vmstat.remove("sim_local_permille");
+    }
+
+    let tasks: Vec<TaskRecord> = meta
+        .main_tasks
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let task = &w.tasks[t];
+            let node_time_s: Vec<f64> = task.node_time.iter().map(|&n| n as f64 / 1e9).collect();
+            let main_node = node_time_s
+                .iter()
+                .enumerate()
+                .filter(|(_, &x)| x > 0.0)
+                .max_by(|a, b| {
+                    a.1.partial_cmp(b.1)
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                        .then(b.0.cmp(&a.0))
+                })
+                .map(|(n, _)| n as u32);
+            TaskRecord {
+                id: i as u32 + 1,
+                name: task.name.clone(),
+                pid: None,
+                process: (meta.processes.len() > 1 || task.process > 0)
+                    .then_some(task.process as u32),
+                initial_node: task.initial_node.map(|n| n as u32),
+                main_node,
+                node_time_s,
+                residency_method: "simulated: exact per tick".into(),
+                residency_samples: w.stats.ticks,
+                user_s: task.user_ns / 1e9,
+                sys_s: task.sys_ns / 1e9,
+                work_done: task.progress.floor() as u64,
+                work_expected: task.work_expected,
+                exit: if task.is_done() {
+                    "exit 0".into()
+                } else {
+                    "not finished".into()
+                },
+            }
+        })
+        .collect();
+
+    let mut metrics = BTreeMap::new();
+    let end = meta
+        .main_tasks
+        .iter()
+        .filter_map(|&t| w.tasks[t].end_ns)
+        .max()
+        .unwrap_or(w.now);
+    let elapsed = if finished { end } else { w.now } as f64 / 1e9;
+    metrics.insert("elapsed_s".into(), Metric::seconds(elapsed));
+    let user: f64 = tasks.iter().map(|t| t.user_s).sum();
+    let sys: f64 = tasks.iter().map(|t| t.sys_s).sum();
+    metrics.insert("user_s".into(), Metric::seconds(user));
+    metrics.insert("sys_s".into(), Metric::seconds(sys));
+    if meta.benchmark == "numa_test" && !tasks.is_empty() {
+        metrics.insert(
+            "avg_user_s".into(),
+            Metric::seconds(user / tasks.len() as f64),
+        );
+    }
+    let mut warnings = Vec::new();
+    if !meta.disturb_tasks.is_empty() {
+        let ends: Vec<Option<u64>> = meta
+            .disturb_tasks
+            .iter()
+            .map(|&t| w.tasks[t].end_ns)
+            .collect();
+        if ends.iter().all(|e| e.is_some()) {
+            let h = ends.iter().flatten().max().copied().unwrap_or(0) - meta.disturb_start_ns;
+            metrics.insert("hackbench_s".into(), Metric::seconds(h as f64 / 1e9));
+        } else {
+            warnings.push("the hackbench disturbance had not finished when the benchmark tasks did; hackbench_s omitted".to_string());
+        }
+    }
+    if meta.benchmark == "hackbench" {
+        metrics.insert("hackbench_s".into(), Metric::seconds(elapsed));
+    }
+    metrics.insert(
+        "pages_migrated".into(),
+        Metric::new(
+            w.stats.pages_migrated as f64,
+            "pages",
+            numalab_record::Better::Lower,
+        ),
+    );
+    metrics.insert(
+        "numa_hint_faults".into(),
+        Metric::new(
+            w.stats.hint_faults as f64,
+            "faults",
+            numalab_record::Better::Lower,
+        ),
+    );
+    if let Some(Convergence {
+        state: ConvergenceState::Converged { at_s },
+        ..
+    }) = &conv
+    {
+        metrics.insert("convergence_s".into(), Metric::seconds(*at_s));
+    }
+    let outcome = if finished {
+        Outcome::ok()
+    } else {
+        Outcome::failed(format!(
+            "simulation stopped at the {:.0} s limit before the benchmark finished",
+            cfg.max_sim_s
+        ))
+    };
+
+    let mut details = BTreeMap::new();
+    details.insert("tick_us".into(), serde_json::json!(cfg.tick_us));
+    details.insert("ticks".into(), serde_json::json!(w.stats.ticks));
+    details.insert("chunk_bytes".into(), serde_json::json!(w.mem.chunk_bytes));
+    details.insert("machine_file_name".into(), serde_json::json!(w.m.name));
+    details.insert(
+        "task_migrations".into(),
+        serde_json::json!(w.stats.task_migrations),
+    );
+    details.insert(
+        "numa_task_moves".into(),
+        serde_json::json!(w.stats.numa_task_moves),
+    );
+    details.insert(
+        "numa_task_swaps".into(),
+        serde_json::json!(w.stats.numa_swaps),
+    );
+    details.insert("access_samples".into(), serde_json::json!(w.stats.samples));
+    details.insert(
+        "max_idle_while_imbalanced_ms".into(),
+        serde_json::json!(w.stats.max_idle_imbalance_ns as f64 / 1e6),
+    );
+
+    let machine = MachineInfo {
+        hostname: format!("sim:{}", w.m.name),
+        kernel: "simulated".into(),
+        kernel_build: None,
+        arch: "sim".into(),
+        cpu_model: Some(w.m.description.clone()),
+        hypervisor: false,
+        memory_total_bytes: Some(w.m.memory_bytes.iter().sum()),
+        memory_available_bytes: None,
+        numa_balancing: Some(
+            if cfg.balancer.name == "none" {
+                "0"
+            } else {
+                "1"
+            }
+            .into(),
+        ),
+        numa_balancing_tunables: BTreeMap::new(),
+        thp_enabled: Some("always".into()),
+        thp_defrag: None,
+        governor: Some(format!("{:?}", w.m.governor).to_lowercase()),
+        smt_active: Some(w.m.core_cpus.iter().any(|c| c.len() > 1)),
+        loadavg: None,
+        topology: w.m.topology.clone(),
+    };
+
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        id,
+        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: started.to_rfc3339(),
+        benchmark: meta.benchmark.clone(),
+        params: meta.params.clone(),
+        label: label.to_string(),
+        repetition,
+        backend: Backend::Sim {
+            machine: cfg.machine_spec.clone(),
+            scheduler: cfg.scheduler.canonical(),
+            balancer: cfg.balancer.canonical(),
+            seed: cfg.seed,
+            details,
+        },
+        machine,
+        outcome,
+        metrics,
+        processes: meta
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ProcessInfo {
+                index: i as u32,
+                name: n.clone(),
+                pid: None,
+            })
+            .collect(),
+        tasks,
+        series: Series {
+            interval_s: cfg.sample_ms as f64 / 1e3,
+            samples,
+        },
+        convergence: conv,
+        warnings,
+    }
+}

@@ -1,0 +1,400 @@
+//! `linux`: a CFS-like scheduler with Linux's scheduling domains.
+//!
+//! Domains (kernel/sched/topology.c): SMT (siblings of a core), LLC (cores
+//! sharing a cache), NODE (LLCs of a node, when a node has several) and
+//! NUMA (the nodes of the machine). Each domain balances between its
+//! groups every `span` ms when idle and `busy_factor` times less often when
+//! busy (sd_init: min_interval = span weight in ms, busy_factor 16), only
+//! from the first idle CPU of a group (should_we_balance). A group is
+//! pulled from when its load per CPU beats the local one by the domain's
+//! imbalance_pct (SMT 110, others 117, NUMA 125 as in older sd_init), or
+//! when the local group has more idle CPUs (spare capacity); at the NUMA
+//! level a small imbalance is allowed (adjust_numa_imbalance: up to 25% of
+//! the node). Moves prefer tasks whose NUMA-preferred node is the
+//! destination and avoid tasks that would leave theirs
+//! (migrate_degrades_locality). A new task goes to the idlest group at
+//! each level (find_idlest_group), staying on its parent's node while that
+//! node is lightly loaded; a woken task goes to the waker's CPU for a sync
+//! wakeup when the waker is alone there (wake_affine), then to an idle CPU
+//! of that LLC, preferring an idle core (select_idle_sibling). Slices are
+//! sched_latency / nr_running, at least min_granularity.
+
+use super::least_loaded;
+use crate::engine::{CpuId, Placement, Scheduler, TaskId, TaskState, World};
+use crate::machine::Machine;
+use crate::params::Params;
+
+struct Level {
+    pct: f64,
+    numa: bool,
+    /// Span index of each CPU.
+    span_of: Vec<usize>,
+    /// Spans: their groups (each a list of CPUs).
+    spans: Vec<Vec<Vec<CpuId>>>,
+    weight: usize,
+}
+
+pub struct Linux {
+    levels: Vec<Level>,
+    next: Vec<Vec<u64>>,
+    failed: Vec<Vec<u32>>,
+    busy_factor: u64,
+    latency_ns: u64,
+    min_gran_ns: u64,
+    numa_imbalance: f64,
+    wake_affine: bool,
+    /// True while balancing for a CPU that just went idle in mid-tick:
+    /// running tasks are not moved then (the kernel defers active balance
+    /// to the stopper thread).
+    in_newidle: bool,
+}
+
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+    Ok(Box::new(Linux::new(p, m)?))
+}
+
+fn groups_by(cpus: &[CpuId], key: impl Fn(CpuId) -> usize) -> Vec<Vec<CpuId>> {
+    let mut keys: Vec<usize> = cpus.iter().map(|&c| key(c)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.iter()
+        .map(|&k| cpus.iter().copied().filter(|&c| key(c) == k).collect())
+        .collect()
+}
+
+impl Linux {
+    pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, String> {
+        let busy_factor = p.u64(
+            "busy_factor",
+            16,
+            "busy CPUs balance this many times less often",
+        )?;
+        let numa_imbalance = p.f64(
+            "numa_imbalance",
+            0.25,
+            "fraction of a node's CPUs that may run tasks before NUMA balancing spreads them",
+        )?;
+        let wake_affine = p.bool("wake_affine", true, "pull sync wakees to the waker's CPU")?;
+        let factor = 1 + (m.ncpus.clamp(1, 8) as f64).log2().floor() as u64;
+        let mut levels = Vec::new();
+        let all: Vec<CpuId> = (0..m.ncpus).collect();
+        let mut add = |pct: f64,
+                       numa: bool,
+                       span_key: &dyn Fn(CpuId) -> usize,
+                       group_key: &dyn Fn(CpuId) -> usize| {
+            let spans_cpus = groups_by(&all, span_key);
+            let mut span_of = vec![0; m.ncpus];
+            let mut spans = Vec::new();
+            let mut weight = 0;
+            for (i, s) in spans_cpus.iter().enumerate() {
+                for &c in s {
+                    span_of[c] = i;
+                }
+                weight = weight.max(s.len());
+                spans.push(groups_by(s, group_key));
+            }
+            if spans.iter().any(|g| g.len() > 1) {
+                levels.push(Level {
+                    pct,
+                    numa,
+                    span_of,
+                    spans,
+                    weight,
+                });
+            }
+        };
+        add(110.0, false, &|c| m.cpu_core[c], &|c| c);
+        add(117.0, false, &|c| m.cpu_llc[c], &|c| m.cpu_core[c]);
+        add(117.0, false, &|c| m.cpu_node[c], &|c| m.cpu_llc[c]);
+        add(125.0, true, &|_| 0, &|c| m.cpu_node[c]);
+        let n = levels.len();
+        Ok(Linux {
+            levels,
+            next: vec![vec![0; m.ncpus]; n],
+            failed: vec![vec![0; m.ncpus]; n],
+            busy_factor: busy_factor.max(1),
+            latency_ns: 6_000_000 * factor,
+            min_gran_ns: 750_000 * factor,
+            numa_imbalance,
+            wake_affine,
+            in_newidle: false,
+        })
+    }
+
+    fn group_stats(w: &World, g: &[CpuId]) -> (usize, usize, usize) {
+        let nr: usize = g.iter().map(|&c| w.nr_running(c)).sum();
+        let idle = g.iter().filter(|&&c| w.cpus[c].is_idle()).count();
+        (nr, g.len(), idle)
+    }
+
+    /// Balance `cpu` at level `li`. Returns true if something moved.
+    fn load_balance(&mut self, w: &mut World, li: usize, cpu: CpuId) -> bool {
+        let lv = &self.levels[li];
+        let span = &lv.spans[lv.span_of[cpu]];
+        let Some(local_i) = span.iter().position(|g| g.contains(&cpu)) else {
+            return false;
+        };
+        // Only the first idle CPU of the group (or its first CPU) balances.
+        let local = &span[local_i];
+        let first = local
+            .iter()
+            .copied()
+            .find(|&c| w.cpus[c].is_idle())
+            .unwrap_or(local[0]);
+        // (A newly idle CPU always balances for itself.)
+        if first != cpu && !self.in_newidle {
+            return false;
+        }
+        let (nr_l, cap_l, idle_l) = Self::group_stats(w, local);
+        let mut busiest: Option<(f64, usize, usize, usize, usize)> = None;
+        for (gi, g) in span.iter().enumerate() {
+            if gi == local_i {
+                continue;
+            }
+            let (nr, cap, idle) = Self::group_stats(w, g);
+            let avg = nr as f64 / cap as f64;
+            if busiest.is_none_or(|b| avg > b.0) {
+                busiest = Some((avg, gi, nr, cap, idle));
+            }
+        }
+        let Some((avg_b, bi, nr_b, cap_b, idle_b)) = busiest else {
+            return false;
+        };
+        let avg_l = nr_l as f64 / cap_l as f64;
+        let mut n = 0usize;
+        let mut active_ok = false;
+        if nr_b > cap_b {
+            if avg_b * 100.0 > avg_l * lv.pct {
+                let x = (avg_b - avg_l) * (cap_l * cap_b) as f64 / (cap_l + cap_b) as f64;
+                n = (x.floor() as usize).max(1);
+            }
+        } else if idle_l > idle_b + 1 {
+            n = (idle_l - idle_b) / 2;
+            active_ok = true;
+            if lv.numa {
+                let node_cpus = cap_b as f64;
+                if (nr_b as f64) <= (self.numa_imbalance * node_cpus).floor() {
+                    n = 0;
+                }
+            }
+        }
+        if n == 0 {
+            return false;
+        }
+        let group = span[bi].clone();
+        let numa = lv.numa;
+        let dst_node = w.node_of(cpu);
+        let failed = self.failed[li][cpu];
+        let mut moved = 0;
+        for _ in 0..n {
+            // Busiest CPU of the busiest group with something we may take.
+            let mut src = None;
+            let mut max = 0;
+            for &c in &group {
+                let nr = w.nr_running(c);
+                if nr > max && (nr >= 2 || active_ok) {
+                    max = nr;
+                    src = Some(c);
+                }
+            }
+            let Some(src) = src else { break };
+            let src_node = w.node_of(src);
+            let mut pick = None;
+            let mut fallback = None;
+            // At most sysctl_sched_nr_migrate (32) tasks are looked at.
+            for &t in w.cpus[src].queue.iter().rev().take(32) {
+                if w.tasks[t].state != TaskState::Runnable || !w.allowed(t, cpu) {
+                    continue;
+                }
+                let pref = w.tasks[t].preferred_node;
+                if numa || src_node != dst_node {
+                    if pref == Some(dst_node) {
+                        pick = Some(t);
+                        break;
+                    }
+                    if pref == Some(src_node) && failed < 3 {
+                        continue;
+                    }
+                }
+                if fallback.is_none() {
+                    fallback = Some(t);
+                }
+            }
+            let mut pick = pick.or(fallback);
+            if pick.is_none() && active_ok && !self.in_newidle && w.cpus[cpu].is_idle() && max == 1
+            {
+                // Active balance: push the running task over (migration thread).
+                if let Some(t) = w.cpus[src].curr {
+                    let pref = w.tasks[t].preferred_node;
+                    let keeps = !(pref == Some(src_node) && failed < 3 && src_node != dst_node);
+                    if w.allowed(t, cpu) && keeps {
+                        pick = Some(t);
+                    }
+                }
+            }
+            match pick {
+                Some(t) => {
+                    if w.migrate(t, cpu) {
+                        moved += 1;
+                    }
+                }
+                None => break,
+            }
+        }
+        if moved == 0 {
+            self.failed[li][cpu] += 1;
+        } else {
+            self.failed[li][cpu] = 0;
+        }
+        moved > 0
+    }
+
+    /// find_idlest_group / find_idlest_cpu for a new task.
+    fn idlest(&self, w: &World, t: TaskId, parent_cpu: CpuId, exec: bool) -> CpuId {
+        let mut cpus: Vec<CpuId> = (0..w.m.ncpus).collect();
+        for lv in self.levels.iter().rev() {
+            let span = &lv.spans[lv.span_of[cpus[0]]];
+            if span.len() < 2 {
+                continue;
+            }
+            // Restrict groups to the current candidate set.
+            let groups: Vec<Vec<CpuId>> = span
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .copied()
+                        .filter(|c| cpus.contains(c))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|g: &Vec<CpuId>| !g.is_empty() && g.iter().any(|&c| w.allowed(t, c)))
+                .collect();
+            if groups.is_empty() {
+                break;
+            }
+            if lv.numa && !exec {
+                // Stay on the parent's node while it is lightly loaded.
+                if let Some(g) = groups.iter().find(|g| g.contains(&parent_cpu)) {
+                    let nr: usize = g.iter().map(|&c| w.nr_running(c)).sum();
+                    if (nr as f64) < (self.numa_imbalance * g.len() as f64).floor() {
+                        cpus = g.clone();
+                        continue;
+                    }
+                }
+            }
+            let mut best: Option<((usize, usize, usize), usize)> = None;
+            for (i, g) in groups.iter().enumerate() {
+                let nr: usize = g.iter().map(|&c| w.nr_running(c)).sum();
+                let idle = g.iter().filter(|&&c| w.cpus[c].is_idle()).count();
+                // Lowest load per CPU (scaled), then most idle CPUs.
+                let key = (nr * 1024 / g.len(), usize::MAX - idle, i);
+                if best.is_none_or(|b| key < b.0) {
+                    best = Some((key, i));
+                }
+            }
+            if let Some((_, i)) = best {
+                cpus = groups[i].clone();
+            }
+        }
+        least_loaded(w, t, &cpus).unwrap_or(parent_cpu)
+    }
+
+    /// select_idle_sibling: an idle core, then an idle CPU, in target's LLC.
+    fn idle_sibling(&self, w: &World, t: TaskId, target: CpuId, prev: CpuId) -> CpuId {
+        if w.cpus[target].is_idle() && w.allowed(t, target) {
+            return target;
+        }
+        let llc = w.m.cpu_llc[target];
+        if w.m.cpu_llc[prev] == llc && w.cpus[prev].is_idle() && w.allowed(t, prev) {
+            return prev;
+        }
+        let cpus = &w.m.llc_cpus[llc];
+        let mut idle_cpu = None;
+        for &c in cpus {
+            if !w.allowed(t, c) || !w.cpus[c].is_idle() {
+                continue;
+            }
+            let core = w.m.cpu_core[c];
+            if w.m.core_cpus[core].iter().all(|&s| w.cpus[s].is_idle()) {
+                return c;
+            }
+            if idle_cpu.is_none() {
+                idle_cpu = Some(c);
+            }
+        }
+        idle_cpu.unwrap_or(if w.allowed(t, target) { target } else { prev })
+    }
+
+    pub fn select(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId {
+        match why {
+            Placement::New { parent_cpu, exec } => self.idlest(w, t, parent_cpu, exec),
+            Placement::Wake { waker_cpu } => {
+                let prev = w.tasks[t].cpu;
+                let target = if self.wake_affine
+                    && w.allowed(t, waker_cpu)
+                    && w.nr_running(waker_cpu) <= 1
+                    && w.m.cpu_llc[waker_cpu] != w.m.cpu_llc[prev]
+                {
+                    waker_cpu
+                } else {
+                    prev
+                };
+                let c = self.idle_sibling(w, t, target, prev);
+                if w.allowed(t, c) {
+                    c
+                } else {
+                    least_loaded(w, t, &(0..w.m.ncpus).collect::<Vec<_>>()).unwrap_or(prev)
+                }
+            }
+        }
+    }
+
+    pub fn periodic(&mut self, w: &mut World) {
+        for li in 0..self.levels.len() {
+            let weight = self.levels[li].weight as u64;
+            let interval = weight.max(1) * 1_000_000;
+            for cpu in 0..w.m.ncpus {
+                if w.now < self.next[li][cpu] {
+                    continue;
+                }
+                let idle = w.cpus[cpu].is_idle();
+                self.load_balance(w, li, cpu);
+                self.next[li][cpu] = w.now
+                    + if idle {
+                        interval
+                    } else {
+                        interval * self.busy_factor
+                    };
+            }
+        }
+    }
+
+    pub fn newidle(&mut self, w: &mut World, cpu: CpuId) {
+        self.in_newidle = true;
+        for li in 0..self.levels.len() {
+            if self.load_balance(w, li, cpu) {
+                break;
+            }
+        }
+        self.in_newidle = false;
+    }
+
+    pub fn slice(&self, w: &World, cpu: CpuId) -> u64 {
+        let nr = w.nr_running(cpu).max(1) as u64;
+        (self.latency_ns / nr).max(self.min_gran_ns)
+    }
+}
+
+impl Scheduler for Linux {
+    fn select_cpu(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId {
+        self.select(w, t, why)
+    }
+    fn tick(&mut self, w: &mut World) {
+        self.periodic(w);
+    }
+    fn idle(&mut self, w: &mut World, cpu: CpuId) {
+        self.newidle(w, cpu);
+    }
+    fn slice_ns(&self, w: &World, cpu: CpuId) -> u64 {
+        self.slice(w, cpu)
+    }
+}

@@ -1,0 +1,124 @@
+//! Schedulers. Each is one module implementing [`Scheduler`]; the
+//! [`REGISTRY`] line is the only other place that names it.
+
+use crate::engine::{CpuId, Scheduler, TaskId, TaskState, World};
+use crate::machine::Machine;
+use crate::params::{Params, PolicySpec};
+
+pub mod linux;
+pub mod nest;
+pub mod node_affine;
+pub mod node_blind;
+
+type Build = fn(&mut Params, &Machine) -> Result<Box<dyn Scheduler>, String>;
+
+pub struct Entry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub build: Build,
+}
+
+pub const REGISTRY: &[Entry] = &[
+    Entry {
+        name: "node-blind",
+        summary: "O(1)-style per-CPU queues balanced by length across all CPUs (seed 000's A)",
+        build: node_blind::build,
+    },
+    Entry {
+        name: "linux",
+        summary: "CFS-like domains (SMT, LLC, node, machine) with imbalance thresholds, fork balancing, wake-affine",
+        build: linux::build,
+    },
+    Entry {
+        name: "node-affine",
+        summary: "Focht's homenode scheduler (seeds 000 E, 001); dynamic=true,initial=false is seed 000's F",
+        build: node_affine::build,
+    },
+    Entry {
+        name: "nest",
+        summary: "NEST (Lawall et al., EuroSys 2022): primary and reserve nests of warm cores (seed 003)",
+        build: nest::build,
+    },
+];
+
+/// Build a scheduler from `NAME[k=v,...]`.
+pub fn build(spec: &PolicySpec, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+    let Some(e) = REGISTRY.iter().find(|e| e.name == spec.name) else {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        return Err(format!(
+            "unknown scheduler {:?} (valid: {})",
+            spec.name,
+            names.join(", ")
+        ));
+    };
+    let mut p = Params::new(e.name, &spec.args);
+    let s = (e.build)(&mut p, m)?;
+    p.finish()?;
+    Ok(s)
+}
+
+/// `name`, summary and `k=default,...` of each scheduler.
+pub fn list(m: &Machine) -> Vec<(String, String, String)> {
+    REGISTRY
+        .iter()
+        .map(|e| {
+            let mut p = Params::new(e.name, &Default::default());
+            let _ = (e.build)(&mut p, m);
+            (e.name.to_string(), e.summary.to_string(), p.describe())
+        })
+        .collect()
+}
+
+// ----- helpers shared by schedulers -----
+
+/// The allowed CPU among `cpus` with the fewest runnable tasks, preferring
+/// CPUs whose SMT siblings are idle too, then the lowest number.
+pub fn least_loaded(w: &World, t: TaskId, cpus: &[CpuId]) -> Option<CpuId> {
+    let mut best: Option<(usize, usize, CpuId)> = None;
+    for &c in cpus {
+        if !w.allowed(t, c) {
+            continue;
+        }
+        let nr = w.nr_running(c);
+        let core = w.m.cpu_core[c];
+        let sib: usize = w.m.core_cpus[core]
+            .iter()
+            .filter(|&&s| s != c)
+            .map(|&s| w.nr_running(s))
+            .sum();
+        let key = (nr, sib, c);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    }
+    best.map(|b| b.2)
+}
+
+/// Pick a queued (not running) task on `from` that may run on `to`,
+/// preferring ones that match `prefer`, taking from the tail (the most
+/// recently queued, the least cache-hot in an O(1) expired array).
+pub fn pick_queued(
+    w: &World,
+    from: CpuId,
+    to: CpuId,
+    prefer: impl Fn(TaskId) -> bool,
+) -> Option<TaskId> {
+    let q = &w.cpus[from].queue;
+    let mut fallback = None;
+    // Like the kernel's load balancer, look at no more than 32 tasks.
+    for &t in q.iter().rev().take(32) {
+        if w.tasks[t].state != TaskState::Runnable || !w.allowed(t, to) {
+            continue;
+        }
+        if prefer(t) {
+            return Some(t);
+        }
+        if fallback.is_none() {
+            fallback = Some(t);
+        }
+    }
+    fallback
+}
+
+/// Time slice of the O(1) scheduler for nice-0 tasks (DEF_TIMESLICE).
+pub const O1_SLICE_MS: u64 = 100;
