@@ -500,7 +500,7 @@ fn a_guest_kernel_panic_ends_the_run_with_the_console_tail() {
             "--nodes",
             "2",
             "--mem-per-node",
-            "160M",
+            "256M",
             "--sysctl",
             "vm.panic_on_oom=2",
             "--sysctl",
