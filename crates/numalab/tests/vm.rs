@@ -500,9 +500,7 @@ fn a_guest_kernel_panic_ends_the_run_with_the_console_tail() {
             "--nodes",
             "2",
             "--mem-per-node",
-            // 2 x 160M no longer held the initramfs of a debug build once
-            // the autonuma benchmarks were added (91 MB binary).
-            "200M",
+            "256M",
             "--sysctl",
             "vm.panic_on_oom=2",
             "--sysctl",
