@@ -78,9 +78,9 @@ enum DisturbArg {
 }
 
 #[derive(Clone, Debug)]
-struct TaskList(Vec<u32>);
+pub(crate) struct TaskList(pub(crate) Vec<u32>);
 
-fn parse_tasks(s: &str) -> Result<TaskList, String> {
+pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
     let mut v = Vec::new();
     for item in s.split(',') {
         let n: u32 = item

@@ -179,22 +179,9 @@ struct HackbenchArgs {
 #[derive(Clone, Debug)]
 struct Vec32(Vec<u32>);
 
+/// Task counts, parsed and checked as `numalab run` does.
 fn parse_list(s: &str) -> Result<Vec32, String> {
-    let mut v = Vec::new();
-    for item in s.split(',') {
-        let n: u32 = item
-            .trim()
-            .parse()
-            .map_err(|_| format!("{item:?} is not a task count"))?;
-        if n == 0 {
-            return Err("a run needs at least 1 task".into());
-        }
-        if n > 4096 {
-            return Err(format!("{n} tasks is more than numalab simulates (4096)"));
-        }
-        v.push(n);
-    }
-    Ok(Vec32(v))
+    crate::cli_run::parse_tasks(s).map(|t| Vec32(t.0))
 }
 
 fn parse_cpus(s: &str) -> Result<Vec32, String> {
