@@ -163,6 +163,52 @@ impl Params {
     }
 }
 
+/// One policy in a registry: its name, a one-line summary, and how to
+/// build it from parameters. Schedulers and balancers each keep a
+/// `REGISTRY` of these; adding a policy is one module and one entry.
+pub struct Entry<P: ?Sized> {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub build: fn(&mut Params, &crate::machine::Machine) -> Result<Box<P>, String>,
+}
+
+/// Build the policy `spec` names from `registry` (`kind` is "scheduler"
+/// or "balancer", for the error), rejecting unknown names and parameters.
+pub fn build_from<P: ?Sized>(
+    kind: &str,
+    registry: &[Entry<P>],
+    spec: &PolicySpec,
+    m: &crate::machine::Machine,
+) -> Result<Box<P>, String> {
+    let Some(e) = registry.iter().find(|e| e.name == spec.name) else {
+        let names: Vec<&str> = registry.iter().map(|e| e.name).collect();
+        return Err(format!(
+            "unknown {kind} {:?} (valid: {})",
+            spec.name,
+            names.join(", ")
+        ));
+    };
+    let mut p = Params::new(e.name, &spec.args);
+    let built = (e.build)(&mut p, m)?;
+    p.finish()?;
+    Ok(built)
+}
+
+/// `name`, summary and `k=default,...` of each policy in `registry`.
+pub fn describe_all<P: ?Sized>(
+    registry: &[Entry<P>],
+    m: &crate::machine::Machine,
+) -> Vec<(String, String, String)> {
+    registry
+        .iter()
+        .map(|e| {
+            let mut p = Params::new(e.name, &Default::default());
+            let _ = (e.build)(&mut p, m);
+            (e.name.to_string(), e.summary.to_string(), p.describe())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,13 +10,7 @@ pub mod autonuma;
 pub mod numa;
 pub mod sampling;
 
-type Build = fn(&mut Params, &Machine) -> Result<Box<dyn Balancer>, String>;
-
-pub struct Entry {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub build: Build,
-}
+pub type Entry = crate::params::Entry<dyn Balancer>;
 
 pub const REGISTRY: &[Entry] = &[
     Entry {
@@ -37,29 +31,12 @@ pub const REGISTRY: &[Entry] = &[
 ];
 
 pub fn build(spec: &PolicySpec, m: &Machine) -> Result<Box<dyn Balancer>, String> {
-    let Some(e) = REGISTRY.iter().find(|e| e.name == spec.name) else {
-        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        return Err(format!(
-            "unknown balancer {:?} (valid: {})",
-            spec.name,
-            names.join(", ")
-        ));
-    };
-    let mut p = Params::new(e.name, &spec.args);
-    let b = (e.build)(&mut p, m)?;
-    p.finish()?;
-    Ok(b)
+    crate::params::build_from("balancer", REGISTRY, spec, m)
 }
 
+/// `name`, summary and `k=default,...` of each balancer.
 pub fn list(m: &Machine) -> Vec<(String, String, String)> {
-    REGISTRY
-        .iter()
-        .map(|e| {
-            let mut p = Params::new(e.name, &Default::default());
-            let _ = (e.build)(&mut p, m);
-            (e.name.to_string(), e.summary.to_string(), p.describe())
-        })
-        .collect()
+    crate::params::describe_all(REGISTRY, m)
 }
 
 struct NoBalancer;

@@ -3,20 +3,14 @@
 
 use crate::engine::{CpuId, Scheduler, TaskId, TaskState, World};
 use crate::machine::Machine;
-use crate::params::{Params, PolicySpec};
+use crate::params::PolicySpec;
 
 pub mod linux;
 pub mod nest;
 pub mod node_affine;
 pub mod node_blind;
 
-type Build = fn(&mut Params, &Machine) -> Result<Box<dyn Scheduler>, String>;
-
-pub struct Entry {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub build: Build,
-}
+pub type Entry = crate::params::Entry<dyn Scheduler>;
 
 pub const REGISTRY: &[Entry] = &[
     Entry {
@@ -43,30 +37,12 @@ pub const REGISTRY: &[Entry] = &[
 
 /// Build a scheduler from `NAME[k=v,...]`.
 pub fn build(spec: &PolicySpec, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
-    let Some(e) = REGISTRY.iter().find(|e| e.name == spec.name) else {
-        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        return Err(format!(
-            "unknown scheduler {:?} (valid: {})",
-            spec.name,
-            names.join(", ")
-        ));
-    };
-    let mut p = Params::new(e.name, &spec.args);
-    let s = (e.build)(&mut p, m)?;
-    p.finish()?;
-    Ok(s)
+    crate::params::build_from("scheduler", REGISTRY, spec, m)
 }
 
 /// `name`, summary and `k=default,...` of each scheduler.
 pub fn list(m: &Machine) -> Vec<(String, String, String)> {
-    REGISTRY
-        .iter()
-        .map(|e| {
-            let mut p = Params::new(e.name, &Default::default());
-            let _ = (e.build)(&mut p, m);
-            (e.name.to_string(), e.summary.to_string(), p.describe())
-        })
-        .collect()
+    crate::params::describe_all(REGISTRY, m)
 }
 
 // ----- helpers shared by schedulers -----
