@@ -55,6 +55,14 @@ pub fn write_atomic(dir: &Path, record: &RunRecord) -> Result<PathBuf, RecordErr
     })?;
     tmp.write_all(&json).map_err(io(&path))?;
     tmp.write_all(b"\n").map_err(io(&path))?;
+    // Records are results to share: readable by everyone, like any file a
+    // benchmark writes (tempfile creates 0600).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))
+            .map_err(io(&path))?;
+    }
     tmp.as_file().sync_all().map_err(io(&path))?;
     tmp.persist(&path).map_err(|e| RecordError::Io {
         path: path.clone(),

@@ -14,6 +14,9 @@ fn round_trip_through_atomic_write() {
         path.file_name().unwrap().to_string_lossy(),
         format!("{}.json", r.id)
     );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "records are readable by everyone");
     let back = load(&path).unwrap();
     assert_eq!(back, r);
     // no temporary files are left behind
