@@ -9,34 +9,16 @@
 //! something is missing; `NUMALAB_SKIP_VM_TESTS=1` skips them loudly).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::Instant;
 
-const EXE: &str = env!("CARGO_BIN_EXE_numalab");
-static GUEST: Mutex<()> = Mutex::new(());
-
-fn guests_enabled(test: &str) -> bool {
-    if std::env::var_os("NUMALAB_SKIP_VM_TESTS").is_some_and(|v| !v.is_empty() && v != "0") {
-        eprintln!(
-            "\n!!!!! NUMALAB_SKIP_VM_TESTS is set: guest test `{test}` SKIPPED; autonuma in a guest is NOT tested !!!!!\n"
-        );
-        return false;
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    assert!(
-        std::env::split_paths(&path).any(|d| d.join("qemu-system-x86_64").is_file()),
-        "guest tests need qemu-system-x86_64: apt-get install qemu-system-x86 \
-         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
-    );
-    true
-}
+mod common;
+use common::{guest_lock, guests_enabled, json_records, EXE};
 
 /// `numalab vm` with a 2 x 2-CPU, 2 x 1 GiB guest and the sysctl, then
 /// `numalab run ARGS`; the records that came back.
 fn guest_run(balancing: &str, args: &[&str]) -> (Output, Vec<Value>) {
-    let _g = GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = guest_lock();
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let sysctl = format!("kernel.numa_balancing={balancing}");
@@ -65,23 +47,11 @@ fn guest_run(balancing: &str, args: &[&str]) -> (Output, Vec<Value>) {
         "numalab vm ({sysctl}) -- run {args:?}: {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let recs = records(dir.path());
-    (out, recs)
-}
-
-fn records(dir: &Path) -> Vec<Value> {
-    let mut v: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let r = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            (p, r)
-        })
+    let recs = json_records(dir.path())
+        .into_iter()
+        .map(|(_, r)| r)
         .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v.into_iter().map(|x| x.1).collect()
+    (out, recs)
 }
 
 fn text(o: &Output) -> String {

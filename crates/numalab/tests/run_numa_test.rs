@@ -1,35 +1,13 @@
 //! `numalab run numa_test` and `numalab topology` as a user runs them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-fn numalab(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("numalab runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{assert_one_line_error, numalab_in as numalab, text};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures")
-}
-
-/// A usage error: non-zero exit, one line on stderr naming the problem, no panic.
-fn assert_one_line_error(o: &Output, needle: &str) {
-    let err = text(&o.stderr);
-    assert!(!o.status.success(), "expected failure, stderr: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err:?}"
-    );
-    assert!(err.contains(needle), "{needle:?} not in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -2,32 +2,9 @@
 //! error cases.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn numalab(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("numalab runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn assert_one_line_error(o: &Output, needle: &str) {
-    let err = text(&o.stderr);
-    assert!(!o.status.success(), "expected failure, stderr: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected: {err:?}"
-    );
-    assert!(err.starts_with("numalab: error: "), "{err}");
-    assert!(err.contains(needle), "{needle:?} not in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
-}
+mod common;
+use common::{assert_one_line_error, numalab_in as numalab, text};
 
 fn records(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -10,49 +10,12 @@
 //! allows) because TCG on a 2-core host is slow.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const EXE: &str = env!("CARGO_BIN_EXE_numalab");
-static GUEST: Mutex<()> = Mutex::new(());
-
-/// Whether guest tests should run: false (with a notice) when skipped on
-/// purpose; panics naming the package when something is missing.
-fn guests_enabled(test: &str) -> bool {
-    if std::env::var_os("NUMALAB_SKIP_VM_TESTS").is_some_and(|v| !v.is_empty() && v != "0") {
-        eprintln!(
-            "\n!!!!! NUMALAB_SKIP_VM_TESTS is set: guest test `{test}` SKIPPED; the NUMA testbed is NOT tested !!!!!\n"
-        );
-        return false;
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let qemu = std::env::split_paths(&path).any(|d| d.join("qemu-system-x86_64").is_file());
-    assert!(
-        qemu,
-        "guest tests need qemu-system-x86_64: apt-get install qemu-system-x86 \
-         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
-    );
-    let kernel = std::fs::read_dir("/boot")
-        .map(|d| {
-            d.flatten().any(|e| {
-                e.file_name().to_string_lossy().starts_with("vmlinuz-")
-                    && std::fs::File::open(e.path()).is_ok()
-            })
-        })
-        .unwrap_or(false);
-    assert!(
-        kernel,
-        "guest tests need a readable /boot/vmlinuz-*: apt-get install linux-image-amd64 \
-         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
-    );
-    true
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    GUEST.lock().unwrap_or_else(|e| e.into_inner())
-}
+mod common;
+use common::{guest_lock as lock, guests_enabled, json_records as records, EXE};
 
 fn text(o: &Output) -> String {
     format!(
@@ -79,21 +42,6 @@ fn vm(results: &Path, vm_args: &[&str], cmd: &[&str]) -> Output {
         t.elapsed().as_secs_f64()
     );
     out
-}
-
-fn records(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let mut v: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let r = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            (p, r)
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
 }
 
 fn metric(r: &Value, name: &str) -> f64 {

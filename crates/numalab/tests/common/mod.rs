@@ -1,0 +1,95 @@
+//! Helpers shared by the CLI test binaries: running numalab, checking
+//! one-line errors, and the conditions and lock of guest tests.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+pub const EXE: &str = env!("CARGO_BIN_EXE_numalab");
+
+/// Run numalab with `args` in `cwd`.
+pub fn numalab_in(args: &[&str], cwd: &Path) -> Output {
+    Command::new(EXE)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("numalab runs")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A usage error: non-zero exit, one line on stderr starting
+/// `numalab: error: ` and naming the problem, no panic.
+pub fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err:?}"
+    );
+    assert!(err.starts_with("numalab: error: "), "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Every `*.json` file of `dir`, parsed, sorted by path.
+pub fn json_records(dir: &Path) -> Vec<(PathBuf, Value)> {
+    let mut v: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let r = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            (p, r)
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+static GUEST: Mutex<()> = Mutex::new(());
+
+/// Guests run one at a time: TCG on a 2-core host is slow enough.
+pub fn guest_lock() -> std::sync::MutexGuard<'static, ()> {
+    GUEST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether guest tests should run: false (with a loud notice) when
+/// skipped on purpose with NUMALAB_SKIP_VM_TESTS=1; panics naming the
+/// Debian package when QEMU or a kernel image is missing, since a silently
+/// skipped test would hide a broken testbed.
+pub fn guests_enabled(test: &str) -> bool {
+    if std::env::var_os("NUMALAB_SKIP_VM_TESTS").is_some_and(|v| !v.is_empty() && v != "0") {
+        eprintln!(
+            "\n!!!!! NUMALAB_SKIP_VM_TESTS is set: guest test `{test}` SKIPPED; nothing NUMA is tested in a guest !!!!!\n"
+        );
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let qemu = std::env::split_paths(&path).any(|d| d.join("qemu-system-x86_64").is_file());
+    assert!(
+        qemu,
+        "guest tests need qemu-system-x86_64: apt-get install qemu-system-x86 \
+         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
+    );
+    let kernel = std::fs::read_dir("/boot")
+        .map(|d| {
+            d.flatten().any(|e| {
+                e.file_name().to_string_lossy().starts_with("vmlinuz-")
+                    && std::fs::File::open(e.path()).is_ok()
+            })
+        })
+        .unwrap_or(false);
+    assert!(
+        kernel,
+        "guest tests need a readable /boot/vmlinuz-*: apt-get install linux-image-amd64 \
+         (or set NUMALAB_SKIP_VM_TESTS=1 to skip them, loudly)"
+    );
+    true
+}
