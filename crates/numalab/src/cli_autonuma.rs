@@ -7,7 +7,7 @@ use numalab_topology::{human_bytes, MachineInfo, Roots};
 use numalab_workloads::autonuma::{cpu_nodes, Kind, Placement};
 use numalab_workloads::autonuma_run::{self, Params};
 use numalab_workloads::run::RunSpec;
-use numalab_workloads::{sizing, Interrupt, Interrupted};
+use numalab_workloads::{sizing, Interrupt};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -245,20 +245,12 @@ pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
                 interrupt: &interrupt,
                 title: msg.clone(),
             };
-            let rec = match autonuma_run::run_once(&exe, &machine, &params, &spec) {
-                Ok(r) => r,
-                Err(e) if e.is::<Interrupted>() => {
-                    say(&format!(
-                        "interrupted: every process stopped; {} finished run(s) kept in {}",
-                        done.len(),
-                        a.common.results.display()
-                    ));
-                    return Ok(ExitCode::from(130));
-                }
-                Err(e) => return Err(e),
-            };
-            let path = write_atomic(&a.common.results, &rec)
-                .with_context(|| format!("writing the record of {msg}"))?;
+            let result = autonuma_run::run_once(&exe, &machine, &params, &spec);
+            let (rec, path) =
+                match crate::cli_run::keep_run(result, done.len(), &a.common.results, &msg)? {
+                    Ok(kept) => kept,
+                    Err(code) => return Ok(code),
+                };
             print_run(&msg, &rec, &path);
             done.push((rec, path));
         }

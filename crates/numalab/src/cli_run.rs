@@ -8,7 +8,7 @@ use numalab_workloads::numa_test::{self, Disturb};
 use numalab_workloads::randupdt::BYTES_PER_ELEMENT;
 use numalab_workloads::run::RunSpec;
 use numalab_workloads::{sizing, Interrupt, Interrupted};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -124,6 +124,33 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
 }
 
+/// One run's result, as every `numalab run` benchmark handles it: the
+/// record written atomically (with its path), or, when the user
+/// interrupted, exit code 130 after saying how many finished runs were
+/// kept (`kept`, already on disk in `results`).
+pub(crate) fn keep_run(
+    result: Result<RunRecord>,
+    kept: usize,
+    results: &Path,
+    title: &str,
+) -> Result<Result<(RunRecord, PathBuf), ExitCode>> {
+    match result {
+        Ok(rec) => {
+            let path = write_atomic(results, &rec)
+                .with_context(|| format!("writing the record of {title}"))?;
+            Ok(Ok((rec, path)))
+        }
+        Err(e) if e.is::<Interrupted>() => {
+            eprintln!(
+                "numalab: interrupted: every task stopped; {kept} finished run(s) kept in {}",
+                results.display()
+            );
+            Ok(Err(ExitCode::from(130)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn probe() -> Result<MachineInfo> {
     MachineInfo::probe(&Roots::host()).context("reading this machine's topology")
 }
@@ -192,20 +219,10 @@ fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
                 title: msg.clone(),
             };
             let result = numa_test::run_once(&exe, &machine, &params, &spec);
-            let rec = match result {
-                Ok(r) => r,
-                Err(e) if e.is::<Interrupted>() => {
-                    eprintln!(
-                        "numalab: interrupted: every task stopped; {} finished run(s) kept in {}",
-                        done.len(),
-                        a.common.results.display()
-                    );
-                    return Ok(ExitCode::from(130));
-                }
-                Err(e) => return Err(e),
+            let (rec, path) = match keep_run(result, done.len(), &a.common.results, &msg)? {
+                Ok(kept) => kept,
+                Err(code) => return Ok(code),
             };
-            let path = write_atomic(&a.common.results, &rec)
-                .with_context(|| format!("writing the record of {msg}"))?;
             println!(
                 "== {msg}: {}",
                 if rec.outcome.is_ok() { "ok" } else { "FAILED" }
