@@ -18,33 +18,39 @@ use common::{guest_lock, guests_enabled, json_records, EXE};
 /// `numalab vm` with a 2 x 2-CPU, 2 x 1 GiB guest and the sysctl, then
 /// `numalab run ARGS`; the records that came back.
 fn guest_run(balancing: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    guest_run_with(&[&format!("kernel.numa_balancing={balancing}")], args)
+}
+
+/// As [`guest_run`], with the sysctls `KEY=VALUE`.
+fn guest_run_with(sysctls: &[&str], args: &[&str]) -> (Output, Vec<Value>) {
     let _g = guest_lock();
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    let sysctl = format!("kernel.numa_balancing={balancing}");
-    let out = Command::new(EXE)
-        .args([
-            "vm",
-            "--quiet",
-            "--timeout",
-            "400",
-            "--nodes",
-            "2",
-            "--cpus-per-node",
-            "2",
-            "--mem-per-node",
-            "1G",
-            "--sysctl",
-            &sysctl,
-            "--results",
-        ])
+    let mut cmd = Command::new(EXE);
+    cmd.args([
+        "vm",
+        "--quiet",
+        "--timeout",
+        "400",
+        "--nodes",
+        "2",
+        "--cpus-per-node",
+        "2",
+        "--mem-per-node",
+        "1G",
+    ]);
+    for s in sysctls {
+        cmd.args(["--sysctl", s]);
+    }
+    let out = cmd
+        .arg("--results")
         .arg(dir.path())
         .args(["--", "run"])
         .args(args)
         .output()
         .expect("running numalab vm");
     eprintln!(
-        "numalab vm ({sysctl}) -- run {args:?}: {:.1} s",
+        "numalab vm ({sysctls:?}) -- run {args:?}: {:.1} s",
         t.elapsed().as_secs_f64()
     );
     let recs = json_records(dir.path())
@@ -109,21 +115,18 @@ fn check_common(o: &Output, recs: &[Value], bench: &str, n: usize) {
     }
 }
 
-/// With NUMA balancing on: pages migrate, memory reaches node 1, the
-/// terminal shows it; and, when `must_converge`, the run converged (else
-/// the record must still say whether it did, never trivially).
-fn balancing_on(bench: &str, args: &[&str], must_converge: bool) {
-    let (o, recs) = guest_run("1", args);
+/// With NUMA balancing on (and the further `sysctls`): pages migrate,
+/// memory reaches node 1, the run converges, the terminal shows it.
+fn balancing_on(bench: &str, sysctls: &[&str], args: &[&str]) -> Value {
+    let mut all = vec!["kernel.numa_balancing=1"];
+    all.extend(sysctls);
+    let (o, recs) = guest_run_with(&all, args);
     check_common(&o, &recs, bench, 1);
     let r = &recs[0];
+    assert_eq!(r["machine"]["numa_balancing"], "1");
     assert!(metric(r, "numa_pages_migrated") > 0.0, "{}", text(&o));
-    if must_converge || state(r) == "converged" {
-        assert_eq!(state(r), "converged", "{}", text(&o));
-        assert!(metric(r, "convergence_s") >= metric(r, "started_s"));
-    } else {
-        assert_eq!(state(r), "not_converged", "{}", text(&o));
-        eprintln!("numa01 did not converge in this guest run (allowed, see the test)");
-    }
+    assert_eq!(state(r), "converged", "{}", text(&o));
+    assert!(metric(r, "convergence_s") >= metric(r, "started_s"));
     // Memory reached node 1 while the run was observed.
     assert!(
         memory_on_node(r, 1).iter().any(|&b| b > 16 << 20),
@@ -136,6 +139,7 @@ fn balancing_on(bench: &str, args: &[&str], must_converge: bool) {
     assert!(out.contains("Memory per node vs time"), "{out}");
     assert!(out.contains("node1"), "{out}");
     assert!(out.lines().all(|l| l.len() <= 80 || l.starts_with('[')));
+    recs.into_iter().next().unwrap()
 }
 
 fn balancing_off(bench: &str, args: &[&str]) {
@@ -145,37 +149,58 @@ fn balancing_off(bench: &str, args: &[&str]) {
     assert_eq!(r["machine"]["numa_balancing"], "0");
     assert_eq!(metric(r, "numa_pages_migrated"), 0.0, "{}", text(&o));
     assert_eq!(state(r), "not_converged", "{}", text(&o));
-    // Nothing of the benchmark's buffers ever reached node 1 (a few MiB
-    // of the numalab binary and stacks may live there).
-    assert!(
-        memory_on_node(r, 1).iter().all(|&b| b < 8 << 20),
-        "{}",
-        text(&o)
-    );
+    // Nothing of the benchmark's buffers ever reached node 1: every
+    // sampled page of every thread's working memory stayed on node 0.
+    // (The processes' whole resident memory is not checked: a varying
+    // few MiB of the numalab binary, stacks and page tables live on the
+    // node the threads run on.)
+    let mut seen = 0;
+    for s in r["series"]["samples"].as_array().unwrap() {
+        for m in s["task_memory_bytes"].as_array().unwrap() {
+            let m: Vec<u64> = m
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            if m.iter().sum::<u64>() > 0 {
+                assert_eq!(m[1], 0, "buffer pages on node 1: {m:?}\n{}", text(&o));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0, "no sample of the buffers: {}", text(&o));
 }
 
 #[test]
-fn numa01_with_numa_balancing_migrates() {
-    if guests_enabled("numa01_with_numa_balancing_migrates") {
-        // numa01 is the hard case (both processes' threads share their
-        // memory and start on one node). In a 4-vCPU TCG guest on this
-        // loaded 2-core host the guest kernel (Debian 6.1) converged in 2
-        // of 5 runs (at 3.6 s; within 60 s) and not within 12, 19 or 46 s
-        // in the others, moving memory back and forth: convergence is the
-        // kernel's result to report, not something this test can demand
-        // without being flaky. twohalves (pinned threads) must converge.
-        balancing_on(
+fn numa01_with_numa_balancing_migrates_and_converges() {
+    if guests_enabled("numa01_with_numa_balancing_migrates_and_converges") {
+        // numa01 is the hard case: both processes' memory starts on node
+        // 0 and the kernel must first swap threads so that each process
+        // has a node, then move its memory. With the kernel's default
+        // scan period (it grows to 60 s once most faults are local) the
+        // Debian 6.1 guest converged in 5 of 10 runs of 20-28 s and once
+        // not within 46 s. Bounding the period at 2 s, a documented
+        // tunable recorded with the run, lets the kernel decide often
+        // enough for a test: 11 of 11 runs converged, the latest at
+        // 21.8 s; this run lasts about 45 s (docs/autonuma.md).
+        let r = balancing_on(
             "numa01",
+            &["kernel.numa_balancing_scan_period_max_ms=2000"],
             &[
                 "numa01",
                 "--bytes",
-                "64M",
+                "32M",
                 "--duration",
-                "20",
+                "60",
                 "--interval",
                 "0.5",
             ],
-            false,
+        );
+        // The record says which tunables were in force.
+        assert_eq!(
+            r["machine"]["numa_balancing_tunables"]["scan_period_max_ms"],
+            "2000"
         );
     }
 }
@@ -203,6 +228,7 @@ fn twohalves_with_numa_balancing_migrates_and_converges() {
     if guests_enabled("twohalves_with_numa_balancing_migrates_and_converges") {
         balancing_on(
             "twohalves",
+            &[],
             &[
                 "twohalves",
                 "--bytes",
@@ -212,7 +238,6 @@ fn twohalves_with_numa_balancing_migrates_and_converges() {
                 "--interval",
                 "0.5",
             ],
-            true,
         );
     }
 }

@@ -164,7 +164,7 @@ fn run(channel: &Channel) -> Result<(), String> {
 
     let mut applied = BTreeMap::new();
     for (k, v) in &job.sysctls {
-        let p = sysctl_path(k);
+        let p = sysctl_path(Path::new("/"), k);
         fs::write(&p, v).map_err(|e| format!("sysctl {k}={v}: {}: {e}", p.display()))?;
         let back = fs::read_to_string(&p)
             .map_err(|e| format!("sysctl {k}: reading {} back: {e}", p.display()))?

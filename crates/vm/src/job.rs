@@ -3,7 +3,7 @@
 //! into it.
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the guest's numalab writes its records. Inside the guest only;
 /// the host decides where they land (see [`split_results`]).
@@ -122,9 +122,21 @@ pub fn parse_sysctl(text: &str) -> Result<(String, String), String> {
     Ok((k.to_string(), v.to_string()))
 }
 
-/// `/proc/sys` path of a dotted sysctl name.
-pub fn sysctl_path(key: &str) -> PathBuf {
-    PathBuf::from("/proc/sys").join(key.replace('.', "/"))
+/// Where a dotted sysctl name is written, under the root `root` (`/`
+/// in the guest): `/proc/sys/...`, except the NUMA balancing scan
+/// tunables (`kernel.numa_balancing_scan_delay_ms` and the other
+/// `kernel.numa_balancing_scan_*`), which kernels since 5.13 keep in
+/// debugfs (`/sys/kernel/debug/sched/numa_balancing/scan_*`): the
+/// documented sysctl names work on every kernel.
+pub fn sysctl_path(root: &Path, key: &str) -> PathBuf {
+    let proc = root.join("proc/sys").join(key.replace('.', "/"));
+    if let Some(t) = key.strip_prefix("kernel.numa_balancing_") {
+        let debugfs = root.join("sys/kernel/debug/sched/numa_balancing").join(t);
+        if !proc.exists() && debugfs.exists() {
+            return debugfs;
+        }
+    }
+    proc
 }
 
 #[cfg(test)]
@@ -181,9 +193,31 @@ mod tests {
         assert!(parse_sysctl("../../etc=1").is_err());
         assert!(parse_sysctl("kernel/x=1").is_err());
         assert!(parse_sysctl("kernel.x=").is_err());
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
         assert_eq!(
-            sysctl_path("kernel.numa_balancing"),
-            PathBuf::from("/proc/sys/kernel/numa_balancing")
+            sysctl_path(r, "kernel.numa_balancing"),
+            r.join("proc/sys/kernel/numa_balancing")
+        );
+        // Scan tunables: the sysctl where it exists, else debugfs.
+        let key = "kernel.numa_balancing_scan_period_max_ms";
+        assert_eq!(
+            sysctl_path(r, key),
+            r.join("proc/sys/kernel/numa_balancing_scan_period_max_ms")
+        );
+        let dbg = r.join("sys/kernel/debug/sched/numa_balancing");
+        std::fs::create_dir_all(&dbg).unwrap();
+        std::fs::write(dbg.join("scan_period_max_ms"), "60000").unwrap();
+        assert_eq!(sysctl_path(r, key), dbg.join("scan_period_max_ms"));
+        std::fs::create_dir_all(r.join("proc/sys/kernel")).unwrap();
+        std::fs::write(
+            r.join("proc/sys/kernel/numa_balancing_scan_period_max_ms"),
+            "1",
+        )
+        .unwrap();
+        assert_eq!(
+            sysctl_path(r, key),
+            r.join("proc/sys/kernel/numa_balancing_scan_period_max_ms")
         );
     }
 }
