@@ -188,6 +188,7 @@ pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
         None => {
             let bw = autonuma_run::measure_zeroing_bandwidth(
                 total_threads.min(ncpus as u32),
+                kind.total_bytes(bytes),
                 topo.max_llc_bytes(),
                 Duration::from_millis(300),
             );
@@ -241,7 +242,7 @@ pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
                     index: rep,
                     of: a.common.runs,
                 },
-                interval_s: a.common.interval,
+                interval: a.common.interval,
                 interrupt: &interrupt,
                 title: msg.clone(),
             };

@@ -5,6 +5,7 @@ use numalab_record::{write_atomic, Repetition, RunRecord};
 use numalab_topology::{MachineInfo, Roots};
 use numalab_workloads::autonuma::Kind;
 use numalab_workloads::numa_test::{self, Disturb};
+use numalab_workloads::pace::Interval;
 use numalab_workloads::randupdt::BYTES_PER_ELEMENT;
 use numalab_workloads::run::RunSpec;
 use numalab_workloads::{sizing, Interrupt, Interrupted};
@@ -29,9 +30,10 @@ pub struct CommonArgs {
     /// Directory the run records are written to
     #[arg(long, value_name = "DIR", default_value = "numalab-results")]
     pub results: PathBuf,
-    /// Seconds between observations of tasks and memory (0: off)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_interval)]
-    pub interval: f64,
+    /// Seconds between observations of tasks and memory: 0 turns them off;
+    /// auto is 1 s, stretched to 100x a sample's CPU time (at most 1% of a CPU)
+    #[arg(long, value_name = "SECONDS|auto", default_value = "auto", allow_negative_numbers = true, value_parser = Interval::parse)]
+    pub interval: Interval,
 }
 
 #[derive(clap::Subcommand)]
@@ -98,19 +100,6 @@ pub(crate) fn parse_tasks(s: &str) -> Result<TaskList, String> {
         v.push(n);
     }
     Ok(TaskList(v))
-}
-
-fn parse_interval(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err("the interval must be 0 (off) or a positive number of seconds".into());
-    }
-    if v > 0.0 && v < 0.01 {
-        return Err("the interval must be at least 0.01 s".into());
-    }
-    Ok(v)
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -214,7 +203,7 @@ fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
                     index: rep,
                     of: a.common.runs,
                 },
-                interval_s: a.common.interval,
+                interval: a.common.interval,
                 interrupt: &interrupt,
                 title: msg.clone(),
             };

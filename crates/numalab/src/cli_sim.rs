@@ -5,6 +5,7 @@ use crate::cli_run::CommonArgs;
 use anyhow::{bail, Context, Result};
 use numalab_record::{write_atomic, Repetition, RunRecord};
 use numalab_sim::{AutoVariant, Bench, BindMode, Disturb, SimConfig};
+use numalab_workloads::pace::{Interval, AUTO_BASE_S};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -281,10 +282,11 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         bail!("--max-sim-s must be a positive number of seconds");
     }
     base.max_sim_s = args.max_sim_s;
-    base.sample_ms = if common.interval > 0.0 {
-        (common.interval * 1000.0).round().max(1.0) as u64
-    } else {
-        3_600_000
+    // Sampling costs a simulated run nothing: auto is the base interval.
+    base.sample_ms = match common.interval {
+        Interval::Fixed(s) => (s * 1000.0).round().max(1.0) as u64,
+        Interval::Auto => (AUTO_BASE_S * 1000.0) as u64,
+        Interval::Off => 3_600_000,
     };
     base.check().map_err(anyhow::Error::msg)?;
     for b in &benches {

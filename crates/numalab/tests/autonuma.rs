@@ -95,6 +95,35 @@ fn numa02_runs_twice_and_says_whether_convergence_is_trivial() {
     assert!(out.lines().all(|l| l.len() <= 80), "{out}");
 }
 
+/// Without `--interval` the interval is `auto`: at least 1 s between
+/// samples, stretched when a sample is expensive; the record says the
+/// longest interval used.
+#[test]
+fn default_interval_is_auto_and_at_least_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().to_str().unwrap();
+    let o = numalab(&[
+        "run",
+        "numa02",
+        "--bytes",
+        "8M",
+        "--duration",
+        "8",
+        "--results",
+        res,
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let recs = records(dir.path());
+    let r = &recs[0];
+    assert!(r.series.interval_s >= 1.0, "{}", r.series.interval_s);
+    let t: Vec<f64> = r.series.samples.iter().map(|s| s.t_s).collect();
+    assert!(t.len() >= 2, "samples at {t:?}");
+    for w in t.windows(2).skip(1) {
+        assert!(w[1] - w[0] >= 0.99, "samples at {t:?}");
+    }
+}
+
 #[test]
 fn every_benchmark_and_placement_does_all_its_work() {
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +307,7 @@ fn a_failing_process_fails_the_run_loudly() {
     let spec = numalab_workloads::run::RunSpec {
         label: "t",
         repetition: numalab_record::Repetition { index: 1, of: 1 },
-        interval_s: 0.0,
+        interval: numalab_workloads::pace::Interval::Off,
         interrupt: &interrupt,
         title: "t".into(),
     };

@@ -7,6 +7,7 @@ use crate::autonuma_task::{ProcessReport, CHUNK};
 use crate::convergence;
 use crate::interrupt::Interrupted;
 use crate::observe::{Observer, Region};
+use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{new_record, progress_bar, RunSpec};
 use anyhow::{Context, Result};
 use numalab_linux::child::{self, Exit};
@@ -208,7 +209,6 @@ pub fn run_once(
         machine,
         p.to_json(&plan),
     );
-    rec.series.interval_s = spec.interval_s;
     if let Some(d) = &plan.degenerate {
         rec.warnings.push(d.clone());
     }
@@ -246,7 +246,7 @@ pub fn run_once(
     let mut pending: Vec<Ended> = Vec::new();
     let budget = PAGE_BUDGET / procs.len().max(1);
     let mut started_s = None;
-    let mut next_sample = 0.0;
+    let mut pacer = Pacer::new(spec.interval);
     let mut elapsed = 0.0;
     loop {
         let now = start.elapsed().as_secs_f64();
@@ -272,7 +272,7 @@ pub fn run_once(
             // The memory is placed and the threads start: sample now, so
             // every observed run shows the starting placement.
             started_s = Some(now);
-            next_sample = now;
+            pacer.sample_at(now);
         }
         let progress: Vec<u64> = task_slot
             .iter()
@@ -280,7 +280,8 @@ pub fn run_once(
             .collect();
         bar.set_position(progress.iter().sum());
         let running = procs.iter().any(|x| x.exit.is_none());
-        if spec.interval_s > 0.0 && now >= next_sample && running {
+        if pacer.due(now) && running {
+            let cpu = thread_cpu_s();
             let live: Vec<i32> = procs
                 .iter()
                 .map(|x| if x.exit.is_none() { x.pid } else { -1 })
@@ -309,9 +310,7 @@ pub fn run_once(
                 .map(|&(pi, _, r)| mem[pi].get(r).cloned().unwrap_or_default())
                 .collect();
             rec.series.samples.push(s);
-            while next_sample <= now {
-                next_sample += spec.interval_s;
-            }
+            pacer.sampled(now, thread_cpu_s() - cpu);
         }
         if !running {
             break;
@@ -319,15 +318,15 @@ pub fn run_once(
         // Sleep until a process ends, the next sample is due, or 50 ms
         // have passed (for Ctrl-C and the progress bar).
         let mut wait = Duration::from_millis(50);
-        if spec.interval_s > 0.0 {
-            let due = next_sample - start.elapsed().as_secs_f64();
-            wait = wait.min(Duration::from_secs_f64(due.max(0.0)));
+        if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
+            wait = wait.min(due);
         }
         if let Ok(m) = ended.recv_timeout(wait) {
             pending.push(m);
         }
     }
     bar.finish_and_clear();
+    rec.series.interval_s = pacer.longest_s();
     for x in procs.iter_mut() {
         if let Some(r) = x.reader.take() {
             let _ = r.join();
@@ -483,10 +482,25 @@ fn own_cpu_s() -> f64 {
 /// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
 /// second, measured for about `duration`: the basis of the default loop
 /// counts. Each thread zeroes its own buffer, faulted in before timing.
-pub fn measure_zeroing_bandwidth(threads: u32, llc_bytes: u64, duration: Duration) -> f64 {
+///
+/// The buffers add up to the benchmark's `working_set` (distinct bytes it
+/// zeroes) when that fits in the last-level cache (`llc_bytes`), so a
+/// small run is timed at cache speed, as it will run; otherwise to at
+/// least twice the LLC (256 MiB at least, the working set at most), so
+/// a large one is timed at memory speed.
+pub fn measure_zeroing_bandwidth(
+    threads: u32,
+    working_set: u64,
+    llc_bytes: u64,
+    duration: Duration,
+) -> f64 {
     let threads = threads.max(1);
-    let total = (256u64 << 20).max(4 * llc_bytes);
-    let per = (total / threads as u64).clamp(4 << 20, 64 << 20) as usize;
+    let total = if working_set <= llc_bytes {
+        working_set
+    } else {
+        working_set.min((256u64 << 20).max(2 * llc_bytes))
+    };
+    let per = (total / threads as u64).max(64 << 10) as usize;
     let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -558,6 +572,6 @@ mod tests {
         let l01 = loops_for(Kind::Numa01, 1 << 30, 8, 10e9, 20.0);
         assert_eq!(l01, (200e9 / (16.0 * (1u64 << 30) as f64)).round() as u64);
         assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 0.0, 20.0), 1);
-        assert!(measure_zeroing_bandwidth(1, 0, Duration::from_millis(50)) > 1e6);
+        assert!(measure_zeroing_bandwidth(1, 1 << 20, 0, Duration::from_millis(50)) > 1e6);
     }
 }

@@ -24,6 +24,7 @@ pub mod hackbench;
 pub mod interrupt;
 pub mod numa_test;
 pub mod observe;
+pub mod pace;
 pub mod randupdt;
 pub mod run;
 pub mod sizing;

@@ -6,6 +6,7 @@
 
 use crate::interrupt::Interrupted;
 use crate::observe::Observer;
+use crate::pace::{thread_cpu_s, Pacer};
 use crate::randupdt::{TaskReport, BYTES_PER_ELEMENT, PASSES};
 use crate::run::{new_record, progress_bar, RunSpec};
 use anyhow::{anyhow, Context, Result};
@@ -155,14 +156,13 @@ pub fn run_once(
     let RunSpec {
         label,
         repetition,
-        interval_s,
+        interval,
         interrupt,
         ref title,
     } = *spec;
     let bar_msg = title.clone();
     let topo = &machine.topology;
     let mut rec = new_record("numa_test", label, repetition, machine, p.to_json());
-    rec.series.interval_s = interval_s;
     let observer = Observer::start(topo);
     let bar = progress_bar(p.tasks as u64 * p.passes as u64, bar_msg);
 
@@ -181,7 +181,7 @@ pub fn run_once(
     let task_ids: Vec<(i32, Option<i32>)> = pids.iter().map(|&p| (p, None)).collect();
     let mut hackbench: Option<(std::process::Child, Instant)> = None;
     let mut hackbench_skipped_at = None;
-    let mut next_sample = 0.0;
+    let mut pacer = Pacer::new(interval);
     let mut elapsed = 0.0;
     loop {
         let now = start.elapsed().as_secs_f64();
@@ -203,7 +203,8 @@ pub fn run_once(
             .collect();
         bar.set_position(progress.iter().sum());
         let running = tasks.iter().any(|t| t.exit.is_none());
-        if interval_s > 0.0 && now >= next_sample && running {
+        if pacer.due(now) && running {
+            let cpu = thread_cpu_s();
             let live: Vec<i32> = tasks
                 .iter()
                 .map(|t| if t.exit.is_none() { t.pid } else { -1 })
@@ -215,7 +216,7 @@ pub fn run_once(
                 }
             }
             rec.series.samples.push(s);
-            next_sample += interval_s;
+            pacer.sampled(now, thread_cpu_s() - cpu);
         }
         if !running {
             break;
@@ -240,6 +241,7 @@ pub fn run_once(
         std::thread::sleep(Duration::from_millis(5));
     }
     bar.finish_and_clear();
+    rec.series.interval_s = pacer.longest_s();
     for t in tasks.iter_mut() {
         if let Some(r) = t.reader.take() {
             let _ = r.join();

@@ -4,24 +4,13 @@
 use numalab_record::{Backend, Outcome, Repetition, RunRecord, SCHEMA_VERSION};
 use numalab_topology::MachineInfo;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-/// Options common to every `numalab run` benchmark.
-#[derive(Debug, Clone)]
-pub struct Common {
-    pub runs: u32,
-    pub label: String,
-    pub results: PathBuf,
-    /// Observation interval in seconds.
-    pub interval_s: f64,
-}
 
 /// How one run is identified and watched.
 pub struct RunSpec<'a> {
     pub label: &'a str,
     pub repetition: Repetition,
-    /// Observation interval in seconds (0: off).
-    pub interval_s: f64,
+    /// When to observe.
+    pub interval: crate::pace::Interval,
     pub interrupt: &'a crate::Interrupt,
     /// Shown on the progress bar, e.g. `run 2/6 numa_test N=4`.
     pub title: String,
