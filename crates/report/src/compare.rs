@@ -815,7 +815,8 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         ) {
                             Ok(mut cmp) => {
                                 complete(&mut cmp, &bv, &values, opts);
-                                comparison_notes(&cmp, opts, &mut book, &mut notes);
+                                let nonnegative = bv.iter().chain(values.iter()).all(|&v| v >= 0.0);
+                                comparison_notes(&cmp, opts, nonnegative, &mut book, &mut notes);
                                 Some(cmp)
                             }
                             Err(e) => {
@@ -987,6 +988,7 @@ fn complete(c: &mut Comparison, base: &[f64], cand: &[f64], opts: &CompareOption
 fn comparison_notes(
     c: &Comparison,
     opts: &CompareOptions,
+    nonnegative: bool,
     book: &mut NoteBook,
     notes: &mut Vec<usize>,
 ) {
@@ -1012,6 +1014,11 @@ fn comparison_notes(
             notes.push(book.add(
                 NoteKind::Interval,
                 "the baseline's mean cannot be told from zero at this confidence, so the ratio's interval is unbounded".into(),
+            ));
+        } else if nonnegative && r.low < 0.0 {
+            notes.push(book.add(
+                NoteKind::Interval,
+                "the ratio's interval reaches below 0 although every value is at least 0: the baseline's mean is only just told from zero at this confidence (Fieller's interval widens as it nears zero), so the lower bound says nothing; more runs narrow it".into(),
             ));
         }
     }

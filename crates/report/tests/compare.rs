@@ -474,3 +474,33 @@ fn markdown_csv_and_json() {
     );
     assert_eq!(json["settings"]["test"], "mann_whitney_u");
 }
+
+#[test]
+fn a_ratio_interval_below_zero_for_nonnegative_values_is_footnoted() {
+    // The candidate's mean cannot be told from zero (one run of five is
+    // not 0), so Fieller's interval for candidate/baseline reaches below 0,
+    // which a ratio of non-negative values cannot be.
+    let mut v = runs("A", "h", 4, &[10.0, 11.0, 9.0, 10.0, 10.5]);
+    v.extend(runs("B", "h", 4, &[0.0, 0.0, 0.0, 0.0, 5.0]));
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let b = t.rows.iter().find(|x| x.config == 1).unwrap();
+    let ratio = b.comparison.as_ref().unwrap().ratio.unwrap();
+    assert!(ratio.bounded && ratio.low < 0.0, "{ratio:?}");
+    let notes: Vec<&str> = r
+        .notes
+        .iter()
+        .filter(|n| n.kind == NoteKind::Interval)
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.contains("reaches below 0")),
+        "{notes:?}"
+    );
+    // A well-determined ratio gets no such note.
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B", "h", 4, &scaled(1.1)));
+    let r = compare(&Dataset::new(v), &opts()).unwrap();
+    assert!(r.notes.iter().all(|n| !n.text.contains("reaches below 0")));
+}
