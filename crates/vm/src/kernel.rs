@@ -206,6 +206,7 @@ fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf
                 if t.write_all(&elf).is_ok() {
                     let p = c.join(&key);
                     if t.persist(&p).is_ok() {
+                        prune(c, &name, &key);
                         return Ok(p);
                     }
                 }
@@ -215,6 +216,30 @@ fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf
     let p = tmp.join("vmlinux.elf");
     fs::write(&p, &elf).map_err(|e| format!("{}: {e}", p.display()))?;
     Ok(p)
+}
+
+/// Remove the cached images of earlier versions of the same kernel file
+/// (same name, another size or time: a reinstalled or rebuilt kernel), so
+/// the cache holds one image, about 60 MiB, per kernel file.
+fn prune(cache: &Path, name: &str, keep: &str) {
+    let Ok(entries) = fs::read_dir(cache) else {
+        return;
+    };
+    let prefix = format!("{name}-");
+    for e in entries.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let stale = f != keep
+            && f.ends_with(".elf")
+            && f.strip_prefix(&prefix).is_some_and(|rest| {
+                // `<len>-<mtime>.elf`: only digits, so `vmlinuz-6.1` does
+                // not prune `vmlinuz-6.1.0-56-amd64`.
+                let parts: Vec<&str> = rest.trim_end_matches(".elf").split('-').collect();
+                parts.len() == 2 && parts.iter().all(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            });
+        if stale {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -285,6 +310,18 @@ mod tests {
         // No cache directory: a file for this run.
         let p2 = prepare(&bz, None, d.path());
         assert_eq!(p2.image, d.path().join("vmlinux.elf"));
+        // The kernel file is replaced (another size): the new image is
+        // cached and the old one pruned; another kernel's image stays.
+        let other = cache.join("vmlinuz-9.9.1-5-1.elf");
+        fs::write(&other, b"x").unwrap();
+        let mut img2 = img.clone();
+        img2.extend_from_slice(&[0u8; 512]);
+        fs::write(&bz, &img2).unwrap();
+        let p3 = prepare(&bz, Some(&cache), d.path());
+        assert!(p3.pvh && p3.image != p.image, "{p3:?}");
+        assert!(p3.image.is_file());
+        assert!(!p.image.exists(), "stale image kept");
+        assert!(other.exists(), "another kernel's image pruned");
     }
 
     #[test]
