@@ -5,6 +5,9 @@ use numalab_record::{ConvergenceState, RunRecord};
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+use common::{alive, children};
+
 fn numalab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_numalab"))
         .args(args)
@@ -328,4 +331,44 @@ fn a_failing_process_fails_the_run_loudly() {
 
 fn cpu_nodes_of(t: &numalab_topology::Topology) -> usize {
     t.nodes.iter().filter(|n| !n.cpus.is_empty()).count()
+}
+
+/// Ctrl-C during a run: every benchmark process is killed and reaped,
+/// numalab exits 130 and writes no record of the unfinished run.
+#[test]
+fn ctrl_c_stops_every_benchmark_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().join("res");
+    let c = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["run", "numa01", "--bytes", "8M", "--threads", "1"])
+        .args(["--loops", "100000000", "--results"])
+        .arg(&res)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // numa01 runs two processes.
+    let mut kids = Vec::new();
+    for _ in 0..3000 {
+        kids = children(c.id());
+        if kids.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(kids.len() >= 2, "the benchmark's processes never started");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left: Vec<u32> = kids.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "processes outlived numalab: {left:?}");
+    let written = std::fs::read_dir(&res)
+        .map(|d| d.flatten().count())
+        .unwrap_or(0);
+    assert_eq!(written, 0, "nothing of the unfinished run is written");
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{assert_one_line_error, numalab_in as numalab, text};
+use common::{alive, assert_one_line_error, children, numalab_in as numalab, text};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures")
@@ -198,31 +198,6 @@ fn topology_text_and_json_here_and_on_fixtures() {
 }
 
 /// Children of `pid` (from /proc/PID/task/*/children).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in tasks.flatten() {
-            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-            }
-        }
-    }
-    out
-}
-
-fn alive(pid: u32) -> bool {
-    // a zombie is as good as gone: it no longer runs
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
     for _ in 0..500 {
         let c = children(pid);
