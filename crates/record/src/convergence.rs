@@ -45,12 +45,14 @@ pub enum Rule {
     Thread(Capacity),
 }
 
-/// The criterion in words, as stored in the record.
+/// The criterion in words, as stored in the record: what is checked, the
+/// same for every backend (how a backend reads the nodes of pages and
+/// threads is its own, documented with its samples).
 pub fn definition(rule: Rule) -> String {
     let pct = (THRESHOLD * 100.0).round();
     match rule {
         Rule::Process => format!(
-            "each process has >= {pct}% of its buffer on one node (the nodes of evenly spaced pages, read with move_pages; a page whose node cannot be read counts against), all its threads were last seen running on that node, and no two processes share that node while there are at least as many nodes with CPUs as processes"
+            "each process has >= {pct}% of its buffer on one node (a share of the buffer's whole size: pages not resident, or whose node could not be read, count against), all its threads were last seen running on that node, and no two processes share that node while there are at least as many nodes with CPUs as processes"
         ),
         Rule::Thread(c) => {
             let cap = match c {
@@ -59,7 +61,7 @@ pub fn definition(rule: Rule) -> String {
                 Capacity::Pinned => " (threads are pinned: set h on node h)",
             };
             format!(
-                "every thread has >= {pct}% of its own slice on the node it was last seen running on (the nodes of evenly spaced pages, read with move_pages; a page whose node cannot be read counts against){cap}"
+                "every thread has >= {pct}% of its own slice on the node it was last seen running on (a share of the slice's whole size: pages not resident, or whose node could not be read, count against){cap}"
             )
         }
     }
@@ -310,5 +312,21 @@ mod tests {
             s => panic!("{s:?}"),
         }
         assert!(c.definition.contains(">= 90%"));
+    }
+
+    #[test]
+    fn definitions_say_what_is_checked_not_how_a_backend_reads_it() {
+        // Real runs read pages with move_pages, the simulator knows them
+        // exactly: the stored criterion must hold for both.
+        for rule in [
+            Rule::Process,
+            Rule::Thread(Capacity::Cpus),
+            Rule::Thread(Capacity::Cores),
+            Rule::Thread(Capacity::Pinned),
+        ] {
+            let d = definition(rule);
+            assert!(d.contains("whole size"), "{d}");
+            assert!(!d.contains("move_pages") && !d.contains("sampl"), "{d}");
+        }
     }
 }
