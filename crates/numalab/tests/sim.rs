@@ -413,3 +413,52 @@ fn compare_works_unchanged_over_sim_records_of_two_schedulers() {
         .unwrap_or_else(|| panic!("no verdict row for E:\n{out}"));
     assert!(verdict.contains("better"), "{verdict}");
 }
+
+#[test]
+fn sim_records_judge_convergence_by_the_real_runs_criteria() {
+    // A sim record and a real one of a benchmark must mean the same by
+    // "converged": the real runs' rule for it, its definition word for
+    // word, the same observables; and none where real runs record none.
+    use numalab_record::convergence::definition;
+    use numalab_workloads::autonuma::Kind;
+    let dir = tempfile::tempdir().unwrap();
+    let small = ["--bytes", "268435456", "--loops", "10"];
+    let runs: [(&str, &[&str]); 6] = [
+        ("numa01", &small),
+        ("numa01_THREAD_ALLOC", &small),
+        ("numa02", &small),
+        ("numa02_SMT", &small),
+        ("twohalves", &["--bytes", "536870912", "--iterations", "10"]),
+        ("numa_test", &["--tasks", "2", "--size", "100000"]),
+    ];
+    for (bench, args) in runs {
+        let out = format!("out-{bench}");
+        let mut a = vec!["sim", "--machine", "ht2", "--balancer", "autonuma", bench];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--results", &out]);
+        let o = numalab(&a, dir.path());
+        assert!(o.status.success(), "{bench}: {}", text(&o.stderr));
+        let loaded = numalab_record::load_paths(&[dir.path().join(&out)]);
+        assert_eq!(loaded.records.len(), 1, "{bench}");
+        let r = &loaded.records[0].1;
+        match Kind::from_name(bench) {
+            Some(kind) => {
+                let c = r.convergence.as_ref().expect("convergence");
+                assert_eq!(c.definition, definition(kind.convergence_rule()), "{bench}");
+                assert!(r.metric("started_s").is_some(), "{bench}");
+                for s in &r.series.samples {
+                    assert_eq!(s.task_memory_bytes.len(), r.tasks.len(), "{bench}");
+                    assert_eq!(s.task_node.len(), r.tasks.len(), "{bench}");
+                }
+            }
+            None => {
+                assert!(r.convergence.is_none(), "{bench}");
+                assert!(r
+                    .series
+                    .samples
+                    .iter()
+                    .all(|s| s.task_memory_bytes.is_empty()));
+            }
+        }
+    }
+}

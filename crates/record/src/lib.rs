@@ -25,6 +25,7 @@
 //! - **Honest.** A failed run is still recorded (status `failed` with the
 //!   reason); downstream tools skip it in statistics but can show it.
 
+pub mod convergence;
 pub mod schema;
 pub mod store;
 pub use store::{ensure_writable_dir, parse};

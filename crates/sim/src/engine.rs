@@ -383,13 +383,6 @@ impl World {
         v
     }
 
-    /// Fraction of the task's accesses that go to its current node.
-    pub fn task_local_fraction(&self, t: TaskId) -> Option<f64> {
-        let v = self.task_memory_nodes(t);
-        let total: f64 = v.iter().sum();
-        (total > 0.0).then(|| v[self.task_node(t)] / total)
-    }
-
     /// Add kernel work to be charged to `t` as system time.
     pub fn charge_sys(&mut self, t: TaskId, ns: f64) {
         self.tasks[t].sys_debt += ns;

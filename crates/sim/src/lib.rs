@@ -66,8 +66,11 @@
 //! - **Accounting**: per task, time per node, user time (work and cache
 //!   refills) and system time (balancer work charged to the task it runs
 //!   in: scans, faults, migrations, samples), initial and main node,
-//!   progress; per run, memory per process per node over time, vmstat-style
-//!   counters, convergence.
+//!   progress; per run, memory per process per node over time, each
+//!   task's node and the bytes per node of the memory it works on,
+//!   vmstat-style counters, and convergence, judged by the same criteria
+//!   as real runs of the benchmark (`numalab_record::convergence`) on
+//!   those samples.
 //!
 //! ## What is not modelled
 //!
@@ -91,7 +94,8 @@
 //! and in size where the model allows, with the commands and the measured
 //! gaps written in docs/simulator.md (e.g. node-affine E beats node-blind A
 //! on total user time on azusa16 at N=16; IBS-like sampling converges
-//! twohalves sooner than autonuma; numa02 converges under autonuma).
+//! twohalves sooner than autonuma; numa02 converges under autonuma on a
+//! small 2-node machine).
 //!
 //! ## Determinism
 //!
@@ -218,16 +222,26 @@ pub fn run(
     let rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     let tick_ns = cfg.tick_us * 1000;
     let mut w = World::new(cfg.machine.clone(), tick_ns, CHUNK_BYTES, rng, cfg.trace);
-    let meta = bench.populate(&mut w)?;
+    let mut meta = bench.populate(&mut w)?;
     let mut eng = engine::Engine::new(w, sched, bal);
     let sample_ns = cfg.sample_ms.max(1) * 1_000_000;
     let limit_ns = (cfg.max_sim_s * 1e9) as u64;
     let mut samples = vec![record::sample(&eng.w, &meta)];
     let mut next_sample = sample_ns;
     let mut next_progress = 1_000_000_000u64;
+    // As in a real run of the benchmarks with a convergence, a sample is
+    // also taken the moment every task has started with its memory
+    // placed, and convergence counts from there.
+    let mut started_ns = None;
     eng.run(limit_ns, |w| {
-        if w.now >= next_sample {
+        let start = meta.convergence.is_some() && started_ns.is_none() && record::started(w, &meta);
+        if start {
+            started_ns = Some(w.now);
+        }
+        if start || w.now >= next_sample {
             samples.push(record::sample(w, &meta));
+        }
+        if w.now >= next_sample {
             next_sample += sample_ns;
         }
         if w.now >= next_progress {
@@ -238,6 +252,7 @@ pub fn run(
     if samples.last().map(|s| s.t_s) != Some(eng.w.now as f64 / 1e9) {
         samples.push(record::sample(&eng.w, &meta));
     }
+    meta.started_ns = started_ns;
     let finished = eng.finished();
     let record = record::build(cfg, &eng, &meta, samples, label, repetition, finished);
     let trace_json = eng

@@ -1,8 +1,9 @@
 //! Turning a finished simulation into a [`RunRecord`] like a real run's.
 
-use crate::engine::{Engine, TaskState, World};
+use crate::engine::{Engine, TaskState, Work, World};
 use crate::workload::Meta;
 use crate::SimConfig;
+use numalab_record::convergence::{self, Tasks};
 use numalab_record::{
     Backend, Convergence, ConvergenceState, MachineInfo, Metric, Outcome, ProcessInfo, Repetition,
     RunRecord, Sample, Series, TaskRecord, SCHEMA_VERSION,
@@ -27,6 +28,13 @@ fn fnv(s: &str) -> u64 {
     h
 }
 
+/// One sample of the series, observing what a real run's observer does:
+/// a task's node is that of the CPU it runs on, is queued on or last ran
+/// on (`/proc/PID/task/TID/stat`'s processor), unknown before it starts
+/// and after it ends (its thread is gone); the memory of a task is the
+/// bytes per node of the region it works on, its pages counted exactly
+/// (real runs estimate them from evenly spaced pages), untouched chunks
+/// on no node.
 pub fn sample(w: &World, meta: &Meta) -> Sample {
     let cb = w.mem.chunk_bytes;
     let memory_bytes = (0..meta.processes.len())
@@ -39,8 +47,19 @@ pub fn sample(w: &World, meta: &Meta) -> Sample {
         .main_tasks
         .iter()
         .map(|&t| match w.tasks[t].state {
-            TaskState::NotStarted => None,
+            TaskState::NotStarted | TaskState::Done => None,
             _ => Some(w.m.cpu_node[w.tasks[t].cpu] as u32),
+        })
+        .collect();
+    let task_memory_bytes = meta
+        .task_regions
+        .iter()
+        .map(|&r| {
+            w.mem.regions[r]
+                .per_node
+                .iter()
+                .map(|&c| c as u64 * cb)
+                .collect()
         })
         .collect();
     let progress = meta
@@ -49,7 +68,7 @@ pub fn sample(w: &World, meta: &Meta) -> Sample {
         .map(|&t| w.tasks[t].progress.floor() as u64)
         .collect();
     let s = &w.stats;
-    let mut vmstat = BTreeMap::from([
+    let vmstat = BTreeMap::from([
         ("numa_hint_faults".to_string(), s.hint_faults as i64),
         (
             "numa_hint_faults_local".to_string(),
@@ -58,85 +77,56 @@ pub fn sample(w: &World, meta: &Meta) -> Sample {
         ("numa_pages_migrated".to_string(), s.pages_migrated as i64),
         ("numa_pte_updates".to_string(), s.pte_updates as i64),
     ]);
-    if meta.convergence {
-        // Removed again by `build` once convergence has been computed.
-        let f = local_fraction(w, meta).unwrap_or(0.0);
-        vmstat.insert(
-            "sim_local_permille".to_string(),
-            (f * 1000.0).round() as i64,
-        );
-    }
     Sample {
         t_s: w.now as f64 / 1e9,
         memory_bytes,
         task_node,
         progress,
         vmstat,
-        ..Default::default()
+        task_memory_bytes,
     }
 }
 
-/// Mean over main tasks of the fraction of their accessed memory on the
-/// node they run on.
-pub fn local_fraction(w: &World, meta: &Meta) -> Option<f64> {
-    let v: Vec<f64> = meta
-        .main_tasks
-        .iter()
-        .filter(|&&t| w.tasks[t].state != TaskState::NotStarted)
-        .filter_map(|&t| w.task_local_fraction(t))
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence> {
-    if !meta.convergence {
-        return None;
-    }
-    let definition = "memory: first sample from which, until the first task finishes, the benchmark tasks' accessed memory on the node each task runs on averages at least 90% (exact per-task regions in the simulator, sampled every series interval)".to_string();
-    if w.m.nnodes < 2 {
-        return Some(Convergence {
-            definition,
-            state: ConvergenceState::Trivial {
-                reason: "one NUMA node".into(),
-            },
-        });
-    }
-    // The criterion holds from a sample until the first main task ends
-    // (after that the workload itself changes shape).
-    let first_end = meta
-        .main_tasks
-        .iter()
-        .filter_map(|&t| w.tasks[t].end_ns)
-        .min()
-        .map(|e| e as f64 / 1e9)
-        .unwrap_or(f64::INFINITY);
-    let mut at = None;
-    for s in samples.iter().filter(|s| s.t_s < first_end) {
-        let ok = s.vmstat.get("sim_local_permille").copied().unwrap_or(0) >= 900;
-        if ok {
-            if at.is_none() {
-                at = Some(s.t_s);
+/// Whether every main task has started with its memory placed: it has
+/// been put on a CPU and has first-touched what it initialises itself
+/// (real runs: every process has placed its memory and started its
+/// threads).
+pub fn started(w: &World, meta: &Meta) -> bool {
+    meta.main_tasks.iter().all(|&t| {
+        let task = &w.tasks[t];
+        task.state != TaskState::NotStarted
+            && match &task.work {
+                Work::Compute { init, .. } => init.is_empty(),
+                Work::Message { .. } => true,
             }
-        } else {
-            at = None;
-        }
-    }
-    Some(Convergence {
-        definition,
-        state: match at {
-            Some(t) => ConvergenceState::Converged { at_s: t },
-            None => ConvergenceState::NotConverged {
-                within_s: samples.last().map(|s| s.t_s).unwrap_or(0.0),
-            },
-        },
     })
+}
+
+/// The run's convergence by the same rule, definition and evaluation as
+/// real runs of the benchmark (`numalab_record::convergence`).
+fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence> {
+    let rule = meta.convergence?;
+    let tasks = Tasks {
+        process: meta
+            .main_tasks
+            .iter()
+            .map(|&t| w.tasks[t].process)
+            .collect(),
+        bytes: meta
+            .task_regions
+            .iter()
+            .map(|&r| w.mem.regions[r].len as u64 * w.mem.chunk_bytes)
+            .collect(),
+    };
+    let started_s = meta.started_ns.map(|n| n as f64 / 1e9);
+    convergence::evaluate(rule, &w.m.topology, &tasks, samples, started_s)
 }
 
 pub fn build(
     cfg: &SimConfig,
     eng: &Engine,
     meta: &Meta,
-    mut samples: Vec<Sample>,
+    samples: Vec<Sample>,
     label: &str,
     repetition: Repetition,
     finished: bool,
@@ -173,12 +163,7 @@ pub fn build(
         cfg.seed,
         fnv(&config_text) as u32
     );
-    // Convergence needs the local fraction at each sample: it was stored
-    // as a private vmstat key while sampling; move it out of the samples.
     let conv = convergence(w, meta, &samples);
-    for s in samples.iter_mut() {
-        s.vmstat.remove("sim_local_permille");
-    }
 
     let tasks: Vec<TaskRecord> = meta
         .main_tasks
@@ -273,6 +258,9 @@ pub fn build(
             numalab_record::Better::Lower,
         ),
     );
+    if let (Some(_), Some(ns)) = (meta.convergence, meta.started_ns) {
+        metrics.insert("started_s".into(), Metric::seconds(ns as f64 / 1e9));
+    }
     if let Some(Convergence {
         state: ConvergenceState::Converged { at_s },
         ..

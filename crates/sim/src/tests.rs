@@ -4,7 +4,8 @@ use crate::engine::{Engine, Parent, TaskState, Work, World};
 use crate::machine::MachineFile;
 use crate::workload::{add_region, add_task, AutoVariant, Bench, BindMode, Disturb};
 use crate::{balance, run, sched, Machine, PolicySpec, SimConfig, CHUNK_BYTES};
-use numalab_record::Repetition;
+use numalab_record::convergence::{self, Capacity, Rule};
+use numalab_record::{ConvergenceState, Repetition, Sample};
 use rand_core::SeedableRng;
 use std::collections::VecDeque;
 
@@ -277,16 +278,42 @@ fn two_spinning_tasks_on_smt_siblings_are_slower_than_on_separate_cores() {
     );
 }
 
+/// Whether every thread of a slice benchmark has >= 90% of its slice on
+/// the node it is on and no node runs more threads than it has CPUs:
+/// the real runs' criterion, spelt out here from the sample's fields.
+fn all_threads_with_their_slices(s: &Sample, slice: u64, cpus_per_node: usize) -> bool {
+    let mut per_node = [0usize; 2];
+    for (node, mem) in s.task_node.iter().zip(&s.task_memory_bytes) {
+        let Some(n) = node else { return false };
+        per_node[*n as usize] += 1;
+        if (mem[*n as usize] as f64) < 0.9 * slice as f64 {
+            return false;
+        }
+    }
+    per_node.iter().all(|&k| k <= cpus_per_node)
+}
+
 #[test]
 fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     let b = numa02(1 << 30, 400);
+    let slice = (1u64 << 30) / 8;
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
     let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
-    assert!(
-        r.metric("convergence_s").is_some(),
-        "autonuma did not converge: {:?}",
-        r.convergence
-    );
+    let at = r.metric("convergence_s").unwrap_or_else(|| {
+        panic!("autonuma did not converge: {:?}", r.convergence);
+    });
+    let started = r.metric("started_s").expect("started_s");
+    assert!(at >= started, "converged at {at} s, started at {started} s");
+    // Converged at the first sample from the start where every thread
+    // runs on the node holding its slice, as real runs decide it.
+    let first = r
+        .series
+        .samples
+        .iter()
+        .filter(|s| s.t_s >= started)
+        .find(|s| all_threads_with_their_slices(s, slice, 4))
+        .expect("a converged sample");
+    assert_eq!(first.t_s, at);
     let last = r.series.samples.last().unwrap();
     let mem: Vec<u64> = last.memory_bytes[0].clone();
     assert!(mem[1] >= (1 << 30) / 4, "memory at end {mem:?}");
@@ -294,9 +321,107 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     let cfg = config(small_machine(2), "linux", "none", 1);
     let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
     assert!(r.metric("convergence_s").is_none());
+    let end = r.series.samples.last().unwrap().t_s;
+    assert_eq!(
+        r.convergence.as_ref().map(|c| &c.state),
+        Some(&ConvergenceState::NotConverged { within_s: end })
+    );
     assert_eq!(r.metric("pages_migrated"), Some(0.0));
     for s in &r.series.samples[1..] {
         assert_eq!(s.memory_bytes[0], vec![1 << 30, 0], "at {} s", s.t_s);
+    }
+}
+
+#[test]
+fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
+    let b = numa02(1 << 30, 100);
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let slice = (1u64 << 30) / 8;
+    let started = r.metric("started_s").expect("started_s");
+    // A sample at the start, as real runs take one, besides the interval's.
+    assert!(r.series.samples.iter().any(|s| s.t_s == started));
+    assert!(started > 0.0 && started < 0.5, "started at {started} s");
+    for s in &r.series.samples {
+        // Every thread's slice, exactly: prefaulted on node 0, then moved.
+        assert_eq!(s.task_memory_bytes.len(), 8, "at {} s", s.t_s);
+        for m in &s.task_memory_bytes {
+            assert_eq!(m.iter().sum::<u64>(), slice, "at {} s", s.t_s);
+        }
+    }
+    // Before a thread starts and after it ends its node is unknown, as
+    // for a real thread that does not exist (yet or any more).
+    let first = &r.series.samples[0];
+    assert!(first.task_node.iter().all(|n| n.is_none()), "{first:?}");
+    let last = r.series.samples.last().unwrap();
+    assert!(last.task_node.iter().all(|n| n.is_none()), "{last:?}");
+    let mid = r.series.samples.iter().find(|s| s.t_s >= started).unwrap();
+    assert!(mid.task_node.iter().all(|n| n.is_some()), "{mid:?}");
+    // The same definition as real runs of numa02.
+    assert_eq!(
+        r.convergence.unwrap().definition,
+        convergence::definition(Rule::Thread(Capacity::Cpus))
+    );
+}
+
+#[test]
+fn only_benchmarks_real_runs_judge_have_a_convergence() {
+    let cfg = config(small_machine(1), "linux", "none", 1);
+    for b in [
+        Bench::NumaTest {
+            tasks: 2,
+            size: 100_000,
+            disturb: Disturb::None,
+        },
+        Bench::Spin {
+            tasks: 2,
+            gcycles: 1,
+            cpus: None,
+        },
+    ] {
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        assert!(r.convergence.is_none(), "{}", r.benchmark);
+        assert!(r.metric("started_s").is_none(), "{}", r.benchmark);
+        assert!(r
+            .series
+            .samples
+            .iter()
+            .all(|s| s.task_memory_bytes.is_empty()));
+    }
+    // On one node it is trivial, with the real runs' reason.
+    let text = r#"
+name = "one"
+[topology]
+nodes = 1
+cores_per_node = 2
+threads_per_core = 1
+memory_per_node_gib = 4
+distances = [[10]]
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 50
+[cache]
+llc_mib = 4
+llc_hit_ns = 10
+cross_llc_ns = 60
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+"#;
+    let one = MachineFile::parse("one", text)
+        .unwrap()
+        .build("one")
+        .unwrap();
+    let cfg = config(one, "linux", "autonuma", 1);
+    let r = run(&cfg, &numa02(64 << 20, 10), "x", REP, &mut |_| {})
+        .unwrap()
+        .record;
+    match r.convergence.map(|c| c.state) {
+        Some(ConvergenceState::Trivial { reason }) => {
+            assert!(reason.contains("one NUMA node with CPUs"), "{reason}")
+        }
+        s => panic!("{s:?}"),
     }
 }
 
@@ -317,6 +442,8 @@ fn sampling_converges_twohalves_sooner_than_autonuma() {
     };
     let (ca, ea) = conv("autonuma");
     let (cs, es) = conv("sampling");
+    // Both move each set's slices to its node, sampling sooner.
+    assert!(ca.is_finite(), "autonuma did not converge twohalves");
     assert!(cs < ca, "sampling {cs} s vs autonuma {ca} s");
     assert!(es <= ea, "elapsed sampling {es} s vs autonuma {ea} s");
 }

@@ -8,6 +8,7 @@
 //! stated here, not fitted to any seed's result.
 
 use crate::engine::{MemPolicy, MsgGroup, Parent, Region, Task, TaskState, Work, World, NO_NODE};
+use numalab_record::convergence::{Capacity, Rule};
 use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -151,8 +152,16 @@ pub struct Meta {
     /// Disturbance (numa_test's hackbench) tasks and start time.
     pub disturb_tasks: Vec<usize>,
     pub disturb_start_ns: u64,
-    /// Whether memory convergence is meaningful for this benchmark.
-    pub convergence: bool,
+    /// The convergence criterion real runs of this benchmark are judged
+    /// by (`None`: real runs record no convergence, nor does the sim).
+    pub convergence: Option<Rule>,
+    /// The region each main task works on (its slice, or its process's
+    /// shared buffer), as real runs observe it for `task_memory_bytes`;
+    /// empty for benchmarks whose real runs do not observe it.
+    pub task_regions: Vec<usize>,
+    /// When every main task had started with its memory placed (set by
+    /// the run; the real runs' `started_s`).
+    pub started_ns: Option<u64>,
 }
 
 pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
@@ -377,7 +386,9 @@ impl Bench {
             main_tasks: Vec::new(),
             disturb_tasks: Vec::new(),
             disturb_start_ns: 0,
-            convergence: false,
+            convergence: None,
+            task_regions: Vec::new(),
+            started_ns: None,
         };
         match self {
             Bench::NumaTest {
@@ -442,7 +453,15 @@ impl Bench {
                 bytes,
                 loops,
             } => {
-                meta.convergence = nnodes > 1;
+                // As real runs (numalab_workloads' Kind::convergence_rule);
+                // on a one-node machine it is trivial, as there.
+                meta.convergence = Some(match variant {
+                    AutoVariant::Numa01 => Rule::Process,
+                    AutoVariant::Numa01ThreadAlloc | AutoVariant::Numa02 => {
+                        Rule::Thread(Capacity::Cpus)
+                    }
+                    AutoVariant::Numa02Smt => Rule::Thread(Capacity::Cores),
+                });
                 let (procs, def_threads, def_bytes, def_loops, shared, self_alloc) = match variant {
                     AutoVariant::Numa01 => {
                         (2u32, (ncpus / 2).max(1), 3u64 << 30, 50u64, true, false)
@@ -526,6 +545,7 @@ impl Bench {
                             0,
                             true,
                         );
+                        meta.task_regions.push(r);
                         if *placement != BindMode::Default {
                             let node = ideal(i);
                             w.tasks[id].affinity = Some(mask_of_node(w, node));
@@ -551,7 +571,7 @@ impl Bench {
                 if nnodes < 2 {
                     return Err("twohalves needs a machine with at least 2 nodes".into());
                 }
-                meta.convergence = true;
+                meta.convergence = Some(Rule::Thread(Capacity::Pinned));
                 let tps = threads_per_set
                     .unwrap_or((w.m.node_cpus[0].len() as u32).max(1))
                     .max(1);
@@ -583,6 +603,7 @@ impl Bench {
                         );
                         w.tasks[id].affinity = Some(mask);
                         meta.main_tasks.push(id);
+                        meta.task_regions.push(r);
                     }
                 }
             }

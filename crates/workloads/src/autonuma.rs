@@ -19,6 +19,7 @@
 //! a placement and a topology into one [`ProcPlan`] per process, which is
 //! what the process is told (as JSON on its command line).
 
+use numalab_record::convergence::{Capacity, Rule};
 use numalab_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +124,17 @@ impl Kind {
         match self {
             Kind::TwoHalves => bytes,
             k => bytes * k.processes() as u64,
+        }
+    }
+
+    /// What converged means for this benchmark (the criteria are shared
+    /// with the simulator, in [`numalab_record::convergence`]).
+    pub fn convergence_rule(self) -> Rule {
+        match self {
+            Kind::Numa01 => Rule::Process,
+            Kind::Numa01ThreadAlloc | Kind::Numa02 => Rule::Thread(Capacity::Cpus),
+            Kind::Numa02Smt => Rule::Thread(Capacity::Cores),
+            Kind::TwoHalves => Rule::Thread(Capacity::Pinned),
         }
     }
 

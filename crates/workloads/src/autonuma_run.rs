@@ -4,14 +4,13 @@
 
 use crate::autonuma::{self, Kind, Placement, Plan};
 use crate::autonuma_task::{ProcessReport, CHUNK};
-use crate::convergence;
 use crate::interrupt::Interrupted;
 use crate::observe::{Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{new_record, progress_bar, RunSpec};
 use anyhow::{Context, Result};
 use numalab_linux::child::{self, Exit};
-use numalab_record::{Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_record::{convergence, Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
 use numalab_topology::{human_bytes, MachineInfo};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -456,7 +455,13 @@ pub fn run_once(
         process: task_process,
         bytes: task_bytes,
     };
-    rec.convergence = convergence::evaluate(p.kind, topo, &tasks, &rec.series.samples, started_s);
+    rec.convergence = convergence::evaluate(
+        p.kind.convergence_rule(),
+        topo,
+        &tasks,
+        &rec.series.samples,
+        started_s,
+    );
     if let Some(numalab_record::ConvergenceState::Converged { at_s }) =
         rec.convergence.as_ref().map(|c| &c.state)
     {

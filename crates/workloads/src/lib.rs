@@ -19,7 +19,6 @@
 pub mod autonuma;
 pub mod autonuma_run;
 pub mod autonuma_task;
-pub mod convergence;
 pub mod hackbench;
 pub mod interrupt;
 pub mod numa_test;
