@@ -543,3 +543,72 @@ fn hackbench_does_all_its_messages() {
         }
     }
 }
+
+/// Every benchmark runs to completion under every scheduler and every
+/// balancer the registries list (a spinning task's process has no
+/// memory: balancers must cope).
+#[test]
+fn every_benchmark_runs_under_every_scheduler_and_balancer() {
+    let m = small_machine(2);
+    let names = |l: Vec<(String, String, String)>| -> Vec<String> {
+        l.into_iter().map(|(n, _, _)| n).collect()
+    };
+    let scheds = names(sched::list(&m));
+    let bals = names(balance::list(&m));
+    assert!(scheds.len() >= 4 && bals.len() >= 3, "{scheds:?} {bals:?}");
+    let mut benches = vec![
+        Bench::NumaTest {
+            tasks: 3,
+            size: 50_000,
+            disturb: Disturb::Messaging,
+        },
+        Bench::TwoHalves {
+            threads_per_set: None,
+            bytes: 16 << 20,
+            iterations: 3,
+        },
+        Bench::Spin {
+            tasks: 3,
+            gcycles: 1,
+            cpus: None,
+        },
+        Bench::Hackbench {
+            groups: 1,
+            fds: 2,
+            loops: 5,
+            size: 100,
+            cpus: None,
+        },
+    ];
+    for variant in [
+        AutoVariant::Numa01,
+        AutoVariant::Numa01ThreadAlloc,
+        AutoVariant::Numa02,
+        AutoVariant::Numa02Smt,
+    ] {
+        for placement in [BindMode::Default, BindMode::Bind, BindMode::InverseBind] {
+            benches.push(Bench::Autonuma {
+                variant,
+                placement,
+                threads: None,
+                bytes: Some(8 << 20),
+                loops: Some(3),
+            });
+        }
+    }
+    for s in &scheds {
+        for b in &bals {
+            let cfg = config(small_machine(2), s, b, 1);
+            for bench in &benches {
+                let r = run(&cfg, bench, "x", REP, &mut |_| {})
+                    .unwrap_or_else(|e| panic!("{s} {b} {bench:?}: {e}"))
+                    .record;
+                assert!(r.outcome.is_ok(), "{s} {b} {bench:?}: {:?}", r.outcome);
+                assert!(!r.tasks.is_empty());
+                for t in &r.tasks {
+                    assert_eq!(t.work_done, t.work_expected, "{s} {b} {}", r.benchmark);
+                }
+            }
+        }
+    }
+}

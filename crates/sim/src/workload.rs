@@ -224,6 +224,11 @@ pub(crate) fn add_task(
     main: bool,
 ) -> usize {
     let id = w.tasks.len();
+    // Every process has a row of memory per node, even one that never
+    // maps any (spinning tasks): balancers index them by process.
+    while w.mem.proc_node.len() <= process {
+        w.mem.proc_node.push(vec![0; w.m.nnodes]);
+    }
     if let Work::Compute { access, .. } = &work {
         for &(r, _) in access {
             w.mem.regions[r].accessors.push(id);
