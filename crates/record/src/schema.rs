@@ -237,9 +237,11 @@ pub struct Sample {
     pub vmstat: BTreeMap<String, i64>,
     /// Bytes per node (aligned with `machine.topology.nodes`) of the
     /// memory each task works on (as `tasks`): its own slice, or its
-    /// process's whole buffer when the buffer is shared. Estimated from the
-    /// nodes of evenly spaced pages (`move_pages`); an inner vector is empty
-    /// while the task's memory is not known yet. Empty when not collected.
+    /// process's whole buffer when the buffer is shared. Real and guest
+    /// runs estimate it from the nodes of evenly spaced pages
+    /// (`move_pages`), the simulator counts it exactly; an inner vector is
+    /// empty while the task's memory is not known yet. Empty when not
+    /// collected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_memory_bytes: Vec<Vec<u64>>,
 }
