@@ -467,15 +467,16 @@ impl Bench {
                     }
                     AutoVariant::Numa02Smt => Rule::Thread(Capacity::Cores),
                 });
-                let (procs, def_threads, def_bytes, def_loops, shared, self_alloc) = match variant {
-                    AutoVariant::Numa01 => {
-                        (2u32, (ncpus / 2).max(1), 3u64 << 30, 50u64, true, false)
-                    }
-                    AutoVariant::Numa01ThreadAlloc => {
-                        (2, (ncpus / 2).max(1), 3 << 30, 1000, false, true)
-                    }
-                    AutoVariant::Numa02 => (1, ncpus, 1 << 30, 800, false, false),
-                    AutoVariant::Numa02Smt => (1, (ncpus / 2).max(1), 1 << 30, 800, false, false),
+                // Every variant's memory is first touched before the
+                // threads work on it: on the first node by default (the
+                // original's default build binds the first touch of the
+                // whole buffer to one node, numa01_THREAD_ALLOC included;
+                // ANCHORS.md), on the ideal or the wrong node when bound.
+                let (procs, def_threads, def_bytes, def_loops, shared) = match variant {
+                    AutoVariant::Numa01 => (2u32, (ncpus / 2).max(1), 3u64 << 30, 50u64, true),
+                    AutoVariant::Numa01ThreadAlloc => (2, (ncpus / 2).max(1), 3 << 30, 1000, false),
+                    AutoVariant::Numa02 => (1, ncpus, 1 << 30, 800, false),
+                    AutoVariant::Numa02Smt => (1, (ncpus / 2).max(1), 1 << 30, 800, false),
                 };
                 let threads = threads.unwrap_or(def_threads).max(1);
                 let bytes = bytes.unwrap_or(def_bytes).max(1);
@@ -511,20 +512,17 @@ impl Bench {
                     }
                     let slice = (bytes / threads as u64).max(1);
                     for i in 0..threads {
-                        let (r, init) = match shared_region {
-                            Some(r) => (r, false),
+                        let r = match shared_region {
+                            Some(r) => r,
                             None => {
                                 let r = add_region(w, pi, slice);
-                                if !self_alloc {
-                                    // numa02: the main thread touched it all first.
-                                    let node = match placement {
-                                        BindMode::Default => 0,
-                                        BindMode::Bind => ideal(i),
-                                        BindMode::InverseBind => wrong(ideal(i)),
-                                    };
-                                    prefault(w, r, node);
-                                }
-                                (r, self_alloc)
+                                let node = match placement {
+                                    BindMode::Default => 0,
+                                    BindMode::Bind => ideal(i),
+                                    BindMode::InverseBind => wrong(ideal(i)),
+                                };
+                                prefault(w, r, node);
+                                r
                             }
                         };
                         let region_bytes = w.mem.regions[r].len as f64 * w.mem.chunk_bytes as f64;
@@ -532,7 +530,7 @@ impl Bench {
                             w,
                             r,
                             region_bytes.min(if shared { bytes as f64 } else { slice as f64 }),
-                            init,
+                            false,
                         );
                         let parent = if i == 0 {
                             Parent::Cpu(0)
@@ -554,14 +552,6 @@ impl Bench {
                         if *placement != BindMode::Default {
                             let node = ideal(i);
                             w.tasks[id].affinity = Some(mask_of_node(w, node));
-                            if self_alloc {
-                                let mem = if *placement == BindMode::Bind {
-                                    node
-                                } else {
-                                    wrong(node)
-                                };
-                                w.tasks[id].mem_policy = MemPolicy::Node(mem);
-                            }
                         }
                         meta.main_tasks.push(id);
                     }
