@@ -56,6 +56,9 @@ enum Benchmark {
     /// The two-halves microbenchmark (seed 004): two sets of threads on two nodes touching their halves of a buffer first touched on one
     #[command(name = "twohalves")]
     Twohalves(crate::cli_autonuma::TwoHalvesArgs),
+    /// Any command, e.g. a configure script (seed 003): elapsed, user and sys time of the whole process tree per run
+    #[command(name = "command")]
+    Command(crate::cli_command::CommandArgs),
 }
 
 #[derive(clap::Args)]
@@ -110,6 +113,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Benchmark::Numa02(a) => crate::cli_autonuma::run(Kind::Numa02, a),
         Benchmark::Numa02Smt(a) => crate::cli_autonuma::run(Kind::Numa02Smt, a),
         Benchmark::Twohalves(a) => crate::cli_autonuma::run(Kind::TwoHalves, a.into_common()),
+        Benchmark::Command(a) => crate::cli_command::run(a),
     }
 }
 

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cli_autonuma;
+mod cli_command;
 mod cli_compare;
 mod cli_load;
 mod cli_report;
@@ -97,11 +98,21 @@ fn clap_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
+            let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+            let mut first = lines
+                .next()
                 .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
+                .trim_start_matches("error: ")
+                .to_string();
+            // "the following required arguments were not provided:" is
+            // followed by the arguments, one per indented line.
+            if first.ends_with(':') {
+                let more: Vec<&str> = lines
+                    .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+                    .map(str::trim)
+                    .collect();
+                first = format!("{first} {}", more.join(", "));
+            }
             eprintln!("numalab: error: {first} (see --help)");
             ExitCode::from(2)
         }

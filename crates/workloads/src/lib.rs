@@ -5,6 +5,8 @@
 //! kernel schedules them exactly as it would the original programs, and
 //! numalab can account every task's CPU time with `wait4`, watch where it
 //! runs and where its pages are, and kill it if the user interrupts.
+//! [`command`] is the exception: it runs the user's program as it is (a
+//! configure script, say), in its own process group, and times the tree.
 //!
 //! A run is only a result if the work was done: every task must exit 0 and
 //! report that it completed all its passes or iterations. Anything else
@@ -19,6 +21,7 @@
 pub mod autonuma;
 pub mod autonuma_run;
 pub mod autonuma_task;
+pub mod command;
 pub mod hackbench;
 pub mod interrupt;
 pub mod numa_test;

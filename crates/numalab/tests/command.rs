@@ -1,0 +1,216 @@
+//! `numalab run command`: any command as a benchmark, its records, its
+//! failures, and nothing of it left running after the run or Ctrl-C.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::{alive, assert_one_line_error, children, json_records, numalab_in, text, EXE};
+
+#[test]
+fn runs_are_recorded_with_times_and_output_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("src")).unwrap();
+    std::fs::write(
+        d.join("src/configure"),
+        "#!/bin/sh\necho checking; sleep 0.2\n",
+    )
+    .unwrap();
+    let o = Command::new("chmod")
+        .args(["+x", "src/configure"])
+        .current_dir(d)
+        .status()
+        .unwrap();
+    assert!(o.success());
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--runs",
+            "2",
+            "--label",
+            "cfs",
+            "--cwd",
+            "src",
+            "--",
+            "./configure",
+        ],
+        d,
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("configure summary, label \"cfs\""), "{out}");
+    let recs = json_records(&d.join("numalab-results"));
+    assert_eq!(recs.len(), 2);
+    for (path, r) in &recs {
+        assert_eq!(r["benchmark"], "configure");
+        assert_eq!(r["label"], "cfs");
+        assert_eq!(r["outcome"]["status"], "ok");
+        assert_eq!(r["params"]["command"][0], "./configure");
+        let elapsed = r["metrics"]["elapsed_s"]["value"].as_f64().unwrap();
+        assert!(elapsed >= 0.2, "{elapsed}");
+        assert!(r["metrics"]["user_s"]["value"].as_f64().is_some());
+        assert_eq!(r["tasks"][0]["exit"], "exit 0");
+        assert_eq!(r["tasks"][0]["work_done"], 1);
+        // The output is in a log beside the record.
+        let log = path.with_extension("log");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "checking\n");
+    }
+    // The records compare like any others.
+    let o = numalab_in(&["compare", "numalab-results"], d);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("configure"));
+}
+
+#[test]
+fn a_failing_command_fails_the_run_with_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--",
+            "sh",
+            "-c",
+            "echo broken >&2; exit 3",
+        ],
+        d,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("1 of 1 runs failed") && err.contains("exit 3"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).contains("FAILED"));
+    let recs = json_records(&d.join("numalab-results"));
+    assert_eq!(recs.len(), 1, "the failed run is recorded");
+    let r = &recs[0].1;
+    assert_eq!(r["outcome"]["status"], "failed");
+    let reason = r["outcome"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exit 3") && reason.contains("broken"),
+        "{reason}"
+    );
+    assert_eq!(r["tasks"][0]["work_done"], 0);
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&[&str], &str); 5] = [
+        (&["run", "command"], "PROGRAM"),
+        (
+            &["run", "command", "--", "no-such-program-here"],
+            "not found",
+        ),
+        (
+            &["run", "command", "--name", "numa01", "--", "true"],
+            "numa01",
+        ),
+        (&["run", "command", "--name", "a/b", "--", "true"], "a/b"),
+        (
+            &["run", "command", "--cwd", "nowhere", "--", "true"],
+            "nowhere",
+        ),
+    ];
+    for (args, needle) in cases {
+        assert_one_line_error(&numalab_in(args, d), needle);
+    }
+    assert!(!d.join("numalab-results").exists());
+}
+
+/// Wait until `pid` has `n` children; their pids.
+fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
+    for _ in 0..500 {
+        let c = children(pid);
+        if c.len() >= n {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{pid} never had {n} children");
+}
+
+/// Every descendant of `pid` (children, grandchildren, ...).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for c in children(p) {
+            out.push(c);
+            todo.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_kills_the_whole_process_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Command::new(EXE)
+        .args([
+            "run",
+            "command",
+            "--",
+            "sh",
+            "-c",
+            "sleep 60 & sleep 60; wait",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sh = wait_for_children(c.id(), 1)[0];
+    wait_for_children(sh, 2);
+    let tree = descendants(c.id());
+    assert!(tree.len() >= 3, "{tree:?}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    let left: Vec<u32> = tree.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "processes outlived numalab: {left:?}");
+    let written: Vec<_> = std::fs::read_dir(dir.path().join("numalab-results"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        written
+            .iter()
+            .all(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "log")),
+        "no record of the unfinished run: {written:?}"
+    );
+}
+
+#[test]
+fn processes_left_behind_are_killed_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pidfile = d.join("bg.pid");
+    let script = format!("sleep 60 & echo $! > {}; exit 0", pidfile.display());
+    let o = numalab_in(
+        &["run", "command", "--name", "bg", "--", "sh", "-c", &script],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("left 1 process(es) running"),
+        "{}",
+        text(&o.stdout)
+    );
+    let bg: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(bg), "the background sleep outlived the run");
+    let recs = json_records(&d.join("numalab-results"));
+    assert!(recs[0].1["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("left 1 process"));
+}
