@@ -20,7 +20,7 @@ use std::io::Write;
 pub const CHUNK: usize = 1 << 16;
 /// Passes over the index vector, as in the seed.
 pub const PASSES: u32 = 100;
-/// Bytes per element: a[i] and b[i] (f64) and ix[i] (i32).
+/// Bytes per element: `a[i]` and `b[i]` (f64) and `ix[i]` (i32).
 pub const BYTES_PER_ELEMENT: u64 = 20;
 
 /// What a task reports to the parent on its last stdout line.
