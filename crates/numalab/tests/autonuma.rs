@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{alive, children};
+use common::{alive, wait_for_children};
 
 fn numalab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_numalab"))
@@ -348,15 +348,7 @@ fn ctrl_c_stops_every_benchmark_process() {
         .spawn()
         .unwrap();
     // numa01 runs two processes.
-    let mut kids = Vec::new();
-    for _ in 0..3000 {
-        kids = children(c.id());
-        if kids.len() >= 2 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(kids.len() >= 2, "the benchmark's processes never started");
+    let kids = wait_for_children(c.id(), 2);
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };

@@ -2,10 +2,11 @@
 //! failures, and nothing of it left running after the run or Ctrl-C.
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 mod common;
-use common::{alive, assert_one_line_error, children, json_records, numalab_in, text, EXE};
+use common::{
+    alive, assert_one_line_error, children, json_records, numalab_in, text, wait_for_children, EXE,
+};
 
 #[test]
 fn runs_are_recorded_with_times_and_output_logs() {
@@ -121,18 +122,6 @@ fn bad_input_is_a_one_line_error_and_writes_nothing() {
         assert_one_line_error(&numalab_in(args, d), needle);
     }
     assert!(!d.join("numalab-results").exists());
-}
-
-/// Wait until `pid` has `n` children; their pids.
-fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
-    for _ in 0..500 {
-        let c = children(pid);
-        if c.len() >= n {
-            return c;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{pid} never had {n} children");
 }
 
 /// Every descendant of `pid` (children, grandchildren, ...).

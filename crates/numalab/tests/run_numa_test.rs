@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{alive, assert_one_line_error, children, numalab_in as numalab, text};
+use common::{
+    alive, assert_one_line_error, children, numalab_in as numalab, text, wait_for_children,
+};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures")
@@ -197,18 +199,6 @@ fn topology_text_and_json_here_and_on_fixtures() {
     );
 }
 
-/// Children of `pid` (from /proc/PID/task/*/children).
-fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
-    for _ in 0..500 {
-        let c = children(pid);
-        if c.len() >= n {
-            return c;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("numalab did not start {n} tasks");
-}
-
 #[test]
 fn a_killed_task_fails_the_run_loudly() {
     let dir = tempfile::tempdir().unwrap();
@@ -258,18 +248,7 @@ fn ctrl_c_stops_every_task_and_keeps_finished_records() {
         .spawn()
         .unwrap();
     // wait for the second run (2 tasks + the storm's process)
-    let mut kids = Vec::new();
-    for _ in 0..3000 {
-        kids = children(c.id());
-        if kids.len() >= 3 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(
-        kids.len() >= 3,
-        "second run with its load peak never started"
-    );
+    let kids = wait_for_children(c.id(), 3);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let mut all = kids.clone();
     for k in &kids {

@@ -120,3 +120,15 @@ pub fn alive(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Wait (up to 30 s) until `pid` has at least `n` children; their pids.
+pub fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
+    for _ in 0..3000 {
+        let c = children(pid);
+        if c.len() >= n {
+            return c;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{pid} did not start {n} child processes within 30 s");
+}
