@@ -21,6 +21,7 @@
 //! A value that cannot be read is absent, never guessed.
 
 pub mod cpulist;
+pub mod placement;
 pub mod probe;
 mod topology;
 

@@ -144,3 +144,38 @@ fn this_machine_parses() {
     assert!(!t.cpus.is_empty());
     t.validate().unwrap();
 }
+
+#[test]
+fn placements_on_the_two_socket_smt_fixture() {
+    use numalab_topology::placement::Placement;
+    let t = fixture("2socket-smt-4llc");
+    let nllc = t.llcs.len();
+    let llc_of = |c: u32| t.cpu(c).unwrap().llc.unwrap();
+    let core_of = |c: u32| t.cpu(c).unwrap().core;
+    // spread: one CPU in each LLC, each on its own core, both nodes used.
+    let s = Placement::Spread.cpus(&t, nllc).unwrap().unwrap();
+    let mut llcs: Vec<u32> = s.iter().map(|&c| llc_of(c)).collect();
+    llcs.sort_unstable();
+    llcs.dedup();
+    assert_eq!(llcs.len(), nllc, "{s:?}");
+    let nodes: std::collections::BTreeSet<u32> =
+        s.iter().map(|&c| t.node_of_cpu(c).unwrap()).collect();
+    assert_eq!(nodes.len(), 2, "{s:?}");
+    // packed: the cores of one LLC first.
+    let per_llc = t.cores().len() / nllc;
+    let p = Placement::Packed.cpus(&t, per_llc).unwrap().unwrap();
+    assert!(p.iter().all(|&c| llc_of(c) == llc_of(p[0])), "{p:?}");
+    let mut cores: Vec<u32> = p.iter().map(|&c| core_of(c)).collect();
+    cores.dedup();
+    assert_eq!(cores.len(), per_llc);
+    // packed-smt: whole cores, siblings together.
+    let q = Placement::PackedSmt.cpus(&t, 4).unwrap().unwrap();
+    let mut qc: Vec<u32> = q.iter().map(|&c| core_of(c)).collect();
+    qc.sort_unstable();
+    qc.dedup();
+    assert_eq!(qc.len(), 2, "{q:?}");
+    // the one-node VM has no SMT
+    let vm = fixture("vm-1node");
+    assert!(Placement::SpreadSmt.cpus(&vm, 2).is_err());
+    assert_eq!(Placement::Packed.cpus(&vm, 2).unwrap().unwrap(), vec![0, 1]);
+}
