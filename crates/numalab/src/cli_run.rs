@@ -56,6 +56,12 @@ enum Benchmark {
     /// The two-halves microbenchmark (seed 004): two sets of threads on two nodes touching their halves of a buffer first touched on one
     #[command(name = "twohalves")]
     Twohalves(crate::cli_autonuma::TwoHalvesArgs),
+    /// Placement experiment (seed 003): N spinning tasks on CPU sets derived from the topology
+    #[command(name = "spin")]
+    Spin(crate::cli_placement::SpinArgs),
+    /// Placement experiment (seed 003): a hackbench message storm on CPU sets derived from the topology
+    #[command(name = "hackbench")]
+    Hackbench(crate::cli_placement::HackbenchArgs),
     /// Any command, e.g. a configure script (seed 003): elapsed, user and sys time of the whole process tree per run
     #[command(name = "command")]
     Command(crate::cli_command::CommandArgs),
@@ -114,6 +120,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Benchmark::Numa02Smt(a) => crate::cli_autonuma::run(Kind::Numa02Smt, a),
         Benchmark::Twohalves(a) => crate::cli_autonuma::run(Kind::TwoHalves, a.into_common()),
         Benchmark::Command(a) => crate::cli_command::run(a),
+        Benchmark::Spin(a) => crate::cli_placement::run_spin(a),
+        Benchmark::Hackbench(a) => crate::cli_placement::run_hackbench(a),
     }
 }
 

@@ -9,6 +9,7 @@ mod cli_autonuma;
 mod cli_command;
 mod cli_compare;
 mod cli_load;
+mod cli_placement;
 mod cli_report;
 mod cli_run;
 mod cli_show;

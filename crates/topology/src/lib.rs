@@ -16,6 +16,9 @@
 //! 2-socket SMT machine with several LLCs per node, and a machine with a
 //! memory-only node.
 //!
+//! [`placement`] derives the CPU sets of placement experiments (spread,
+//! packed, with or without SMT siblings) from the same description.
+//!
 //! [`MachineInfo`] adds what else shapes a NUMA result: kernel, CPU model,
 //! `kernel.numa_balancing` and its scan tunables, THP, governor and SMT.
 //! A value that cannot be read is absent, never guessed.

@@ -39,8 +39,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Names a command may not take: they are numalab's own benchmarks.
-pub const RESERVED: [&str; 7] = [
+pub const RESERVED: [&str; 9] = [
     "numa_test",
+    "spin",
+    "hackbench",
     "numa01",
     "numa01_THREAD_ALLOC",
     "numa02",

@@ -1,19 +1,31 @@
-//! The load peak of numa_test: a message storm like the seed's
-//! `hackbench 20`, built in. `groups` groups of 20 sender and 20 receiver
-//! processes; every sender writes `loops` messages of 100 bytes to each
-//! receiver of its group over a UNIX socketpair; receivers read until they
-//! have everything. Its elapsed time (first message to last process exit)
-//! is numa_test's `H`.
+//! The load peak of numa_test, and the message-passing benchmark of
+//! placement experiments: a message storm like hackbench's process mode,
+//! built in. `groups` groups of `fds` sender and `fds` receiver processes
+//! (numa_test: 20, the seed's `hackbench 20`); every sender writes `loops`
+//! messages of `size` bytes (numa_test: 100) to each receiver of its group
+//! over a UNIX socketpair; receivers read until they have everything. Its
+//! elapsed time (first message to last process exit) is numa_test's `H`.
 //!
-//! It runs as its own process (`numalab __hackbench GROUPS LOOPS`), which
+//! It runs as its own process (`numalab __hackbench GROUPS LOOPS [FDS
+//! SIZE]`), which
 //! is single-threaded, so `fork` without `exec` is safe there. Every
 //! process it forks dies with it (PR_SET_PDEATHSIG), and it dies with
 //! numalab.
 
 use std::time::Instant;
 
+/// numa_test's storm: senders and receivers per group, message bytes.
 pub const PER_GROUP: usize = 20;
 pub const MESSAGE: usize = 100;
+
+/// The shape of one storm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Storm {
+    pub groups: usize,
+    pub fds: usize,
+    pub loops: usize,
+    pub size: usize,
+}
 
 fn fail(what: &str) -> ! {
     let e = std::io::Error::last_os_error();
@@ -56,19 +68,19 @@ fn ready(ready_w: i32, wake_r: i32) {
     }
 }
 
-fn sender(out: &[i32], loops: usize, ready_w: i32, wake_r: i32) -> i32 {
+fn sender(out: &[i32], loops: usize, size: usize, ready_w: i32, wake_r: i32) -> i32 {
     ready(ready_w, wake_r);
-    let data = [0u8; MESSAGE];
+    let data = vec![0u8; size];
     for _ in 0..loops {
         for &fd in out {
             let mut done = 0;
-            while done < MESSAGE {
+            while done < size {
                 // SAFETY: writing from a local buffer.
                 let r = unsafe {
                     libc::write(
                         fd,
                         data[done..].as_ptr() as *const libc::c_void,
-                        MESSAGE - done,
+                        size - done,
                     )
                 };
                 if r < 0 {
@@ -81,13 +93,13 @@ fn sender(out: &[i32], loops: usize, ready_w: i32, wake_r: i32) -> i32 {
     0
 }
 
-fn receiver(fd: i32, expected: usize, ready_w: i32, wake_r: i32) -> i32 {
+fn receiver(fd: i32, expected: usize, size: usize, ready_w: i32, wake_r: i32) -> i32 {
     ready(ready_w, wake_r);
-    let mut buf = [0u8; MESSAGE];
+    let mut buf = vec![0u8; size];
     let mut got = 0;
     while got < expected {
-        // SAFETY: reading into a local buffer.
-        let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, MESSAGE) };
+        // SAFETY: reading into a local buffer of `size` bytes.
+        let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, size) };
         if r <= 0 {
             fail("receiver read");
         }
@@ -97,7 +109,13 @@ fn receiver(fd: i32, expected: usize, ready_w: i32, wake_r: i32) -> i32 {
 }
 
 /// Run the storm; returns seconds from "go" to the last exit.
-pub fn run(groups: usize, loops: usize) -> f64 {
+pub fn run(storm: Storm) -> f64 {
+    let Storm {
+        groups,
+        fds,
+        loops,
+        size,
+    } = storm;
     let mut ready_p = [0i32; 2];
     let mut wake_p = [0i32; 2];
     // SAFETY: pipe writes two fds into the arrays.
@@ -106,9 +124,9 @@ pub fn run(groups: usize, loops: usize) -> f64 {
             fail("pipe");
         }
     }
-    let mut pids = Vec::with_capacity(groups * 2 * PER_GROUP);
+    let mut pids = Vec::with_capacity(groups * 2 * fds);
     for _ in 0..groups {
-        let mut pairs = [[0i32; 2]; PER_GROUP];
+        let mut pairs = vec![[0i32; 2]; fds];
         for p in pairs.iter_mut() {
             // SAFETY: socketpair fills two fds.
             if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, p.as_mut_ptr()) } != 0
@@ -119,12 +137,14 @@ pub fn run(groups: usize, loops: usize) -> f64 {
         for p in &pairs {
             let fd = p[0];
             pids.push(fork_child(|| {
-                receiver(fd, PER_GROUP * loops * MESSAGE, ready_p[1], wake_p[0])
+                receiver(fd, fds * loops * size, size, ready_p[1], wake_p[0])
             }));
         }
         let outs: Vec<i32> = pairs.iter().map(|p| p[1]).collect();
-        for _ in 0..PER_GROUP {
-            pids.push(fork_child(|| sender(&outs, loops, ready_p[1], wake_p[0])));
+        for _ in 0..fds {
+            pids.push(fork_child(|| {
+                sender(&outs, loops, size, ready_p[1], wake_p[0])
+            }));
         }
         for p in &pairs {
             // SAFETY: closing our copies; the children keep theirs.
@@ -161,14 +181,26 @@ pub fn run(groups: usize, loops: usize) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
-/// Entry of `numalab __hackbench GROUPS LOOPS`: prints `H <seconds>`.
+/// Entry of `numalab __hackbench GROUPS LOOPS [FDS SIZE]` (FDS and SIZE
+/// default to numa_test's 20 and 100): prints `H <seconds>`.
 pub fn hackbench_main(args: &[String]) -> i32 {
     let parse = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
     let (Some(groups), Some(loops)) = (parse(0), parse(1)) else {
-        eprintln!("numalab: internal: usage: __hackbench GROUPS LOOPS");
+        eprintln!("numalab: internal: usage: __hackbench GROUPS LOOPS [FDS SIZE]");
         return 2;
     };
-    let h = run(groups, loops);
+    let fds = parse(2).unwrap_or(PER_GROUP);
+    let size = parse(3).unwrap_or(MESSAGE);
+    if groups == 0 || loops == 0 || fds == 0 || size == 0 {
+        eprintln!("numalab: internal: hackbench needs positive counts");
+        return 2;
+    }
+    let h = run(Storm {
+        groups,
+        fds,
+        loops,
+        size,
+    });
     println!("H {h:.6}");
     0
 }

@@ -27,6 +27,7 @@ pub mod interrupt;
 pub mod numa_test;
 pub mod observe;
 pub mod pace;
+pub mod placement_run;
 pub mod randupdt;
 pub mod run;
 pub mod sizing;
@@ -41,6 +42,7 @@ pub fn internal_main(args: &[String]) -> i32 {
             Some("randupdt") => randupdt::task_main(&args[2..]),
             Some("autonuma") => autonuma_task::task_main(&args[2..]),
             Some("hold") => autonuma_task::hold_main(&args[2..]),
+            Some("spin") => placement_run::spin_main(&args[2..]),
             other => {
                 eprintln!("numalab: internal: unknown task {other:?}");
                 2

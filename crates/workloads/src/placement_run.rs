@@ -1,0 +1,533 @@
+//! Placement experiments (seed 003): where should a few tasks run? The
+//! same work is run on CPU sets derived from the topology
+//! ([`numalab_topology::placement`]), or on a list the user gives, as
+//! `taskset -c` would restrict it:
+//!
+//! - `spin`: N processes each spinning through a fixed number of
+//!   iterations of a dependent integer chain (pure ALU work: what two SMT
+//!   siblings share, what a cache does not help). A task's residency is
+//!   measured as numa_test's: it reads its CPU and CPU time every
+//!   [`SPIN_CHUNK`] iterations. The run's time is the last task's end.
+//! - `hackbench`: the built-in message storm ([`crate::hackbench`]) with
+//!   hackbench's parameters (groups, fds, loops, message size); every
+//!   process it forks inherits the CPU set. The run's time is the storm's
+//!   own, first message to last exit, as hackbench reports it.
+
+use crate::hackbench::Storm;
+use crate::interrupt::Interrupted;
+use crate::observe::Observer;
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::randupdt::Residency;
+use crate::run::{new_record, progress_bar, RunSpec};
+use anyhow::{Context, Result};
+use numalab_linux::child::{self, Exit};
+use numalab_record::{Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::{cpulist, MachineInfo, Topology};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Iterations between two residency readings of a spinning task.
+pub const SPIN_CHUNK: u64 = 1 << 20;
+
+/// Where the tasks may run: a named placement with its CPUs, or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuSet {
+    /// `default`, `spread`, ..., or `cpus` for a list given by the user.
+    pub name: String,
+    /// `None`: every CPU (no affinity set).
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl CpuSet {
+    fn describe(&self) -> String {
+        match &self.cpus {
+            Some(c) => cpulist::format(c),
+            None => "all".into(),
+        }
+    }
+}
+
+/// Restrict `cmd`'s process (and what it forks) to `cpus` before it execs.
+fn with_affinity(cmd: &mut Command, cpus: &Option<Vec<u32>>) {
+    let Some(cpus) = cpus.clone() else { return };
+    // SAFETY: sched_setaffinity is async-signal-safe; the closure touches
+    // only its own copy of the list and a stack-allocated set.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            for &c in &cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c as usize, &mut set);
+                }
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Check a user's CPU list against the machine.
+pub fn check_cpus(topo: &Topology, cpus: &[u32]) -> Result<(), String> {
+    for c in cpus {
+        if topo.cpu(*c).is_none() {
+            return Err(format!(
+                "CPU {c} is not on this machine (CPUs {})",
+                cpulist::format(&topo.cpus.iter().map(|c| c.id).collect::<Vec<_>>())
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ----- the spinning task -----
+
+/// What a spinning task reports on its last line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpinReport {
+    pub initial_cpu: u32,
+    pub cpu_time_ns: BTreeMap<u32, u64>,
+    pub readings: u64,
+    pub iterations: u64,
+    /// The chain's last value, so the work cannot be optimised away.
+    pub checksum: u64,
+}
+
+/// Spin through `iterations`, writing `progress K` (chunks done) lines.
+pub fn spin(iterations: u64, progress: &mut dyn Write) -> SpinReport {
+    let mut res = Residency::start();
+    let initial_cpu = res.last_cpu;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut done = 0;
+    let mut chunks = 0u64;
+    while done < iterations {
+        let n = SPIN_CHUNK.min(iterations - done);
+        for _ in 0..n {
+            // xorshift64: each step depends on the last.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        x = std::hint::black_box(x);
+        done += n;
+        chunks += 1;
+        res.tick();
+        if chunks.is_multiple_of(16) || done == iterations {
+            let _ = writeln!(progress, "progress {done}");
+            let _ = progress.flush();
+        }
+    }
+    SpinReport {
+        initial_cpu,
+        cpu_time_ns: res.per_cpu,
+        readings: res.readings,
+        iterations: done,
+        checksum: x,
+    }
+}
+
+/// Iterations per second of one spinning thread here, measured for
+/// about `duration` (the basis of `--seconds`).
+pub fn spin_rate(duration: Duration) -> f64 {
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    let mut sink = Vec::new();
+    while t0.elapsed() < duration {
+        spin(SPIN_CHUNK, &mut sink);
+        sink.clear();
+        n += SPIN_CHUNK;
+    }
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// `numalab __task spin ITERATIONS`: progress lines, then `done <json>`.
+pub fn spin_main(args: &[String]) -> i32 {
+    let Some(iterations) = args.first().and_then(|s| s.parse::<u64>().ok()) else {
+        eprintln!("numalab: internal: usage: __task spin ITERATIONS");
+        return 2;
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let r = spin(iterations, &mut out);
+    let _ = writeln!(
+        out,
+        "done {}",
+        serde_json::to_string(&r).expect("report serialises")
+    );
+    0
+}
+
+// ----- runs -----
+
+#[derive(Debug, Clone)]
+pub struct SpinParams {
+    pub tasks: u32,
+    pub iterations: u64,
+    pub set: CpuSet,
+}
+
+struct Task {
+    pid: i32,
+    progress: Arc<AtomicU64>,
+    report: Arc<Mutex<Option<SpinReport>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    exit: Option<(Exit, f64)>,
+}
+
+fn spawn_spin(exe: &Path, p: &SpinParams) -> Result<Task> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "spin"])
+        .arg(p.iterations.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    child::die_with_parent(&mut cmd);
+    with_affinity(&mut cmd, &p.set.cpus);
+    let mut c = cmd.spawn().context("starting a spinning task")?;
+    let progress = Arc::new(AtomicU64::new(0));
+    let report = Arc::new(Mutex::new(None));
+    let out = c.stdout.take().expect("piped stdout");
+    let (pr, rr) = (progress.clone(), report.clone());
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if let Some(k) = line.strip_prefix("progress ") {
+                if let Ok(k) = k.parse() {
+                    pr.store(k, Ordering::Relaxed);
+                }
+            } else if let Some(json) = line.strip_prefix("done ") {
+                if let Ok(r) = serde_json::from_str(json) {
+                    *rr.lock().expect("report lock") = Some(r);
+                }
+            }
+        }
+    });
+    Ok(Task {
+        pid: c.id() as i32,
+        progress,
+        report,
+        reader: Some(reader),
+        exit: None,
+    })
+}
+
+fn kill_tasks(tasks: &mut [Task]) {
+    for t in tasks.iter().filter(|t| t.exit.is_none()) {
+        child::signal(t.pid, libc::SIGKILL);
+    }
+    for t in tasks.iter_mut() {
+        if t.exit.is_none() {
+            let _ = child::wait4(t.pid, true);
+        }
+        if let Some(r) = t.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+fn placement_params(set: &CpuSet) -> [(String, serde_json::Value); 2] {
+    [
+        ("placement".into(), set.name.clone().into()),
+        ("cpus".into(), set.describe().into()),
+    ]
+}
+
+/// Run the spinning tasks once.
+pub fn run_spin(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &SpinParams,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let mut params: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    params.insert("tasks".into(), p.tasks.into());
+    params.insert("iterations".into(), p.iterations.into());
+    params.extend(placement_params(&p.set));
+    let mut rec = new_record("spin", spec.label, spec.repetition, machine, params);
+    let observer = Observer::start(topo);
+    let bar = progress_bar(p.tasks as u64 * p.iterations, spec.title.clone());
+    let start = Instant::now();
+    let mut tasks: Vec<Task> = Vec::new();
+    for _ in 0..p.tasks {
+        match spawn_spin(exe, p) {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                kill_tasks(&mut tasks);
+                return Err(e);
+            }
+        }
+    }
+    let ids: Vec<(i32, Option<i32>)> = tasks.iter().map(|t| (t.pid, None)).collect();
+    let mut pacer = Pacer::new(spec.interval);
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            bar.finish_and_clear();
+            kill_tasks(&mut tasks);
+            return Err(Interrupted.into());
+        }
+        for t in tasks.iter_mut().filter(|t| t.exit.is_none()) {
+            if let Some(e) = child::wait4(t.pid, false).context("waiting for a task")? {
+                t.exit = Some((e, start.elapsed().as_secs_f64()));
+            }
+        }
+        let progress: Vec<u64> = tasks
+            .iter()
+            .map(|t| t.progress.load(Ordering::Relaxed))
+            .collect();
+        bar.set_position(progress.iter().sum());
+        let running = tasks.iter().any(|t| t.exit.is_none());
+        if !running {
+            break;
+        }
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            let live: Vec<i32> = tasks
+                .iter()
+                .map(|t| if t.exit.is_none() { t.pid } else { -1 })
+                .collect();
+            let mut s = observer.sample(now, &live, &ids, progress);
+            for (i, t) in tasks.iter().enumerate() {
+                if t.exit.is_some() {
+                    s.task_node[i] = None;
+                }
+            }
+            rec.series.samples.push(s);
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    bar.finish_and_clear();
+    rec.series.interval_s = pacer.longest_s();
+    for t in tasks.iter_mut() {
+        if let Some(r) = t.reader.take() {
+            let _ = r.join();
+        }
+    }
+    let nodes = topo.nodes.len();
+    let mut failures = Vec::new();
+    let mut elapsed: f64 = 0.0;
+    let (mut user, mut sys) = (0.0, 0.0);
+    for (i, t) in tasks.iter().enumerate() {
+        let (exit, end) = t.exit.expect("every task was waited for");
+        elapsed = elapsed.max(end);
+        user += exit.user_s;
+        sys += exit.sys_s;
+        let report = t.report.lock().expect("report lock").clone();
+        let done = report.as_ref().map_or(0, |r| r.iterations);
+        if !exit.success() {
+            failures.push(format!("task {} ended with {}", i + 1, exit.describe()));
+        } else if done != p.iterations {
+            failures.push(format!(
+                "task {} did {done} of {} iterations",
+                i + 1,
+                p.iterations
+            ));
+        }
+        let mut node_time = vec![0.0; nodes];
+        for (cpu, ns) in report.iter().flat_map(|r| r.cpu_time_ns.iter()) {
+            if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
+                node_time[ix] += *ns as f64 / 1e9;
+            }
+        }
+        let main = node_time
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(ix, _)| topo.nodes[ix].id);
+        rec.processes.push(ProcessInfo {
+            index: i as u32,
+            name: format!("spin task {}", i + 1),
+            pid: Some(t.pid),
+        });
+        rec.tasks.push(TaskRecord {
+            id: i as u32 + 1,
+            name: format!("spin {}", i + 1),
+            pid: Some(t.pid),
+            process: Some(i as u32),
+            initial_node: report
+                .as_ref()
+                .and_then(|r| topo.node_of_cpu(r.initial_cpu)),
+            main_node: main,
+            node_time_s: node_time,
+            residency_method: format!(
+                "the task reads its CPU (sched_getcpu) and thread CPU time every {SPIN_CHUNK} iterations and charges the time between readings to the CPU seen at the first"
+            ),
+            residency_samples: report.as_ref().map_or(0, |r| r.readings),
+            user_s: exit.user_s,
+            sys_s: exit.sys_s,
+            work_done: done,
+            work_expected: p.iterations,
+            exit: exit.describe(),
+        });
+    }
+    rec.metrics
+        .insert("elapsed_s".into(), Metric::seconds(elapsed));
+    rec.metrics.insert("user_s".into(), Metric::seconds(user));
+    rec.metrics.insert("sys_s".into(), Metric::seconds(sys));
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+#[derive(Debug, Clone)]
+pub struct HackbenchParams {
+    pub storm: Storm,
+    pub set: CpuSet,
+}
+
+/// Run the message storm once.
+pub fn run_hackbench(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &HackbenchParams,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let Storm {
+        groups,
+        fds,
+        loops,
+        size,
+    } = p.storm;
+    let mut params: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    params.insert("groups".into(), groups.into());
+    params.insert("fds".into(), fds.into());
+    params.insert("loops".into(), loops.into());
+    params.insert("size".into(), size.into());
+    params.extend(placement_params(&p.set));
+    let mut rec = new_record("hackbench", spec.label, spec.repetition, machine, params);
+    let observer = Observer::start(topo);
+    let mut cmd = Command::new(exe);
+    cmd.arg("__hackbench")
+        .args([groups, loops, fds, size].map(|v| v.to_string()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    child::die_with_parent(&mut cmd);
+    with_affinity(&mut cmd, &p.set.cpus);
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{elapsed_precise}] {spinner}")
+            .expect("valid template"),
+    );
+    bar.set_message(spec.title.clone());
+    let start = Instant::now();
+    let mut c = cmd.spawn().context("starting hackbench")?;
+    let pid = c.id() as i32;
+    let out = c.stdout.take().expect("piped stdout");
+    let err = c.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
+        text
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut text);
+        text
+    });
+    let mut pacer = Pacer::new(spec.interval);
+    let exit = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            bar.finish_and_clear();
+            // Its forked senders and receivers die with it (PDEATHSIG).
+            child::signal(pid, libc::SIGKILL);
+            let _ = child::wait4(pid, true);
+            return Err(Interrupted.into());
+        }
+        if let Some(e) = child::wait4(pid, false).context("waiting for hackbench")? {
+            break e;
+        }
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], Vec::new()));
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        bar.tick();
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    bar.finish_and_clear();
+    rec.series.interval_s = pacer.longest_s();
+    let text = reader.join().unwrap_or_default();
+    let errors = err_reader.join().unwrap_or_default();
+    let h: Option<f64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("H ").and_then(|v| v.trim().parse().ok()));
+    rec.processes.push(ProcessInfo {
+        index: 0,
+        name: format!("hackbench {groups} groups x {fds} fds"),
+        pid: Some(pid),
+    });
+    rec.tasks.push(TaskRecord {
+        id: 1,
+        name: "hackbench".into(),
+        pid: Some(pid),
+        process: Some(0),
+        initial_node: None,
+        main_node: None,
+        node_time_s: vec![0.0; topo.nodes.len()],
+        residency_method: "not observed: thousands of short message-passing processes".into(),
+        residency_samples: 0,
+        user_s: exit.user_s,
+        sys_s: exit.sys_s,
+        work_done: u64::from(exit.success() && h.is_some()),
+        work_expected: 1,
+        exit: exit.describe(),
+    });
+    rec.metrics
+        .insert("user_s".into(), Metric::seconds(exit.user_s));
+    rec.metrics
+        .insert("sys_s".into(), Metric::seconds(exit.sys_s));
+    match h {
+        Some(h) if exit.success() => {
+            rec.metrics.insert("elapsed_s".into(), Metric::seconds(h));
+        }
+        _ => {
+            let why = errors.lines().last().unwrap_or("").trim().to_string();
+            rec.outcome = Outcome::failed(format!(
+                "hackbench ended with {}{}",
+                exit.describe(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            ));
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_does_every_iteration_and_charges_its_time() {
+        let mut out = Vec::new();
+        let r = spin(5 * SPIN_CHUNK + 7, &mut out);
+        assert_eq!(r.iterations, 5 * SPIN_CHUNK + 7);
+        assert!(r.readings >= 6);
+        assert!(r.cpu_time_ns.values().sum::<u64>() > 0);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with(&format!("progress {}\n", 5 * SPIN_CHUNK + 7)));
+        assert!(spin_rate(Duration::from_millis(20)) > 1e6);
+    }
+}
