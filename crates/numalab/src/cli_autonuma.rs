@@ -285,19 +285,7 @@ pub fn run(kind: Kind, a: AutonumaArgs) -> Result<ExitCode> {
     if nodes.len() < 2 {
         println!("convergence is trivial on this machine: it has one NUMA node with CPUs");
     }
-    let failed: Vec<&RunRecord> = refs
-        .iter()
-        .copied()
-        .filter(|r| !r.outcome.is_ok())
-        .collect();
-    if !failed.is_empty() {
-        bail!(
-            "{} of {} runs failed (first: {})",
-            failed.len(),
-            refs.len(),
-            failed[0].outcome.reason.as_deref().unwrap_or("unknown")
-        );
-    }
+    crate::cli_run::fail_if_any(refs)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -84,42 +84,14 @@ pub fn run(a: CommandArgs) -> Result<ExitCode> {
             Ok(kept) => kept,
             Err(code) => return Ok(code),
         };
-        let m = |k: &str| rec.metric(k).unwrap_or(f64::NAN);
-        println!(
-            "== {msg}: {}   elapsed {:.2} s   user {:.2} s   sys {:.2} s",
-            if rec.outcome.is_ok() { "ok" } else { "FAILED" },
-            m("elapsed_s"),
-            m("user_s"),
-            m("sys_s")
-        );
-        for w in &rec.warnings {
-            println!("warning: {w}");
-        }
-        if let Some(reason) = &rec.outcome.reason {
-            println!("failed: {reason}");
-        }
-        println!(
-            "record: {}   output: {}.log",
-            path.display(),
-            results.join(&rec.id).display()
-        );
+        crate::cli_run::print_run_line(&msg, &rec, &path);
+        println!("output: {}.log", results.join(&rec.id).display());
         done.push(rec);
     }
     println!();
     println!("{name} summary, label {:?}:", a.common.label);
     print!("{}", summary(&done));
-    let failed: Vec<&RunRecord> = done.iter().filter(|r| !r.outcome.is_ok()).collect();
-    if !failed.is_empty() {
-        bail!(
-            "{} of {} runs failed (first: the command ended with {})",
-            failed.len(),
-            done.len(),
-            failed[0]
-                .tasks
-                .first()
-                .map_or("unknown", |t| t.exit.as_str())
-        );
-    }
+    crate::cli_run::fail_if_any(&done)?;
     Ok(ExitCode::SUCCESS)
 }
 

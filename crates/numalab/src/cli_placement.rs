@@ -257,33 +257,14 @@ fn run_all(
                 Ok(kept) => kept,
                 Err(code) => return Ok(code),
             };
-            let m = |k: &str| rec.metric(k).unwrap_or(f64::NAN);
-            println!(
-                "== {msg}: {}   elapsed {:.2} s   user {:.2} s   sys {:.2} s",
-                if rec.outcome.is_ok() { "ok" } else { "FAILED" },
-                m("elapsed_s"),
-                m("user_s"),
-                m("sys_s")
-            );
-            if let Some(reason) = &rec.outcome.reason {
-                println!("failed: {reason}");
-            }
-            println!("record: {}", path.display());
+            crate::cli_run::print_run_line(&msg, &rec, &path);
             done.push(rec);
         }
     }
     println!();
     println!("{bench} summary, label {:?}:", common.label);
     print!("{}", summary(sets, &done));
-    let failed: Vec<&RunRecord> = done.iter().filter(|r| !r.outcome.is_ok()).collect();
-    if !failed.is_empty() {
-        bail!(
-            "{} of {} runs failed (first: {})",
-            failed.len(),
-            done.len(),
-            failed[0].outcome.reason.as_deref().unwrap_or("unknown")
-        );
-    }
+    crate::cli_run::fail_if_any(&done)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -152,6 +152,43 @@ pub(crate) fn keep_run(
     }
 }
 
+/// Exit non-zero, naming the first failure, when any run failed (every
+/// run's record is on disk already).
+pub(crate) fn fail_if_any<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Result<()> {
+    let all: Vec<&RunRecord> = runs.into_iter().collect();
+    let failed: Vec<&&RunRecord> = all.iter().filter(|r| !r.outcome.is_ok()).collect();
+    if let Some(first) = failed.first() {
+        let reason = first.outcome.reason.as_deref().unwrap_or("unknown");
+        bail!(
+            "{} of {} runs failed (first: {})",
+            failed.len(),
+            all.len(),
+            reason.lines().next().unwrap_or(reason)
+        );
+    }
+    Ok(())
+}
+
+/// One line per finished run: status, elapsed, user and sys time; then
+/// the failure reason and where the record is.
+pub(crate) fn print_run_line(msg: &str, rec: &RunRecord, path: &Path) {
+    let m = |k: &str| rec.metric(k).unwrap_or(f64::NAN);
+    println!(
+        "== {msg}: {}   elapsed {:.2} s   user {:.2} s   sys {:.2} s",
+        if rec.outcome.is_ok() { "ok" } else { "FAILED" },
+        m("elapsed_s"),
+        m("user_s"),
+        m("sys_s")
+    );
+    for w in &rec.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(reason) = &rec.outcome.reason {
+        println!("failed: {reason}");
+    }
+    println!("record: {}", path.display());
+}
+
 fn probe() -> Result<MachineInfo> {
     MachineInfo::probe(&Roots::host()).context("reading this machine's topology")
 }
@@ -243,14 +280,6 @@ fn run_numa_test(a: NumaTestArgs) -> Result<ExitCode> {
     let refs: Vec<&RunRecord> = done.iter().collect();
     println!("numa_test summary, label {:?}:", a.common.label);
     print!("{}", numalab_report::text::numa_test_summary(&refs));
-    let failed: Vec<&RunRecord> = done.iter().filter(|r| !r.outcome.is_ok()).collect();
-    if !failed.is_empty() {
-        bail!(
-            "{} of {} runs failed (first: {})",
-            failed.len(),
-            done.len(),
-            failed[0].outcome.reason.as_deref().unwrap_or("unknown")
-        );
-    }
+    fail_if_any(&done)?;
     Ok(ExitCode::SUCCESS)
 }

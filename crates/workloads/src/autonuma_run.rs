@@ -7,7 +7,7 @@ use crate::autonuma_task::{ProcessReport, CHUNK};
 use crate::interrupt::Interrupted;
 use crate::observe::{Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
-use crate::run::{new_record, progress_bar, RunSpec};
+use crate::run::{new_record, node_residency, progress_bar, RunSpec};
 use anyhow::{Context, Result};
 use numalab_linux::child::{self, Exit};
 use numalab_record::{convergence, Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
@@ -379,18 +379,10 @@ pub fn run_once(
                     p.loops
                 ));
             }
-            let mut node_time = vec![0.0; nodes];
-            for (cpu, ns) in r.map(|r| &r.cpu_time_ns).into_iter().flatten() {
-                if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
-                    node_time[ix] += *ns as f64 / 1e9;
-                }
-            }
-            let main = node_time
-                .iter()
-                .enumerate()
-                .filter(|(_, &v)| v > 0.0)
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(ix, _)| topo.nodes[ix].id);
+            let (node_time, main) = match r {
+                Some(r) => node_residency(topo, &r.cpu_time_ns),
+                None => (vec![0.0; nodes], None),
+            };
             let name = match p.kind {
                 Kind::TwoHalves => format!(
                     "set {} thread {}",

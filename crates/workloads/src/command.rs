@@ -305,7 +305,7 @@ pub fn run_once(
             format!("the command ended with {} (no output)", exit.describe())
         } else {
             format!(
-                "the command ended with {}; the last lines of its output:\n{t}",
+                "the command ended with {}\nthe last lines of its output:\n{t}",
                 exit.describe()
             )
         });

@@ -8,17 +8,14 @@ use crate::interrupt::Interrupted;
 use crate::observe::Observer;
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::randupdt::{TaskReport, BYTES_PER_ELEMENT, PASSES};
-use crate::run::{new_record, progress_bar, RunSpec};
+use crate::run::{new_record, node_residency, progress_bar, RunSpec, TaskProcess};
 use anyhow::{anyhow, Context, Result};
 use numalab_linux::child::{self, Exit};
 use numalab_record::{Metric, ProcessInfo, RunRecord, TaskRecord};
 use numalab_topology::MachineInfo;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +79,8 @@ impl Params {
 }
 
 struct Task {
+    proc: TaskProcess<TaskReport>,
     pid: i32,
-    progress: Arc<AtomicU64>,
-    report: Arc<Mutex<Option<TaskReport>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
     exit: Option<Exit>,
 }
 
@@ -95,34 +90,11 @@ fn spawn_task(exe: &Path, p: &Params, id: u32) -> Result<Task> {
         .arg(p.elements.to_string())
         .arg(id.to_string())
         .arg(p.passes.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    child::die_with_parent(&mut cmd);
-    let mut c = cmd.spawn().context("starting a numa_test task")?;
-    let progress = Arc::new(AtomicU64::new(0));
-    let report = Arc::new(Mutex::new(None));
-    let out = c.stdout.take().expect("piped stdout");
-    let (pr, rr) = (progress.clone(), report.clone());
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if let Some(k) = line.strip_prefix("pass ") {
-                if let Ok(k) = k.parse() {
-                    pr.store(k, Ordering::Relaxed);
-                }
-            } else if let Some(json) = line.strip_prefix("done ") {
-                if let Ok(r) = serde_json::from_str(json) {
-                    *rr.lock().expect("report lock") = Some(r);
-                }
-            }
-        }
-    });
+    let proc = TaskProcess::spawn(cmd, "pass", "a numa_test task")?;
     Ok(Task {
-        pid: c.id() as i32,
-        progress,
-        report,
-        reader: Some(reader),
+        pid: proc.pid,
+        proc,
         exit: None,
     })
 }
@@ -139,9 +111,7 @@ fn kill_all(tasks: &mut [Task], extra: Option<i32>) {
         if t.exit.is_none() {
             t.exit = child::wait4(t.pid, true).ok().flatten();
         }
-        if let Some(r) = t.reader.take() {
-            let _ = r.join();
-        }
+        t.proc.finish();
     }
 }
 
@@ -197,10 +167,7 @@ pub fn run_once(
                 elapsed = now;
             }
         }
-        let progress: Vec<u64> = tasks
-            .iter()
-            .map(|t| t.progress.load(Ordering::Relaxed))
-            .collect();
+        let progress: Vec<u64> = tasks.iter().map(|t| t.proc.done()).collect();
         bar.set_position(progress.iter().sum());
         let running = tasks.iter().any(|t| t.exit.is_none());
         if pacer.due(now) && running {
@@ -242,11 +209,7 @@ pub fn run_once(
     }
     bar.finish_and_clear();
     rec.series.interval_s = pacer.longest_s();
-    for t in tasks.iter_mut() {
-        if let Some(r) = t.reader.take() {
-            let _ = r.join();
-        }
-    }
+    let reports: Vec<Option<TaskReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
 
     // The load peak: wait for it to finish and read H.
     let mut failures = Vec::new();
@@ -303,22 +266,19 @@ pub fn run_once(
             user_s: 0.0,
             sys_s: 0.0,
         });
-        let report = t.report.lock().expect("report lock").clone();
-        let mut node_time = vec![0.0; nodes];
-        let (mut initial, mut readings) = (None, 0);
-        let done = match &report {
-            Some(r) => r.passes as u64,
-            None => t.progress.load(Ordering::Relaxed),
+        let report = &reports[i];
+        let (node_time, main) = match report {
+            Some(r) => node_residency(topo, &r.cpu_time_ns),
+            None => (vec![0.0; nodes], None),
         };
-        if let Some(r) = &report {
-            for (cpu, ns) in &r.cpu_time_ns {
-                if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
-                    node_time[ix] += *ns as f64 / 1e9;
-                }
-            }
-            initial = topo.node_of_cpu(r.initial_cpu);
-            readings = r.readings;
-        }
+        let initial = report
+            .as_ref()
+            .and_then(|r| topo.node_of_cpu(r.initial_cpu));
+        let readings = report.as_ref().map_or(0, |r| r.readings);
+        let done = match report {
+            Some(r) => r.passes as u64,
+            None => t.proc.done(),
+        };
         if !exit.success() {
             failures.push(format!("task {id} ended with {}", exit.describe()));
         } else if report.is_none() {
@@ -326,12 +286,6 @@ pub fn run_once(
         } else if done != p.passes as u64 {
             failures.push(format!("task {id} did {done} of {} passes", p.passes));
         }
-        let main = node_time
-            .iter()
-            .enumerate()
-            .filter(|(_, &v)| v > 0.0)
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(ix, _)| topo.nodes[ix].id);
         rec.processes.push(ProcessInfo {
             index: i as u32,
             name: format!("task {id}"),

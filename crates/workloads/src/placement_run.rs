@@ -18,19 +18,17 @@ use crate::interrupt::Interrupted;
 use crate::observe::Observer;
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::randupdt::Residency;
-use crate::run::{new_record, progress_bar, RunSpec};
+use crate::run::{new_record, node_residency, progress_bar, RunSpec, TaskProcess};
 use anyhow::{Context, Result};
 use numalab_linux::child::{self, Exit};
 use numalab_record::{Metric, Outcome, ProcessInfo, RunRecord, TaskRecord};
 use numalab_topology::{cpulist, MachineInfo, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Iterations between two residency readings of a spinning task.
@@ -176,10 +174,9 @@ pub struct SpinParams {
 }
 
 struct Task {
+    proc: TaskProcess<SpinReport>,
     pid: i32,
-    progress: Arc<AtomicU64>,
-    report: Arc<Mutex<Option<SpinReport>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
+    /// How it ended, and when (seconds from the start).
     exit: Option<(Exit, f64)>,
 }
 
@@ -187,35 +184,12 @@ fn spawn_spin(exe: &Path, p: &SpinParams) -> Result<Task> {
     let mut cmd = Command::new(exe);
     cmd.args(["__task", "spin"])
         .arg(p.iterations.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    child::die_with_parent(&mut cmd);
     with_affinity(&mut cmd, &p.set.cpus);
-    let mut c = cmd.spawn().context("starting a spinning task")?;
-    let progress = Arc::new(AtomicU64::new(0));
-    let report = Arc::new(Mutex::new(None));
-    let out = c.stdout.take().expect("piped stdout");
-    let (pr, rr) = (progress.clone(), report.clone());
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if let Some(k) = line.strip_prefix("progress ") {
-                if let Ok(k) = k.parse() {
-                    pr.store(k, Ordering::Relaxed);
-                }
-            } else if let Some(json) = line.strip_prefix("done ") {
-                if let Ok(r) = serde_json::from_str(json) {
-                    *rr.lock().expect("report lock") = Some(r);
-                }
-            }
-        }
-    });
+    let proc = TaskProcess::spawn(cmd, "progress", "a spinning task")?;
     Ok(Task {
-        pid: c.id() as i32,
-        progress,
-        report,
-        reader: Some(reader),
+        pid: proc.pid,
+        proc,
         exit: None,
     })
 }
@@ -228,9 +202,7 @@ fn kill_tasks(tasks: &mut [Task]) {
         if t.exit.is_none() {
             let _ = child::wait4(t.pid, true);
         }
-        if let Some(r) = t.reader.take() {
-            let _ = r.join();
-        }
+        t.proc.finish();
     }
 }
 
@@ -281,10 +253,7 @@ pub fn run_spin(
                 t.exit = Some((e, start.elapsed().as_secs_f64()));
             }
         }
-        let progress: Vec<u64> = tasks
-            .iter()
-            .map(|t| t.progress.load(Ordering::Relaxed))
-            .collect();
+        let progress: Vec<u64> = tasks.iter().map(|t| t.proc.done()).collect();
         bar.set_position(progress.iter().sum());
         let running = tasks.iter().any(|t| t.exit.is_none());
         if !running {
@@ -309,11 +278,7 @@ pub fn run_spin(
     }
     bar.finish_and_clear();
     rec.series.interval_s = pacer.longest_s();
-    for t in tasks.iter_mut() {
-        if let Some(r) = t.reader.take() {
-            let _ = r.join();
-        }
-    }
+    let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
     let nodes = topo.nodes.len();
     let mut failures = Vec::new();
     let mut elapsed: f64 = 0.0;
@@ -323,7 +288,7 @@ pub fn run_spin(
         elapsed = elapsed.max(end);
         user += exit.user_s;
         sys += exit.sys_s;
-        let report = t.report.lock().expect("report lock").clone();
+        let report = &reports[i];
         let done = report.as_ref().map_or(0, |r| r.iterations);
         if !exit.success() {
             failures.push(format!("task {} ended with {}", i + 1, exit.describe()));
@@ -334,18 +299,10 @@ pub fn run_spin(
                 p.iterations
             ));
         }
-        let mut node_time = vec![0.0; nodes];
-        for (cpu, ns) in report.iter().flat_map(|r| r.cpu_time_ns.iter()) {
-            if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
-                node_time[ix] += *ns as f64 / 1e9;
-            }
-        }
-        let main = node_time
-            .iter()
-            .enumerate()
-            .filter(|(_, &v)| v > 0.0)
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(ix, _)| topo.nodes[ix].id);
+        let (node_time, main) = match report {
+            Some(r) => node_residency(topo, &r.cpu_time_ns),
+            None => (vec![0.0; nodes], None),
+        };
         rec.processes.push(ProcessInfo {
             index: i as u32,
             name: format!("spin task {}", i + 1),
