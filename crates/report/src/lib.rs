@@ -9,7 +9,7 @@
 //!
 //! * [`dataset`] groups records into *cases* (benchmark + parameters) and
 //!   *configurations* (label + host + backend).
-//! * [`compare`] computes, per metric, the summaries, ratios, tests and
+//! * [`compare`](mod@compare) computes, per metric, the summaries, ratios, tests and
 //!   verdicts with [`numalab_stats`], and collects footnotes (too few runs,
 //!   high variation, outliers, machine differences the labels do not name,
 //!   failed runs). [`compare_render`] prints that as text, Markdown, CSV or

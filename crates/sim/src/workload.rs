@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// its memory accesses: load ix, load b, load a, add, store, loop (about 6
 /// instructions at 1 IPC on an in-order core). Estimate.
 pub const RANDUPDT_CYCLES_PER_UPDATE: f64 = 6.0;
-/// Bytes streamed per update besides the random `a[j]`: b[i] (8) + ix[i] (4).
+/// Bytes streamed per update besides the random `a[j]`: `b[i]` (8) + `ix[i]` (4).
 pub const RANDUPDT_STREAM_BYTES: f64 = 12.0;
 /// memset-style zeroing: bytes stored per cycle by one core (32-byte
 /// stores, one per cycle). Estimate.
