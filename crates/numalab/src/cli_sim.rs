@@ -5,6 +5,7 @@ use crate::cli_run::CommonArgs;
 use anyhow::{bail, Context, Result};
 use numalab_record::{write_atomic, Repetition, RunRecord};
 use numalab_sim::{AutoVariant, Bench, BindMode, Disturb, SimConfig};
+use numalab_topology::placement::Placement;
 use numalab_workloads::pace::{Interval, AUTO_BASE_S};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -152,6 +153,9 @@ struct SpinArgs {
     /// CPUs the tasks may use (taskset -c), e.g. 0,6,12,18,24,32
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     cpus: Option<Vec32>,
+    /// Placements instead, as `numalab run spin`: default, spread (split), spread-smt (mix), packed (same_ccd), packed-smt (same_ccx); --tasks CPUs each
+    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
+    placement: Option<Placements>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -173,9 +177,33 @@ struct HackbenchArgs {
     /// CPUs the tasks may use (taskset -c)
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     cpus: Option<Vec32>,
+    /// Placements instead, as `numalab run hackbench` (--ncpus CPUs each)
+    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
+    placement: Option<Placements>,
+    /// CPUs in each placement's set; default: half the cores
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=4096), requires = "placement")]
+    ncpus: Option<u32>,
     #[command(flatten)]
     common: CommonArgs,
 }
+
+#[derive(Clone, Debug)]
+struct Placements(Vec<Placement>);
+
+fn parse_placements(s: &str) -> Result<Placements, String> {
+    let mut v = Vec::new();
+    for p in s.split(',') {
+        let p = Placement::parse(p.trim())?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    Ok(Placements(v))
+}
+
+/// Placements to expand into CPU sets once the machine is known: the
+/// placements and the set size (`None`: half the cores).
+type Placed = Option<(Vec<Placement>, Option<usize>)>;
 
 #[derive(Clone, Debug)]
 struct Vec32(Vec<u32>);
@@ -191,8 +219,8 @@ fn parse_cpus(s: &str) -> Result<Vec32, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Benchmarks of one invocation: (bench, common options).
-fn benches(b: SimBench) -> (Vec<Bench>, CommonArgs) {
+/// Benchmarks of one invocation: (bench, common options, placements).
+fn benches(b: SimBench) -> (Vec<Bench>, CommonArgs, Placed) {
     let auto = |variant, a: AutoArgs| {
         let placement = match a.placement {
             PlacementArg::Default => BindMode::Default,
@@ -210,7 +238,7 @@ fn benches(b: SimBench) -> (Vec<Bench>, CommonArgs) {
             a.common,
         )
     };
-    match b {
+    let v = match b {
         SimBench::NumaTest(a) => {
             let disturb = match a.disturb {
                 DisturbArg::Messaging => Disturb::Messaging,
@@ -241,25 +269,63 @@ fn benches(b: SimBench) -> (Vec<Bench>, CommonArgs) {
             }],
             a.common,
         ),
-        SimBench::Spin(a) => (
-            vec![Bench::Spin {
-                tasks: a.tasks,
-                gcycles: a.gcycles,
-                cpus: a.cpus.map(|c| c.0),
-            }],
-            a.common,
-        ),
-        SimBench::Hackbench(a) => (
-            vec![Bench::Hackbench {
-                groups: a.groups,
-                fds: a.fds,
-                loops: a.loops,
-                size: a.size,
-                cpus: a.cpus.map(|c| c.0),
-            }],
-            a.common,
-        ),
+        SimBench::Spin(a) => {
+            return (
+                vec![Bench::Spin {
+                    tasks: a.tasks,
+                    gcycles: a.gcycles,
+                    cpus: a.cpus.map(|c| c.0),
+                }],
+                a.common,
+                a.placement.map(|p| (p.0, Some(a.tasks as usize))),
+            )
+        }
+        SimBench::Hackbench(a) => {
+            return (
+                vec![Bench::Hackbench {
+                    groups: a.groups,
+                    fds: a.fds,
+                    loops: a.loops,
+                    size: a.size,
+                    cpus: a.cpus.map(|c| c.0),
+                }],
+                a.common,
+                a.placement.map(|p| (p.0, a.ncpus.map(|k| k as usize))),
+            )
+        }
+    };
+    (v.0, v.1, None)
+}
+
+/// One bench per placement, its CPUs computed on `topo`; the placement
+/// names, aligned with the benches (empty names without placements).
+fn expand(
+    benches: Vec<Bench>,
+    placed: Placed,
+    topo: &numalab_topology::Topology,
+) -> Result<(Vec<Bench>, Vec<String>)> {
+    let Some((placements, k)) = placed else {
+        let n = benches.len();
+        return Ok((benches, vec![String::new(); n]));
+    };
+    let k = k.unwrap_or((topo.core_count() / 2).max(1));
+    let mut out = Vec::new();
+    let mut names = Vec::new();
+    for b in &benches {
+        for p in &placements {
+            let cpus = p
+                .cpus(topo, k)
+                .map_err(|e| anyhow::anyhow!("--placement {}: {e}", p.name()))?;
+            let mut b = b.clone();
+            match &mut b {
+                Bench::Spin { cpus: c, .. } | Bench::Hackbench { cpus: c, .. } => *c = cpus,
+                _ => {}
+            }
+            out.push(b);
+            names.push(p.name().to_string());
+        }
     }
+    Ok((out, names))
 }
 
 pub fn run(args: SimArgs) -> Result<ExitCode> {
@@ -273,10 +339,11 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     let Some(machine) = args.machine.as_deref() else {
         bail!("sim needs --machine PRESET|FILE (presets: numalab sim --list)");
     };
-    let (benches, common) = benches(bench);
+    let (benches, common, placed) = benches(bench);
     // Everything is validated before the results directory is touched.
     let mut base = SimConfig::new(machine, &args.scheduler, &args.balancer, args.seed)
         .map_err(anyhow::Error::msg)?;
+    let (benches, placement_names) = expand(benches, placed, &base.machine.topology)?;
     base.tick_us = args.tick_us;
     if !(args.max_sim_s.is_finite() && args.max_sim_s > 0.0) {
         bail!("--max-sim-s must be a positive number of seconds");
@@ -305,13 +372,14 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     let mut done: Vec<RunRecord> = Vec::new();
     let mut step = 0;
     for rep in 1..=common.runs {
-        for bench in &benches {
+        for (bench, placement) in benches.iter().zip(&placement_names) {
             step += 1;
             let mut cfg = base.clone();
             cfg.seed = args.seed.wrapping_add(rep as u64 - 1);
             cfg.trace = args.trace.is_some();
             let what = match bench {
                 Bench::NumaTest { tasks, .. } => format!("numa_test N={tasks}"),
+                b if !placement.is_empty() => format!("{} placement={placement}", b.name()),
                 b => b.name().to_string(),
             };
             let msg = format!(
@@ -353,7 +421,12 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
             if let Some(pb) = bar {
                 pb.finish_and_clear();
             }
-            let rec = out.record;
+            let mut rec = out.record;
+            if !placement.is_empty() {
+                // As real runs name it; the CPUs are in `cpus` already.
+                rec.params
+                    .insert("placement".into(), placement.as_str().into());
+            }
             let path = write_atomic(&common.results, &rec)
                 .with_context(|| format!("writing the record of {msg}"))?;
             if let (Some(file), Some(json)) = (&args.trace, &out.trace_json) {

@@ -462,3 +462,53 @@ fn sim_records_judge_convergence_by_the_real_runs_criteria() {
         }
     }
 }
+
+/// `--placement` gives the simulator the CPU sets `numalab run spin`
+/// uses: on the Zen 2 preset, seed 003's lists for same_ccd and same_ccx.
+#[test]
+fn spin_placements_are_the_real_runs_cpu_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "epyc7642",
+            "spin",
+            "--tasks",
+            "6",
+            "--gcycles",
+            "1",
+            "--placement",
+            "same_ccd,same_ccx,spread",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut got: Vec<(String, String)> = records(&dir.path().join("numalab-results"))
+        .iter()
+        .map(|p| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            (
+                r["params"]["placement"].as_str().unwrap().to_string(),
+                r["params"]["cpus"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("packed".to_string(), "0-5".to_string()),
+            ("packed-smt".to_string(), "0-2,48-50".to_string()),
+            ("spread".to_string(), "0,3,6,9,12,15".to_string()),
+        ]
+    );
+    assert_one_line_error(
+        &numalab(
+            &["sim", "--machine", "tx7", "spin", "--placement", "mix"],
+            dir.path(),
+        ),
+        "SMT",
+    );
+}
