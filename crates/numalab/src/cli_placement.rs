@@ -24,13 +24,14 @@ pub struct Where {
     cpus: Option<CpuList>,
 }
 
-#[derive(Clone)]
-struct Placements(Vec<Placement>);
+/// A `--placement` list, as given (duplicates dropped).
+#[derive(Clone, Debug)]
+pub(crate) struct Placements(pub(crate) Vec<Placement>);
 
 #[derive(Clone)]
 struct CpuList(Vec<u32>);
 
-fn parse_placements(s: &str) -> Result<Placements, String> {
+pub(crate) fn parse_placements(s: &str) -> Result<Placements, String> {
     let mut v = Vec::new();
     for p in s.split(',') {
         let p = Placement::parse(p.trim())?;

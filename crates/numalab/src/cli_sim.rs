@@ -154,8 +154,8 @@ struct SpinArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     cpus: Option<Vec32>,
     /// Placements instead, as `numalab run spin`: default, spread (split), spread-smt (mix), packed (same_ccd), packed-smt (same_ccx); --tasks CPUs each
-    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
-    placement: Option<Placements>,
+    #[arg(long, value_name = "P,...", value_parser = crate::cli_placement::parse_placements, conflicts_with = "cpus")]
+    placement: Option<crate::cli_placement::Placements>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -178,27 +178,13 @@ struct HackbenchArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     cpus: Option<Vec32>,
     /// Placements instead, as `numalab run hackbench` (--ncpus CPUs each)
-    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
-    placement: Option<Placements>,
+    #[arg(long, value_name = "P,...", value_parser = crate::cli_placement::parse_placements, conflicts_with = "cpus")]
+    placement: Option<crate::cli_placement::Placements>,
     /// CPUs in each placement's set; default: half the cores
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=4096), requires = "placement")]
     ncpus: Option<u32>,
     #[command(flatten)]
     common: CommonArgs,
-}
-
-#[derive(Clone, Debug)]
-struct Placements(Vec<Placement>);
-
-fn parse_placements(s: &str) -> Result<Placements, String> {
-    let mut v = Vec::new();
-    for p in s.split(',') {
-        let p = Placement::parse(p.trim())?;
-        if !v.contains(&p) {
-            v.push(p);
-        }
-    }
-    Ok(Placements(v))
 }
 
 /// Placements to expand into CPU sets once the machine is known: the
