@@ -82,8 +82,9 @@ struct NumaTestArgs {
     common: CommonArgs,
 }
 
+/// `--disturb` of numa_test, real or simulated.
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum DisturbArg {
+pub(crate) enum DisturbArg {
     Messaging,
     None,
 }

@@ -90,16 +90,10 @@ struct NumaTestArgs {
     #[arg(long, value_name = "ELEMENTS", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     size: u64,
     /// The load peak 3 s after the start: a hackbench message storm, or none
-    #[arg(long, value_enum, default_value_t = DisturbArg::Messaging)]
-    disturb: DisturbArg,
+    #[arg(long, value_enum, default_value_t = crate::cli_run::DisturbArg::Messaging)]
+    disturb: crate::cli_run::DisturbArg,
     #[command(flatten)]
     common: CommonArgs,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum DisturbArg {
-    Messaging,
-    None,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -227,8 +221,8 @@ fn benches(b: SimBench) -> (Vec<Bench>, CommonArgs, Placed) {
     let v = match b {
         SimBench::NumaTest(a) => {
             let disturb = match a.disturb {
-                DisturbArg::Messaging => Disturb::Messaging,
-                DisturbArg::None => Disturb::None,
+                crate::cli_run::DisturbArg::Messaging => Disturb::Messaging,
+                crate::cli_run::DisturbArg::None => Disturb::None,
             };
             (
                 a.tasks
