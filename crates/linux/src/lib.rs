@@ -9,7 +9,14 @@
 //!
 //! Child processes are started with `PR_SET_PDEATHSIG = SIGKILL`, so if
 //! numalab dies, even by SIGKILL, no benchmark task outlives it.
+//!
+//! Machine settings a configuration needs (sysctls, sysfs files, the
+//! cpufreq governor, THP) are applied by `knobs` only after every
+//! original value is read and handed to a guard process, and are written
+//! back on every way out: `restore`, drop, a failed write, and, when
+//! numalab is SIGKILLed, by the guard, which sees its stdin pipe close.
 
 pub mod child;
+pub mod knobs;
 pub mod numa;
 pub mod procfs;

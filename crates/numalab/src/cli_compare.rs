@@ -16,9 +16,12 @@ pub struct CompareArgs {
     #[arg(value_name = "PATH", required = true, num_args = 1..)]
     paths: Vec<PathBuf>,
     /// Configuration to compare against: a label, or LABEL@HOST to pin
-    /// one host (default: the first label in sorted order)
-    #[arg(long, value_name = "LABEL")]
+    /// one host; with --group-by a configuration as tables name it, e.g.
+    /// 6.1.0/real (default: the first label, or configuration, in order)
+    #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
+    #[command(flatten)]
+    select: crate::cli_load::SelectArgs,
     /// Metrics to compare (repeat or separate with commas; default: all)
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     metric: Vec<String>,
@@ -81,7 +84,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: CompareArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select)?;
     let opts = CompareOptions {
         baseline: a.baseline.clone(),
         metrics: a.metric.clone(),

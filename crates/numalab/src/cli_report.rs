@@ -15,15 +15,17 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// Configuration to compare against (as for `numalab compare`)
-    #[arg(long, value_name = "LABEL")]
+    #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
+    #[command(flatten)]
+    select: crate::cli_load::SelectArgs,
     /// Metrics to compare (default: all)
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     metric: Vec<String>,
 }
 
 pub fn run(a: ReportArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select)?;
     let opts = CompareOptions {
         baseline: a.baseline.clone(),
         metrics: a.metric.clone(),

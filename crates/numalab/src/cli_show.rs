@@ -13,10 +13,12 @@ pub struct ShowArgs {
     /// With several runs, also print every run in full
     #[arg(long)]
     each: bool,
+    #[command(flatten)]
+    select: crate::cli_load::SelectArgs,
 }
 
 pub fn run(a: ShowArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select)?;
     let mut out = String::new();
     if ds.runs.len() == 1 {
         let run = &ds.runs[0];

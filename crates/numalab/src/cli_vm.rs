@@ -1,9 +1,9 @@
 //! `numalab vm ... -- <numalab arguments>`: run numalab in a QEMU guest
 //! with a chosen NUMA topology; and the hidden guest side (`guest-init`,
-//! `guest-probe`). The work is in the numalab-vm crate.
+//! `guest-probe`). The work is in the numalab-guest crate.
 
 use anyhow::{anyhow, Result};
-use numalab_vm::{AccelChoice, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
+use numalab_guest::{AccelChoice, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -66,7 +66,7 @@ enum AccelArg {
 }
 
 fn parse_sysctl(s: &str) -> Result<(String, String), String> {
-    numalab_vm::job::parse_sysctl(s)
+    numalab_guest::job::parse_sysctl(s)
 }
 
 pub fn run(a: VmArgs) -> Result<ExitCode> {
@@ -93,7 +93,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         append: a.append.unwrap_or_default(),
         exe: None,
     };
-    match numalab_vm::run(&opts) {
+    match numalab_guest::run(&opts) {
         Ok(r) => {
             let secs = |v: Option<f64>| v.map(|s| format!("{s:.1} s")).unwrap_or("-".into());
             let records = match r.records.len() {
@@ -125,7 +125,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
 
 /// PID 1 of the guest. Never returns inside a guest.
 pub fn guest_init() -> Result<ExitCode> {
-    match numalab_vm::guest::init_main() {
+    match numalab_guest::guest::init_main() {
         Ok(never) => match never {},
         Err(e) => Err(anyhow!(e)),
     }
@@ -168,7 +168,7 @@ struct MigrateArgs {
 
 pub fn guest_probe(a: ProbeArgs) -> Result<ExitCode> {
     let Probe::Migrate(m) = a.probe;
-    let p = numalab_vm::probe::MigrateParams {
+    let p = numalab_guest::probe::MigrateParams {
         mib: m.mib,
         seconds: m.seconds,
         from: m.from,
@@ -177,7 +177,7 @@ pub fn guest_probe(a: ProbeArgs) -> Result<ExitCode> {
         results: m.results,
         label: m.label,
     };
-    let r = numalab_vm::probe::migrate(&p).map_err(anyhow::Error::msg)?;
+    let r = numalab_guest::probe::migrate(&p).map_err(anyhow::Error::msg)?;
     println!(
         "probe-migrate: {} MiB ({} pages) first touched on node {}, then worked on from node {} for {:.1} s ({} passes)",
         p.mib, r.pages, p.from, p.to, r.worked_s, r.passes

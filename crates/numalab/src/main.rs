@@ -5,11 +5,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod cli_autonuma;
-mod cli_command;
+mod cli_bench;
 mod cli_compare;
 mod cli_load;
-mod cli_placement;
 mod cli_report;
 mod cli_run;
 mod cli_show;
@@ -58,8 +56,11 @@ enum Command {
 fn main() -> ExitCode {
     // numalab re-executes itself for benchmark tasks (`__task ...`).
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(numalab_linux::knobs::GUARD_SUBCOMMAND) {
+        return ExitCode::from(numalab_linux::knobs::guard_main(&args[1..]) as u8);
+    }
     if args.first().is_some_and(|a| a.starts_with("__")) {
-        return ExitCode::from(numalab_workloads::internal_main(&args) as u8);
+        return ExitCode::from(numalab_host::internal_main(&args) as u8);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -277,8 +277,8 @@ fn bad_flags_are_one_line_errors() {
 /// does not have, so binding memory there fails.
 #[test]
 fn a_failing_process_fails_the_run_loudly() {
-    use numalab_workloads::autonuma::{Kind, Placement};
-    use numalab_workloads::autonuma_run::{run_once, Params};
+    use numalab_bench::autonuma::{Kind, Params, Placement};
+    use numalab_host::autonuma_run::run_once;
     let mut machine =
         numalab_topology::MachineInfo::probe(&numalab_topology::Roots::host()).unwrap();
     if cpu_nodes_of(&machine.topology) >= 2 {
@@ -304,15 +304,16 @@ fn a_failing_process_fails_the_run_loudly() {
         threads: 2,
         bytes: 4 << 20,
         loops: 1,
-        sizing: vec![],
     };
-    let interrupt = numalab_workloads::Interrupt::never();
-    let spec = numalab_workloads::run::RunSpec {
+    let interrupt = numalab_runner::Interrupt::never();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = numalab_host::run::RunSpec {
         label: "t",
         repetition: numalab_record::Repetition { index: 1, of: 1 },
-        interval: numalab_workloads::pace::Interval::Off,
+        interval: numalab_runner::Interval::Off,
         interrupt: &interrupt,
-        title: "t".into(),
+        results: dir.path(),
+        progress: &|_| {},
     };
     let r = run_once(
         Path::new(env!("CARGO_BIN_EXE_numalab")),

@@ -4,7 +4,7 @@
 //! Without numastat this test fails, naming the package, unless
 //! `NUMALAB_SKIP_NUMASTAT_TEST=1` is set.
 
-use numalab_workloads::observe::{Observer, Region};
+use numalab_host::observe::{Observer, Region};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

@@ -419,8 +419,8 @@ fn sim_records_judge_convergence_by_the_real_runs_criteria() {
     // A sim record and a real one of a benchmark must mean the same by
     // "converged": the real runs' rule for it, its definition word for
     // word, the same observables; and none where real runs record none.
+    use numalab_bench::autonuma::Kind;
     use numalab_record::convergence::definition;
-    use numalab_workloads::autonuma::Kind;
     let dir = tempfile::tempdir().unwrap();
     let small = ["--bytes", "268435456", "--loops", "10"];
     let runs: [(&str, &[&str]); 6] = [

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the record format. Readers accept this version only.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One run of one benchmark under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -42,6 +42,33 @@ pub struct RunRecord {
     pub convergence: Option<Convergence>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What the runner set up for this run's configuration: machine
+    /// settings applied (and restored afterwards) and hooks.
+    #[serde(default)]
+    pub applied: Applied,
+}
+
+/// A configuration's settings and hooks, as applied to a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Applied {
+    /// Machine settings written before the configuration's runs and
+    /// restored after them: sysctl name, `governor`, `thp` or sysfs path
+    /// -> the value read back after writing.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Shell command run before every repetition (untimed).
+    #[serde(default)]
+    pub prepare: Option<String>,
+    /// Shell command run once before the configuration's first run.
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// Shell command run once after the configuration's last run.
+    #[serde(default)]
+    pub cleanup: Option<String>,
+    /// Discarded runs before the recorded ones, per case.
+    #[serde(default)]
+    pub warmup: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -56,7 +83,12 @@ pub struct Repetition {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Backend {
     /// Directly on the machine described by `machine`.
-    Real,
+    Real {
+        /// How this run realised its case here (CPU lists, sizing notes,
+        /// ideal nodes, what measured residency), never part of the case.
+        #[serde(default)]
+        details: BTreeMap<String, serde_json::Value>,
+    },
     /// Inside a `numalab vm` guest; `machine` is the guest's view.
     Guest {
         /// Accelerator QEMU used (`kvm` or `tcg`).
@@ -69,6 +101,9 @@ pub enum Backend {
         host: String,
         host_kernel: String,
         host_cpu_model: Option<String>,
+        /// As for `real`: how the run realised its case in the guest.
+        #[serde(default)]
+        details: BTreeMap<String, serde_json::Value>,
     },
     /// In the simulator; `machine` is the modelled machine.
     Sim {
@@ -83,9 +118,33 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// A real run with no details yet.
+    pub fn real() -> Backend {
+        Backend::Real {
+            details: BTreeMap::new(),
+        }
+    }
+
+    /// The backend's facts about this run (sim: its `details`).
+    pub fn details_mut(&mut self) -> &mut BTreeMap<String, serde_json::Value> {
+        match self {
+            Backend::Real { details } => details,
+            Backend::Guest { details, .. } => details,
+            Backend::Sim { details, .. } => details,
+        }
+    }
+
+    pub fn details(&self) -> &BTreeMap<String, serde_json::Value> {
+        match self {
+            Backend::Real { details } => details,
+            Backend::Guest { details, .. } => details,
+            Backend::Sim { details, .. } => details,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
-            Backend::Real => "real",
+            Backend::Real { .. } => "real",
             Backend::Guest { .. } => "guest",
             Backend::Sim { .. } => "sim",
         }
@@ -197,6 +256,19 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// The node with the most running time (the seed's MSched), as an id
+    /// of `topo.nodes`; ties go to the first node in the topology's
+    /// order; `None` when the task never ran.
+    pub fn main_node_of(node_time_s: &[f64], topo: &numalab_topology::Topology) -> Option<u32> {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, &t) in node_time_s.iter().enumerate() {
+            if t > 0.0 && best.map_or(true, |(_, b)| t > b) {
+                best = Some((i, t));
+            }
+        }
+        best.and_then(|(i, _)| topo.nodes.get(i).map(|n| n.id))
+    }
+
     /// Percentage of running time on each node (the seed's table).
     pub fn node_percent(&self) -> Vec<f64> {
         let total: f64 = self.node_time_s.iter().sum();
@@ -373,7 +445,7 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
         params: BTreeMap::from([("tasks".to_string(), serde_json::json!(2))]),
         label: label.into(),
         repetition: Repetition { index, of: 3 },
-        backend: Backend::Real,
+        backend: Backend::real(),
         machine: MachineInfo {
             hostname: "example".into(),
             kernel: "6.1.0-example".into(),
@@ -433,5 +505,6 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
             state: ConvergenceState::Converged { at_s: 1.0 },
         }),
         warnings: vec![],
+        applied: Applied::default(),
     }
 }

@@ -4,9 +4,11 @@
 //! (memory per node, pages migrated, progress over time) are
 //! [`crate::show::record_charts`], the same as `numalab show` draws.
 
+use crate::dataset::{canonical_json, param_value, varying_keys, variant_text, Dataset, Key};
 use crate::text::mean_paren_sd;
 use numalab_record::{ConvergenceState, RunRecord};
-use std::collections::BTreeMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// `text` wrapped at `width` columns, each line after the first indented.
@@ -98,18 +100,118 @@ pub fn mean_elapsed_by_placement(records: &[&RunRecord]) -> BTreeMap<String, f64
         .collect()
 }
 
+/// The benchmarks [`summary_table`] is made for: placements `default`,
+/// `bind` and `inverse-bind`, elapsed time, pages migrated, convergence.
+pub const BENCHMARKS: [&str; 5] = [
+    "numa01",
+    "numa01_THREAD_ALLOC",
+    "numa02",
+    "numa02_SMT",
+    "twohalves",
+];
+
+/// Metrics the report layer derives from several records. Older numalab
+/// wrote `position_between_bounds` into the default placement's records;
+/// that value is never read: it is computed here from the records'
+/// elapsed times ([`bounds_positions`], [`summary_table`]).
+pub const DERIVED_METRICS: [&str; 1] = ["position_between_bounds"];
+
+pub fn is_derived_metric(name: &str) -> bool {
+    DERIVED_METRICS.contains(&name)
+}
+
+const ONE_NODE: &str =
+    "bind and inverse-bind are the same placement on a machine with one NUMA node with CPUs";
+const SAME_TIME: &str =
+    "bind and inverse-bind take the same time here (no remote penalty to measure)";
+
+/// The default placement's position between the bounds over runs that
+/// differ only in placement: `None` when bind or inverse-bind (or, on a
+/// machine with two nodes or more, default) was not run; `Err` with the
+/// reason when it cannot be computed.
+fn family_position(records: &[&RunRecord]) -> Option<Result<f64, &'static str>> {
+    let means = mean_elapsed_by_placement(records);
+    let (b, i) = (means.get("bind")?, means.get("inverse-bind")?);
+    let one_node = records.iter().any(|r| {
+        r.machine
+            .topology
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .count()
+            < 2
+    });
+    if one_node {
+        return Some(Err(ONE_NODE));
+    }
+    let d = means.get("default")?;
+    Some(position(*d, *b, *i).ok_or(SAME_TIME))
+}
+
+/// Records that differ only in placement, in first-seen order, each set
+/// with the parameters that tell it from the others (`threads=4`; empty
+/// when there is one set).
+fn families<'a>(records: &[&'a RunRecord]) -> Vec<(String, Vec<&'a RunRecord>)> {
+    let others = |r: &RunRecord| -> BTreeMap<String, serde_json::Value> {
+        r.params
+            .iter()
+            .filter(|(k, _)| k.as_str() != "placement")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let mut keys: Vec<(String, BTreeMap<String, serde_json::Value>)> = Vec::new();
+    let mut sets: Vec<Vec<&RunRecord>> = Vec::new();
+    for r in records {
+        let p = others(r);
+        let key = canonical_json(&serde_json::to_value(&p).unwrap_or_default());
+        match keys.iter().position(|(k, _)| *k == key) {
+            Some(i) => sets[i].push(r),
+            None => {
+                keys.push((key, p));
+                sets.push(vec![r]);
+            }
+        }
+    }
+    let maps: Vec<&BTreeMap<String, serde_json::Value>> = keys.iter().map(|(_, p)| p).collect();
+    let vary = varying_keys(&maps);
+    keys.iter()
+        .map(|(_, p)| variant_text(p, &vary))
+        .zip(sets)
+        .collect()
+}
+
 /// A table over runs of one benchmark, one row per placement: elapsed
 /// mean(stddev), pages migrated, how many runs converged and when; then
-/// the default placement's position between the bounds, when both were run.
+/// the default placement's position between the bounds, when both were
+/// run. Runs that differ in other parameters (`--threads 2,4`) get a
+/// block of rows each, under a line naming them.
 pub fn summary_table(records: &[&RunRecord]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<13} {:>4} {:>16} {:>14} {:>12} {:>13}",
+        "placement", "runs", "elapsed(s)", "pages migr.", "converged", "at (s)"
+    );
+    let fams = families(records);
+    let several = fams.len() > 1;
+    for (variant, recs) in &fams {
+        if several {
+            s += &wrap(&format!("{variant}:"), 78, "  ");
+        }
+        s += &placement_rows(recs);
+        s += &position_lines(recs);
+    }
+    s
+}
+
+fn placement_rows(records: &[&RunRecord]) -> String {
     let mut by: BTreeMap<(u8, String), Vec<&RunRecord>> = BTreeMap::new();
     for r in records.iter().filter(|r| r.outcome.is_ok()) {
         let p = r
             .params
             .get("placement")
-            .and_then(|v| v.as_str())
-            .unwrap_or("?")
-            .to_string();
+            .map(param_value)
+            .unwrap_or_else(|| "?".into());
         let order = match p.as_str() {
             "bind" => 0,
             "default" => 1,
@@ -119,11 +221,6 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
         by.entry((order, p)).or_default().push(r);
     }
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<13} {:>4} {:>16} {:>14} {:>12} {:>13}",
-        "placement", "runs", "elapsed(s)", "pages migr.", "converged", "at (s)"
-    );
     for ((_, p), rs) in &by {
         let el: Vec<f64> = rs.iter().filter_map(|r| r.metric("elapsed_s")).collect();
         let mig: Vec<f64> = rs
@@ -158,6 +255,13 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
         } else {
             format!("{:.0}", mig.iter().sum::<f64>() / mig.len() as f64)
         };
+        let p = if p.len() > 13 {
+            // A long placement name gets a line of its own.
+            s += &format!("{p}\n");
+            String::new()
+        } else {
+            p.clone()
+        };
         let _ = writeln!(
             s,
             "{p:<13} {:>4} {:>16} {:>14} {:>12} {:>13}",
@@ -168,48 +272,227 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
             at_cell
         );
     }
-    let means = mean_elapsed_by_placement(records);
-    let one_node = records.iter().any(|r| {
-        r.machine
-            .topology
-            .nodes
-            .iter()
-            .filter(|n| !n.cpus.is_empty())
-            .count()
-            < 2
-    });
-    if one_node && means.contains_key("bind") && means.contains_key("inverse-bind") {
-        let _ = writeln!(
-            s,
-            "position between the bounds: not computed, bind and inverse-bind are the\n  same placement on a machine with one NUMA node with CPUs"
-        );
-    } else if let (Some(d), Some(b), Some(i)) = (
-        means.get("default"),
-        means.get("bind"),
-        means.get("inverse-bind"),
-    ) {
-        match position(*d, *b, *i) {
-            Some(pos) => {
+    s
+}
+
+fn position_lines(records: &[&RunRecord]) -> String {
+    let mut s = String::new();
+    match family_position(records) {
+        None => {}
+        Some(Err(why)) if why == ONE_NODE => {
+            let _ = writeln!(
+                s,
+                "position between the bounds: not computed, bind and inverse-bind are the\n  same placement on a machine with one NUMA node with CPUs"
+            );
+        }
+        Some(Err(_)) => {
+            let _ = writeln!(
+                s,
+                "position between the bounds: not computed, bind and inverse-bind\n  take the same time here (no remote penalty to measure)"
+            );
+        }
+        Some(Ok(pos)) => {
+            let _ = writeln!(
+                s,
+                "default lies at {pos:.2} between bind (0) and inverse-bind (1):\n  (default - bind) / (inverse-bind - bind) of mean elapsed times"
+            );
+            if !(-0.1..=1.1).contains(&pos) {
                 let _ = writeln!(
                     s,
-                    "default lies at {pos:.2} between bind (0) and inverse-bind (1):\n  (default - bind) / (inverse-bind - bind) of mean elapsed times"
-                );
-                if !(-0.1..=1.1).contains(&pos) {
-                    let _ = writeln!(
-                        s,
-                        "  (outside the bounds: they do not bracket the default here, e.g. in\n  an emulated guest where remote memory costs no more than local)"
-                    );
-                }
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "position between the bounds: not computed, bind and inverse-bind\n  take the same time here (no remote penalty to measure)"
+                    "  (outside the bounds: they do not bracket the default here, e.g. in\n  an emulated guest where remote memory costs no more than local)"
                 );
             }
         }
     }
     s
+}
+
+/// `position_between_bounds` of one configuration in one set of cases
+/// that differ only in placement, derived from the records' elapsed
+/// times (never read from a record).
+#[derive(Debug, Clone, Serialize)]
+pub struct BoundsPosition {
+    pub benchmark: String,
+    /// The parameters that tell this set of cases from the benchmark's
+    /// other sets (`threads=4`); empty when there is one.
+    pub variant: String,
+    /// The cases (indices into [`Dataset::cases`]) whose runs it is
+    /// computed from.
+    pub cases: Vec<usize>,
+    /// The configuration; when configurations are grouped by placement,
+    /// the values of the other `--group-by` keys (empty when there are
+    /// none).
+    pub config: String,
+    /// Mean elapsed time of the successful runs of each bound.
+    pub bind_s: Option<f64>,
+    pub default_s: Option<f64>,
+    pub inverse_bind_s: Option<f64>,
+    /// `(default - bind) / (inverse-bind - bind)` of the means.
+    pub value: Option<f64>,
+    /// Why `value` is missing.
+    pub why_not: Option<String>,
+}
+
+/// `position_between_bounds` for every set of cases of a dataset that
+/// differ only in placement and every configuration that ran `bind` and
+/// `inverse-bind` (and `default`) there. Ordered by the sets' last case,
+/// then by configuration.
+pub fn bounds_positions(ds: &Dataset) -> Vec<BoundsPosition> {
+    let placement = Key::Param("placement".into());
+    let by_placement = ds.group_by.iter().position(|k| *k == placement);
+    let config_name = |k: usize| -> String {
+        match by_placement {
+            Some(i) => {
+                let c = &ds.configs[k];
+                c.values
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, v)| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            }
+            None => ds.configs[k].name.clone(),
+        }
+    };
+    struct Family<'a> {
+        benchmark: String,
+        others: BTreeMap<String, serde_json::Value>,
+        key: String,
+        config: String,
+        first_config: usize,
+        cases: BTreeSet<usize>,
+        records: Vec<&'a RunRecord>,
+    }
+    let mut fams: Vec<Family> = Vec::new();
+    for run in &ds.runs {
+        let r = &run.record;
+        let Some(p) = r.params.get("placement").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if !matches!(p, "bind" | "default" | "inverse-bind") {
+            continue;
+        }
+        let others: BTreeMap<String, serde_json::Value> = ds.cases[run.case]
+            .params
+            .iter()
+            .filter(|(k, _)| k.as_str() != "placement")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let key = canonical_json(&serde_json::to_value(&others).unwrap_or_default());
+        let config = config_name(run.config);
+        let i = match fams
+            .iter()
+            .position(|f| f.benchmark == r.benchmark && f.key == key && f.config == config)
+        {
+            Some(i) => i,
+            None => {
+                fams.push(Family {
+                    benchmark: r.benchmark.clone(),
+                    others,
+                    key,
+                    config,
+                    first_config: run.config,
+                    cases: BTreeSet::new(),
+                    records: Vec::new(),
+                });
+                fams.len() - 1
+            }
+        };
+        let f = &mut fams[i];
+        f.cases.insert(run.case);
+        f.records.push(r);
+        f.first_config = f.first_config.min(run.config);
+    }
+    // Per benchmark, the parameters that tell its sets apart.
+    let mut variants: BTreeMap<(String, String), String> = BTreeMap::new();
+    let benches: BTreeSet<&str> = fams.iter().map(|f| f.benchmark.as_str()).collect();
+    for b in benches {
+        let mut seen: BTreeMap<&str, &BTreeMap<String, serde_json::Value>> = BTreeMap::new();
+        for f in fams.iter().filter(|f| f.benchmark == b) {
+            seen.insert(f.key.as_str(), &f.others);
+        }
+        let maps: Vec<&BTreeMap<String, serde_json::Value>> = seen.values().copied().collect();
+        let vary = varying_keys(&maps);
+        for (k, p) in seen {
+            variants.insert((b.to_string(), k.to_string()), variant_text(p, &vary));
+        }
+    }
+    let mut out: Vec<(usize, usize, BoundsPosition)> = Vec::new();
+    for f in fams {
+        let Some(result) = family_position(&f.records) else {
+            continue;
+        };
+        let means = mean_elapsed_by_placement(&f.records);
+        let last_case = f.cases.iter().next_back().copied().unwrap_or(0);
+        out.push((
+            last_case,
+            f.first_config,
+            BoundsPosition {
+                variant: variants
+                    .get(&(f.benchmark.clone(), f.key.clone()))
+                    .cloned()
+                    .unwrap_or_default(),
+                benchmark: f.benchmark,
+                cases: f.cases.into_iter().collect(),
+                config: f.config,
+                bind_s: means.get("bind").copied(),
+                default_s: means.get("default").copied(),
+                inverse_bind_s: means.get("inverse-bind").copied(),
+                value: result.ok(),
+                why_not: result.err().map(str::to_string),
+            },
+        ));
+    }
+    out.sort_by_key(|(c, k, _)| (*c, *k));
+    out.into_iter().map(|(_, _, p)| p).collect()
+}
+
+/// One line (to be wrapped) for the positions of one set of cases:
+/// `position_between_bounds (default between bind = 0 and inverse-bind =
+/// 1, of mean elapsed_s): A 0.42, B 0.55`.
+pub fn position_text(ps: &[&BoundsPosition]) -> String {
+    let entries: Vec<String> = ps
+        .iter()
+        .map(|p| {
+            let v = match p.value {
+                Some(x) => format!("{x:.2}"),
+                None => "not computed".into(),
+            };
+            if p.config.is_empty() {
+                v
+            } else {
+                format!("{} {v}", p.config)
+            }
+        })
+        .collect();
+    let reasons: BTreeSet<&str> = ps.iter().filter_map(|p| p.why_not.as_deref()).collect();
+    let mut s = format!(
+        "position_between_bounds (default between bind = 0 and inverse-bind = 1, of mean elapsed_s): {}",
+        entries.join(", ")
+    );
+    if !reasons.is_empty() {
+        s += &format!(
+            " (not computed: {})",
+            reasons.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    s
+}
+
+/// The positions of a dataset grouped by the set of cases they belong to,
+/// in the order of [`bounds_positions`].
+pub fn positions_by_cases(ps: &[BoundsPosition]) -> Vec<Vec<&BoundsPosition>> {
+    let mut out: Vec<Vec<&BoundsPosition>> = Vec::new();
+    for p in ps {
+        match out.iter_mut().find(|v| {
+            v[0].cases == p.cases && v[0].benchmark == p.benchmark && v[0].variant == p.variant
+        }) {
+            Some(v) => v.push(p),
+            None => out.push(vec![p]),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -20,8 +20,22 @@
 //!
 //! `--baseline LABEL@HOST` pins the baseline to one host, so that the same
 //! label run on two machines can be compared machine against machine.
+//!
+//! With `--group-by` ([`crate::dataset::DatasetOptions::group_by`]) a
+//! configuration is whatever the keys make it, the baseline is one
+//! configuration named as tables name it (`6.1.0/real`), and every group
+//! is compared with the baseline's group in the same case.
+//!
+//! # Geometric means
+//!
+//! The `geomean` row of every configuration is taken over the same cases:
+//! those in which every configuration of the table has a value (and every
+//! candidate a ratio to its baseline), so that no configuration's geomean
+//! is flattered or hurt by cases the others lack. A footnote says which
+//! cases were left out and why.
 
-use crate::dataset::{Dataset, Group};
+use crate::autonuma::{bounds_positions, is_derived_metric, BoundsPosition};
+use crate::dataset::{Dataset, Group, Key};
 use numalab_record::{Better, RunRecord};
 use numalab_stats::{
     geometric_mean, mann_whitney_u, min_achievable_p, min_samples_for_test, outliers, ratio_ci,
@@ -43,7 +57,9 @@ pub const DEFAULT_HIGH_CV: f64 = 0.10;
 
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// `LABEL` or `LABEL@HOST`; `None`: the first label in sorted order.
+    /// `LABEL`, `LABEL@HOST` or a configuration's name; with `--group-by`
+    /// a configuration's name. `None`: the first label in sorted order
+    /// (with `--group-by`, the first configuration).
     pub baseline: Option<String>,
     /// Metrics to compare, in this order; empty: all, sorted by name.
     pub metrics: Vec<String>,
@@ -72,6 +88,11 @@ impl Default for CompareOptions {
 #[derive(Debug)]
 pub enum CompareError {
     UnknownBaseline { given: String, labels: Vec<String> },
+    /// With `--group-by`: no configuration of that name.
+    UnknownConfiguration {
+        given: String,
+        configurations: Vec<String>,
+    },
     UnknownMetric { given: String, metrics: Vec<String> },
     NoSuccessfulRuns { failed: usize },
     InvalidOption(String),
@@ -84,6 +105,14 @@ impl std::fmt::Display for CompareError {
                 f,
                 "no runs labelled {given:?} to use as the baseline; the labels present are: {}",
                 labels.join(", ")
+            ),
+            CompareError::UnknownConfiguration {
+                given,
+                configurations,
+            } => write!(
+                f,
+                "no configuration {given:?} to use as the baseline; the configurations present are: {}",
+                configurations.join(", ")
             ),
             CompareError::UnknownMetric { given, metrics } => write!(
                 f,
@@ -217,8 +246,11 @@ pub struct GeomeanRow {
     pub mean: Option<f64>,
     /// Geometric mean of the ratios to the baseline.
     pub ratio: Option<f64>,
-    /// Cases that entered `ratio` (or `mean` for a baseline).
+    /// Cases that entered `mean` and `ratio`: those every configuration
+    /// of the table has a value in.
     pub cases: usize,
+    /// Cases of the table left out of the geometric means.
+    pub left_out: usize,
     pub notes: Vec<usize>,
 }
 
@@ -257,11 +289,18 @@ pub struct CompareReport {
     pub schema_version: u32,
     pub numalab_version: String,
     pub settings: Settings,
-    /// The baseline as given or chosen (`LABEL` or `LABEL@HOST`).
+    /// The baseline as given or chosen (`LABEL`, `LABEL@HOST` or a
+    /// configuration's name).
     pub baseline: String,
+    /// The `--group-by` keys; empty: label, host and backend.
+    pub group_by: Vec<String>,
+    /// The `--filter`s the records were selected with (`KEY=VALUE`).
+    pub filters: Vec<String>,
     pub configurations: Vec<ConfigSummary>,
     pub cases: Vec<crate::dataset::Case>,
     pub tables: Vec<MetricTable>,
+    /// `position_between_bounds`, derived from the runs' elapsed times.
+    pub positions: Vec<BoundsPosition>,
     pub notes: Vec<Note>,
     pub ok_runs: usize,
     pub failed_runs: usize,
@@ -435,36 +474,61 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         });
     }
 
-    // The baseline: LABEL, or LABEL@HOST when that is not itself a label.
-    let (base_label, base_host) = match &opts.baseline {
-        None => (labels[0].clone(), None),
-        Some(b) if labels.contains(b) => (b.clone(), None),
-        Some(b) => match b.rsplit_once('@') {
-            Some((l, h)) if ds.configs.iter().any(|c| c.label == l && c.host == h) => {
-                (l.to_string(), Some(h.to_string()))
-            }
-            _ => {
-                let mut shown = labels.clone();
-                if ds.hosts().len() > 1 {
-                    shown = ds
-                        .configs
-                        .iter()
-                        .map(|c| format!("{}@{}", c.label, c.host))
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .collect();
+    // The baseline: the configurations it names. By default a label (every
+    // host and backend of it), LABEL@HOST, or one configuration's name;
+    // with --group-by, one configuration's name.
+    let configs_where = |f: &dyn Fn(&crate::dataset::Config) -> bool| -> BTreeSet<usize> {
+        (0..ds.configs.len()).filter(|&k| f(&ds.configs[k])).collect()
+    };
+    let default_grouping = ds.default_grouping();
+    let (base_name, base_set): (String, BTreeSet<usize>) = if !default_grouping {
+        match &opts.baseline {
+            None => (ds.configs[0].name.clone(), BTreeSet::from([0])),
+            Some(b) => match ds.config_named(b) {
+                Some(k) => (b.clone(), BTreeSet::from([k])),
+                None => {
+                    return Err(CompareError::UnknownConfiguration {
+                        given: b.clone(),
+                        configurations: ds.configs.iter().map(|c| c.name.clone()).collect(),
+                    })
                 }
-                return Err(CompareError::UnknownBaseline {
-                    given: b.clone(),
-                    labels: shown,
+            },
+        }
+    } else {
+        match &opts.baseline {
+            None => (
+                labels[0].clone(),
+                configs_where(&|c| c.label == labels[0]),
+            ),
+            Some(b) if labels.contains(b) => (b.clone(), configs_where(&|c| &c.label == b)),
+            Some(b) => {
+                let pinned = b.rsplit_once('@').map(|(l, h)| {
+                    configs_where(&|c| c.label == l && c.host == h)
                 });
+                match (ds.config_named(b), pinned) {
+                    (Some(k), _) => (b.clone(), BTreeSet::from([k])),
+                    (None, Some(set)) if !set.is_empty() => (b.clone(), set),
+                    _ => {
+                        let mut shown = labels.clone();
+                        if ds.hosts().len() > 1 {
+                            shown = ds
+                                .configs
+                                .iter()
+                                .map(|c| format!("{}@{}", c.label, c.host))
+                                .collect::<BTreeSet<_>>()
+                                .into_iter()
+                                .collect();
+                        }
+                        return Err(CompareError::UnknownBaseline {
+                            given: b.clone(),
+                            labels: shown,
+                        });
+                    }
+                }
             }
-        },
+        }
     };
-    let is_base_config = |k: usize| {
-        let c = &ds.configs[k];
-        c.label == base_label && base_host.as_ref().is_none_or(|h| &c.host == h)
-    };
+    let is_base_config = |k: usize| base_set.contains(&k);
 
     // Metrics present in successful runs, with unit and direction.
     let mut present: BTreeMap<String, (String, Better)> = BTreeMap::new();
@@ -474,6 +538,9 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             continue;
         }
         for (name, m) in &run.record.metrics {
+            if is_derived_metric(name) {
+                continue;
+            }
             let e = present
                 .entry(name.clone())
                 .or_insert_with(|| (m.unit.clone(), m.better));
@@ -489,6 +556,11 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         present.keys().cloned().collect()
     } else {
         for m in &opts.metrics {
+            if is_derived_metric(m) {
+                return Err(CompareError::InvalidOption(format!(
+                    "{m} is derived from the runs' elapsed times, not compared as a metric: numalab compare shows it under the cases of the benchmarks with bind and inverse-bind placements"
+                )));
+            }
             if !present.contains_key(m) {
                 return Err(CompareError::UnknownMetric {
                     given: m.clone(),
@@ -535,7 +607,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             match pick {
                 Some(b) => {
                     let bc = &ds.configs[b.config];
-                    if bc.host != cand.host {
+                    if default_grouping && bc.host != cand.host {
                         notes.push(book.add(
                             NoteKind::Baseline,
                             format!(
@@ -551,7 +623,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         NoteKind::Baseline,
                         format!(
                             "{} in {}: the baseline {} has no runs of this case",
-                            cand.name, ds.cases[g.case].name, base_label
+                            cand.name, ds.cases[g.case].name, base_name
                         ),
                     ));
                     (Role::NoBaseline, None)
@@ -566,10 +638,10 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         format!(
                             "{}: {} ran on several hosts ({}) and none is {}'s; pick one with --baseline {}@{}",
                             cand.name,
-                            base_label,
+                            base_name,
                             hosts.join(", "),
                             cand.host,
-                            base_label,
+                            base_name,
                             hosts[0]
                         ),
                     ));
@@ -671,11 +743,30 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             continue;
         };
         let (fk, fb) = (mk.fields(), mb.fields());
-        let labels = [ds.configs[k].label.as_str(), ds.configs[b].label.as_str()];
+        // With --group-by the configurations' names are what names them.
+        let labels = if default_grouping {
+            [ds.configs[k].label.as_str(), ds.configs[b].label.as_str()]
+        } else {
+            [ds.configs[k].name.as_str(), ds.configs[b].name.as_str()]
+        };
+        let grouped = |field: &str| {
+            ds.group_by.iter().any(|key| {
+                matches!(
+                    (key, field),
+                    (Key::Host, "host")
+                        | (Key::Kernel, "kernel")
+                        | (Key::Thp, "THP")
+                        | (Key::NumaBalancing, "numa_balancing")
+                )
+            })
+        };
         let mut diffs = Vec::new();
         for i in 0..fk.len() {
             let field = fk[i].0;
-            if fk[i].1 != fb[i].1 && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1]) {
+            if fk[i].1 != fb[i].1
+                && !grouped(field)
+                && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1])
+            {
                 diffs.push(format!("{field} ({} vs {})", fk[i].1, fb[i].1));
             }
         }
@@ -850,15 +941,84 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                 });
             }
         }
-        // One geometric-mean row per configuration.
+        // One geometric-mean row per configuration, over the cases every
+        // configuration of the table has a usable value in.
+        let table_configs: BTreeSet<usize> = rows.iter().map(|r| r.config).collect();
+        let mut table_cases: Vec<usize> = Vec::new();
+        for r in &rows {
+            if !table_cases.contains(&r.case) {
+                table_cases.push(r.case);
+            }
+        }
+        let mut shared: Vec<usize> = Vec::new();
+        let mut left_out: Vec<(usize, Vec<String>)> = Vec::new();
+        for &c in &table_cases {
+            let mut why = Vec::new();
+            for &k in &table_configs {
+                let cname = &ds.configs[k].name;
+                match rows.iter().find(|r| r.case == c && r.config == k) {
+                    None => why.push(format!("no runs of {cname}")),
+                    Some(r) if r.summary.is_none() => why.push(format!("no value for {cname}")),
+                    Some(r)
+                        if r.role == Role::Candidate
+                            && r.comparison.as_ref().and_then(|x| x.ratio).is_none() =>
+                    {
+                        why.push(format!("no ratio for {cname}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if why.is_empty() {
+                shared.push(c);
+            } else {
+                left_out.push((c, why));
+            }
+        }
+        let shared_note = if left_out.is_empty() {
+            None
+        } else {
+            const LISTED: usize = 4;
+            let mut listed: Vec<String> = left_out
+                .iter()
+                .take(LISTED)
+                .map(|(c, why)| {
+                    const REASONS: usize = 3;
+                    let mut w: Vec<String> = why.iter().take(REASONS).cloned().collect();
+                    if why.len() > REASONS {
+                        w.push(format!("{} more", why.len() - REASONS));
+                    }
+                    format!("{} ({})", ds.cases[*c].name, w.join(", "))
+                })
+                .collect();
+            if left_out.len() > LISTED {
+                listed.push(format!("and {} more", left_out.len() - LISTED));
+            }
+            let n = left_out.len();
+            let cases = |n: usize| if n == 1 { "case" } else { "cases" };
+            let text = if shared.is_empty() {
+                format!(
+                    "{name}: no geomean: no case has a value for every configuration; left out: {}",
+                    listed.join("; ")
+                )
+            } else {
+                format!(
+                    "{name}: the geomean rows are over the {} {} every configuration has a value in; {n} {} left out: {}",
+                    shared.len(),
+                    cases(shared.len()),
+                    cases(n),
+                    listed.join("; ")
+                )
+            };
+            Some(book.add(NoteKind::Metric, text))
+        };
         let mut geomean = Vec::new();
-        let mut order: Vec<usize> = (0..ds.configs.len()).collect();
+        let mut order: Vec<usize> = table_configs.iter().copied().collect();
         order.sort_by_key(|&k| (!is_base_config(k), k));
         for k in order {
-            let mine: Vec<&GroupRow> = rows.iter().filter(|r| r.config == k).collect();
-            if mine.is_empty() {
-                continue;
-            }
+            let mine: Vec<&GroupRow> = rows
+                .iter()
+                .filter(|r| r.config == k && shared.contains(&r.case))
+                .collect();
             let means: Vec<f64> = mine
                 .iter()
                 .filter_map(|r| r.summary.as_ref().map(|s| s.mean))
@@ -883,27 +1043,14 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                     format!("{name}: no geometric mean where a value is zero or negative"),
                 ));
             }
-            let candidates = mine.iter().filter(|r| r.role == Role::Candidate).count();
-            if !ratios.is_empty() && ratios.len() < candidates {
-                notes.push(book.add(
-                    NoteKind::Metric,
-                    format!(
-                        "{name}: the geometric mean of {}'s ratios covers {} of its {} cases",
-                        ds.configs[k].name,
-                        ratios.len(),
-                        candidates
-                    ),
-                ));
-            }
+            notes.extend(shared_note);
+            notes.sort_unstable();
             geomean.push(GeomeanRow {
                 config: k,
                 mean,
                 ratio,
-                cases: if ratios.is_empty() {
-                    means.len()
-                } else {
-                    ratios.len()
-                },
+                cases: shared.len(),
+                left_out: left_out.len(),
                 notes,
             });
         }
@@ -951,13 +1098,13 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             noise_threshold: opts.noise_threshold,
             high_cv: opts.high_cv,
         },
-        baseline: match &base_host {
-            Some(h) => format!("{base_label}@{h}"),
-            None => base_label,
-        },
+        baseline: base_name,
+        group_by: ds.group_by.iter().map(|k| k.name().to_string()).collect(),
+        filters: ds.filters.iter().map(|f| f.to_string()).collect(),
         configurations,
         cases: ds.cases.clone(),
         tables,
+        positions: bounds_positions(ds),
         notes: book.notes,
         ok_runs,
         failed_runs,

@@ -328,6 +328,19 @@ fn header_lines(r: &CompareReport, layout: Layout) -> Vec<String> {
         if r.cases.len() == 1 { "" } else { "s" },
         r.baseline
     ));
+    if !r.group_by.is_empty() || !r.filters.is_empty() {
+        let mut s = String::new();
+        if !r.group_by.is_empty() {
+            s += &format!("Configurations by {} (--group-by)", r.group_by.join("/"));
+        }
+        if !r.filters.is_empty() {
+            if !s.is_empty() {
+                s += "; ";
+            }
+            s += &format!("only runs with {} (--filter)", r.filters.join(", "));
+        }
+        v.push(s + ".");
+    }
     let alpha = r.settings.alpha;
     match layout {
         Layout::Full => v.push(format!(
@@ -376,7 +389,26 @@ fn config_lines(r: &CompareReport) -> Vec<String> {
 }
 
 fn case_lines(r: &CompareReport, ds_common: &dyn Fn(&str) -> Vec<String>) -> Vec<String> {
-    let mut v: Vec<String> = r.cases.iter().map(|c| format!("  {}", c.name)).collect();
+    let families = crate::autonuma::positions_by_cases(&r.positions);
+    let mut v: Vec<String> = Vec::new();
+    for (i, c) in r.cases.iter().enumerate() {
+        v.push(format!("  {}", c.name));
+        // position_between_bounds under the last case of its set.
+        for ps in families
+            .iter()
+            .filter(|ps| ps[0].cases.last() == Some(&i))
+        {
+            let p = ps[0];
+            let text = crate::autonuma::position_text(ps);
+            v.push(if p.cases.len() > 1 && !p.variant.is_empty() {
+                format!("    {} {}: {text}", p.benchmark, p.variant)
+            } else if p.cases.len() > 1 {
+                format!("    {}: {text}", p.benchmark)
+            } else {
+                format!("    {text}")
+            });
+        }
+    }
     let mut benches: Vec<&str> = r.cases.iter().map(|c| c.benchmark.as_str()).collect();
     benches.dedup();
     for b in benches {
@@ -567,7 +599,7 @@ pub fn to_csv(r: &CompareReport) -> Result<String, csv::Error> {
                 better_word(t.better).into(),
                 case.benchmark.clone(),
                 case.name.clone(),
-                case.params_key.clone(),
+                crate::dataset::params_text(&case.params),
                 c.name.clone(),
                 c.label.clone(),
                 c.host.clone(),

@@ -1,15 +1,23 @@
 //! Records grouped the way `compare`, `show` and `report` need them.
 //!
 //! A **case** is one benchmark with one set of resolved parameters (e.g.
-//! `numa_test tasks=4`); a **configuration** is what is being compared: the
-//! label, the host and the backend kind (real, guest, sim). A **group** is
+//! `numa_test tasks=4`); a **configuration** is what is being compared. By
+//! default that is the label, the host and the backend kind (real, guest,
+//! sim); [`DatasetOptions::group_by`] makes it any list of [`Key`]s
+//! instead (the kernel, a sysctl, a parameter, ...). A parameter that
+//! makes the configuration is no longer part of the case. A **group** is
 //! the runs of one configuration in one case. The host is part of the
-//! configuration so that directories copied from several machines can be
-//! merged without their runs being pooled.
+//! default configuration so that directories copied from several machines
+//! can be merged without their runs being pooled.
+//!
+//! Names are for people: parameter values print as they read (strings
+//! unquoted, arrays comma-joined, objects as `key:value` pairs), never as
+//! JSON, and two different cases never get the same name.
 
 use numalab_record::RunRecord;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 use std::path::PathBuf;
 
 /// One loaded record and where it came from.
@@ -23,23 +31,34 @@ pub struct Run {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Config {
+    /// The label of its runs; with `--group-by` keys that leave the label
+    /// out, the labels of its runs, comma-separated.
     pub label: String,
+    /// The host of its runs (comma-separated when they differ, as above).
     pub host: String,
-    /// `real`, `guest` or `sim`.
+    /// `real`, `guest` or `sim` (comma-separated when they differ).
     pub backend: String,
-    /// How tables name it: the label, with `@host` when the records come
-    /// from more than one host and `/backend` when they mix backends.
+    /// How tables name it. By default the label, with `@host` when the
+    /// records come from more than one host and `/backend` when they mix
+    /// backends; with `--group-by` the values of the keys joined by `/`.
     pub name: String,
+    /// The values of the `--group-by` keys, in their order; empty for the
+    /// default grouping.
+    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Case {
     pub benchmark: String,
+    /// The parameters that make the case: the record's `params` less those
+    /// the configurations are grouped by.
     pub params: BTreeMap<String, serde_json::Value>,
-    /// Canonical JSON of `params` (keys sorted at every level).
+    /// Canonical JSON of `params` (keys sorted at every level): an
+    /// identity, never shown.
+    #[serde(skip)]
     pub params_key: String,
     /// `benchmark` and the parameters that vary between this benchmark's
-    /// cases, e.g. `numa_test tasks=4`.
+    /// cases, e.g. `numa_test tasks=4`; unique among the cases.
     pub name: String,
     /// Only the varying parameters, e.g. `tasks=4` (empty when the
     /// benchmark has a single case).
@@ -65,10 +84,224 @@ pub struct Dataset {
     /// Problems with the input that did not stop it being used, one line
     /// each (duplicate records).
     pub warnings: Vec<String>,
+    /// What makes a configuration; empty: label, host and backend.
+    pub group_by: Vec<Key>,
+    /// The filters the runs were selected with.
+    pub filters: Vec<Filter>,
 }
 
+/// A property of a run record: what configurations are made of
+/// (`--group-by`) and what records are selected by (`--filter`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// `label`: the record's label.
+    Label,
+    /// `kernel`: `machine.kernel`.
+    Kernel,
+    /// `host`: `machine.hostname`.
+    Host,
+    /// `backend`: real, guest or sim.
+    Backend,
+    /// `numa_balancing`: `machine.numa_balancing`.
+    NumaBalancing,
+    /// `thp`: `machine.thp_enabled`.
+    Thp,
+    /// `benchmark`: for `--filter` only (the benchmark is part of every
+    /// case).
+    Benchmark,
+    /// Any other name: that parameter of the record's `params`.
+    Param(String),
+}
+
+/// The keys `--group-by` takes besides any parameter name.
+pub const GROUP_KEYS: [&str; 6] = ["label", "kernel", "host", "backend", "numa_balancing", "thp"];
+
+impl Key {
+    /// A named key, or else a parameter name.
+    pub fn parse(name: &str) -> Key {
+        match name {
+            "label" => Key::Label,
+            "kernel" => Key::Kernel,
+            "host" => Key::Host,
+            "backend" => Key::Backend,
+            "numa_balancing" => Key::NumaBalancing,
+            "thp" => Key::Thp,
+            "benchmark" => Key::Benchmark,
+            other => Key::Param(other.to_string()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Key::Label => "label",
+            Key::Kernel => "kernel",
+            Key::Host => "host",
+            Key::Backend => "backend",
+            Key::NumaBalancing => "numa_balancing",
+            Key::Thp => "thp",
+            Key::Benchmark => "benchmark",
+            Key::Param(p) => p,
+        }
+    }
+
+    /// The record's value as tables show it (`n/a` for machine facts not
+    /// recorded); `None` for a parameter the record does not have.
+    pub fn value(&self, r: &RunRecord) -> Option<String> {
+        let m = &r.machine;
+        let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+        Some(match self {
+            Key::Label => r.label.clone(),
+            Key::Kernel => m.kernel.clone(),
+            Key::Host => m.hostname.clone(),
+            Key::Backend => r.backend.kind().to_string(),
+            Key::NumaBalancing => na(&m.numa_balancing),
+            Key::Thp => na(&m.thp_enabled),
+            Key::Benchmark => r.benchmark.clone(),
+            Key::Param(p) => return r.params.get(p).map(param_value),
+        })
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One `--group-by` key (the option's values are comma-separated).
+/// Whether a parameter name exists is checked against the records, by
+/// [`Dataset::with_options`].
+pub fn parse_group_key(s: &str) -> Result<Key, String> {
+    let s = s.trim();
+    let valid = format!("{}, or a parameter name", GROUP_KEYS.join(", "));
+    if s.is_empty() {
+        return Err(format!("an empty key; valid keys: {valid}"));
+    }
+    match Key::parse(s) {
+        Key::Benchmark => Err(format!(
+            "the benchmark is part of every case, not of a configuration (--filter benchmark=NAME picks one); valid keys: {valid}"
+        )),
+        k => Ok(k),
+    }
+}
+
+/// `--filter KEY=VALUE`: keep the records whose `KEY` is `VALUE`. Numbers
+/// compare by value (`bytes=1e9` matches 1000000000).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub key: Key,
+    pub value: String,
+}
+
+impl Filter {
+    pub fn matches(&self, r: &RunRecord) -> bool {
+        match self.key.value(r) {
+            Some(v) => {
+                v == self.value
+                    || matches!(
+                        (v.parse::<f64>(), self.value.trim().parse::<f64>()),
+                        (Ok(a), Ok(b)) if a == b
+                    )
+            }
+            None => false,
+        }
+    }
+}
+
+impl std::str::FromStr for Filter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Filter, String> {
+        match s.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok(Filter {
+                key: Key::parse(k.trim()),
+                value: v.to_string(),
+            }),
+            _ => Err(format!(
+                "{s:?} is not KEY=VALUE (e.g. placement=bind, kernel=6.1.0, benchmark=numa01)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
+/// How to select and group records; the default is what `compare` has
+/// always done: every record, configurations by label, host and backend.
+#[derive(Debug, Clone, Default)]
+pub struct DatasetOptions {
+    /// What makes a configuration; empty: label + host + backend.
+    pub group_by: Vec<Key>,
+    /// Keep only matching records. Filters on the same key are
+    /// alternatives (`placement=bind` or `placement=default`); filters on
+    /// different keys must all hold.
+    pub filters: Vec<Filter>,
+}
+
+/// A `--group-by` or `--filter` that cannot be applied to these records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatasetError {
+    /// A key that is neither a named key nor a parameter of any record.
+    UnknownKey {
+        option: &'static str,
+        given: String,
+        keys: Vec<String>,
+        params: Vec<String>,
+    },
+    /// A filter that matches no record.
+    FilterMatchesNothing { filter: String, values: Vec<String> },
+    /// Filters that each match some record but together none.
+    FiltersKeepNothing { filters: Vec<String> },
+}
+
+impl fmt::Display for DatasetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatasetError::UnknownKey {
+                option,
+                given,
+                keys,
+                params,
+            } => {
+                write!(
+                    f,
+                    "{option} {given:?}: no such key; valid keys: {}",
+                    keys.join(", ")
+                )?;
+                if params.is_empty() {
+                    write!(f, " (the records have no parameters)")
+                } else {
+                    write!(f, ", or a parameter: {}", params.join(", "))
+                }
+            }
+            DatasetError::FilterMatchesNothing { filter, values } => {
+                write!(f, "--filter {filter} keeps no record")?;
+                if let Some((key, _)) = filter.split_once('=') {
+                    const SHOWN: usize = 12;
+                    let mut v: Vec<String> = values.iter().take(SHOWN).cloned().collect();
+                    if values.len() > SHOWN {
+                        v.push(format!("... ({} values)", values.len()));
+                    }
+                    write!(f, "; the records have {key} = {}", v.join(", "))?;
+                }
+                Ok(())
+            }
+            DatasetError::FiltersKeepNothing { filters } => write!(
+                f,
+                "--filter {}: each keeps some records, together they keep none",
+                filters.join(" --filter ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DatasetError {}
+
 /// JSON with object keys sorted at every level, whatever map type
-/// serde_json was built with.
+/// serde_json was built with. An identity for parameters, never shown.
 pub fn canonical_json(v: &serde_json::Value) -> String {
     fn canon(v: &serde_json::Value) -> serde_json::Value {
         match v {
@@ -91,19 +324,191 @@ pub fn canonical_json(v: &serde_json::Value) -> String {
     serde_json::to_string(&c).unwrap_or_default()
 }
 
-/// A parameter value as a person reads it: strings unquoted.
+/// A parameter value as a person reads it, never JSON: scalars as they
+/// are (strings unquoted), an array as its values joined by commas, an
+/// object as `key:value` pairs joined by commas; values nested deeper
+/// join with `+`. Brackets and braces inside strings print as
+/// parentheses, so that no name looks like JSON; an empty array or object
+/// and null print as `none`.
 pub fn param_value(v: &serde_json::Value) -> String {
+    readable(v, ",")
+}
+
+fn readable(v: &serde_json::Value, sep: &str) -> String {
+    use serde_json::Value;
     match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => canonical_json(other),
+        Value::String(s) => plain(s),
+        Value::Null => "none".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(a) if a.is_empty() => "none".into(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| readable(x, "+"))
+            .collect::<Vec<_>>()
+            .join(sep),
+        Value::Object(m) if m.is_empty() => "none".into(),
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
+            sorted
+                .into_iter()
+                .map(|(k, x)| format!("{}:{}", plain(k), readable(x, "+")))
+                .collect::<Vec<_>>()
+                .join(sep)
+        }
     }
 }
 
+/// A string for a name: no brackets or braces, no line breaks.
+fn plain(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '{' | '[' => '(',
+            '}' | ']' => ')',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// `k=v` pairs of a parameter map, readable, joined by spaces.
+pub fn params_text(params: &BTreeMap<String, serde_json::Value>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", param_value(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The parameters that tell these parameter sets apart: those whose value
+/// differs between two sets, or that only some sets have.
+pub fn varying_keys(sets: &[&BTreeMap<String, serde_json::Value>]) -> BTreeSet<String> {
+    let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut present: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in sets {
+        for (k, v) in p.iter() {
+            values.entry(k).or_default().insert(canonical_json(v));
+            *present.entry(k).or_default() += 1;
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(k, vs)| vs.len() > 1 || present[k] < sets.len())
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// The `keys` of `params` as `k=v` pairs joined by spaces, the task count
+/// first (the seeds' tables order rows by it), then by name.
+pub fn variant_text(
+    params: &BTreeMap<String, serde_json::Value>,
+    keys: &BTreeSet<String>,
+) -> String {
+    let mut keys: Vec<&String> = keys.iter().collect();
+    keys.sort_by_key(|k| (k.as_str() != "tasks", k.to_string()));
+    keys.into_iter()
+        .filter_map(|k| params.get(k).map(|v| format!("{k}={}", param_value(v))))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Dataset {
-    /// Group records. Records with an id already seen (the same file
-    /// copied twice) are used once, with a warning.
+    /// Group records, by label, host and backend. Records with an id
+    /// already seen (the same file copied twice) are used once, with a
+    /// warning.
     pub fn new(records: Vec<(PathBuf, RunRecord)>) -> Dataset {
-        let mut ds = Dataset::default();
+        Dataset::build(records, Vec::new(), Vec::new())
+    }
+
+    /// Select records with `opts.filters` and group them by
+    /// `opts.group_by`. An unknown key, or a filter that keeps nothing, is
+    /// an error naming it.
+    pub fn with_options(
+        records: Vec<(PathBuf, RunRecord)>,
+        opts: &DatasetOptions,
+    ) -> Result<Dataset, DatasetError> {
+        let params: BTreeSet<&str> = records
+            .iter()
+            .flat_map(|(_, r)| r.params.keys().map(String::as_str))
+            .collect();
+        let check = |k: &Key, option: &'static str| -> Result<(), DatasetError> {
+            let filter = option == "--filter";
+            let known = match k {
+                Key::Param(p) => params.contains(p.as_str()),
+                Key::Benchmark => filter,
+                _ => true,
+            };
+            if known {
+                return Ok(());
+            }
+            let mut keys: Vec<String> = GROUP_KEYS.iter().map(|s| s.to_string()).collect();
+            if filter {
+                keys.push("benchmark".into());
+            }
+            Err(DatasetError::UnknownKey {
+                option,
+                given: k.name().to_string(),
+                keys,
+                params: params.iter().map(|s| s.to_string()).collect(),
+            })
+        };
+        for k in &opts.group_by {
+            check(k, "--group-by")?;
+        }
+        for f in &opts.filters {
+            check(&f.key, "--filter")?;
+        }
+        for f in &opts.filters {
+            if !records.iter().any(|(_, r)| f.matches(r)) {
+                let mut values: Vec<String> = records
+                    .iter()
+                    .filter_map(|(_, r)| f.key.value(r))
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                values.sort_by(|a, b| natural_cmp(a, b));
+                return Err(DatasetError::FilterMatchesNothing {
+                    filter: f.to_string(),
+                    values,
+                });
+            }
+        }
+        let mut by_key: Vec<(&Key, Vec<&Filter>)> = Vec::new();
+        for f in &opts.filters {
+            match by_key.iter_mut().find(|(k, _)| *k == &f.key) {
+                Some((_, v)) => v.push(f),
+                None => by_key.push((&f.key, vec![f])),
+            }
+        }
+        let total = records.len();
+        let kept: Vec<(PathBuf, RunRecord)> = records
+            .into_iter()
+            .filter(|(_, r)| by_key.iter().all(|(_, fs)| fs.iter().any(|f| f.matches(r))))
+            .collect();
+        if kept.is_empty() && total > 0 {
+            return Err(DatasetError::FiltersKeepNothing {
+                filters: opts.filters.iter().map(|f| f.to_string()).collect(),
+            });
+        }
+        let mut group_by: Vec<Key> = Vec::new();
+        for k in &opts.group_by {
+            if !group_by.contains(k) {
+                group_by.push(k.clone());
+            }
+        }
+        Ok(Dataset::build(kept, group_by, opts.filters.clone()))
+    }
+
+    fn build(
+        records: Vec<(PathBuf, RunRecord)>,
+        group_by: Vec<Key>,
+        filters: Vec<Filter>,
+    ) -> Dataset {
+        let mut ds = Dataset {
+            group_by,
+            filters,
+            ..Dataset::default()
+        };
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         let mut kept = Vec::new();
         for (path, r) in records {
@@ -127,26 +532,97 @@ impl Dataset {
         let multi_host = hosts.len() > 1;
         let multi_backend = backends.len() > 1;
 
-        let config_of = |r: &RunRecord| {
-            let mut name = r.label.clone();
-            if multi_host {
-                name = format!("{name}@{}", r.machine.hostname);
-            }
-            if multi_backend {
-                name = format!("{name}/{}", r.backend.kind());
-            }
-            Config {
-                label: r.label.clone(),
-                host: r.machine.hostname.clone(),
-                backend: r.backend.kind().to_string(),
-                name,
+        // A configuration's identity: the values of the keys.
+        let custom = !ds.group_by.is_empty();
+        let group_by = ds.group_by.clone();
+        let identity = |r: &RunRecord| -> Vec<String> {
+            if custom {
+                group_by
+                    .iter()
+                    .map(|k| k.value(r).unwrap_or_else(|| "n/a".into()))
+                    .collect()
+            } else {
+                vec![
+                    r.label.clone(),
+                    r.machine.hostname.clone(),
+                    r.backend.kind().to_string(),
+                ]
             }
         };
-        let configs: BTreeSet<Config> = kept.iter().map(|(_, r)| config_of(r)).collect();
-        ds.configs = configs.into_iter().collect();
+        type Seen = (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>);
+        let mut config_runs: BTreeMap<Vec<String>, Seen> = BTreeMap::new();
+        for (_, r) in &kept {
+            let e = config_runs.entry(identity(r)).or_default();
+            e.0.insert(r.label.clone());
+            e.1.insert(r.machine.hostname.clone());
+            e.2.insert(r.backend.kind().to_string());
+        }
+        let mut ids: Vec<&Vec<String>> = config_runs.keys().collect();
+        if custom {
+            ids.sort_by(|a, b| {
+                a.iter()
+                    .zip(b.iter())
+                    .map(|(x, y)| natural_cmp(x, y).then_with(|| x.cmp(y)))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        }
+        let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
+        ds.configs = ids
+            .iter()
+            .map(|id| {
+                let (labels, hosts, backends) = &config_runs[*id];
+                if custom {
+                    Config {
+                        label: join(labels),
+                        host: join(hosts),
+                        backend: join(backends),
+                        name: id.join("/"),
+                        values: id.to_vec(),
+                    }
+                } else {
+                    let mut name = id[0].clone();
+                    if multi_host {
+                        name = format!("{name}@{}", id[1]);
+                    }
+                    if multi_backend {
+                        name = format!("{name}/{}", id[2]);
+                    }
+                    Config {
+                        label: id[0].clone(),
+                        host: id[1].clone(),
+                        backend: id[2].clone(),
+                        name,
+                        values: Vec::new(),
+                    }
+                }
+            })
+            .collect();
+        let config_index: HashMap<Vec<String>, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.to_vec(), i))
+            .collect();
 
+        // Cases: a parameter that makes the configuration is not part of
+        // the case.
+        let grouped: BTreeSet<String> = ds
+            .group_by
+            .iter()
+            .filter_map(|k| match k {
+                Key::Param(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let case_params = |r: &RunRecord| -> BTreeMap<String, serde_json::Value> {
+            r.params
+                .iter()
+                .filter(|(k, _)| !grouped.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
         let case_key = |r: &RunRecord| {
-            let params = serde_json::to_value(&r.params).unwrap_or_default();
+            let params = serde_json::to_value(case_params(r)).unwrap_or_default();
             (r.benchmark.clone(), canonical_json(&params))
         };
         let mut case_map: BTreeMap<(String, String), BTreeMap<String, serde_json::Value>> =
@@ -154,56 +630,21 @@ impl Dataset {
         for (_, r) in &kept {
             case_map
                 .entry(case_key(r))
-                .or_insert_with(|| r.params.clone());
+                .or_insert_with(|| case_params(r));
         }
         // Parameters that vary between the cases of each benchmark.
-        let mut varying: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-        {
-            let mut values: BTreeMap<(&str, &str), BTreeSet<String>> = BTreeMap::new();
-            let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-            for ((b, _), params) in &case_map {
-                *count.entry(b.as_str()).or_default() += 1;
-                for (k, v) in params {
-                    values
-                        .entry((b.as_str(), k.as_str()))
-                        .or_default()
-                        .insert(canonical_json(v));
-                }
-            }
-            for ((b, _), params) in &case_map {
-                let entry = varying.entry(b.as_str()).or_default();
-                for k in params.keys() {
-                    let n = values
-                        .get(&(b.as_str(), k.as_str()))
-                        .map(|s| s.len())
-                        .unwrap_or(0);
-                    // Varies in value, or present in only some cases.
-                    let present = case_map
-                        .iter()
-                        .filter(|((b2, _), p)| b2 == b && p.contains_key(k))
-                        .count();
-                    if n > 1 || present < count[b.as_str()] {
-                        entry.insert(k.clone());
-                    }
-                }
-            }
+        let mut sets: BTreeMap<&str, Vec<&BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
+        for ((b, _), params) in &case_map {
+            sets.entry(b.as_str()).or_default().push(params);
         }
+        let varying: BTreeMap<&str, BTreeSet<String>> = sets
+            .iter()
+            .map(|(b, s)| (*b, varying_keys(s)))
+            .collect();
         ds.cases = case_map
             .iter()
             .map(|((b, key), params)| {
-                let mut variant: Vec<String> = Vec::new();
-                // The task count first, as the seeds' tables order rows by it.
-                let mut keys: Vec<&String> = varying
-                    .get(b.as_str())
-                    .map(|s| s.iter().collect())
-                    .unwrap_or_default();
-                keys.sort_by_key(|k| (k.as_str() != "tasks", k.to_string()));
-                for k in keys {
-                    if let Some(v) = params.get(k) {
-                        variant.push(format!("{k}={}", param_value(v)));
-                    }
-                }
-                let variant = variant.join(" ");
+                let variant = variant_text(params, &varying[b.as_str()]);
                 let name = if variant.is_empty() {
                     b.clone()
                 } else {
@@ -229,6 +670,19 @@ impl Dataset {
                 .then_with(|| ca.params_key.cmp(&cb.params_key))
         });
         ds.cases = order.iter().map(|&i| ds.cases[i].clone()).collect();
+        // Values that read the same (the string "2" and the number 2)
+        // would give two cases one name: number them.
+        let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, c) in ds.cases.iter().enumerate() {
+            by_name.entry(c.name.clone()).or_default().push(i);
+        }
+        for same in by_name.values().filter(|v| v.len() > 1) {
+            for (n, &i) in same.iter().enumerate() {
+                let c = &mut ds.cases[i];
+                c.variant = format!("{} #{}", c.variant, n + 1).trim().to_string();
+                c.name = format!("{} #{}", c.name, n + 1);
+            }
+        }
         let case_index: HashMap<(String, String), usize> = ds
             .cases
             .iter()
@@ -242,11 +696,7 @@ impl Dataset {
         });
         for (path, r) in kept {
             let case = case_index[&case_key(&r)];
-            let cfg = config_of(&r);
-            let config = ds
-                .configs
-                .binary_search(&cfg)
-                .expect("every record's configuration was collected");
+            let config = config_index[&identity(&r)];
             let idx = ds.runs.len();
             let ok = r.outcome.is_ok();
             ds.runs.push(Run {
@@ -280,15 +730,43 @@ impl Dataset {
             .find(|g| g.case == case && g.config == config)
     }
 
-    /// Distinct labels, sorted.
+    /// Whether configurations are the default label + host + backend.
+    pub fn default_grouping(&self) -> bool {
+        self.group_by.is_empty()
+    }
+
+    /// What makes a configuration, in words: `label, host, backend` or
+    /// the `--group-by` keys joined by `/`.
+    pub fn grouping(&self) -> String {
+        if self.group_by.is_empty() {
+            "label, host, backend".into()
+        } else {
+            self.group_by
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join("/")
+        }
+    }
+
+    /// The configuration with this name.
+    pub fn config_named(&self, name: &str) -> Option<usize> {
+        self.configs.iter().position(|c| c.name == name)
+    }
+
+    /// Distinct labels of the runs, sorted.
     pub fn labels(&self) -> Vec<String> {
-        let s: BTreeSet<&str> = self.configs.iter().map(|c| c.label.as_str()).collect();
+        let s: BTreeSet<&str> = self.runs.iter().map(|r| r.record.label.as_str()).collect();
         s.into_iter().map(String::from).collect()
     }
 
-    /// Distinct hosts, sorted.
+    /// Distinct hosts of the runs, sorted.
     pub fn hosts(&self) -> Vec<String> {
-        let s: BTreeSet<&str> = self.configs.iter().map(|c| c.host.as_str()).collect();
+        let s: BTreeSet<&str> = self
+            .runs
+            .iter()
+            .map(|r| r.record.machine.hostname.as_str())
+            .collect();
         s.into_iter().map(String::from).collect()
     }
 
@@ -419,6 +897,173 @@ mod tests {
         assert_eq!(ds.runs.len(), 1);
         assert_eq!(ds.warnings.len(), 1);
         assert!(ds.warnings[0].starts_with("copy/of.json: same record id"));
+    }
+
+    #[test]
+    fn parameter_values_read_as_text_never_as_json() {
+        use serde_json::json;
+        assert_eq!(param_value(&json!("bind")), "bind");
+        assert_eq!(param_value(&json!(4)), "4");
+        assert_eq!(param_value(&json!(true)), "true");
+        assert_eq!(param_value(&json!(null)), "none");
+        assert_eq!(param_value(&json!([0, 1, 2])), "0,1,2");
+        assert_eq!(param_value(&json!(["sh", "-c", "true"])), "sh,-c,true");
+        assert_eq!(param_value(&json!({"b": 2, "a": "x"})), "a:x,b:2");
+        assert_eq!(param_value(&json!([[0, 1], [2, 3]])), "0+1,2+3");
+        assert_eq!(
+            param_value(&json!({"node0": [0, 1], "node1": {"cpus": 2}})),
+            "node0:0+1,node1:cpus:2"
+        );
+        assert_eq!(param_value(&json!([])), "none");
+        assert_eq!(param_value(&json!("a[1]{x}")), "a(1)(x)");
+    }
+
+    #[test]
+    fn cases_from_old_records_with_arrays_and_objects_have_plain_unique_names() {
+        let mut v = Vec::new();
+        let params = [
+            serde_json::json!([0, 1]),
+            serde_json::json!({"node0": [0, 1]}),
+            serde_json::json!([2, 3]),
+            serde_json::json!("2,3"),
+        ];
+        for (i, p) in params.iter().enumerate() {
+            let (_, mut r) = rec("A", 4, 1, "h");
+            r.params.insert("cpus".into(), p.clone());
+            r.id = format!("r{i}");
+            v.push((PathBuf::from(format!("r{i}.json")), r));
+        }
+        let ds = Dataset::new(v);
+        let names: Vec<&str> = ds.cases.iter().map(|c| c.name.as_str()).collect();
+        for n in &names {
+            assert!(!n.contains('{') && !n.contains('[') && !n.contains('"'), "{n}");
+        }
+        assert!(names.contains(&"numa_test cpus=0,1"), "{names:?}");
+        assert!(names.contains(&"numa_test cpus=node0:0+1"), "{names:?}");
+        // [2, 3] and "2,3" read the same: numbered, never alike.
+        assert!(names.contains(&"numa_test cpus=2,3 #1"), "{names:?}");
+        assert!(names.contains(&"numa_test cpus=2,3 #2"), "{names:?}");
+        let set: BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(set.len(), names.len());
+        let variants: BTreeSet<&str> = ds.cases.iter().map(|c| c.variant.as_str()).collect();
+        assert_eq!(variants.len(), names.len());
+    }
+
+    fn placed(label: &str, placement: &str, kernel: &str, rep: u32) -> (PathBuf, RunRecord) {
+        let mut r = example_record("numa01", label, rep, 10.0);
+        r.params.insert("placement".into(), placement.into());
+        r.params.insert("threads".into(), 4.into());
+        r.machine.kernel = kernel.into();
+        r.id = format!("{label}-{placement}-{kernel}-{rep}");
+        (PathBuf::from(format!("{}.json", r.id)), r)
+    }
+
+    fn numa01_set() -> Vec<(PathBuf, RunRecord)> {
+        let mut v = Vec::new();
+        for kernel in ["6.10.0", "6.1.0"] {
+            for p in ["default", "bind", "inverse-bind"] {
+                for rep in 1..=2 {
+                    v.push(placed("A", p, kernel, rep));
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn group_by_a_parameter_takes_it_out_of_the_case() {
+        let opts = DatasetOptions {
+            group_by: vec![Key::parse("placement")],
+            filters: vec![],
+        };
+        let ds = Dataset::with_options(numa01_set(), &opts).unwrap();
+        let configs: Vec<&str> = ds.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(configs, vec!["bind", "default", "inverse-bind"]);
+        let cases: Vec<&str> = ds.cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(cases, vec!["numa01"]);
+        assert!(!ds.cases[0].params.contains_key("placement"));
+        assert_eq!(ds.groups.len(), 3);
+        assert!(ds.groups.iter().all(|g| g.ok.len() == 4));
+        assert_eq!(ds.configs[0].label, "A");
+        assert_eq!(ds.configs[0].values, vec!["bind"]);
+        assert_eq!(ds.grouping(), "placement");
+
+        // Several keys: the values joined by "/", kernels in natural order.
+        let opts = DatasetOptions {
+            group_by: vec![Key::Kernel, Key::Backend],
+            filters: vec![],
+        };
+        let ds = Dataset::with_options(numa01_set(), &opts).unwrap();
+        let configs: Vec<&str> = ds.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(configs, vec!["6.1.0/real", "6.10.0/real"]);
+        let cases: Vec<&str> = ds.cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            cases,
+            vec![
+                "numa01 placement=bind",
+                "numa01 placement=default",
+                "numa01 placement=inverse-bind"
+            ]
+        );
+    }
+
+    #[test]
+    fn filters_select_and_name_what_keeps_nothing() {
+        let f = |s: &str| -> Filter { s.parse().unwrap() };
+        let opts = DatasetOptions {
+            group_by: vec![],
+            filters: vec![f("kernel=6.1.0"), f("placement=bind"), f("placement=default")],
+        };
+        let ds = Dataset::with_options(numa01_set(), &opts).unwrap();
+        assert_eq!(ds.runs.len(), 4);
+        assert!(ds.runs.iter().all(|r| r.record.machine.kernel == "6.1.0"));
+        // Numbers compare by value.
+        let opts = DatasetOptions {
+            group_by: vec![],
+            filters: vec![f("threads=4.0"), f("benchmark=numa01")],
+        };
+        assert_eq!(Dataset::with_options(numa01_set(), &opts).unwrap().runs.len(), 12);
+
+        let err = |filters: Vec<Filter>, group_by: Vec<Key>| {
+            Dataset::with_options(numa01_set(), &DatasetOptions { group_by, filters })
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(vec![f("placement=bnd")], vec![]),
+            "--filter placement=bnd keeps no record; the records have placement = bind, default, inverse-bind"
+        );
+        assert_eq!(
+            err(vec![f("kernel=6.1.0"), f("label=B")], vec![]),
+            "--filter label=B keeps no record; the records have label = A"
+        );
+        let mut v = numa01_set();
+        v[0].1.label = "B".into();
+        let e = Dataset::with_options(
+            v,
+            &DatasetOptions {
+                group_by: vec![],
+                filters: vec![f("label=B"), f("kernel=6.1.0")],
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "--filter label=B --filter kernel=6.1.0: each keeps some records, together they keep none"
+        );
+        assert_eq!(
+            err(vec![f("nope=1")], vec![]),
+            "--filter \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, benchmark, or a parameter: placement, tasks, threads"
+        );
+        assert_eq!(
+            err(vec![], vec![Key::parse("nope")]),
+            "--group-by \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, or a parameter: placement, tasks, threads"
+        );
+        assert!(parse_group_key("benchmark").is_err());
+        assert!(parse_group_key("").is_err());
+        assert!("novalue".parse::<Filter>().is_err());
+        assert_eq!(f("a=b=c").value, "b=c");
     }
 
     #[test]

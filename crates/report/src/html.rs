@@ -122,6 +122,19 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         esc(&inputs.join(", ")),
         esc(&cmp.baseline)
     );
+    if !cmp.group_by.is_empty() || !cmp.filters.is_empty() {
+        let mut s = String::new();
+        if !cmp.group_by.is_empty() {
+            s += &format!("configurations by {}", cmp.group_by.join("/"));
+        }
+        if !cmp.filters.is_empty() {
+            if !s.is_empty() {
+                s += " · ";
+            }
+            s += &format!("only runs with {}", cmp.filters.join(", "));
+        }
+        let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
+    }
     p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a><a href=\"#runs\">Runs</a></nav></header>");
 
     // Configurations and cases.
@@ -166,8 +179,24 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     }
     p.body.push_str(&t.to_html());
     p.body.push_str("<h3>Cases</h3><ul>");
-    for c in &cmp.cases {
+    let families = crate::autonuma::positions_by_cases(&cmp.positions);
+    for (i, c) in cmp.cases.iter().enumerate() {
         let _ = write!(p.body, "<li><code>{}</code></li>", esc(&c.name));
+        // position_between_bounds under the last case of its set.
+        for ps in families.iter().filter(|ps| ps[0].cases.last() == Some(&i)) {
+            let first = ps[0];
+            let name = if first.variant.is_empty() {
+                first.benchmark.clone()
+            } else {
+                format!("{} {}", first.benchmark, first.variant)
+            };
+            let _ = write!(
+                p.body,
+                "<li>{}: {}</li>",
+                esc(&name),
+                esc(&crate::autonuma::position_text(ps))
+            );
+        }
     }
     let mut benches: Vec<&str> = cmp.cases.iter().map(|c| c.benchmark.as_str()).collect();
     benches.dedup();
@@ -401,6 +430,7 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let metrics: Vec<String> = r
         .metrics
         .iter()
+        .filter(|(k, _)| !crate::autonuma::is_derived_metric(k))
         .map(|(k, m)| format!("{k} = {} {}", crate::num::value(m.value), m.unit))
         .collect();
     if !metrics.is_empty() {

@@ -7,8 +7,9 @@
 //!
 //! The pieces, in the order data flows through them:
 //!
-//! * [`dataset`] groups records into *cases* (benchmark + parameters) and
-//!   *configurations* (label + host + backend).
+//! * [`dataset`] selects records (`--filter`) and groups them into
+//!   *cases* (benchmark + parameters) and *configurations* (label + host +
+//!   backend, or the `--group-by` keys).
 //! * [`compare`](mod@compare) computes, per metric, the summaries, ratios, tests and
 //!   verdicts with [`numalab_stats`], and collects footnotes (too few runs,
 //!   high variation, outliers, machine differences the labels do not name,
@@ -18,7 +19,10 @@
 //!   migrated, progress); [`textplot`] draws them as ASCII charts within
 //!   80×20 characters and [`svg`] as inline SVG.
 //! * [`show`] prints one run or a directory of runs the way the seeds do;
-//!   [`html`] writes the self-contained HTML report.
+//!   [`html`] writes the self-contained HTML report; [`summary`] is what
+//!   `numalab run` and `numalab sim` print after their runs.
+//! * [`autonuma`] derives `position_between_bounds` from records (it is
+//!   never read from one).
 //! * [`table`] is the one table model behind text, Markdown and HTML;
 //!   [`num`] formats numbers the same way everywhere.
 //!
@@ -34,6 +38,7 @@ pub mod html;
 pub mod num;
 pub mod series;
 pub mod show;
+pub mod summary;
 pub mod svg;
 pub mod table;
 pub mod text;
@@ -41,5 +46,5 @@ pub mod textplot;
 
 pub use compare::{compare, CompareError, CompareOptions, CompareReport, Regression};
 pub use compare_render::Layout;
-pub use dataset::Dataset;
+pub use dataset::{Dataset, DatasetError, DatasetOptions, Filter, Key};
 pub use numalab_record::RunRecord;

@@ -4,6 +4,7 @@
 //! migrated and progress over time (seed 004). Everything within 80
 //! columns, to paste into an email.
 
+use crate::autonuma::{is_derived_metric, position_text, positions_by_cases};
 use crate::compare::MachineSummary;
 use crate::dataset::{param_value, Dataset};
 use crate::num;
@@ -63,7 +64,13 @@ pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
         out.push_str(&task_table(r));
         out.push('\n');
     }
-    if !r.metrics.is_empty() {
+    // Derived metrics older records carry are not the record's to show.
+    let metrics: Vec<(&String, &numalab_record::Metric)> = r
+        .metrics
+        .iter()
+        .filter(|(k, _)| !is_derived_metric(k))
+        .collect();
+    if !metrics.is_empty() {
         let mut t = Table::new(
             "Metrics",
             vec![
@@ -73,7 +80,7 @@ pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
                 Column::left("better"),
             ],
         );
-        for (k, m) in &r.metrics {
+        for (k, m) in metrics {
             t.push(vec![
                 k.clone(),
                 num::value(m.value),
@@ -197,7 +204,7 @@ pub fn summary_table(ds: &Dataset, benchmark: &str, config: usize) -> Table {
     for &c in &cases {
         for r in ds.ok_records(ds.group(c, config).expect("filtered")) {
             for k in r.metrics.keys() {
-                if !metrics.contains(k) {
+                if !metrics.contains(k) && !is_derived_metric(k) {
                     metrics.push(k.clone());
                 }
             }
@@ -240,6 +247,23 @@ pub fn summary_table(ds: &Dataset, benchmark: &str, config: usize) -> Table {
 /// (its typical run: the median of `elapsed_s`).
 pub fn dataset(ds: &Dataset) -> String {
     let mut out = String::new();
+    if !ds.default_grouping() || !ds.filters.is_empty() {
+        let mut s = String::new();
+        if !ds.default_grouping() {
+            s += &format!("Configurations by {} (--group-by)", ds.grouping());
+        }
+        if !ds.filters.is_empty() {
+            if !s.is_empty() {
+                s += "; ";
+            }
+            let f: Vec<String> = ds.filters.iter().map(|f| f.to_string()).collect();
+            s += &format!("only runs with {} (--filter)", f.join(", "));
+        }
+        push_wrapped(&mut out, &format!("{s}."));
+        out.push('\n');
+    }
+    let positions = crate::autonuma::bounds_positions(ds);
+    let families = positions_by_cases(&positions);
     let mut benches: Vec<&str> = ds.cases.iter().map(|c| c.benchmark.as_str()).collect();
     benches.dedup();
     for b in &benches {
@@ -258,12 +282,21 @@ pub fn dataset(ds: &Dataset) -> String {
                 .map(|&i| &ds.runs[i].record)
                 .collect();
             let ok: Vec<&RunRecord> = all.iter().copied().filter(|r| r.outcome.is_ok()).collect();
+            let who = if ds.default_grouping() {
+                format!("label {} ({}", cfg.label, cfg.backend)
+            } else {
+                format!(
+                    "{} {} (label {}, {}",
+                    ds.grouping(),
+                    cfg.name,
+                    cfg.label,
+                    cfg.backend
+                )
+            };
             push_wrapped(
                 &mut out,
                 &format!(
-                    "{b}, label {} ({}, {}): {} runs",
-                    cfg.label,
-                    cfg.backend,
+                    "{b}, {who}, {}): {} runs",
                     MachineSummary::of(all[0]).describe(),
                     all.len()
                 ),
@@ -288,6 +321,20 @@ pub fn dataset(ds: &Dataset) -> String {
             if !common.is_empty() {
                 push_wrapped(&mut out, &format!("params: {}", common.join(" ")));
             }
+            out.push('\n');
+        }
+        // position_between_bounds, derived from the runs above.
+        let mine: Vec<&Vec<_>> = families.iter().filter(|ps| ps[0].benchmark == *b).collect();
+        for ps in &mine {
+            let p = ps[0];
+            let name = if p.variant.is_empty() {
+                p.benchmark.clone()
+            } else {
+                format!("{} {}", p.benchmark, p.variant)
+            };
+            push_wrapped(&mut out, &format!("{name}: {}", position_text(ps)));
+        }
+        if !mine.is_empty() {
             out.push('\n');
         }
     }

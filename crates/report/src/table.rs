@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 /// Widest line of text output.
 pub const TEXT_WIDTH: usize = 80;
 
-/// Longest key cell in text before it is shortened (with `...`), so that
-/// the key columns always leave room for the values.
+/// Longest line of a key cell in text: a longer one continues on the
+/// next lines (never shortened, so that two rows never look the same), so
+/// that the key columns always leave room for the values.
 const MAX_KEY_CELL: usize = 34;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,20 +102,37 @@ impl Table {
         for line in wrap(&self.title, width) {
             let _ = writeln!(out, "{line}");
         }
-        let cell = |r: &Row, i: usize| -> String {
-            let c = &r.cells[i];
-            if self.columns[i].key && c.chars().count() > MAX_KEY_CELL {
-                let s: String = c.chars().take(MAX_KEY_CELL - 3).collect();
-                format!("{s}...")
-            } else {
-                c.clone()
-            }
-        };
+        // Each row as lines: a long key cell continues on the next lines,
+        // the other cells are on the first.
         let ncols = self.columns.len();
+        let lines_of = |r: &Row| -> Vec<Row> {
+            let pieces: Vec<Vec<String>> = (0..ncols)
+                .map(|i| {
+                    let c = &r.cells[i];
+                    if self.columns[i].key && c.chars().count() > MAX_KEY_CELL {
+                        split_cell(c, MAX_KEY_CELL)
+                    } else {
+                        vec![c.clone()]
+                    }
+                })
+                .collect();
+            let n = pieces.iter().map(Vec::len).max().unwrap_or(1);
+            (0..n)
+                .map(|j| Row {
+                    cells: pieces
+                        .iter()
+                        .map(|p| p.get(j).cloned().unwrap_or_default())
+                        .collect(),
+                    kind: if j == 0 { r.kind } else { RowKind::Data },
+                })
+                .collect()
+        };
+        let rows: Vec<(RowKind, Vec<Row>)> = self.rows.iter().map(|r| (r.kind, lines_of(r))).collect();
+        let cell = |r: &Row, i: usize| -> String { r.cells[i].clone() };
         let widths: Vec<usize> = (0..ncols)
             .map(|i| {
-                self.rows
-                    .iter()
+                rows.iter()
+                    .flat_map(|(_, ls)| ls.iter())
                     .map(|r| cell(r, i).chars().count())
                     .chain(std::iter::once(self.columns[i].header.chars().count()))
                     .max()
@@ -169,8 +187,8 @@ impl Table {
             };
             let header = line(&|i| self.columns[i].header.clone());
             let rule_len = header.len().max(
-                self.rows
-                    .iter()
+                rows.iter()
+                    .flat_map(|(_, ls)| ls.iter())
                     .map(|r| line(&|i| cell(r, i)).len())
                     .max()
                     .unwrap_or(0),
@@ -178,12 +196,14 @@ impl Table {
             let _ = writeln!(out, "{header}");
             let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
             let mut prev = RowKind::Data;
-            for r in &self.rows {
-                if r.kind == RowKind::Summary && prev == RowKind::Data {
+            for (kind, ls) in &rows {
+                if *kind == RowKind::Summary && prev == RowKind::Data {
                     let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
                 }
-                prev = r.kind;
-                let _ = writeln!(out, "{}", line(&|i| cell(r, i)));
+                prev = *kind;
+                for r in ls {
+                    let _ = writeln!(out, "{}", line(&|i| cell(r, i)));
+                }
             }
         }
         for l in &self.legend {
@@ -286,6 +306,67 @@ impl Table {
         }
         out
     }
+}
+
+/// A cell broken into lines of at most `max` characters: after a space
+/// or a comma where it can, else anywhere. Lines after the first are
+/// indented by 2.
+pub fn split_cell(s: &str, max: usize) -> Vec<String> {
+    let max = max.max(4);
+    // Tokens end after a comma or before a space (the space is dropped
+    // at a line break).
+    let mut tokens: Vec<(bool, String)> = Vec::new(); // (after a space, text)
+    let mut cur = String::new();
+    let mut space = false;
+    for c in s.chars() {
+        if c == ' ' {
+            if !cur.is_empty() {
+                tokens.push((space, std::mem::take(&mut cur)));
+            }
+            space = true;
+            continue;
+        }
+        cur.push(c);
+        if c == ',' {
+            tokens.push((space, std::mem::take(&mut cur)));
+            space = false;
+        }
+    }
+    if !cur.is_empty() {
+        tokens.push((space, cur));
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for (sp, t) in tokens {
+        let room = if lines.is_empty() { max } else { max - 2 };
+        let sep = if sp && !line.is_empty() { " " } else { "" };
+        if line.chars().count() + sep.len() + t.chars().count() <= room {
+            line.push_str(sep);
+            line.push_str(&t);
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        let mut rest: Vec<char> = t.chars().collect();
+        loop {
+            let room = if lines.is_empty() { max } else { max - 2 };
+            if rest.len() <= room {
+                line = rest.iter().collect();
+                break;
+            }
+            lines.push(rest[..room].iter().collect());
+            rest = rest[room..].to_vec();
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l } else { format!("  {l}") })
+        .collect()
 }
 
 /// Escape text for HTML element content and attribute values.
@@ -440,14 +521,35 @@ mod tests {
     }
 
     #[test]
-    fn long_keys_are_shortened_in_text_only() {
+    fn long_keys_continue_on_the_next_lines() {
         let mut t = Table::new("", vec![Column::key("k"), Column::right("v")]);
         let long = "x".repeat(100);
         t.push(vec![long.clone(), "1".into()]);
+        let case = "numa01 bytes=1073741824 command=sh,-c,sleep 1 loops=3 threads=4";
+        t.push(vec![case.into(), "2".into()]);
+        t.push(vec!["geomean".into(), "3".into()]);
         let text = t.to_text();
         assert!(text.lines().all(|l| l.len() <= TEXT_WIDTH), "{text}");
-        assert!(text.contains("..."));
+        assert!(!text.contains("..."), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        // Nothing is lost: the pieces of the key put together are the key.
+        let keys: String = lines[2..6]
+            .iter()
+            .map(|l| l.trim_end_matches(" 1").trim())
+            .collect();
+        assert_eq!(keys, long, "{text}");
+        assert!(lines[2].ends_with(" 1"), "{text}");
+        assert!(lines[6].starts_with("numa01 bytes=1073741824"), "{text}");
+        assert!(lines[6].ends_with(" 2"), "{text}");
+        assert_eq!(lines[7], "  command=sh,-c,sleep 1 loops=3", "{text}");
+        assert_eq!(lines[8], "  threads=4", "{text}");
+        assert!(lines[9].starts_with("geomean "), "{text}");
         assert!(t.to_markdown(2).contains(&long));
+        assert_eq!(
+            split_cell("aaaa,bbbb,cccc", 10),
+            vec!["aaaa,bbbb,", "  cccc"]
+        );
+        assert_eq!(split_cell("short", 10), vec!["short"]);
     }
 
     #[test]

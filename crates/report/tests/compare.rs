@@ -4,7 +4,7 @@
 use numalab_record::{example_record, Better, Metric, Outcome, RunRecord};
 use numalab_report::compare::{labels_name, NoteKind, Role};
 use numalab_report::compare_render::{self, Layout};
-use numalab_report::{compare, CompareError, CompareOptions, Dataset};
+use numalab_report::{compare, CompareError, CompareOptions, Dataset, DatasetOptions, Key};
 use numalab_stats::{TestKind, Verdict};
 use std::path::PathBuf;
 
@@ -503,4 +503,298 @@ fn a_ratio_interval_below_zero_for_nonnegative_values_is_footnoted() {
     v.extend(runs("B", "h", 4, &scaled(1.1)));
     let r = compare(&Dataset::new(v), &opts()).unwrap();
     assert!(r.notes.iter().all(|n| !n.text.contains("reaches below 0")));
+}
+
+/// Records of numa01 in one configuration: `bind`, `default` and
+/// `inverse-bind` runs with these elapsed times.
+fn numa01(label: &str, kernel: &str, times: [f64; 3]) -> Vec<(PathBuf, RunRecord)> {
+    let mut v = Vec::new();
+    for (p, t) in ["bind", "default", "inverse-bind"].iter().zip(times) {
+        for (i, k) in [1.0, 1.01, 0.99, 1.005, 0.995].iter().enumerate() {
+            let mut r = example_record("numa01", label, i as u32 + 1, t * k);
+            r.params.insert("placement".into(), (*p).into());
+            r.params.insert("threads".into(), 4.into());
+            r.machine.kernel = kernel.into();
+            r.id = format!("{label}-{kernel}-{p}-{i}");
+            v.push((PathBuf::from(format!("{}.json", r.id)), r));
+        }
+    }
+    v
+}
+
+fn select(group_by: &[&str], filters: &[&str]) -> DatasetOptions {
+    DatasetOptions {
+        group_by: group_by.iter().map(|k| Key::parse(k)).collect(),
+        filters: filters.iter().map(|f| f.parse().unwrap()).collect(),
+    }
+}
+
+#[test]
+fn case_names_from_arrays_and_objects_are_plain_in_every_format() {
+    // Older records: parameters holding arrays and objects.
+    let mut v = Vec::new();
+    for (label, k) in [("A", 1.0), ("B", 1.1)] {
+        for (j, cpus) in [
+            serde_json::json!([0, 1, 2, 3]),
+            serde_json::json!({"node0": [0, 1], "node1": [2, 3]}),
+        ]
+        .iter()
+        .enumerate()
+        {
+            for (i, (p, mut r)) in runs(label, "h", 4, &scaled(k)).into_iter().enumerate() {
+                r.params.insert("cpus".into(), cpus.clone());
+                r.params
+                    .insert("command".into(), serde_json::json!(["sh", "-c", "x[1]"]));
+                r.id = format!("{label}-{j}-{i}");
+                v.push((p.with_file_name(format!("{}.json", r.id)), r));
+            }
+        }
+    }
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let plain = |s: &str| !s.contains('{') && !s.contains('[');
+    for c in &r.cases {
+        assert!(plain(&c.name) && plain(&c.variant), "{}", c.name);
+    }
+    let names: Vec<&str> = r.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "numa_test cpus=0,1,2,3",
+            "numa_test cpus=node0:0+1,node1:2+3"
+        ]
+    );
+
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(!text.contains('{'), "{text}");
+    assert!(text.contains("command=sh,-c,x(1)"), "{text}");
+    assert!(text.contains("cpus=node0:0+1,node1:2+3"), "{text}");
+    assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+    let md = compare_render::to_markdown(&r, Layout::Full);
+    assert!(!md.contains('{') && !md.contains("cpus=\\["), "{md}");
+    let csv = compare_render::to_csv(&r).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let headers = rd.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    for row in rd.records() {
+        let row = row.unwrap();
+        assert!(plain(&row[col("case")]) && plain(&row[col("params")]), "{row:?}");
+    }
+    assert!(csv.contains("command=sh,-c,x(1) cpus=0,1,2,3 tasks=4"), "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&compare_render::to_json(&r)).unwrap();
+    for c in json["cases"].as_array().unwrap() {
+        assert!(plain(c["name"].as_str().unwrap()), "{c}");
+        assert!(c.get("params_key").is_none(), "{c}");
+    }
+    let html = numalab_report::html::report(&ds, &r, &["x".into()]);
+    assert!(html.contains("<code>numa_test cpus=0,1,2,3</code>"), "{html}");
+    assert!(!html.contains("cpus=[") && !html.contains("cpus={"));
+}
+
+#[test]
+fn group_by_a_parameter_compares_its_values_within_one_case() {
+    let mut v = numa01("A", "6.1.0", [10.0, 15.0, 20.0]);
+    // An older record carries a position_between_bounds of its own: never
+    // read, neither as a metric nor as the position.
+    v[5].1.metrics.insert(
+        "position_between_bounds".into(),
+        Metric::new(0.99, "fraction", Better::Lower),
+    );
+    let ds = Dataset::with_options(v, &select(&["placement"], &[])).unwrap();
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("default".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.baseline, "default");
+    assert_eq!(r.group_by, vec!["placement"]);
+    let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, vec!["bind", "default", "inverse-bind"]);
+    assert_eq!(r.cases.len(), 1);
+    assert_eq!(r.cases[0].name, "numa01");
+    assert!(r.tables.iter().all(|t| t.metric != "position_between_bounds"));
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let verdict = |k: usize| {
+        let row = t.rows.iter().find(|x| x.config == k).unwrap();
+        (row.role, row.comparison.as_ref().map(|c| c.verdict))
+    };
+    assert_eq!(verdict(1), (Role::Baseline, None));
+    assert_eq!(verdict(0), (Role::Candidate, Some(Verdict::Better)));
+    assert_eq!(verdict(2), (Role::Candidate, Some(Verdict::Worse)));
+    // position_between_bounds, derived from the elapsed times.
+    assert_eq!(r.positions.len(), 1);
+    let p = &r.positions[0];
+    assert_eq!(p.config, "");
+    assert!((p.value.unwrap() - 0.5).abs() < 1e-9, "{p:?}");
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(
+        text.contains("Configurations by placement (--group-by)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  numa01\n    position_between_bounds (default between bind = 0 and\n"),
+        "{text}"
+    );
+    assert!(text.contains("elapsed_s): 0.50\n"), "{text}");
+    assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+
+    // Asking for it as a metric says where it is.
+    let e = compare(
+        &ds,
+        &CompareOptions {
+            metrics: vec!["position_between_bounds".into()],
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("derived from the runs' elapsed times"));
+    // An unknown configuration lists those present.
+    let e = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("A".into()),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no configuration \"A\" to use as the baseline; the configurations present are: bind, default, inverse-bind"
+    );
+}
+
+#[test]
+fn group_by_kernel_and_backend_names_configurations_by_their_values() {
+    let mut v = numa01("old", "6.1.0", [10.0, 15.0, 20.0]);
+    v.extend(numa01("new", "6.10.0", [10.0, 12.0, 20.0]));
+    let ds = Dataset::with_options(v, &select(&["kernel", "backend"], &[])).unwrap();
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("6.1.0/real".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, vec!["6.1.0/real", "6.10.0/real"]);
+    assert_eq!(r.configurations[1].label, "new");
+    // The kernel is what the configurations are: no "differs" note.
+    assert!(
+        !r.notes.iter().any(|n| n.kind == NoteKind::MachineDiffers),
+        "{:#?}",
+        r.notes
+    );
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let d = t
+        .rows
+        .iter()
+        .find(|x| x.config == 1 && r.cases[x.case].name == "numa01 placement=default")
+        .unwrap();
+    assert_eq!(d.comparison.as_ref().unwrap().verdict, Verdict::Better);
+    // One position per configuration, under the last case of the three.
+    let pos: Vec<(String, f64)> = r
+        .positions
+        .iter()
+        .map(|p| (p.config.clone(), p.value.unwrap()))
+        .collect();
+    assert_eq!(pos.len(), 2);
+    assert_eq!(pos[0].0, "6.1.0/real");
+    assert!((pos[0].1 - 0.5).abs() < 1e-9 && (pos[1].1 - 0.2).abs() < 1e-9);
+    let text = compare_render::to_text(&r, Layout::Full);
+    let cases = text.split("\nCases\n").nth(1).unwrap();
+    assert!(
+        cases.starts_with(
+            "  numa01 placement=bind\n  numa01 placement=default\n  numa01 placement=inverse-bind\n    numa01: position_between_bounds"
+        ),
+        "{text}"
+    );
+    assert!(cases.contains("6.1.0/real 0.50, 6.10.0/real 0.20"), "{text}");
+}
+
+#[test]
+fn default_grouping_positions_and_show_directory_view() {
+    let mut v = numa01("A", "6.1.0", [10.0, 15.0, 20.0]);
+    v.extend(numa01("B", "6.1.0", [10.0, 12.5, 20.0]));
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(text.contains("A 0.50, B 0.25"), "{text}");
+    let shown = numalab_report::show::dataset(&ds);
+    assert!(shown.contains("numa01: position_between_bounds"), "{shown}");
+    assert!(shown.contains("A 0.50, B 0.25"), "{shown}");
+    assert!(shown.lines().all(|l| l.len() <= 80), "{shown}");
+}
+
+#[test]
+fn filters_select_the_runs_compared() {
+    let mut v = numa01("A", "6.1.0", [10.0, 15.0, 20.0]);
+    v.extend(numa01("B", "6.1.0", [11.0, 15.0, 20.0]));
+    let ds = Dataset::with_options(
+        v.clone(),
+        &select(&[], &["placement=bind", "placement=default", "label=B"]),
+    )
+    .unwrap();
+    assert_eq!(ds.runs.len(), 10);
+    let r = compare(&ds, &opts()).unwrap();
+    assert_eq!(r.filters, vec!["placement=bind", "placement=default", "label=B"]);
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(
+        text.contains("only runs with placement=bind, placement=default, label=B"),
+        "{text}"
+    );
+    let e = Dataset::with_options(v, &select(&[], &["label=C"])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--filter label=C keeps no record; the records have label = A, B"
+    );
+}
+
+#[test]
+fn geomean_only_over_cases_every_configuration_has() {
+    let mut v = Vec::new();
+    for tasks in [4, 16] {
+        v.extend(runs("A", "h", tasks, &BASE));
+    }
+    // B ran tasks=4 only; C ran both, but every tasks=16 run failed.
+    v.extend(runs("B", "h", 4, &scaled(1.1)));
+    v.extend(runs("C", "h", 4, &scaled(1.2)));
+    let mut failed = runs("C", "h", 16, &[1.0, 1.0]);
+    for (_, r) in &mut failed {
+        r.outcome = Outcome::failed("boom");
+    }
+    v.extend(failed);
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    for g in &t.geomean {
+        assert_eq!((g.cases, g.left_out), (1, 1), "{g:?}");
+    }
+    // A's geomean is its tasks=4 mean only, not pulled by tasks=16.
+    let a = t.geomean.iter().find(|g| g.config == 0).unwrap();
+    assert!((a.mean.unwrap() - 10.033333333333333).abs() < 1e-6, "{a:?}");
+    let b = t.geomean.iter().find(|g| g.config == 1).unwrap();
+    assert!((b.ratio.unwrap() - 1.1).abs() < 1e-9);
+    let note = r.note(a.notes[0]).unwrap();
+    assert_eq!(
+        note.text,
+        "elapsed_s: the geomean rows are over the 1 case every configuration has a value in; 1 case left out: numa_test tasks=16 (no runs of B, no value for C)"
+    );
+    assert!(t.geomean.iter().all(|g| g.notes.contains(&note.id)));
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(text.contains("1 case left out: numa_test tasks=16"), "{text}");
+
+    // Nothing shared: no geomean, and the note says so.
+    let mut v = runs("A", "h", 4, &BASE);
+    v.extend(runs("B", "h", 16, &BASE));
+    let r = compare(&Dataset::new(v), &opts()).unwrap();
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    assert!(t.geomean.iter().all(|g| g.mean.is_none() && g.ratio.is_none()));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.text.starts_with("elapsed_s: no geomean: no case has a value for every configuration")));
 }

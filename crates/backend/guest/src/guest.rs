@@ -1,0 +1,252 @@
+//! PID 1 of the guest (`numalab guest-init`, hidden): mount the kernel
+//! filesystems, open the channel, apply sysctls, run the numalab command
+//! as a child with its output sent to the host, send the records it wrote,
+//! report how it ended, and power off.
+//!
+//! Whatever goes wrong, the last step is still a power-off; and if PID 1
+//! itself dies the kernel panics, which `panic=-1` and QEMU's `-no-reboot`
+//! turn into QEMU exiting. The guest therefore always ends.
+
+use crate::channel::{encode, sanitize_name, Kind};
+use crate::job::{sysctl_path, Job, GUEST_EXE, JOB_PATH};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// The second serial port, QEMU's `-serial chardev:channel`.
+pub const CHANNEL_TTY: &str = "/dev/ttyS1";
+/// The guest's host name, as records made inside it show.
+pub const GUEST_HOSTNAME: &str = "numalab-vm";
+
+fn say(msg: &str) {
+    // The console is fd 1/2, opened by the kernel from /dev/console.
+    eprintln!("numalab-vm: {msg}");
+}
+
+#[derive(Clone)]
+struct Channel(Arc<Mutex<File>>);
+
+impl Channel {
+    fn open() -> Result<Channel, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(CHANNEL_TTY)
+            .map_err(|e| format!("{CHANNEL_TTY}: {e}"))?;
+        raw_mode(&f).map_err(|e| format!("{CHANNEL_TTY}: setting raw mode: {e}"))?;
+        Ok(Channel(Arc::new(Mutex::new(f))))
+    }
+
+    fn send(&self, kind: Kind, name: &str, payload: &[u8]) {
+        let frame = encode(kind, name, payload);
+        let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = f.write_all(&frame) {
+            say(&format!("writing to {CHANNEL_TTY}: {e}"));
+        }
+    }
+
+    /// Wait until the UART has sent everything.
+    fn drain(&self) {
+        let f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: tcdrain on an open tty fd.
+        unsafe { libc::tcdrain(f.as_raw_fd()) };
+    }
+}
+
+/// No line discipline processing: bytes go out as written (no `\n` to
+/// `\r\n`, no echo, 8 bits).
+fn raw_mode(f: &File) -> std::io::Result<()> {
+    let fd = f.as_raw_fd();
+    // SAFETY: termios calls on an open tty fd with a zeroed struct that
+    // tcgetattr fills in.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::cfmakeraw(&mut t);
+        libc::cfsetspeed(&mut t, libc::B115200);
+        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
+    let _ = fs::create_dir_all(target);
+    let c = |s: &str| CString::new(s).expect("no NUL in mount arguments");
+    let (s, t, f) = (c(source), c(target), c(fstype));
+    // SAFETY: mount(2) with valid C strings and no data.
+    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) };
+    if r != 0 {
+        return Err(format!(
+            "mounting {fstype} on {target}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+fn power_off() -> ! {
+    // SAFETY: sync and reboot take no pointers; as PID 1 in a guest this
+    // is the intended end. If reboot fails, exiting PID 1 panics the
+    // kernel, which panic=-1 and -no-reboot also turn into QEMU exiting.
+    unsafe {
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+    std::process::exit(1)
+}
+
+/// Entry point of `numalab guest-init`. Refuses to run anywhere but as
+/// PID 1 with a job file: on a host it would power the machine off.
+pub fn init_main() -> Result<std::convert::Infallible, String> {
+    // SAFETY: getpid has no preconditions.
+    if unsafe { libc::getpid() } != 1 || !Path::new(JOB_PATH).exists() {
+        return Err("guest-init is the PID 1 of a `numalab vm` guest and runs nowhere else".into());
+    }
+    let channel = match setup() {
+        Ok(c) => c,
+        Err(e) => {
+            say(&e);
+            // Try to tell the host even if something above failed.
+            if let Ok(c) = Channel::open() {
+                c.send(Kind::Error, "-", e.as_bytes());
+                c.drain();
+            }
+            power_off()
+        }
+    };
+    if let Err(e) = run(&channel) {
+        say(&e);
+        channel.send(Kind::Error, "-", e.as_bytes());
+    }
+    channel.drain();
+    power_off()
+}
+
+fn setup() -> Result<Channel, String> {
+    mount("proc", "/proc", "proc")?;
+    mount("sysfs", "/sys", "sysfs")?;
+    mount("devtmpfs", "/dev", "devtmpfs")?;
+    // Optional: NUMA balancing tunables live in debugfs on newer kernels.
+    if let Err(e) = mount("debugfs", "/sys/kernel/debug", "debugfs") {
+        say(&format!("{e} (continuing)"));
+    }
+    let _ = mount("tmpfs", "/tmp", "tmpfs");
+    // Records name the machine: make the guest recognisable as one.
+    let _ = fs::write("/proc/sys/kernel/hostname", GUEST_HOSTNAME);
+    Channel::open()
+}
+
+fn run(channel: &Channel) -> Result<(), String> {
+    let job: Job =
+        serde_json::from_slice(&fs::read(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e}"))?)
+            .map_err(|e| format!("{JOB_PATH}: {e}"))?;
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let uptime: f64 = fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let hello = serde_json::json!({ "kernel": kernel, "uptime_s": uptime });
+    channel.send(Kind::Hello, "-", hello.to_string().as_bytes());
+
+    let mut applied = BTreeMap::new();
+    for (k, v) in &job.sysctls {
+        let p = sysctl_path(Path::new("/"), k);
+        fs::write(&p, v).map_err(|e| format!("sysctl {k}={v}: {}: {e}", p.display()))?;
+        let back = fs::read_to_string(&p)
+            .map_err(|e| format!("sysctl {k}: reading {} back: {e}", p.display()))?
+            .trim()
+            .to_string();
+        applied.insert(k.clone(), back);
+    }
+    channel.send(
+        Kind::Sysctls,
+        "-",
+        serde_json::to_string(&applied)
+            .map_err(|e| e.to_string())?
+            .as_bytes(),
+    );
+
+    fs::create_dir_all(&job.results_dir).map_err(|e| format!("{}: {e}", job.results_dir))?;
+    let mut child = Command::new(GUEST_EXE)
+        .args(&job.args)
+        .current_dir("/")
+        .env("NUMALAB_GUEST", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {GUEST_EXE}: {e}"))?;
+    let pump = |mut from: Box<dyn Read + Send>, kind: Kind| {
+        let ch = channel.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 16 << 10];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => ch.send(kind, "-", &buf[..n]),
+                }
+            }
+        })
+    };
+    let out = pump(Box::new(child.stdout.take().expect("piped")), Kind::Stdout);
+    let err = pump(Box::new(child.stderr.take().expect("piped")), Kind::Stderr);
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the command: {e}"))?;
+    let _ = out.join();
+    let _ = err.join();
+
+    let mut records = Vec::new();
+    collect_json(Path::new(&job.results_dir), &mut records);
+    records.sort();
+    for path in &records {
+        match fs::read(path) {
+            Ok(data) => {
+                let rel = path.strip_prefix(&job.results_dir).unwrap_or(path);
+                let name = sanitize_name(&rel.to_string_lossy());
+                channel.send(Kind::Record, &name, &data);
+            }
+            Err(e) => say(&format!("{}: {e}", path.display())),
+        }
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let exit = match (status.code(), status.signal()) {
+        (Some(c), _) => serde_json::json!({ "code": c }),
+        (None, Some(s)) => serde_json::json!({ "signal": s }),
+        _ => serde_json::json!({ "code": 1 }),
+    };
+    channel.send(Kind::Exit, "-", exit.to_string().as_bytes());
+    Ok(())
+}
+
+fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            collect_json(&p, out);
+        } else if name.ends_with(".json") {
+            out.push(p);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! # numalab-guest: a NUMA machine of any shape, on any machine
+//!
+//! Most machines that build and test numalab have one NUMA node, so nothing
+//! NUMA can be checked on them directly. QEMU can give a guest any NUMA
+//! topology — nodes, CPUs per node, memory per node, a SLIT distance
+//! matrix, memory-only nodes — and a stock distribution kernel inside that
+//! guest really schedules across those nodes, really places pages on them
+//! and really migrates pages with automatic NUMA balancing. `numalab vm`
+//! is how every other feature gets tested on more than one node.
+//!
+//! ## How a run goes
+//!
+//! 1. **Spec.** `--nodes/--cpus-per-node/--mem-per-node/--distances/
+//!    --memory-only-nodes` become a validated [`VmSpec`]: at least one node
+//!    with CPUs, positive sizes, a square symmetric matrix with 10 on the
+//!    diagonal and more elsewhere. Errors are one line naming the flag.
+//! 2. **Initramfs.** The guest needs only a kernel image. Its userland is
+//!    built from this very executable: [`elf`] reads the binary's
+//!    `PT_INTERP` and `DT_NEEDED` entries and resolves them as the loader
+//!    would, [`cpio`] writes an uncompressed `newc` archive holding
+//!    numalab, its loader and libraries at the same paths as on the host,
+//!    `/dev/console`, and [`job`]'s `job.json` (the command, the sysctls).
+//!    Passing the command in a file avoids quoting it on the kernel command
+//!    line.
+//! 3. **Kernel.** A bzImage decompresses itself, which under TCG takes
+//!    longer than the rest of the boot. [`kernel`] extracts the payload,
+//!    decompresses it once on the host with the format's standard tool
+//!    (`xz` for Debian's kernels), caches the ELF and has QEMU boot it
+//!    through its PVH entry point; without the tool or the PVH note it
+//!    boots the bzImage as is and says why.
+//! 4. **QEMU.** [`qemu`] builds the command line: one RAM backend and one
+//!    `-numa node` per node, one socket per node with CPUs
+//!    (`-numa cpu,node-id=N,socket-id=S`), a `-numa dist` per ordered pair,
+//!    `-kernel`/`-initrd`, `-no-reboot`, `panic=-1`, `rdinit=` pointing at
+//!    numalab and `-- guest-init` as PID 1's arguments.
+//! 5. **Guest.** numalab runs as PID 1 ([`guest`]): mounts proc, sysfs,
+//!    devtmpfs, debugfs; applies the sysctls and reads them back; runs the
+//!    command as a child in `/` with `--results` pointing into the guest;
+//!    streams its stdout and stderr to the host; sends every record it
+//!    wrote; reports the exit status; powers off with
+//!    `reboot(RB_POWER_OFF)`.
+//! 6. **Back on the host** ([`host`]): records are parsed and checked, their
+//!    `backend` rewritten to `Backend::Guest` (accelerator, the spec as
+//!    typed, the sysctls as read back, the host's name, kernel and CPU), a
+//!    warning about emulated timing added, and each is written atomically
+//!    into the host's results directory. The guest's own view — its kernel,
+//!    its topology, its `numa_balancing` — is the record's `machine`, as
+//!    the command inside saw it.
+//!
+//! ## The channel
+//!
+//! Debian's kernel has the 8250 UART built in, while virtio-serial, vsock
+//! and 9p are modules, and the guest has no modules. So the guest→host
+//! channel is the second serial port: QEMU writes the guest's `ttyS1` to a
+//! file that the host tails. The guest puts the port in raw mode and
+//! writes frames with a kind, a name, a length and a CRC-32 ([`channel`]);
+//! the host decodes them incrementally, so the command's output streams as
+//! it is produced, and a frame cut short or damaged is reported instead of
+//! stored. The console (`ttyS0`: kernel messages, init's diagnostics) is
+//! QEMU's standard output, streamed to the host's standard error, or to a
+//! log file with `--quiet`. The command's standard output arrives on the
+//! host's standard output untouched by kernel messages, so
+//! `numalab vm ... -- topology --json | jq` works.
+//!
+//! ## Teardown
+//!
+//! QEMU is spawned with `PR_SET_PDEATHSIG=SIGKILL` (it dies if numalab
+//! dies, even by SIGKILL) in a process group of its own (a terminal Ctrl-C
+//! reaches numalab, which stops QEMU and reaps it before exiting). A guest
+//! that runs past `--timeout` is killed; a guest that panics reboots at
+//! once (`panic=-1`, `oops=panic`), which `-no-reboot` turns into QEMU
+//! exiting; a "Kernel panic" line on the console is also watched for in
+//! case the reboot itself hangs. Every failure prints the last lines of
+//! the guest console.
+//!
+//! ## Accelerator
+//!
+//! `--accel auto` uses KVM only when the CPU shows vmx/svm, `/dev/kvm`
+//! opens, reports API version 12 and can create a VM; otherwise TCG, and
+//! it says why. The CPU flag is checked first because nested KVM without
+//! hardware support can accept `KVM_CREATE_VM` and then hang the guest. As
+//! a last line of defence a guest whose console stays silent (30 s under
+//! KVM, 60 s under TCG; `earlycon` makes the kernel print from its first
+//! instructions) is stopped, the firmware's debug log shown, and booted
+//! again: with TCG if `auto` had picked KVM, else once more as it was.
+//!
+//! ## Limits: what a guest can and cannot tell you
+//!
+//! Emulated NUMA nodes are all backed by the host's memory: a "remote"
+//! access costs what a local one does, and under TCG every instruction is
+//! emulated, 10–100× slower and with different relative costs. So claims
+//! about **kernel behaviour** — which node a task runs on, where pages are
+//! placed, whether and when they migrate, what the scheduler and NUMA
+//! balancing counters say — come from the guest and are real. Claims about
+//! **speed** — runtimes, bandwidth, the cost of a remote access — do not,
+//! and records from a guest carry a warning saying so. The SLIT distances
+//! the guest reports are the ones given, and the kernel uses them for its
+//! decisions; no latency follows from them.
+//!
+//! Other limits: x86_64 guests only (`qemu-system-x86_64`, a bzImage);
+//! one thread per core (no SMT); one LLC per node as QEMU models it; the
+//! guest has no network, disk or modules; records travel at serial-port
+//! speed (a few MB/s under TCG), which is ample for records but not for
+//! bulk data.
+
+pub mod channel;
+pub mod cpio;
+pub mod elf;
+pub mod guest;
+pub mod host;
+pub mod initramfs;
+pub mod job;
+pub mod kernel;
+pub mod probe;
+pub mod qemu;
+pub mod spec;
+
+pub use host::{run, GuestExit, VmError, VmOptions, VmReport};
+pub use qemu::{Accel, AccelChoice};
+pub use spec::{SpecError, SpecInput, VmSpec};

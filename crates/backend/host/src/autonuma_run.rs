@@ -1,0 +1,519 @@
+//! Running an autonuma benchmark (or twohalves) once: start its processes,
+//! watch them at the sampling interval, check that every thread did every
+//! loop, and turn it all into a [`RunRecord`] with its convergence.
+
+use crate::autonuma_task::{ProcessReport, CHUNK};
+use crate::observe::{Observer, Region};
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::run::{node_residency, progress_bar, RunSpec};
+use crate::{Error, Result};
+use numalab_bench::autonuma::{self, Params, Plan};
+use numalab_bench::metrics::metric;
+use numalab_bench::Case;
+use numalab_linux::child::{self, Exit};
+use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::{human_bytes, MachineInfo};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Pages whose node is read with `move_pages` per sample, in all.
+pub const PAGE_BUDGET: usize = 8192;
+
+/// How a plan realised the case here, for the record's `backend.details`:
+/// where each process's memory went first, and the node each thread was
+/// meant to run on (bind and inverse-bind).
+fn plan_details(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
+    let first_touch: Vec<String> = plan
+        .procs
+        .iter()
+        .map(|p| match &p.memory {
+            autonuma::MemPlan::FirstTouchThenDefault { node } => {
+                format!("node {node}, then default policy")
+            }
+            autonuma::MemPlan::Bound { nodes } => {
+                let mut n = nodes.clone();
+                n.dedup();
+                format!(
+                    "bound to node {}",
+                    n.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            }
+        })
+        .collect();
+    let mut m = BTreeMap::new();
+    m.insert("first_touch".into(), first_touch.into());
+    if plan.ideal_nodes.iter().any(|n| n.is_some()) {
+        m.insert(
+            "thread_nodes".into(),
+            serde_json::to_value(&plan.ideal_nodes).unwrap_or_default(),
+        );
+    }
+    m
+}
+
+#[derive(Default)]
+struct ProcState {
+    regions: Vec<Region>,
+    tids: Vec<i32>,
+    progress: Vec<u64>,
+    report: Option<ProcessReport>,
+    error: Option<String>,
+}
+
+struct Proc {
+    pid: i32,
+    state: Arc<Mutex<ProcState>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    exit: Option<Exit>,
+}
+
+/// A process ended: its index, how (None: wait4 failed), when (seconds
+/// since the start).
+type Ended = (usize, Option<Exit>, f64);
+
+/// Reap process `i` in a thread of its own (a blocking `wait4`), so the
+/// exit time is exact and the run loop sleeps instead of polling.
+fn waiter(i: usize, pid: i32, start: Instant, tx: mpsc::Sender<Ended>) {
+    std::thread::spawn(move || {
+        let e = child::wait4(pid, true).ok().flatten();
+        let _ = tx.send((i, e, start.elapsed().as_secs_f64()));
+    });
+}
+
+fn parse_line(line: &str, st: &mut ProcState) {
+    let mut words = line.split_whitespace();
+    match words.next() {
+        Some("region") => {
+            let v: Vec<u64> = words.filter_map(|w| w.parse().ok()).collect();
+            if let [_, addr, len] = v[..] {
+                st.regions.push(Region { addr, len });
+            }
+        }
+        Some("threads") => st.tids = words.filter_map(|w| w.parse().ok()).collect(),
+        Some("progress") => st.progress = words.filter_map(|w| w.parse().ok()).collect(),
+        Some("done") => {
+            st.report = serde_json::from_str(line["done ".len()..].trim()).ok();
+        }
+        Some("error") => st.error = Some(line["error ".len().min(line.len())..].to_string()),
+        _ => {}
+    }
+}
+
+fn spawn(exe: &Path, plan: &autonuma::ProcPlan) -> Result<Proc> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "autonuma"])
+        .arg(serde_json::to_string(plan).expect("plan serialises"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    child::die_with_parent(&mut cmd);
+    let mut c = cmd
+        .spawn()
+        .map_err(|e| Error::io("starting a benchmark process", e))?;
+    let state = Arc::new(Mutex::new(ProcState::default()));
+    let out = c.stdout.take().expect("piped stdout");
+    let st = state.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            parse_line(&line, &mut st.lock().expect("state lock"));
+        }
+    });
+    Ok(Proc {
+        pid: c.id() as i32,
+        state,
+        reader: Some(reader),
+        exit: None,
+    })
+}
+
+fn kill_all(procs: &mut [Proc], ended: &mpsc::Receiver<Ended>) {
+    for p in procs.iter().filter(|p| p.exit.is_none()) {
+        child::signal(p.pid, libc::SIGKILL);
+    }
+    while procs.iter().any(|p| p.exit.is_none()) {
+        match ended.recv_timeout(Duration::from_secs(10)) {
+            Ok((i, e, _)) => procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT)),
+            Err(_) => break,
+        }
+    }
+    for p in procs.iter_mut() {
+        if let Some(r) = p.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+const UNKNOWN_EXIT: Exit = Exit {
+    code: None,
+    signal: None,
+    user_s: 0.0,
+    sys_s: 0.0,
+};
+
+/// Run the benchmark once. A process failing or doing less than all its
+/// loops makes the record `failed` with the reason; an interruption is
+/// an error ([`Interrupted`]).
+pub fn run_once(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &Params,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let plan = p.plan(topo).map_err(Error::Other)?;
+    let mut rec = spec.new_record(&Case::Autonuma(p.clone()), machine);
+    rec.backend.details_mut().extend(plan_details(&plan));
+    if let Some(d) = &plan.degenerate {
+        rec.warnings.push(d.clone());
+    }
+    // Task order: process by process, thread by thread.
+    let mut task_process = Vec::new();
+    let mut task_slot = Vec::new();
+    for (pi, pp) in plan.procs.iter().enumerate() {
+        for t in 0..pp.threads {
+            task_process.push(pi);
+            task_slot.push((pi, t as usize, pp.region_of_thread(t)));
+        }
+    }
+    let ntasks = task_process.len();
+    let expected_work = ntasks as u64 * p.loops;
+    let observer = Observer::start(topo);
+    let bar = progress_bar(expected_work, spec);
+
+    let cpu_at_start = own_cpu_s();
+    let start = Instant::now();
+    let mut procs: Vec<Proc> = Vec::new();
+    let (tx, ended) = mpsc::channel();
+    for pp in &plan.procs {
+        match spawn(exe, pp) {
+            Ok(x) => {
+                waiter(procs.len(), x.pid, start, tx.clone());
+                procs.push(x);
+            }
+            Err(e) => {
+                kill_all(&mut procs, &ended);
+                return Err(e);
+            }
+        }
+    }
+    drop(tx);
+    let mut pending: Vec<Ended> = Vec::new();
+    let budget = PAGE_BUDGET / procs.len().max(1);
+    let mut started_s = None;
+    let mut pacer = Pacer::new(spec.interval);
+    let mut elapsed = 0.0;
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            kill_all(&mut procs, &ended);
+            return Err(Error::Interrupted);
+        }
+        pending.extend(ended.try_iter());
+        for (i, e, t) in pending.drain(..) {
+            procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT));
+            elapsed = f64::max(elapsed, t);
+        }
+        // What the processes said so far.
+        let snap: Vec<(Vec<Region>, Vec<i32>, Vec<u64>)> = procs
+            .iter()
+            .map(|x| {
+                let s = x.state.lock().expect("state lock");
+                (s.regions.clone(), s.tids.clone(), s.progress.clone())
+            })
+            .collect();
+        if started_s.is_none() && snap.iter().all(|s| !s.1.is_empty()) {
+            // The memory is placed and the threads start: sample now, so
+            // every observed run shows the starting placement.
+            started_s = Some(now);
+            pacer.sample_at(now);
+        }
+        let progress: Vec<u64> = task_slot
+            .iter()
+            .map(|&(pi, t, _)| snap[pi].2.get(t).copied().unwrap_or(0))
+            .collect();
+        bar.set_position(progress.iter().sum());
+        let running = procs.iter().any(|x| x.exit.is_none());
+        if pacer.due(now) && running {
+            let cpu = thread_cpu_s();
+            let live: Vec<i32> = procs
+                .iter()
+                .map(|x| if x.exit.is_none() { x.pid } else { -1 })
+                .collect();
+            let ids: Vec<(i32, Option<i32>)> = task_slot
+                .iter()
+                .map(|&(pi, t, _)| match snap[pi].1.get(t) {
+                    Some(&tid) if live[pi] > 0 => (live[pi], Some(tid)),
+                    _ => (-1, None),
+                })
+                .collect();
+            let mut s = observer.sample(now, &live, &ids, progress);
+            let mem: Vec<Vec<Vec<u64>>> = procs
+                .iter()
+                .enumerate()
+                .map(|(pi, x)| {
+                    if x.exit.is_none() && !snap[pi].0.is_empty() {
+                        observer.regions(x.pid, &snap[pi].0, budget)
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect();
+            s.task_memory_bytes = task_slot
+                .iter()
+                .map(|&(pi, _, r)| mem[pi].get(r).cloned().unwrap_or_default())
+                .collect();
+            rec.series.samples.push(s);
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        if !running {
+            break;
+        }
+        // Sleep until a process ends, the next sample is due, or 50 ms
+        // have passed (for Ctrl-C and the progress bar).
+        let mut wait = Duration::from_millis(50);
+        if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
+            wait = wait.min(due);
+        }
+        if let Ok(m) = ended.recv_timeout(wait) {
+            pending.push(m);
+        }
+    }
+    rec.series.interval_s = pacer.longest_s();
+    for x in procs.iter_mut() {
+        if let Some(r) = x.reader.take() {
+            let _ = r.join();
+        }
+    }
+    let vm = observer.vmstat_delta();
+    // What watching cost: numalab's own CPU time during the run (sampling,
+    // the 5 ms wait loop, the threads reading the processes' output).
+    let observer_cpu = own_cpu_s() - cpu_at_start;
+
+    // Per-thread results, checked: every process must exit 0 and report
+    // every thread's loops.
+    let nodes = topo.nodes.len();
+    let mut failures = Vec::new();
+    let nprocs = procs.len();
+    for (pi, x) in procs.iter().enumerate() {
+        let exit = x.exit.unwrap_or(UNKNOWN_EXIT);
+        let st = x.state.lock().expect("state lock");
+        let pname = if nprocs > 1 {
+            format!("process {pi}")
+        } else {
+            "the process".to_string()
+        };
+        if !exit.success() {
+            failures.push(format!(
+                "{pname} ended with {}{}",
+                exit.describe(),
+                st.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ));
+        } else if st.report.is_none() {
+            failures.push(format!("{pname} exited without reporting its work"));
+        }
+        rec.processes.push(ProcessInfo {
+            index: pi as u32,
+            name: format!("{} process {pi}", p.kind.name()),
+            pid: Some(x.pid),
+        });
+        let pp = &plan.procs[pi];
+        for t in 0..pp.threads as usize {
+            let id = rec.tasks.len() as u32 + 1;
+            let r = st.report.as_ref().and_then(|r| r.threads.get(t));
+            let done = r
+                .map(|r| r.loops)
+                .unwrap_or_else(|| st.progress.get(t).copied().unwrap_or(0));
+            if exit.success() && st.report.is_some() && done != p.loops {
+                failures.push(format!(
+                    "{pname} thread {t} did {done} of {} loops",
+                    p.loops
+                ));
+            }
+            let (node_time, main) = match r {
+                Some(r) => node_residency(topo, &r.cpu_time_ns),
+                None => (vec![0.0; nodes], None),
+            };
+            let name = p.kind.task_name(nprocs, p.threads, pi as u32, t as u32);
+            rec.tasks.push(TaskRecord {
+                id,
+                name,
+                pid: r.map(|r| r.tid).or_else(|| st.tids.get(t).copied()),
+                process: Some(pi as u32),
+                initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
+                main_node: main,
+                node_time_s: node_time,
+                residency_method: format!(
+                    "the thread reads its CPU (sched_getcpu) and thread CPU time after every {} zeroed and charges the time between readings to the CPU seen at the first",
+                    human_bytes(CHUNK as u64)
+                ),
+                residency_samples: r.map_or(0, |r| r.readings),
+                user_s: r.map_or(0.0, |r| r.user_s),
+                sys_s: r.map_or(0.0, |r| r.sys_s),
+                work_done: done,
+                work_expected: p.loops,
+                exit: exit.describe(),
+            });
+        }
+    }
+    rec.metrics
+        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    rec.metrics.insert(
+        "user_s".into(),
+        metric(
+            "user_s",
+            procs.iter().filter_map(|x| x.exit).map(|e| e.user_s).sum(),
+        ),
+    );
+    rec.metrics.insert(
+        "sys_s".into(),
+        metric(
+            "sys_s",
+            procs.iter().filter_map(|x| x.exit).map(|e| e.sys_s).sum(),
+        ),
+    );
+    crate::vmstat_metrics(&mut rec, &vm);
+    if let Some(s) = started_s {
+        rec.metrics
+            .insert("started_s".into(), metric("started_s", s));
+    }
+    if elapsed > 0.0 {
+        rec.metrics.insert(
+            "bandwidth_gbs".into(),
+            metric("bandwidth_gbs", p.bytes_zeroed() as f64 / elapsed / 1e9),
+        );
+    }
+    rec.metrics.insert(
+        "observer_cpu_s".into(),
+        metric("observer_cpu_s", observer_cpu),
+    );
+    let task_bytes: Vec<u64> = task_slot
+        .iter()
+        .map(|&(pi, _, r)| {
+            let st = procs[pi].state.lock().expect("state lock");
+            st.regions.get(r).map_or(0, |x| x.len)
+        })
+        .collect();
+    let tasks = convergence::Tasks {
+        process: task_process,
+        bytes: task_bytes,
+    };
+    rec.convergence = convergence::evaluate(
+        p.kind.convergence_rule(),
+        topo,
+        &tasks,
+        &rec.series.samples,
+        started_s,
+    );
+    if let Some(numalab_record::ConvergenceState::Converged { at_s }) =
+        rec.convergence.as_ref().map(|c| &c.state)
+    {
+        rec.metrics
+            .insert("convergence_s".into(), metric("convergence_s", *at_s));
+    }
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+/// CPU time (user + system) of this process so far, its threads included.
+fn own_cpu_s() -> f64 {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
+/// second, measured for about `duration`: the basis of the default loop
+/// counts. Each thread zeroes its own buffer, faulted in before timing.
+///
+/// The buffers add up to the benchmark's `working_set` (distinct bytes it
+/// zeroes) when that fits in the last-level cache (`llc_bytes`), so a
+/// small run is timed at cache speed, as it will run; otherwise to at
+/// least twice the LLC (256 MiB at least, the working set at most), so
+/// a large one is timed at memory speed.
+pub fn measure_zeroing_bandwidth(
+    threads: u32,
+    working_set: u64,
+    llc_bytes: u64,
+    duration: Duration,
+) -> f64 {
+    let threads = threads.max(1);
+    let total = if working_set <= llc_bytes {
+        working_set
+    } else {
+        working_set.min((256u64 << 20).max(2 * llc_bytes))
+    };
+    let per = (total / threads as u64).max(64 << 10) as usize;
+    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![1u8; per];
+                barrier.wait();
+                let t0 = Instant::now();
+                let mut bytes = 0u64;
+                let mut k = 0u8;
+                while t0.elapsed() < duration {
+                    k = k.wrapping_add(1);
+                    // SAFETY: the whole of our own buffer.
+                    unsafe { std::ptr::write_bytes(buf.as_mut_ptr(), k, per) };
+                    bytes += per as u64;
+                }
+                std::hint::black_box(&mut buf);
+                bytes as f64 / t0.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    handles.into_iter().filter_map(|h| h.join().ok()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_lines() {
+        let mut st = ProcState::default();
+        parse_line("region 0 4096 8192", &mut st);
+        parse_line("threads 11 12", &mut st);
+        parse_line("progress 3 4", &mut st);
+        parse_line("error binding memory to node 9: Invalid argument", &mut st);
+        parse_line("noise", &mut st);
+        assert_eq!(
+            st.regions,
+            vec![Region {
+                addr: 4096,
+                len: 8192
+            }]
+        );
+        assert_eq!(st.tids, vec![11, 12]);
+        assert_eq!(st.progress, vec![3, 4]);
+        assert_eq!(
+            st.error.as_deref(),
+            Some("binding memory to node 9: Invalid argument")
+        );
+        parse_line(r#"done {"process":0,"threads":[]}"#, &mut st);
+        assert_eq!(st.report.unwrap().threads.len(), 0);
+    }
+
+    #[test]
+    fn zeroing_bandwidth_is_measured() {
+        assert!(measure_zeroing_bandwidth(1, 1 << 20, 0, Duration::from_millis(50)) > 1e6);
+    }
+}

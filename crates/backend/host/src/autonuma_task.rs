@@ -1,0 +1,376 @@
+//! Inside one benchmark process (`numalab __task autonuma PLAN_JSON`):
+//! map the buffer, place and first-touch it as the plan says, start the
+//! threads, and zero memory loop after loop.
+//!
+//! What the process says on stdout, one line each, for the parent:
+//! - `region R ADDR LEN`: the regions threads work on, after the first touch;
+//! - `threads TID...`: the kernel thread id of each worker, in order;
+//! - `progress L0 L1 ...`: loops completed per thread, when it changed
+//!   (checked every 50 ms);
+//! - `done JSON`: the [`ProcessReport`], last;
+//! - `error MESSAGE`: why it gives up (then it exits 1).
+
+use crate::randupdt::Residency;
+use numalab_bench::autonuma::{MemPlan, ProcPlan};
+use numalab_linux::numa;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// Bytes zeroed between two residency readings.
+pub const CHUNK: usize = 4 << 20;
+
+/// What each worker thread did.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThreadReport {
+    pub tid: i32,
+    pub initial_cpu: u32,
+    /// CPU time in nanoseconds charged to each CPU id.
+    pub cpu_time_ns: BTreeMap<u32, u64>,
+    pub readings: u64,
+    pub loops: u64,
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcessReport {
+    pub process: u32,
+    pub threads: Vec<ThreadReport>,
+}
+
+/// An anonymous private mapping, unmapped on drop.
+pub struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; threads write disjoint or
+// whole ranges with memset and nobody reads it.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    pub fn map(len: usize) -> std::io::Result<Buffer> {
+        // SAFETY: a fresh anonymous mapping; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Buffer {
+            ptr: ptr as *mut u8,
+            len,
+        })
+    }
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    /// Set `[off, off + len)` to `value`, calling `tick` every [`CHUNK`].
+    pub fn fill(&self, off: usize, len: usize, value: u8, mut tick: impl FnMut()) {
+        let end = (off + len).min(self.len);
+        let mut a = off.min(end);
+        while a < end {
+            let b = (a + CHUNK).min(end);
+            // SAFETY: [a, b) lies within the mapping.
+            unsafe { std::ptr::write_bytes(self.ptr.add(a), value, b - a) };
+            tick();
+            a = b;
+        }
+    }
+    /// Apply a memory policy to `[off, off + len)`.
+    pub fn bind(&self, off: usize, len: usize, mode: i32, nodes: &[u32]) -> std::io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: page-aligned sub-range of our own mapping.
+        unsafe { numa::mbind(self.ptr.add(off), len, mode, nodes, 0) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what map() mapped.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+fn thread_rusage() -> (f64, f64) {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+fn say(out: &mut impl Write, line: &str) {
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Run one process of the plan, writing the protocol lines to `out`.
+pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessReport, String> {
+    let page = numa::page_size() as u64;
+    let regions = plan.regions(page);
+    let len = regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0) as usize;
+    if len == 0 || plan.threads == 0 {
+        return Err("nothing to do: no memory or no threads".into());
+    }
+    if let Some(cpus) = &plan.process_cpus {
+        numa::set_affinity(0, cpus).map_err(|e| format!("pinning to CPUs {cpus:?}: {e}"))?;
+    }
+    let buf = Arc::new(Buffer::map(len).map_err(|e| format!("mapping {len} bytes: {e}"))?);
+    match &plan.memory {
+        MemPlan::FirstTouchThenDefault { node } => {
+            buf.bind(0, len, numa::MPOL_BIND, &[*node])
+                .map_err(|e| format!("binding the buffer to node {node}: {e}"))?;
+            buf.fill(0, len, 0, || {});
+            buf.bind(0, len, numa::MPOL_DEFAULT, &[])
+                .map_err(|e| format!("resetting the buffer's policy: {e}"))?;
+        }
+        MemPlan::Bound { nodes } => {
+            if nodes.len() != regions.len() {
+                return Err(format!(
+                    "{} nodes for {} regions",
+                    nodes.len(),
+                    regions.len()
+                ));
+            }
+            for (&(off, l), node) in regions.iter().zip(nodes) {
+                buf.bind(off as usize, l as usize, numa::MPOL_BIND, &[*node])
+                    .map_err(|e| format!("binding memory to node {node}: {e}"))?;
+            }
+            buf.fill(0, len, 0, || {});
+        }
+    }
+    for (r, &(off, l)) in regions.iter().enumerate() {
+        say(out, &format!("region {r} {} {l}", buf.addr() + off));
+    }
+
+    let n = plan.threads as usize;
+    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+    let finished = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut handles = Vec::with_capacity(n);
+    for t in 0..n {
+        let (buf, progress, finished, barrier, tx) = (
+            buf.clone(),
+            progress.clone(),
+            finished.clone(),
+            barrier.clone(),
+            tx.clone(),
+        );
+        let cpus = plan.thread_cpus.get(t).cloned().flatten();
+        let (off, l) = regions[plan.region_of_thread(t as u32)];
+        let loops = plan.loops;
+        let h = std::thread::Builder::new()
+            .name(format!("numalab-w{t}"))
+            .spawn(move || {
+                let pinned = match &cpus {
+                    Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
+                    None => Ok(()),
+                };
+                let _ = tx.send((t, gettid(), pinned));
+                barrier.wait();
+                let mut res = Residency::start();
+                let initial_cpu = res.last_cpu;
+                for k in 0..loops {
+                    buf.fill(off as usize, l as usize, k as u8, || res.tick());
+                    progress[t].store(k + 1, Ordering::Relaxed);
+                }
+                res.tick();
+                let (user_s, sys_s) = thread_rusage();
+                finished.fetch_add(1, Ordering::Release);
+                ThreadReport {
+                    tid: gettid(),
+                    initial_cpu,
+                    cpu_time_ns: res.per_cpu,
+                    readings: res.readings,
+                    loops: progress[t].load(Ordering::Relaxed),
+                    user_s,
+                    sys_s,
+                }
+            })
+            .map_err(|e| format!("starting thread {t}: {e}"))?;
+        handles.push(h);
+    }
+    drop(tx);
+    let mut tids = vec![0; n];
+    let mut pin_error = None;
+    for _ in 0..n {
+        let (t, tid, pinned) = rx.recv().map_err(|_| "a thread died at start")?;
+        tids[t] = tid;
+        if let Err(e) = pinned {
+            pin_error.get_or_insert(format!(
+                "pinning thread {t} to CPUs {:?}: {e}",
+                plan.thread_cpus[t]
+            ));
+        }
+    }
+    if let Some(e) = pin_error {
+        return Err(e);
+    }
+    let list: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
+    say(out, &format!("threads {}", list.join(" ")));
+    barrier.wait();
+    let mut last: Vec<u64> = vec![0; n];
+    loop {
+        let done = finished.load(Ordering::Acquire) == n;
+        let now: Vec<u64> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
+        if now != last {
+            let s: Vec<String> = now.iter().map(|p| p.to_string()).collect();
+            say(out, &format!("progress {}", s.join(" ")));
+            last = now;
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut threads = Vec::with_capacity(n);
+    for (t, h) in handles.into_iter().enumerate() {
+        threads.push(h.join().map_err(|_| format!("thread {t} panicked"))?);
+    }
+    Ok(ProcessReport {
+        process: plan.process,
+        threads,
+    })
+}
+
+/// `numalab __task autonuma PLAN_JSON`.
+pub fn task_main(args: &[String]) -> i32 {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let plan: ProcPlan = match args.first().map(|a| serde_json::from_str(a)) {
+        Some(Ok(p)) => p,
+        _ => {
+            eprintln!("numalab: internal: usage: __task autonuma PLAN_JSON");
+            return 2;
+        }
+    };
+    match run_process(&plan, &mut out) {
+        Ok(r) => {
+            say(
+                &mut out,
+                &format!(
+                    "done {}",
+                    serde_json::to_string(&r).expect("report serialises")
+                ),
+            );
+            0
+        }
+        Err(e) => {
+            say(&mut out, &format!("error {e}"));
+            1
+        }
+    }
+}
+
+/// `numalab __task hold BYTES`: map and touch BYTES, print
+/// `ready ADDR LEN`, then hold the memory, doing nothing, until stdin
+/// closes. A quiescent process for checking memory readings.
+pub fn hold_main(args: &[String]) -> i32 {
+    let Some(bytes) = args
+        .first()
+        .and_then(|a| numalab_topology::parse_size(a))
+        .filter(|&b| b > 0)
+    else {
+        eprintln!("numalab: internal: usage: __task hold BYTES");
+        return 2;
+    };
+    let buf = match Buffer::map(bytes as usize) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("numalab: hold: mapping {bytes} bytes: {e}");
+            return 1;
+        }
+    };
+    buf.fill(0, bytes as usize, 1, || {});
+    println!("ready {} {bytes}", buf.addr());
+    let _ = std::io::stdout().flush();
+    let mut sink = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    drop(buf);
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_does_every_loop_and_says_so() {
+        let cpus = numa::get_affinity(0).unwrap();
+        let node = numalab_topology::Topology::from_sysfs(std::path::Path::new("/sys"))
+            .unwrap()
+            .node_of_cpu(cpus[0])
+            .unwrap();
+        for (shared, memory) in [
+            (true, MemPlan::FirstTouchThenDefault { node }),
+            (
+                false,
+                MemPlan::Bound {
+                    nodes: vec![node; 3],
+                },
+            ),
+        ] {
+            let plan = ProcPlan {
+                process: 0,
+                bytes: 1 << 20,
+                loops: 4,
+                shared,
+                threads: 3,
+                process_cpus: None,
+                thread_cpus: vec![Some(vec![cpus[0]]), None, None],
+                memory,
+            };
+            let mut out = Vec::new();
+            let r = run_process(&plan, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(r.threads.len(), 3);
+            assert!(r.threads.iter().all(|t| t.loops == 4), "{r:?}");
+            assert_eq!(
+                r.threads[0].cpu_time_ns.keys().copied().collect::<Vec<_>>(),
+                vec![cpus[0]]
+            );
+            let regions = text.lines().filter(|l| l.starts_with("region ")).count();
+            assert_eq!(regions, if shared { 1 } else { 3 });
+            assert!(text.lines().any(|l| l.starts_with("threads ")));
+            assert!(text.lines().any(|l| l == "progress 4 4 4"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_node_is_an_error_not_a_crash() {
+        let plan = ProcPlan {
+            process: 0,
+            bytes: 1 << 20,
+            loops: 1,
+            shared: true,
+            threads: 1,
+            process_cpus: None,
+            thread_cpus: vec![None],
+            memory: MemPlan::Bound { nodes: vec![999] },
+        };
+        let e = run_process(&plan, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("node 999"), "{e}");
+    }
+}

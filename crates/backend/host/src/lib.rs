@@ -1,0 +1,181 @@
+//! # numalab-host: the seeds' benchmarks, run for real
+//!
+//! Each benchmark runs its tasks as child processes of numalab (the
+//! numalab binary re-executed with a hidden `__task` subcommand), so the
+//! kernel schedules them exactly as it would the original programs, and
+//! numalab can account every task's CPU time with `wait4`, watch where it
+//! runs and where its pages are, and kill it if the user interrupts.
+//! [`command`] is the exception: it runs the user's program as it is (a
+//! configure script, say), in its own process group, and times the tree.
+//!
+//! A run is only a result if the work was done: every task must exit 0 and
+//! report that it completed all its passes or iterations. Anything else
+//! makes the run's record `failed` with the reason, and the command exits
+//! non-zero (mmtests once ran a benchmark that did no work for four years
+//! because nothing checked).
+//!
+//! This crate is the **host backend** of the runner
+//! ([`HostBackend`]): it runs a case resolved by numalab-bench, the
+//! same definition the simulator runs, and answers the sizing questions
+//! of [`numalab_bench::Calibration`] by measuring this machine (zeroing
+//! bandwidth, spin rate, free memory per node). Inside a `numalab vm`
+//! guest the same backend runs, and the guest backend retags its records.
+
+pub mod autonuma_run;
+pub mod autonuma_task;
+pub mod command;
+pub mod hackbench;
+pub mod numa_test;
+pub mod observe;
+pub mod pace;
+pub mod placement_run;
+pub mod randupdt;
+pub mod run;
+
+use numalab_bench::{Calibration, Case};
+use numalab_record::RunRecord;
+use numalab_runner::{Backend, RunContext, RunError};
+use numalab_topology::{MachineInfo, Roots};
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why a run on this machine could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user interrupted it; every task was stopped.
+    #[error("interrupted")]
+    Interrupted,
+    #[error("{what}: {err}")]
+    Io { what: String, err: std::io::Error },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    pub fn io(what: impl Into<String>, err: std::io::Error) -> Error {
+        Error::Io {
+            what: what.into(),
+            err,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The /proc/vmstat deltas every record carries, by their metric names.
+pub fn vmstat_metrics(rec: &mut RunRecord, delta: &BTreeMap<String, i64>) {
+    for k in numalab_bench::metrics::VMSTAT {
+        if let Some(v) = delta.get(k) {
+            rec.metrics
+                .insert(k.into(), numalab_bench::metrics::metric(k, *v as f64));
+        }
+    }
+}
+
+/// Runs cases on this machine.
+pub struct HostBackend {
+    exe: PathBuf,
+    machine: MachineInfo,
+    spin_rate: OnceCell<f64>,
+}
+
+impl HostBackend {
+    /// Probe this machine; `exe` is the numalab binary the tasks run as.
+    pub fn new(exe: PathBuf) -> std::result::Result<HostBackend, numalab_topology::TopologyError> {
+        let machine = MachineInfo::probe(&Roots::host())?;
+        Ok(HostBackend {
+            exe,
+            machine,
+            spin_rate: OnceCell::new(),
+        })
+    }
+}
+
+impl Calibration for HostBackend {
+    fn machine(&self) -> &MachineInfo {
+        &self.machine
+    }
+
+    fn node_free_bytes(&self, node: u32) -> Option<u64> {
+        numalab_topology::probe::node_free_bytes(&Roots::host().sys, node)
+    }
+
+    fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64 {
+        autonuma_run::measure_zeroing_bandwidth(
+            threads,
+            working_set,
+            self.machine.topology.max_llc_bytes(),
+            Duration::from_millis(300),
+        )
+    }
+
+    fn spin_rate(&self) -> f64 {
+        *self
+            .spin_rate
+            .get_or_init(|| placement_run::spin_rate(Duration::from_millis(300)))
+    }
+}
+
+impl Backend for HostBackend {
+    fn kind(&self) -> &'static str {
+        "real"
+    }
+
+    fn describe(&self) -> String {
+        let m = &self.machine;
+        format!(
+            "{} ({}), kernel {}, numa_balancing={}",
+            m.hostname,
+            m.topology.summary(),
+            m.kernel,
+            m.numa_balancing.as_deref().unwrap_or("n/a")
+        )
+    }
+
+    fn run(&mut self, case: &Case, ctx: &RunContext) -> std::result::Result<RunRecord, RunError> {
+        let m = &self.machine;
+        let r = match case {
+            Case::NumaTest(p) => numa_test::run_once(&self.exe, m, p, ctx),
+            Case::Autonuma(p) => autonuma_run::run_once(&self.exe, m, p, ctx),
+            Case::Spin(p) => placement_run::run_spin(&self.exe, m, p, ctx),
+            Case::Hackbench(p) => placement_run::run_hackbench(&self.exe, m, p, ctx),
+            Case::Command(p) => {
+                let t0 = std::time::Instant::now();
+                command::run_once(m, p, ctx, |_| {
+                    // A command's length is unknown: progress shows time.
+                    let t = t0.elapsed().as_secs_f64();
+                    (ctx.progress)(t / (t + 10.0));
+                })
+            }
+        };
+        match r {
+            Ok(rec) => Ok(rec),
+            Err(Error::Interrupted) => Err(RunError::Interrupted),
+            Err(e) => Err(RunError::Failed(e.to_string())),
+        }
+    }
+}
+
+/// Dispatch the hidden subcommands numalab re-executes itself with.
+/// Returns the process exit code.
+pub fn internal_main(args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("__task") => match args.get(1).map(String::as_str) {
+            Some("randupdt") => randupdt::task_main(&args[2..]),
+            Some("autonuma") => autonuma_task::task_main(&args[2..]),
+            Some("hold") => autonuma_task::hold_main(&args[2..]),
+            Some("spin") => placement_run::spin_main(&args[2..]),
+            other => {
+                eprintln!("numalab: internal: unknown task {other:?}");
+                2
+            }
+        },
+        Some("__hackbench") => hackbench::hackbench_main(&args[1..]),
+        other => {
+            eprintln!("numalab: internal: unknown entry {other:?}");
+            2
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! numa_test (seed 000): N tasks of random indirect updates run in
+//! parallel as separate processes, placed by the kernel's scheduler, with
+//! a hackbench-style message storm started `peak_at_s` seconds in. Each
+//! task measures where it ran; numalab measures its CPU time (wait4) and
+//! the run's elapsed time, and the storm's own elapsed time H.
+
+use crate::observe::Observer;
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::randupdt::TaskReport;
+use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
+use crate::{Error, Result};
+use numalab_bench::metrics::metric;
+use numalab_bench::numa_test::{Disturb, Params, PEAK_GROUPS, PEAK_LOOPS};
+use numalab_bench::Case;
+use numalab_linux::child::{self, Exit};
+use numalab_record::{ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::MachineInfo;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Task {
+    proc: TaskProcess<TaskReport>,
+    pid: i32,
+    exit: Option<Exit>,
+}
+
+fn spawn_task(exe: &Path, p: &Params, id: u32) -> Result<Task> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "randupdt"])
+        .arg(p.size.to_string())
+        .arg(id.to_string())
+        .arg(p.passes.to_string())
+        .stderr(Stdio::inherit());
+    let proc = TaskProcess::spawn(cmd, "pass", "a numa_test task")?;
+    Ok(Task {
+        pid: proc.pid,
+        proc,
+        exit: None,
+    })
+}
+
+fn kill_all(tasks: &mut [Task], extra: Option<i32>) {
+    for t in tasks.iter().filter(|t| t.exit.is_none()) {
+        child::signal(t.pid, libc::SIGKILL);
+    }
+    if let Some(h) = extra {
+        child::signal(h, libc::SIGKILL);
+        let _ = child::wait4(h, true);
+    }
+    for t in tasks.iter_mut() {
+        if t.exit.is_none() {
+            t.exit = child::wait4(t.pid, true).ok().flatten();
+        }
+        t.proc.finish();
+    }
+}
+
+/// Run numa_test once. A task failure is recorded in the returned record
+/// (status failed, with the reason); an interruption is an error.
+pub fn run_once(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &Params,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let (interval, interrupt) = (spec.interval, spec.interrupt);
+    let topo = &machine.topology;
+    let mut rec = spec.new_record(&Case::NumaTest(p.clone()), machine);
+    let observer = Observer::start(topo);
+    let bar = progress_bar(p.tasks as u64 * p.passes as u64, spec);
+
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for id in 1..=p.tasks {
+        match spawn_task(exe, p, id) {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                kill_all(&mut tasks, None);
+                return Err(e);
+            }
+        }
+    }
+    let pids: Vec<i32> = tasks.iter().map(|t| t.pid).collect();
+    let task_ids: Vec<(i32, Option<i32>)> = pids.iter().map(|&p| (p, None)).collect();
+    let mut hackbench: Option<(std::process::Child, Instant)> = None;
+    let mut hackbench_skipped_at = None;
+    let mut pacer = Pacer::new(interval);
+    let mut elapsed = 0.0;
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if interrupt.is_set() {
+            let h = hackbench.as_ref().map(|(c, _)| c.id() as i32);
+            kill_all(&mut tasks, h);
+            return Err(Error::Interrupted);
+        }
+        for t in tasks.iter_mut().filter(|t| t.exit.is_none()) {
+            if let Some(e) =
+                child::wait4(t.pid, false).map_err(|e| Error::io("waiting for a task", e))?
+            {
+                t.exit = Some(e);
+                elapsed = now;
+            }
+        }
+        let progress: Vec<u64> = tasks.iter().map(|t| t.proc.done()).collect();
+        bar.set_position(progress.iter().sum());
+        let running = tasks.iter().any(|t| t.exit.is_none());
+        if pacer.due(now) && running {
+            let cpu = thread_cpu_s();
+            let live: Vec<i32> = tasks
+                .iter()
+                .map(|t| if t.exit.is_none() { t.pid } else { -1 })
+                .collect();
+            let mut s = observer.sample(now, &live, &task_ids, progress);
+            for (i, t) in tasks.iter().enumerate() {
+                if t.exit.is_some() {
+                    s.task_node[i] = None;
+                }
+            }
+            rec.series.samples.push(s);
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        if !running {
+            break;
+        }
+        if p.disturb == Disturb::Messaging && hackbench.is_none() && now >= p.peak_at_s {
+            let mut cmd = Command::new(exe);
+            cmd.arg("__hackbench")
+                .arg(PEAK_GROUPS.to_string())
+                .arg(PEAK_LOOPS.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            child::die_with_parent(&mut cmd);
+            match cmd.spawn() {
+                Ok(c) => hackbench = Some((c, Instant::now())),
+                Err(e) => {
+                    kill_all(&mut tasks, None);
+                    return Err(Error::io("starting the hackbench load peak", e));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    rec.series.interval_s = pacer.longest_s();
+    let reports: Vec<Option<TaskReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
+
+    // The load peak: wait for it to finish and read H.
+    let mut failures = Vec::new();
+    if let Some((mut c, _)) = hackbench.take() {
+        let pid = c.id() as i32;
+        let mut out = String::new();
+        if let Some(mut so) = c.stdout.take() {
+            use std::io::Read;
+            loop {
+                if interrupt.is_set() {
+                    child::signal(pid, libc::SIGKILL);
+                }
+                let mut buf = [0u8; 256];
+                match so.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+        }
+        let exit = child::wait4(pid, true).map_err(|e| Error::io("waiting for hackbench", e))?;
+        if interrupt.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let h = out
+            .lines()
+            .find_map(|l| l.strip_prefix("H ")?.trim().parse::<f64>().ok());
+        match (exit, h) {
+            (Some(e), Some(h)) if e.success() => {
+                rec.metrics
+                    .insert("hackbench_s".into(), metric("hackbench_s", h));
+            }
+            (e, _) => failures.push(format!(
+                "the hackbench load peak failed ({})",
+                e.map(|e| e.describe())
+                    .unwrap_or_else(|| "no exit status".into())
+            )),
+        }
+    } else if p.disturb == Disturb::Messaging {
+        hackbench_skipped_at = Some(elapsed);
+    }
+    if let Some(t) = hackbench_skipped_at {
+        rec.warnings.push(format!(
+            "tasks done at {t:.2} s, before the {:.0} s load peak: no hackbench ran",
+            p.peak_at_s
+        ));
+    }
+
+    // Per-task results, checked: every task must exit 0 and report all passes.
+    let nodes = topo.nodes.len();
+    for (i, t) in tasks.iter().enumerate() {
+        let id = i as u32 + 1;
+        let exit = t.exit.unwrap_or(Exit {
+            code: None,
+            signal: None,
+            user_s: 0.0,
+            sys_s: 0.0,
+        });
+        let report = &reports[i];
+        let (node_time, main) = match report {
+            Some(r) => node_residency(topo, &r.cpu_time_ns),
+            None => (vec![0.0; nodes], None),
+        };
+        let initial = report
+            .as_ref()
+            .and_then(|r| topo.node_of_cpu(r.initial_cpu));
+        let readings = report.as_ref().map_or(0, |r| r.readings);
+        let done = match report {
+            Some(r) => r.passes as u64,
+            None => t.proc.done(),
+        };
+        if !exit.success() {
+            failures.push(format!("task {id} ended with {}", exit.describe()));
+        } else if report.is_none() {
+            failures.push(format!("task {id} exited without reporting its work"));
+        } else if done != p.passes as u64 {
+            failures.push(format!("task {id} did {done} of {} passes", p.passes));
+        }
+        rec.processes.push(ProcessInfo {
+            index: i as u32,
+            name: format!("task {id}"),
+            pid: Some(t.pid),
+        });
+        rec.tasks.push(TaskRecord {
+            id,
+            name: format!("task {id}"),
+            pid: Some(t.pid),
+            process: Some(i as u32),
+            initial_node: initial,
+            main_node: main,
+            node_time_s: node_time,
+            residency_method: format!(
+                "the task reads its CPU (sched_getcpu) and thread CPU time every {} updates and charges the time between readings to the CPU seen at the first",
+                crate::randupdt::CHUNK
+            ),
+            residency_samples: readings,
+            user_s: exit.user_s,
+            sys_s: exit.sys_s,
+            work_done: done,
+            work_expected: p.passes as u64,
+            exit: exit.describe(),
+        });
+    }
+    let users: Vec<f64> = rec.tasks.iter().map(|t| t.user_s).collect();
+    let total_user: f64 = users.iter().sum();
+    rec.metrics
+        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    rec.metrics
+        .insert("user_s".into(), metric("user_s", total_user));
+    rec.metrics.insert(
+        "sys_s".into(),
+        metric("sys_s", rec.tasks.iter().map(|t| t.sys_s).sum()),
+    );
+    rec.metrics.insert(
+        "avg_user_s".into(),
+        metric("avg_user_s", total_user / users.len().max(1) as f64),
+    );
+    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    if !failures.is_empty() {
+        rec.outcome = numalab_record::Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}

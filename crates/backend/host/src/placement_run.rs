@@ -1,0 +1,421 @@
+//! Placement experiments (seed 003): where should a few tasks run? The
+//! same work is run on CPU sets derived from the topology
+//! ([`numalab_topology::placement`]), or on a list the user gives, as
+//! `taskset -c` would restrict it:
+//!
+//! - `spin`: N processes each spinning through a fixed number of
+//!   iterations of a dependent integer chain (pure ALU work: what two SMT
+//!   siblings share, what a cache does not help). A task's residency is
+//!   measured as numa_test's: it reads its CPU and CPU time every
+//!   [`SPIN_CHUNK`] iterations. The run's time is the last task's end.
+//! - `hackbench`: the built-in message storm ([`crate::hackbench`]) with
+//!   hackbench's parameters (groups, fds, loops, message size); every
+//!   process it forks inherits the CPU set. The run's time is the storm's
+//!   own, first message to last exit, as hackbench reports it.
+
+use crate::observe::Observer;
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::randupdt::Residency;
+use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
+use crate::{Error, Result};
+use numalab_bench::metrics::metric;
+use numalab_bench::placement::{HackbenchParams, SpinParams, SPIN_CHUNK};
+use numalab_bench::Case;
+use numalab_linux::child::{self, Exit};
+use numalab_record::{Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::MachineInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Restrict `cmd`'s process (and what it forks) to `cpus` before it execs.
+fn with_affinity(cmd: &mut Command, cpus: &Option<Vec<u32>>) {
+    let Some(cpus) = cpus.clone() else { return };
+    // SAFETY: sched_setaffinity is async-signal-safe; the closure touches
+    // only its own copy of the list and a stack-allocated set.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            for &c in &cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c as usize, &mut set);
+                }
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+// ----- the spinning task -----
+
+/// What a spinning task reports on its last line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpinReport {
+    pub initial_cpu: u32,
+    pub cpu_time_ns: BTreeMap<u32, u64>,
+    pub readings: u64,
+    pub iterations: u64,
+    /// The chain's last value, so the work cannot be optimised away.
+    pub checksum: u64,
+}
+
+/// Spin through `iterations`, writing `progress K` (chunks done) lines.
+pub fn spin(iterations: u64, progress: &mut dyn Write) -> SpinReport {
+    let mut res = Residency::start();
+    let initial_cpu = res.last_cpu;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut done = 0;
+    let mut chunks = 0u64;
+    while done < iterations {
+        let n = SPIN_CHUNK.min(iterations - done);
+        for _ in 0..n {
+            // xorshift64: each step depends on the last.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        x = std::hint::black_box(x);
+        done += n;
+        chunks += 1;
+        res.tick();
+        if chunks.is_multiple_of(16) || done == iterations {
+            let _ = writeln!(progress, "progress {done}");
+            let _ = progress.flush();
+        }
+    }
+    SpinReport {
+        initial_cpu,
+        cpu_time_ns: res.per_cpu,
+        readings: res.readings,
+        iterations: done,
+        checksum: x,
+    }
+}
+
+/// Iterations per second of one spinning thread here, measured for
+/// about `duration` (the basis of `--seconds`).
+pub fn spin_rate(duration: Duration) -> f64 {
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    let mut sink = Vec::new();
+    while t0.elapsed() < duration {
+        spin(SPIN_CHUNK, &mut sink);
+        sink.clear();
+        n += SPIN_CHUNK;
+    }
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// `numalab __task spin ITERATIONS`: progress lines, then `done <json>`.
+pub fn spin_main(args: &[String]) -> i32 {
+    let Some(iterations) = args.first().and_then(|s| s.parse::<u64>().ok()) else {
+        eprintln!("numalab: internal: usage: __task spin ITERATIONS");
+        return 2;
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let r = spin(iterations, &mut out);
+    let _ = writeln!(
+        out,
+        "done {}",
+        serde_json::to_string(&r).expect("report serialises")
+    );
+    0
+}
+
+// ----- runs -----
+
+struct Task {
+    proc: TaskProcess<SpinReport>,
+    pid: i32,
+    /// How it ended, and when (seconds from the start).
+    exit: Option<(Exit, f64)>,
+}
+
+fn spawn_spin(exe: &Path, p: &SpinParams) -> Result<Task> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "spin"])
+        .arg(p.iterations.to_string())
+        .stderr(Stdio::inherit());
+    with_affinity(&mut cmd, &p.set.cpus);
+    let proc = TaskProcess::spawn(cmd, "progress", "a spinning task")?;
+    Ok(Task {
+        pid: proc.pid,
+        proc,
+        exit: None,
+    })
+}
+
+fn kill_tasks(tasks: &mut [Task]) {
+    for t in tasks.iter().filter(|t| t.exit.is_none()) {
+        child::signal(t.pid, libc::SIGKILL);
+    }
+    for t in tasks.iter_mut() {
+        if t.exit.is_none() {
+            let _ = child::wait4(t.pid, true);
+        }
+        t.proc.finish();
+    }
+}
+
+/// Run the spinning tasks once.
+pub fn run_spin(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &SpinParams,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let mut rec = spec.new_record(&Case::Spin(p.clone()), machine);
+    let observer = Observer::start(topo);
+    let bar = progress_bar(p.tasks as u64 * p.iterations, spec);
+    let start = Instant::now();
+    let mut tasks: Vec<Task> = Vec::new();
+    for _ in 0..p.tasks {
+        match spawn_spin(exe, p) {
+            Ok(t) => tasks.push(t),
+            Err(e) => {
+                kill_tasks(&mut tasks);
+                return Err(e);
+            }
+        }
+    }
+    let ids: Vec<(i32, Option<i32>)> = tasks.iter().map(|t| (t.pid, None)).collect();
+    let mut pacer = Pacer::new(spec.interval);
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            kill_tasks(&mut tasks);
+            return Err(Error::Interrupted);
+        }
+        for t in tasks.iter_mut().filter(|t| t.exit.is_none()) {
+            if let Some(e) =
+                child::wait4(t.pid, false).map_err(|e| Error::io("waiting for a task", e))?
+            {
+                t.exit = Some((e, start.elapsed().as_secs_f64()));
+            }
+        }
+        let progress: Vec<u64> = tasks.iter().map(|t| t.proc.done()).collect();
+        bar.set_position(progress.iter().sum());
+        let running = tasks.iter().any(|t| t.exit.is_none());
+        if !running {
+            break;
+        }
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            let live: Vec<i32> = tasks
+                .iter()
+                .map(|t| if t.exit.is_none() { t.pid } else { -1 })
+                .collect();
+            let mut s = observer.sample(now, &live, &ids, progress);
+            for (i, t) in tasks.iter().enumerate() {
+                if t.exit.is_some() {
+                    s.task_node[i] = None;
+                }
+            }
+            rec.series.samples.push(s);
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    rec.series.interval_s = pacer.longest_s();
+    let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
+    let nodes = topo.nodes.len();
+    let mut failures = Vec::new();
+    let mut elapsed: f64 = 0.0;
+    let (mut user, mut sys) = (0.0, 0.0);
+    for (i, t) in tasks.iter().enumerate() {
+        let (exit, end) = t.exit.expect("every task was waited for");
+        elapsed = elapsed.max(end);
+        user += exit.user_s;
+        sys += exit.sys_s;
+        let report = &reports[i];
+        let done = report.as_ref().map_or(0, |r| r.iterations);
+        if !exit.success() {
+            failures.push(format!("task {} ended with {}", i + 1, exit.describe()));
+        } else if done != p.iterations {
+            failures.push(format!(
+                "task {} did {done} of {} iterations",
+                i + 1,
+                p.iterations
+            ));
+        }
+        let (node_time, main) = match report {
+            Some(r) => node_residency(topo, &r.cpu_time_ns),
+            None => (vec![0.0; nodes], None),
+        };
+        rec.processes.push(ProcessInfo {
+            index: i as u32,
+            name: format!("spin task {}", i + 1),
+            pid: Some(t.pid),
+        });
+        rec.tasks.push(TaskRecord {
+            id: i as u32 + 1,
+            name: format!("spin {}", i + 1),
+            pid: Some(t.pid),
+            process: Some(i as u32),
+            initial_node: report
+                .as_ref()
+                .and_then(|r| topo.node_of_cpu(r.initial_cpu)),
+            main_node: main,
+            node_time_s: node_time,
+            residency_method: format!(
+                "the task reads its CPU (sched_getcpu) and thread CPU time every {SPIN_CHUNK} iterations and charges the time between readings to the CPU seen at the first"
+            ),
+            residency_samples: report.as_ref().map_or(0, |r| r.readings),
+            user_s: exit.user_s,
+            sys_s: exit.sys_s,
+            work_done: done,
+            work_expected: p.iterations,
+            exit: exit.describe(),
+        });
+    }
+    rec.metrics
+        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    rec.metrics.insert("user_s".into(), metric("user_s", user));
+    rec.metrics.insert("sys_s".into(), metric("sys_s", sys));
+    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+/// Run the message storm once.
+pub fn run_hackbench(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &HackbenchParams,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    let (groups, fds, loops, size) = (p.groups, p.fds, p.loops, p.size);
+    let mut rec = spec.new_record(&Case::Hackbench(p.clone()), machine);
+    let observer = Observer::start(topo);
+    let mut cmd = Command::new(exe);
+    cmd.arg("__hackbench")
+        .args([groups, loops, fds, size].map(|v| v.to_string()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    child::die_with_parent(&mut cmd);
+    with_affinity(&mut cmd, &p.set.cpus);
+    let start = Instant::now();
+    let mut c = cmd
+        .spawn()
+        .map_err(|e| Error::io("starting hackbench", e))?;
+    let pid = c.id() as i32;
+    let out = c.stdout.take().expect("piped stdout");
+    let err = c.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
+        text
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut text);
+        text
+    });
+    let mut pacer = Pacer::new(spec.interval);
+    let exit = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            // Its forked senders and receivers die with it (PDEATHSIG).
+            child::signal(pid, libc::SIGKILL);
+            let _ = child::wait4(pid, true);
+            return Err(Error::Interrupted);
+        }
+        if let Some(e) =
+            child::wait4(pid, false).map_err(|e| Error::io("waiting for hackbench", e))?
+        {
+            break e;
+        }
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], Vec::new()));
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    rec.series.interval_s = pacer.longest_s();
+    let text = reader.join().unwrap_or_default();
+    let errors = err_reader.join().unwrap_or_default();
+    let h: Option<f64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("H ").and_then(|v| v.trim().parse().ok()));
+    rec.processes.push(ProcessInfo {
+        index: 0,
+        name: format!("hackbench {groups} groups x {fds} fds"),
+        pid: Some(pid),
+    });
+    rec.tasks.push(TaskRecord {
+        id: 1,
+        name: "hackbench".into(),
+        pid: Some(pid),
+        process: Some(0),
+        initial_node: None,
+        main_node: None,
+        node_time_s: vec![0.0; topo.nodes.len()],
+        residency_method: "not observed: thousands of short message-passing processes".into(),
+        residency_samples: 0,
+        user_s: exit.user_s,
+        sys_s: exit.sys_s,
+        work_done: u64::from(exit.success() && h.is_some()),
+        work_expected: 1,
+        exit: exit.describe(),
+    });
+    rec.metrics
+        .insert("user_s".into(), metric("user_s", exit.user_s));
+    rec.metrics
+        .insert("sys_s".into(), metric("sys_s", exit.sys_s));
+    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    match h {
+        Some(h) if exit.success() => {
+            rec.metrics
+                .insert("elapsed_s".into(), metric("elapsed_s", h));
+            rec.metrics
+                .insert("hackbench_s".into(), metric("hackbench_s", h));
+        }
+        _ => {
+            let why = errors.lines().last().unwrap_or("").trim().to_string();
+            rec.outcome = Outcome::failed(format!(
+                "hackbench ended with {}{}",
+                exit.describe(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            ));
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_does_every_iteration_and_charges_its_time() {
+        let mut out = Vec::new();
+        let r = spin(5 * SPIN_CHUNK + 7, &mut out);
+        assert_eq!(r.iterations, 5 * SPIN_CHUNK + 7);
+        assert!(r.readings >= 6);
+        assert!(r.cpu_time_ns.values().sum::<u64>() > 0);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with(&format!("progress {}\n", 5 * SPIN_CHUNK + 7)));
+        assert!(spin_rate(Duration::from_millis(20)) > 1e6);
+    }
+}

@@ -1,0 +1,114 @@
+//! What every benchmark run on this machine shares: progress, residency
+//! per node, task processes that report their work.
+
+use std::collections::BTreeMap;
+
+/// How one run is identified and watched: the runner's context.
+pub use numalab_runner::RunContext as RunSpec;
+
+/// The run's progress, reported to the runner as the fraction of the
+/// run's work units done.
+pub struct Progress<'a> {
+    len: u64,
+    report: &'a dyn Fn(f64),
+}
+
+impl Progress<'_> {
+    pub fn set_position(&self, done: u64) {
+        (self.report)(done as f64 / self.len.max(1) as f64);
+    }
+}
+
+/// Progress over `len` work units.
+pub fn progress_bar<'a>(len: u64, spec: &RunSpec<'a>) -> Progress<'a> {
+    Progress {
+        len,
+        report: spec.progress,
+    }
+}
+
+/// A task's CPU time per CPU, as its residency readings charged it, turned
+/// into seconds per node (aligned with the topology's nodes) and the node
+/// it ran on most (the seed's MSched), if any.
+pub fn node_residency(
+    topo: &numalab_topology::Topology,
+    cpu_time_ns: &BTreeMap<u32, u64>,
+) -> (Vec<f64>, Option<u32>) {
+    let mut node_time = vec![0.0; topo.nodes.len()];
+    for (cpu, ns) in cpu_time_ns {
+        if let Some(ix) = topo.node_of_cpu(*cpu).and_then(|n| topo.node_index(n)) {
+            node_time[ix] += *ns as f64 / 1e9;
+        }
+    }
+    let main = numalab_record::TaskRecord::main_node_of(&node_time, topo);
+    (node_time, main)
+}
+
+/// A task process that reports on stdout: `<prefix> K` lines with the
+/// work done so far, and a last line `done <json>` (its report). A
+/// thread reads them as they come.
+pub struct TaskProcess<R> {
+    pub pid: i32,
+    pub progress: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    pub report: std::sync::Arc<std::sync::Mutex<Option<R>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<R: serde::de::DeserializeOwned + Send + 'static> TaskProcess<R> {
+    /// Start `cmd` (stdout is piped here; it dies with numalab).
+    pub fn spawn(
+        mut cmd: std::process::Command,
+        prefix: &'static str,
+        what: &str,
+    ) -> crate::Result<TaskProcess<R>> {
+        use std::io::BufRead;
+        use std::sync::atomic::Ordering;
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        numalab_linux::child::die_with_parent(&mut cmd);
+        let mut c = cmd
+            .spawn()
+            .map_err(|e| crate::Error::io(format!("starting {what}"), e))?;
+        let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let report = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let out = c.stdout.take().expect("piped stdout");
+        let (pr, rr) = (progress.clone(), report.clone());
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if let Some(k) = line
+                    .strip_prefix(prefix)
+                    .and_then(|rest| rest.strip_prefix(' '))
+                {
+                    if let Ok(k) = k.parse() {
+                        pr.store(k, Ordering::Relaxed);
+                    }
+                } else if let Some(json) = line.strip_prefix("done ") {
+                    if let Ok(r) = serde_json::from_str(json) {
+                        *rr.lock().expect("report lock") = Some(r);
+                    }
+                }
+            }
+        });
+        Ok(TaskProcess {
+            pid: c.id() as i32,
+            progress,
+            report,
+            reader: Some(reader),
+        })
+    }
+
+    /// Work done so far, as last reported.
+    pub fn done(&self) -> u64 {
+        self.progress.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Wait for the output to end (after the process exited) and take the
+    /// report.
+    pub fn finish(&mut self) -> Option<R> {
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.report.lock().expect("report lock").take()
+    }
+}

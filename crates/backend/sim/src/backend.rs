@@ -1,0 +1,134 @@
+//! The simulator as a backend of the runner: the same resolved cases as
+//! the host runs, on a modelled machine, written as the same records.
+//! Repetition `r` uses seed `seed + r - 1`, so a repetition is
+//! reproducible on its own.
+
+use crate::record::machine_info;
+use crate::workload::COMMAND_UNSUPPORTED;
+use crate::SimConfig;
+use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
+use numalab_bench::{Calibration, Case};
+use numalab_record::RunRecord;
+use numalab_runner::{Backend, RunContext, RunError};
+use numalab_topology::MachineInfo;
+use std::path::PathBuf;
+
+pub struct SimBackend {
+    cfg: SimConfig,
+    info: MachineInfo,
+    /// Seed of the first repetition.
+    seed: u64,
+    /// Write each run's schedule as a Chrome/Perfetto trace beside its
+    /// record (`<id>.trace.json`).
+    pub trace: bool,
+    /// Trace files written, in run order.
+    pub traces: Vec<PathBuf>,
+}
+
+impl SimBackend {
+    pub fn new(cfg: SimConfig) -> SimBackend {
+        SimBackend {
+            info: machine_info(&cfg),
+            seed: cfg.seed,
+            cfg,
+            trace: false,
+            traces: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+}
+
+impl Calibration for SimBackend {
+    fn machine(&self) -> &MachineInfo {
+        &self.info
+    }
+
+    fn node_free_bytes(&self, node: u32) -> Option<u64> {
+        let ix = self.cfg.machine.topology.node_index(node)?;
+        self.cfg.machine.memory_bytes.get(ix).copied()
+    }
+
+    /// From the model: each thread zeroes at most 32 bytes a cycle at the
+    /// maximum frequency, and from memory at most its misses in flight
+    /// per local latency; all together at most one node's bandwidth (the
+    /// default placement first touches everything on one node).
+    fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64 {
+        let m = &self.cfg.machine;
+        let core = m.max_ghz * 1e9 * crate::workload::MEMSET_BYTES_PER_CYCLE;
+        if working_set as f64 <= m.llc_bytes {
+            return threads as f64 * core;
+        }
+        let lat = m
+            .latency_ns
+            .first()
+            .and_then(|r| r.first())
+            .copied()
+            .unwrap_or(100.0);
+        let per_thread = core.min(m.mlp * m.line_bytes / lat * 1e9);
+        let node_bw = m.bandwidth.first().copied().unwrap_or(1.0) * 1e9;
+        (threads as f64 * per_thread).min(node_bw)
+    }
+
+    fn spin_rate(&self) -> f64 {
+        self.cfg.machine.max_ghz * 1e9 / SPIN_CYCLES_PER_ITERATION
+    }
+}
+
+impl Backend for SimBackend {
+    fn kind(&self) -> &'static str {
+        "sim"
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "simulated {} ({}), scheduler {}, balancer {}, seed {}",
+            self.cfg.machine.name,
+            self.cfg.machine.topology.summary(),
+            self.cfg.scheduler.canonical(),
+            self.cfg.balancer.canonical(),
+            self.seed
+        )
+    }
+
+    fn settings_unsupported(&self) -> Option<String> {
+        Some("the simulator has no kernel settings: give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])".into())
+    }
+
+    fn unsupported(&self, case: &Case) -> Option<String> {
+        match case {
+            Case::Command(_) => Some(COMMAND_UNSUPPORTED.into()),
+            _ => crate::validate(&self.cfg, case).err(),
+        }
+    }
+
+    fn run(&mut self, case: &Case, ctx: &RunContext) -> Result<RunRecord, RunError> {
+        let mut cfg = self.cfg.clone();
+        cfg.seed = self.seed.wrapping_add(ctx.repetition.index as u64 - 1);
+        cfg.trace = self.trace;
+        let interrupt = ctx.interrupt;
+        let mut progress = |fraction: f64| (ctx.progress)(fraction);
+        if interrupt.is_set() {
+            return Err(RunError::Interrupted);
+        }
+        let out = crate::run(&cfg, case, ctx.label, ctx.repetition, &mut progress)
+            .map_err(RunError::Failed)?;
+        if interrupt.is_set() {
+            return Err(RunError::Interrupted);
+        }
+        let mut rec = out.record;
+        if let Some(json) = out.trace_json {
+            let path = ctx.results.join(format!("{}.trace.json", rec.id));
+            std::fs::write(&path, json).map_err(|e| {
+                RunError::Failed(format!("writing the trace {}: {e}", path.display()))
+            })?;
+            rec.backend
+                .details_mut()
+                .insert("trace".into(), path.display().to_string().into());
+            self.traces.push(path);
+        }
+        Ok(rec)
+    }
+}

@@ -1,0 +1,660 @@
+//! The machine model: a documented TOML file (or a built-in preset) that
+//! says what the hardware is, validated into a [`Machine`] the engine uses
+//! and converted to the shared [`Topology`] for run records.
+//!
+//! Format (every key is checked; unknown keys are errors):
+//!
+//! ```toml
+//! name = "azusa16"
+//! description = "one line"
+//! [topology]
+//! nodes = 4                 # NUMA nodes with CPUs
+//! nodes_per_package = 1     # NUMA nodes per socket (NPS4 = 4); default 1
+//! cores_per_node = 4
+//! threads_per_core = 1      # SMT threads per core
+//! llcs_per_node = 4         # last-level cache groups per node
+//! memory_per_node_gib = 4.0
+//! distances = [[10, 15], [15, 10]]   # SLIT; default 10 local / 20 remote
+//! [memory]
+//! local_latency_ns = 200.0  # idle load-to-use latency of local DRAM
+//! latency_ns = [[..], ..]   # optional full matrix [cpu node][memory node];
+//!                           # default: local_latency_ns * distance / 10
+//! bandwidth_gbs = 2.1       # sustainable DRAM bandwidth per node, GB/s
+//! line_bytes = 64
+//! mlp = 8                   # cache misses one core keeps in flight when streaming
+//! [cache]
+//! llc_mib = 4.0             # size of one LLC
+//! llc_hit_ns = 20.0         # LLC hit latency (also the cost of a line moved within an LLC)
+//! cross_llc_ns = 100.0      # a line moved between two LLCs of one node
+//! [cpu]
+//! base_ghz = 0.8            # sustained all-core frequency
+//! max_ghz = 0.8             # highest boost with one busy core of a package
+//! min_ghz = 0.8             # idle / lowest P-state
+//! governor = "performance"  # or "schedutil" (frequency follows PELT utilisation)
+//! smt_throughput = 1.0      # speed of one thread while its sibling is busy (compute part)
+//! [sources]                 # parameter name -> where its value comes from
+//! "memory.local_latency_ns" = "..."
+//! ```
+
+use numalab_topology::{Cpu, Llc, Node, Topology};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Errors in a machine file, one line each.
+#[derive(Debug, thiserror::Error)]
+#[error("machine file {file}: {msg}")]
+pub struct MachineError {
+    pub file: String,
+    pub msg: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub topology: TopologySpec,
+    pub memory: MemorySpec,
+    pub cache: CacheSpec,
+    pub cpu: CpuSpec,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    pub nodes: i64,
+    #[serde(default = "one")]
+    pub nodes_per_package: i64,
+    pub cores_per_node: i64,
+    #[serde(default = "one")]
+    pub threads_per_core: i64,
+    #[serde(default = "one")]
+    pub llcs_per_node: i64,
+    pub memory_per_node_gib: f64,
+    #[serde(default)]
+    pub distances: Option<Vec<Vec<i64>>>,
+}
+
+fn one() -> i64 {
+    1
+}
+fn default_line() -> i64 {
+    64
+}
+fn default_mlp() -> f64 {
+    8.0
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    pub local_latency_ns: f64,
+    #[serde(default)]
+    pub latency_ns: Option<Vec<Vec<f64>>>,
+    pub bandwidth_gbs: f64,
+    #[serde(default = "default_line")]
+    pub line_bytes: i64,
+    #[serde(default = "default_mlp")]
+    pub mlp: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSpec {
+    pub llc_mib: f64,
+    pub llc_hit_ns: f64,
+    pub cross_llc_ns: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Governor {
+    Performance,
+    Schedutil,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    pub base_ghz: f64,
+    pub max_ghz: f64,
+    pub min_ghz: f64,
+    #[serde(default = "performance")]
+    pub governor: Governor,
+    #[serde(default = "one_f")]
+    pub smt_throughput: f64,
+}
+
+fn performance() -> Governor {
+    Governor::Performance
+}
+fn one_f() -> f64 {
+    1.0
+}
+
+/// A validated machine, with the lookup tables the engine needs.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    pub topology: Topology,
+    pub ncpus: usize,
+    pub nnodes: usize,
+    pub cpu_node: Vec<usize>,
+    pub cpu_core: Vec<usize>,
+    pub cpu_llc: Vec<usize>,
+    pub cpu_package: Vec<usize>,
+    /// CPUs of each core (SMT siblings), of each LLC, of each node.
+    pub core_cpus: Vec<Vec<usize>>,
+    pub llc_cpus: Vec<Vec<usize>>,
+    pub node_cpus: Vec<Vec<usize>>,
+    pub npackages: usize,
+    pub cores_per_package: usize,
+    pub core_package: Vec<usize>,
+    pub distances: Vec<Vec<u32>>,
+    /// `latency_ns[cpu node][memory node]`, idle.
+    pub latency_ns: Vec<Vec<f64>>,
+    /// Bytes per nanosecond (= GB/s) per node.
+    pub bandwidth: Vec<f64>,
+    pub memory_bytes: Vec<u64>,
+    pub line_bytes: f64,
+    pub mlp: f64,
+    pub llc_bytes: f64,
+    pub llc_hit_ns: f64,
+    pub cross_llc_ns: f64,
+    pub base_ghz: f64,
+    pub max_ghz: f64,
+    pub min_ghz: f64,
+    pub governor: Governor,
+    pub smt_throughput: f64,
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Built-in presets: name, one-line summary, TOML text.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("azusa16", include_str!("../machines/azusa16.toml")),
+    ("tx7", include_str!("../machines/tx7.toml")),
+    ("ht2", include_str!("../machines/ht2.toml")),
+    ("epyc7642", include_str!("../machines/epyc7642.toml")),
+    ("genoa2n", include_str!("../machines/genoa2n.toml")),
+    ("rome256", include_str!("../machines/rome256.toml")),
+];
+
+impl MachineFile {
+    pub fn parse(file: &str, text: &str) -> Result<MachineFile, MachineError> {
+        toml::from_str::<MachineFile>(text).map_err(|e| {
+            let mut msg = e.message().replace('\n', " ");
+            if let Some(span) = e.span() {
+                let line = text[..span.start.min(text.len())].lines().count().max(1);
+                msg = format!("line {line}: {msg}");
+            }
+            MachineError {
+                file: file.to_string(),
+                msg,
+            }
+        })
+    }
+
+    /// Check every value and build the machine.
+    pub fn build(&self, file: &str) -> Result<Machine, MachineError> {
+        let err = |msg: String| MachineError {
+            file: file.to_string(),
+            msg,
+        };
+        let t = &self.topology;
+        for (k, v) in [
+            ("topology.nodes", t.nodes),
+            ("topology.nodes_per_package", t.nodes_per_package),
+            ("topology.cores_per_node", t.cores_per_node),
+            ("topology.threads_per_core", t.threads_per_core),
+            ("topology.llcs_per_node", t.llcs_per_node),
+        ] {
+            if v < 1 {
+                return Err(err(format!(
+                    "{k} must be at least 1, got {v} (a machine needs CPUs)"
+                )));
+            }
+        }
+        if t.nodes > 64 || t.cores_per_node * t.threads_per_core > 1024 {
+            return Err(err(
+                "machine too large (at most 64 nodes, 1024 CPUs per node)".into(),
+            ));
+        }
+        if t.cores_per_node % t.llcs_per_node != 0 {
+            return Err(err(format!(
+                "topology.cores_per_node ({}) must be a multiple of topology.llcs_per_node ({})",
+                t.cores_per_node, t.llcs_per_node
+            )));
+        }
+        if t.nodes % t.nodes_per_package != 0 {
+            return Err(err(format!(
+                "topology.nodes ({}) must be a multiple of topology.nodes_per_package ({})",
+                t.nodes, t.nodes_per_package
+            )));
+        }
+        let positive = |k: &str, v: f64| -> Result<(), MachineError> {
+            if !(v.is_finite() && v > 0.0) {
+                Err(err(format!("{k} must be a positive number, got {v}")))
+            } else {
+                Ok(())
+            }
+        };
+        positive("topology.memory_per_node_gib", t.memory_per_node_gib)?;
+        positive("memory.local_latency_ns", self.memory.local_latency_ns)?;
+        positive("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
+        positive("memory.mlp", self.memory.mlp)?;
+        positive("cache.llc_mib", self.cache.llc_mib)?;
+        positive("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
+        positive("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
+        positive("cpu.base_ghz", self.cpu.base_ghz)?;
+        positive("cpu.max_ghz", self.cpu.max_ghz)?;
+        positive("cpu.min_ghz", self.cpu.min_ghz)?;
+        positive("cpu.smt_throughput", self.cpu.smt_throughput)?;
+        if self.cpu.smt_throughput > 1.0 {
+            return Err(err(format!(
+                "cpu.smt_throughput must be at most 1 (speed of a thread whose sibling is busy), got {}",
+                self.cpu.smt_throughput
+            )));
+        }
+        if !(self.cpu.min_ghz <= self.cpu.base_ghz && self.cpu.base_ghz <= self.cpu.max_ghz) {
+            return Err(err(format!(
+                "cpu frequencies must satisfy min_ghz <= base_ghz <= max_ghz, got {} / {} / {}",
+                self.cpu.min_ghz, self.cpu.base_ghz, self.cpu.max_ghz
+            )));
+        }
+        if self.memory.line_bytes < 8 || self.memory.line_bytes > 4096 {
+            return Err(err(format!(
+                "memory.line_bytes must be between 8 and 4096, got {}",
+                self.memory.line_bytes
+            )));
+        }
+        let n = t.nodes as usize;
+        let distances: Vec<Vec<u32>> = match &t.distances {
+            None => (0..n)
+                .map(|i| (0..n).map(|j| if i == j { 10 } else { 20 }).collect())
+                .collect(),
+            Some(d) => {
+                if d.len() != n || d.iter().any(|r| r.len() != n) {
+                    return Err(err(format!(
+                        "topology.distances must be a {n}x{n} matrix (one row per node)"
+                    )));
+                }
+                for i in 0..n {
+                    if d[i][i] != 10 {
+                        return Err(err(format!(
+                            "distances: d({i},{i}) must be 10 (local), got {}",
+                            d[i][i]
+                        )));
+                    }
+                    for j in 0..n {
+                        if d[i][j] != d[j][i] {
+                            return Err(err(format!(
+                                "distances are asymmetric: d({i},{j})={} but d({j},{i})={}",
+                                d[i][j], d[j][i]
+                            )));
+                        }
+                        if i != j && (d[i][j] <= 10 || d[i][j] > 254) {
+                            return Err(err(format!(
+                                "distances: d({i},{j})={} must be between 11 and 254",
+                                d[i][j]
+                            )));
+                        }
+                    }
+                }
+                d.iter()
+                    .map(|r| r.iter().map(|&x| x as u32).collect())
+                    .collect()
+            }
+        };
+        let latency_ns: Vec<Vec<f64>> = match &self.memory.latency_ns {
+            None => (0..n)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| self.memory.local_latency_ns * distances[i][j] as f64 / 10.0)
+                        .collect()
+                })
+                .collect(),
+            Some(l) => {
+                if l.len() != n || l.iter().any(|r| r.len() != n) {
+                    return Err(err(format!(
+                        "memory.latency_ns must be a {n}x{n} matrix (one row per node)"
+                    )));
+                }
+                for (i, row) in l.iter().enumerate() {
+                    for (j, &v) in row.iter().enumerate() {
+                        if !(v.is_finite() && v > 0.0) {
+                            return Err(err(format!(
+                                "memory.latency_ns[{i}][{j}] must be a positive number, got {v}"
+                            )));
+                        }
+                    }
+                }
+                l.clone()
+            }
+        };
+
+        let cores_per_node = t.cores_per_node as usize;
+        let threads = t.threads_per_core as usize;
+        let llcs_per_node = t.llcs_per_node as usize;
+        let ncores = n * cores_per_node;
+        let ncpus = ncores * threads;
+        let cores_per_llc = cores_per_node / llcs_per_node;
+        let npackages = n / t.nodes_per_package as usize;
+        let mem_bytes = (t.memory_per_node_gib * (1u64 << 30) as f64) as u64;
+        let llc_bytes = (self.cache.llc_mib * (1u64 << 20) as f64) as u64;
+
+        // Linux's usual x86 numbering: first threads of all cores, then the
+        // second threads (cpu i and i + ncores are siblings).
+        let mut cpu_node = vec![0; ncpus];
+        let mut cpu_core = vec![0; ncpus];
+        let mut cpu_llc = vec![0; ncpus];
+        let mut cpu_package = vec![0; ncpus];
+        for th in 0..threads {
+            for core in 0..ncores {
+                let id = th * ncores + core;
+                cpu_node[id] = core / cores_per_node;
+                cpu_core[id] = core;
+                cpu_llc[id] = core / cores_per_llc;
+                cpu_package[id] = cpu_node[id] / t.nodes_per_package as usize;
+            }
+        }
+        let group = |key: &Vec<usize>, count: usize| -> Vec<Vec<usize>> {
+            let mut g = vec![Vec::new(); count];
+            for (cpu, &k) in key.iter().enumerate() {
+                g[k].push(cpu);
+            }
+            g
+        };
+        let core_cpus = group(&cpu_core, ncores);
+        let llc_cpus = group(&cpu_llc, n * llcs_per_node);
+        let node_cpus = group(&cpu_node, n);
+        let core_package = (0..ncores)
+            .map(|c| (c / cores_per_node) / t.nodes_per_package as usize)
+            .collect();
+
+        let topology = Topology {
+            nodes: node_cpus
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Node {
+                    id: i as u32,
+                    cpus: c.iter().map(|&x| x as u32).collect(),
+                    memory_bytes: mem_bytes,
+                })
+                .collect(),
+            cpus: (0..ncpus)
+                .map(|id| Cpu {
+                    id: id as u32,
+                    node: cpu_node[id] as u32,
+                    package: cpu_package[id] as u32,
+                    core: cpu_core[id] as u32,
+                    llc: Some(cpu_llc[id] as u32),
+                })
+                .collect(),
+            llcs: llc_cpus
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Llc {
+                    id: i as u32,
+                    level: 3,
+                    size_bytes: llc_bytes,
+                    cpus: c.iter().map(|&x| x as u32).collect(),
+                })
+                .collect(),
+            distances: distances.clone(),
+        };
+        topology.validate().map_err(|e| err(e.to_string()))?;
+        Ok(Machine {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            topology,
+            ncpus,
+            nnodes: n,
+            cpu_node,
+            cpu_core,
+            cpu_llc,
+            cpu_package,
+            core_cpus,
+            llc_cpus,
+            node_cpus,
+            npackages,
+            cores_per_package: cores_per_node * t.nodes_per_package as usize,
+            core_package,
+            distances,
+            latency_ns,
+            bandwidth: vec![self.memory.bandwidth_gbs; n],
+            memory_bytes: vec![mem_bytes; n],
+            line_bytes: self.memory.line_bytes as f64,
+            mlp: self.memory.mlp,
+            llc_bytes: llc_bytes as f64,
+            llc_hit_ns: self.cache.llc_hit_ns,
+            cross_llc_ns: self.cache.cross_llc_ns,
+            base_ghz: self.cpu.base_ghz,
+            max_ghz: self.cpu.max_ghz,
+            min_ghz: self.cpu.min_ghz,
+            governor: self.cpu.governor,
+            smt_throughput: self.cpu.smt_throughput,
+            sources: self.sources.clone(),
+        })
+    }
+}
+
+impl Machine {
+    /// A preset by name, `host`, or a path to a machine file.
+    pub fn load(spec: &str) -> Result<Machine, MachineError> {
+        if let Some((name, text)) = PRESETS.iter().find(|(n, _)| *n == spec) {
+            return MachineFile::parse(name, text)?.build(name);
+        }
+        if spec == "host" {
+            return Machine::host(Path::new("/sys"));
+        }
+        let path = Path::new(spec);
+        if !path.exists() {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+            return Err(MachineError {
+                file: spec.to_string(),
+                msg: format!(
+                    "no such file and no such preset (presets: {}, host)",
+                    names.join(", ")
+                ),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| MachineError {
+            file: spec.to_string(),
+            msg: e.to_string(),
+        })?;
+        MachineFile::parse(spec, &text)?.build(spec)
+    }
+
+    /// This machine's topology from sysfs, with generic memory and CPU
+    /// parameters (the real latencies of the host are not measured here;
+    /// the record says so). Irregular topologies are approximated by the
+    /// regular machine with the same node count, cores and SMT width.
+    pub fn host(sys: &Path) -> Result<Machine, MachineError> {
+        let err = |msg: String| MachineError {
+            file: "host".into(),
+            msg,
+        };
+        let topo = Topology::from_sysfs(sys).map_err(|e| err(e.to_string()))?;
+        let cpu_nodes: Vec<_> = topo.cpu_nodes().collect();
+        let nodes = cpu_nodes.len().max(1);
+        let threads = topo.threads_per_core().max(1);
+        let cores = topo.core_count().max(1);
+        let cores_per_node = (cores / nodes).max(1);
+        let llcs_per_node = {
+            let l = (topo.llcs.len() / nodes).max(1);
+            if cores_per_node % l == 0 {
+                l
+            } else {
+                1
+            }
+        };
+        let mem = topo
+            .nodes
+            .iter()
+            .map(|n| n.memory_bytes)
+            .max()
+            .unwrap_or(1 << 30)
+            .max(1 << 30);
+        let distances: Vec<Vec<i64>> = {
+            let idx: Vec<usize> = cpu_nodes
+                .iter()
+                .filter_map(|n| topo.node_index(n.id))
+                .collect();
+            idx.iter()
+                .map(|&i| idx.iter().map(|&j| topo.distances[i][j] as i64).collect())
+                .collect()
+        };
+        let text = format!(
+            "name = \"host\"\n\
+             description = \"this machine's topology from sysfs; memory and CPU parameters are generic defaults, not measured\"\n\
+             [topology]\nnodes = {nodes}\ncores_per_node = {cores_per_node}\nthreads_per_core = {threads}\n\
+             llcs_per_node = {llcs_per_node}\nmemory_per_node_gib = {gib}\ndistances = {distances:?}\n\
+             [memory]\nlocal_latency_ns = 90.0\nbandwidth_gbs = 20.0\nmlp = 10\n\
+             [cache]\nllc_mib = {llc}\nllc_hit_ns = 12.0\ncross_llc_ns = 60.0\n\
+             [cpu]\nbase_ghz = 2.5\nmax_ghz = 2.5\nmin_ghz = 1.0\nsmt_throughput = 0.65\n\
+             [sources]\n\"all\" = \"topology: /sys/devices/system; every other value is a generic default (not measured on this host)\"\n",
+            gib = mem as f64 / (1u64 << 30) as f64,
+            llc = (topo.max_llc_bytes().max(1 << 20)) as f64 / (1u64 << 20) as f64,
+        );
+        let mut m = MachineFile::parse("host", &text)?.build("host")?;
+        if distances.len() != nodes {
+            return Err(err("could not read node distances".into()));
+        }
+        m.description = format!("{} ({})", m.description, topo.summary());
+        Ok(m)
+    }
+
+    /// One line per preset for `numalab sim --list`.
+    pub fn preset_lines() -> Vec<(String, String)> {
+        PRESETS
+            .iter()
+            .map(|(name, text)| {
+                let d = MachineFile::parse(name, text)
+                    .map(|f| f.description)
+                    .unwrap_or_else(|e| e.to_string());
+                (name.to_string(), d)
+            })
+            .chain(std::iter::once((
+                "host".to_string(),
+                "this machine's topology from sysfs, generic latencies".to_string(),
+            )))
+            .collect()
+    }
+
+    pub fn llc_count(&self) -> usize {
+        self.llc_cpus.len()
+    }
+
+    /// Cost of moving one cache line between the LLCs of two CPUs.
+    pub fn transfer_ns(&self, llc_a: usize, llc_b: usize) -> f64 {
+        if llc_a == llc_b {
+            return self.llc_hit_ns;
+        }
+        let na = self.llc_cpus[llc_a][0];
+        let nb = self.llc_cpus[llc_b][0];
+        let (na, nb) = (self.cpu_node[na], self.cpu_node[nb]);
+        if na == nb {
+            self.cross_llc_ns
+        } else {
+            self.cross_llc_ns.max(self.latency_ns[na][nb])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str = r#"
+name = "t"
+[topology]
+nodes = 2
+cores_per_node = 2
+threads_per_core = 2
+memory_per_node_gib = 1
+distances = [[10, 20], [20, 10]]
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 10
+[cache]
+llc_mib = 8
+llc_hit_ns = 10
+cross_llc_ns = 50
+[cpu]
+base_ghz = 2
+max_ghz = 3
+min_ghz = 1
+"#;
+
+    fn build(text: &str) -> Result<Machine, MachineError> {
+        MachineFile::parse("x.toml", text)?.build("x.toml")
+    }
+
+    #[test]
+    fn presets_are_valid() {
+        for (name, _) in PRESETS {
+            let m = Machine::load(name).unwrap_or_else(|e| panic!("{e}"));
+            assert!(m.ncpus > 0);
+            assert!(!m.sources.is_empty(), "{name} cites no sources");
+        }
+    }
+
+    #[test]
+    fn host_machines_come_from_sysfs_trees() {
+        let fx =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../topology/tests/fixtures");
+        let m = Machine::host(&fx.join("azusa-4node-16cpu")).unwrap();
+        assert_eq!((m.nnodes, m.ncpus), (4, 16));
+        let t = Topology::from_sysfs(&fx.join("azusa-4node-16cpu")).unwrap();
+        assert_eq!(m.distances, t.distances);
+        let m = Machine::host(&fx.join("2socket-smt-4llc")).unwrap();
+        assert_eq!(m.nnodes, 2);
+        assert_eq!(m.core_cpus[0].len(), 2, "SMT siblings kept");
+        assert!(m.description.contains("not measured"));
+        // A memory-only node (CXL, tiering) is left out: the model's nodes have CPUs.
+        let t = Topology::from_sysfs(&fx.join("memory-only-node")).unwrap();
+        let m = Machine::host(&fx.join("memory-only-node")).unwrap();
+        assert_eq!(m.nnodes, t.cpu_nodes().count());
+    }
+
+    #[test]
+    fn good_file_builds() {
+        let m = build(OK).unwrap();
+        assert_eq!(m.ncpus, 8);
+        assert_eq!(m.core_cpus[0], vec![0, 4]);
+        assert_eq!(m.latency_ns[0][1], 200.0);
+    }
+
+    #[test]
+    fn errors_are_one_line_and_name_the_problem() {
+        let cases = [
+            (
+                OK.replace("[[10, 20], [20, 10]]", "[[10, 20], [21, 10]]"),
+                "distances are asymmetric: d(0,1)=20 but d(1,0)=21",
+            ),
+            (
+                OK.replace("cores_per_node = 2", "cores_per_node = 0"),
+                "cores_per_node must be at least 1",
+            ),
+            (
+                OK.replace("local_latency_ns = 100", "local_latency_ns = -5"),
+                "local_latency_ns must be a positive number, got -5",
+            ),
+            (
+                OK.replace("llc_hit_ns = 10", "llc_hit_ns = 10\nfoo = 1"),
+                "unknown field `foo`",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = build(&text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} does not contain {want:?}");
+            assert!(!e.contains('\n'), "{e:?} is not one line");
+            assert!(e.starts_with("machine file x.toml: "), "{e}");
+        }
+    }
+}

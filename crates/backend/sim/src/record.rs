@@ -1,0 +1,366 @@
+//! Turning a finished simulation into a [`RunRecord`] like a real run's.
+
+use crate::engine::{Engine, TaskState, Work, World};
+use crate::workload::Meta;
+use crate::SimConfig;
+use numalab_bench::metrics::metric;
+use numalab_record::convergence::{self, Tasks};
+use numalab_record::{
+    Backend, Convergence, ConvergenceState, MachineInfo, Outcome, ProcessInfo, Repetition,
+    RunRecord, Sample, Series, TaskRecord, SCHEMA_VERSION,
+};
+use std::collections::BTreeMap;
+
+/// Deterministic start time: 2000-01-01T00:00:00Z plus `seed` seconds.
+pub fn started_at(seed: u64) -> chrono::DateTime<chrono::Utc> {
+    let base = chrono::DateTime::parse_from_rfc3339("2000-01-01T00:00:00Z")
+        .expect("valid time")
+        .with_timezone(&chrono::Utc);
+    base + chrono::Duration::seconds((seed % (1u64 << 32)) as i64)
+}
+
+/// FNV-1a, for a short stable id of the configuration.
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// One sample of the series, observing what a real run's observer does:
+/// a task's node is that of the CPU it runs on, is queued on or last ran
+/// on (`/proc/PID/task/TID/stat`'s processor), unknown before it starts
+/// and after it ends (its thread is gone); the memory of a task is the
+/// bytes per node of the region it works on, its pages counted exactly
+/// (real runs estimate them from evenly spaced pages), untouched chunks
+/// on no node.
+pub fn sample(w: &World, meta: &Meta) -> Sample {
+    let cb = w.mem.chunk_bytes;
+    let memory_bytes = (0..meta.processes.len())
+        .map(|p| match w.mem.proc_node.get(p) {
+            Some(v) => v.iter().map(|c| c * cb).collect(),
+            None => vec![0; w.m.nnodes],
+        })
+        .collect();
+    let task_node = meta
+        .main_tasks
+        .iter()
+        .map(|&t| match w.tasks[t].state {
+            TaskState::NotStarted | TaskState::Done => None,
+            _ => Some(w.m.cpu_node[w.tasks[t].cpu] as u32),
+        })
+        .collect();
+    let task_memory_bytes = meta
+        .task_regions
+        .iter()
+        .map(|&r| {
+            w.mem.regions[r]
+                .per_node
+                .iter()
+                .map(|&c| c as u64 * cb)
+                .collect()
+        })
+        .collect();
+    let progress = meta
+        .main_tasks
+        .iter()
+        .map(|&t| w.tasks[t].progress.floor() as u64)
+        .collect();
+    let s = &w.stats;
+    let vmstat = BTreeMap::from([
+        ("numa_hint_faults".to_string(), s.hint_faults as i64),
+        (
+            "numa_hint_faults_local".to_string(),
+            s.hint_faults_local as i64,
+        ),
+        ("numa_pages_migrated".to_string(), s.pages_migrated as i64),
+        ("numa_pte_updates".to_string(), s.pte_updates as i64),
+    ]);
+    Sample {
+        t_s: w.now as f64 / 1e9,
+        memory_bytes,
+        task_node,
+        progress,
+        vmstat,
+        task_memory_bytes,
+    }
+}
+
+/// Whether every main task has started with its memory placed: it has
+/// been put on a CPU and has first-touched what it initialises itself
+/// (real runs: every process has placed its memory and started its
+/// threads).
+pub fn started(w: &World, meta: &Meta) -> bool {
+    meta.main_tasks.iter().all(|&t| {
+        let task = &w.tasks[t];
+        task.state != TaskState::NotStarted
+            && match &task.work {
+                Work::Compute { init, .. } => init.is_empty(),
+                Work::Message { .. } => true,
+            }
+    })
+}
+
+/// The run's convergence by the same rule, definition and evaluation as
+/// real runs of the benchmark (`numalab_record::convergence`).
+fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence> {
+    let rule = meta.convergence?;
+    let tasks = Tasks {
+        process: meta
+            .main_tasks
+            .iter()
+            .map(|&t| w.tasks[t].process)
+            .collect(),
+        bytes: meta
+            .task_regions
+            .iter()
+            .map(|&r| w.mem.regions[r].len as u64 * w.mem.chunk_bytes)
+            .collect(),
+    };
+    let started_s = meta.started_ns.map(|n| n as f64 / 1e9);
+    convergence::evaluate(rule, &w.m.topology, &tasks, samples, started_s)
+}
+
+pub fn build(
+    cfg: &SimConfig,
+    eng: &Engine,
+    meta: &Meta,
+    samples: Vec<Sample>,
+    label: &str,
+    repetition: Repetition,
+    finished: bool,
+) -> RunRecord {
+    let w = &eng.w;
+    let started = started_at(cfg.seed);
+    let config_text = format!(
+        "{}|{}|{}|{}|{:?}|{}|{}",
+        cfg.machine_spec,
+        cfg.scheduler.canonical(),
+        cfg.balancer.canonical(),
+        meta.benchmark,
+        meta.params,
+        cfg.tick_us,
+        cfg.sample_ms
+    );
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let id = format!(
+        "sim-{}-{}-{}-r{}-s{}-{:08x}",
+        started.format("%Y%m%dT%H%M%SZ"),
+        safe(&meta.benchmark),
+        safe(label),
+        repetition.index,
+        cfg.seed,
+        fnv(&config_text) as u32
+    );
+    let conv = convergence(w, meta, &samples);
+
+    let tasks: Vec<TaskRecord> = meta
+        .main_tasks
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let task = &w.tasks[t];
+            let node_time_s: Vec<f64> = task.node_time.iter().map(|&n| n as f64 / 1e9).collect();
+            let main_node = TaskRecord::main_node_of(&node_time_s, &w.m.topology);
+            TaskRecord {
+                id: i as u32 + 1,
+                name: task.name.clone(),
+                pid: None,
+                process: Some(task.process as u32),
+                initial_node: task
+                    .initial_node
+                    .and_then(|n| w.m.topology.nodes.get(n).map(|x| x.id)),
+                main_node,
+                node_time_s,
+                residency_method: "simulated: exact per tick".into(),
+                residency_samples: w.stats.ticks,
+                user_s: task.user_ns / 1e9,
+                sys_s: task.sys_ns / 1e9,
+                work_done: task.progress.floor() as u64,
+                work_expected: task.work_expected,
+                exit: if task.is_done() {
+                    "exit 0".into()
+                } else {
+                    "not finished".into()
+                },
+            }
+        })
+        .collect();
+
+    let mut metrics = BTreeMap::new();
+    let end = meta
+        .main_tasks
+        .iter()
+        .filter_map(|&t| w.tasks[t].end_ns)
+        .max()
+        .unwrap_or(w.now);
+    let elapsed = if finished { end } else { w.now } as f64 / 1e9;
+    metrics.insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    let user: f64 = tasks.iter().map(|t| t.user_s).sum();
+    let sys: f64 = tasks.iter().map(|t| t.sys_s).sum();
+    metrics.insert("user_s".into(), metric("user_s", user));
+    metrics.insert("sys_s".into(), metric("sys_s", sys));
+    if meta.benchmark == "numa_test" && !tasks.is_empty() {
+        metrics.insert(
+            "avg_user_s".into(),
+            metric("avg_user_s", user / tasks.len() as f64),
+        );
+    }
+    let mut warnings = Vec::new();
+    if !meta.disturb_tasks.is_empty() {
+        let ends: Vec<Option<u64>> = meta
+            .disturb_tasks
+            .iter()
+            .map(|&t| w.tasks[t].end_ns)
+            .collect();
+        if ends.iter().all(|e| e.is_some()) {
+            let h = ends.iter().flatten().max().copied().unwrap_or(0) - meta.disturb_start_ns;
+            metrics.insert("hackbench_s".into(), metric("hackbench_s", h as f64 / 1e9));
+        } else {
+            warnings.push("the hackbench disturbance had not finished when the benchmark tasks did; hackbench_s omitted".to_string());
+        }
+    }
+    if meta.benchmark == "hackbench" {
+        metrics.insert("hackbench_s".into(), metric("hackbench_s", elapsed));
+    }
+    if let (Some(b), true) = (meta.bytes_zeroed, elapsed > 0.0) {
+        metrics.insert(
+            "bandwidth_gbs".into(),
+            metric("bandwidth_gbs", b as f64 / elapsed / 1e9),
+        );
+    }
+    // The vmstat counters real runs report, counted exactly.
+    let s = &w.stats;
+    for (k, v) in [
+        ("numa_pages_migrated", s.pages_migrated),
+        ("numa_hint_faults", s.hint_faults),
+        ("numa_hint_faults_local", s.hint_faults_local),
+        ("numa_pte_updates", s.pte_updates),
+    ] {
+        metrics.insert(k.into(), metric(k, v as f64));
+    }
+    if let (Some(_), Some(ns)) = (meta.convergence, meta.started_ns) {
+        metrics.insert("started_s".into(), metric("started_s", ns as f64 / 1e9));
+    }
+    if let Some(Convergence {
+        state: ConvergenceState::Converged { at_s },
+        ..
+    }) = &conv
+    {
+        metrics.insert("convergence_s".into(), metric("convergence_s", *at_s));
+    }
+    let outcome = if finished {
+        Outcome::ok()
+    } else {
+        Outcome::failed(format!(
+            "simulation stopped at the {:.0} s limit before the benchmark finished",
+            cfg.max_sim_s
+        ))
+    };
+
+    let mut details = BTreeMap::new();
+    details.insert("tick_us".into(), serde_json::json!(cfg.tick_us));
+    details.insert("ticks".into(), serde_json::json!(w.stats.ticks));
+    details.insert("chunk_bytes".into(), serde_json::json!(w.mem.chunk_bytes));
+    details.insert("machine_file_name".into(), serde_json::json!(w.m.name));
+    details.insert(
+        "task_migrations".into(),
+        serde_json::json!(w.stats.task_migrations),
+    );
+    details.insert(
+        "numa_task_moves".into(),
+        serde_json::json!(w.stats.numa_task_moves),
+    );
+    details.insert(
+        "numa_task_swaps".into(),
+        serde_json::json!(w.stats.numa_swaps),
+    );
+    details.insert("access_samples".into(), serde_json::json!(w.stats.samples));
+    details.insert(
+        "max_idle_while_imbalanced_ms".into(),
+        serde_json::json!(w.stats.max_idle_imbalance_ns as f64 / 1e6),
+    );
+
+    let machine = machine_info(cfg);
+
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        id,
+        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: started.to_rfc3339(),
+        benchmark: meta.benchmark.clone(),
+        params: meta.params.clone(),
+        label: label.to_string(),
+        repetition,
+        backend: Backend::Sim {
+            machine: cfg.machine_spec.clone(),
+            scheduler: cfg.scheduler.canonical(),
+            balancer: cfg.balancer.canonical(),
+            seed: cfg.seed,
+            details,
+        },
+        machine,
+        outcome,
+        metrics,
+        processes: meta
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| ProcessInfo {
+                index: i as u32,
+                name: n.clone(),
+                pid: None,
+            })
+            .collect(),
+        tasks,
+        series: Series {
+            interval_s: cfg.sample_ms as f64 / 1e3,
+            samples,
+        },
+        convergence: conv,
+        warnings,
+        applied: Default::default(),
+    }
+}
+
+/// The modelled machine as a record's `machine` describes it.
+pub fn machine_info(cfg: &SimConfig) -> MachineInfo {
+    let m = &cfg.machine;
+    MachineInfo {
+        hostname: format!("sim:{}", m.name),
+        kernel: "simulated".into(),
+        kernel_build: None,
+        arch: "sim".into(),
+        cpu_model: Some(m.description.clone()),
+        hypervisor: false,
+        memory_total_bytes: Some(m.memory_bytes.iter().sum()),
+        memory_available_bytes: Some(m.memory_bytes.iter().sum()),
+        numa_balancing: Some(
+            if cfg.balancer.name == "none" {
+                "0"
+            } else {
+                "1"
+            }
+            .into(),
+        ),
+        numa_balancing_tunables: BTreeMap::new(),
+        thp_enabled: Some("always".into()),
+        thp_defrag: None,
+        governor: Some(format!("{:?}", m.governor).to_lowercase()),
+        smt_active: Some(m.core_cpus.iter().any(|c| c.len() > 1)),
+        loadavg: None,
+        topology: m.topology.clone(),
+    }
+}

@@ -1,0 +1,600 @@
+//! Invariants of the simulator, on small machines so they run fast.
+
+use crate::engine::{Engine, Parent, TaskState, Work, World};
+use crate::machine::MachineFile;
+use crate::workload::{add_region, add_task};
+use crate::{balance, run, sched, Machine, PolicySpec, SimConfig, CHUNK_BYTES};
+use numalab_bench::autonuma::{Kind, Placement as BindMode};
+use numalab_bench::numa_test::Disturb;
+use numalab_bench::placement::{CpuSet, HackbenchParams, SpinParams};
+use numalab_bench::Case;
+use numalab_record::convergence::{self, Capacity, Rule};
+use numalab_record::{ConvergenceState, Repetition, Sample};
+use rand_core::SeedableRng;
+use std::collections::VecDeque;
+
+const REP: Repetition = Repetition { index: 1, of: 1 };
+
+/// 2 nodes x 2 cores x 2 threads, generous bandwidth, fixed frequency.
+fn small_machine(smt: u32) -> Machine {
+    let text = format!(
+        r#"
+name = "small"
+description = "test machine"
+[topology]
+nodes = 2
+cores_per_node = 2
+threads_per_core = {smt}
+llcs_per_node = 1
+memory_per_node_gib = 4
+distances = [[10, 20], [20, 10]]
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 50
+mlp = 8
+[cache]
+llc_mib = 4
+llc_hit_ns = 10
+cross_llc_ns = 60
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+smt_throughput = 0.6
+[sources]
+"all" = "test values"
+"#
+    );
+    MachineFile::parse("small", &text)
+        .unwrap()
+        .build("small")
+        .unwrap()
+}
+
+fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
+    let cfg = SimConfig {
+        machine: m,
+        machine_spec: "small".into(),
+        scheduler: PolicySpec::parse(sched).unwrap(),
+        balancer: PolicySpec::parse(bal).unwrap(),
+        seed,
+        tick_us: 1000,
+        sample_ms: 500,
+        max_sim_s: 600.0,
+        trace: false,
+    };
+    cfg.check().unwrap();
+    cfg
+}
+
+/// numa02 with a thread per CPU of the 8-CPU small machine.
+fn numa02(bytes: u64, loops: u64) -> Case {
+    auto(Kind::Numa02, BindMode::Default, 8, bytes, loops)
+}
+
+fn auto(kind: Kind, placement: BindMode, threads: u32, bytes: u64, loops: u64) -> Case {
+    Case::Autonuma(numalab_bench::autonuma::Params {
+        kind,
+        placement,
+        threads,
+        bytes,
+        loops,
+    })
+}
+
+fn numa_test(tasks: u32, size: u64, disturb: Disturb) -> Case {
+    Case::NumaTest(numalab_bench::numa_test::Params {
+        tasks,
+        size,
+        passes: numalab_bench::numa_test::PASSES,
+        disturb,
+        peak_at_s: numalab_bench::numa_test::PEAK_AT_S,
+    })
+}
+
+fn set(cpus: Option<Vec<u32>>) -> CpuSet {
+    CpuSet {
+        name: "test".into(),
+        cpus,
+    }
+}
+
+/// `gcycles` x 10^9 cycles of spinning per task.
+fn spin(tasks: u32, gcycles: u64, cpus: Option<Vec<u32>>) -> Case {
+    Case::Spin(SpinParams {
+        tasks,
+        iterations: (gcycles as f64 * 1e9 / numalab_bench::placement::SPIN_CYCLES_PER_ITERATION)
+            as u64,
+        set: set(cpus),
+    })
+}
+
+fn hackbench(groups: u32, fds: u32, loops: u32, size: u32) -> Case {
+    Case::Hackbench(HackbenchParams {
+        groups,
+        fds,
+        loops,
+        size,
+        ncpus: 1,
+        set: set(None),
+    })
+}
+
+fn json(r: &numalab_record::RunRecord) -> String {
+    serde_json::to_string_pretty(r).unwrap()
+}
+
+#[test]
+fn same_seed_gives_a_byte_identical_record() {
+    let b = numa02(512 << 20, 300);
+    for bal in ["autonuma", "sampling"] {
+        let cfg = config(small_machine(2), "linux", bal, 7);
+        let a = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        let c = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        assert_eq!(json(&a.record), json(&c.record), "{bal}");
+        assert!(a.record.check().is_ok());
+    }
+}
+
+#[test]
+fn different_seeds_may_differ() {
+    // The RNG decides which task takes a fault and which chunk is sampled:
+    // across a few seeds the migration history must not be all the same.
+    let b = numa02(512 << 20, 300);
+    let histories: Vec<String> = (1..=4)
+        .map(|seed| {
+            let cfg = config(small_machine(2), "linux", "sampling[rate=200]", seed);
+            let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+            serde_json::to_string(&r.series.samples).unwrap()
+        })
+        .collect();
+    assert!(
+        histories.windows(2).any(|w| w[0] != w[1]),
+        "four seeds gave identical series"
+    );
+}
+
+fn assert_pages_conserved(w: &World) {
+    let total_used: u64 = w.mem.used.iter().sum();
+    let touched = w
+        .mem
+        .node
+        .iter()
+        .filter(|&&n| n != crate::engine::NO_NODE)
+        .count() as u64;
+    assert_eq!(
+        total_used, touched,
+        "used chunks per node vs chunks with a node"
+    );
+    for n in 0..w.m.nnodes {
+        let on_n = w.mem.node.iter().filter(|&&x| x as usize == n).count() as u64;
+        assert_eq!(w.mem.used[n], on_n, "node {n}");
+    }
+    for r in &w.mem.regions {
+        assert_eq!(r.per_node.iter().sum::<u32>(), r.touched);
+    }
+    let by_proc: u64 = w.mem.proc_node.iter().flatten().sum();
+    assert_eq!(by_proc, touched);
+}
+
+#[test]
+fn pages_are_conserved_while_migrating() {
+    for bal in ["autonuma", "sampling"] {
+        let cfg = config(small_machine(2), "linux", bal, 3);
+        let b = numa02(1 << 30, 200);
+        let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        assert!(out.stats.pages_migrated > 0, "{bal} migrated nothing");
+        for s in &out.record.series.samples[1..] {
+            let sum: u64 = s.memory_bytes.iter().flatten().sum();
+            assert_eq!(sum, 1 << 30, "{bal} at {} s", s.t_s);
+        }
+        // And the world's own bookkeeping, checked at the end of a run.
+        let mut w = World::new(
+            cfg.machine.clone(),
+            1_000_000,
+            CHUNK_BYTES,
+            rand_chacha::ChaCha8Rng::seed_from_u64(3),
+            false,
+        );
+        let _ = crate::workload::populate(&b, &mut w).unwrap();
+        let mut e = Engine::new(
+            w,
+            sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+            balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+        );
+        e.run(20_000_000_000, |w| {
+            if w.stats.ticks % 997 == 0 {
+                assert_pages_conserved(w);
+            }
+        });
+        assert_pages_conserved(&e.w);
+    }
+}
+
+#[test]
+fn node_blind_leaves_no_cpu_idle_beside_a_queue_for_longer_than_a_balance_interval() {
+    let cfg = config(small_machine(1), "node-blind", "none", 1);
+    for disturb in [Disturb::None, Disturb::Messaging] {
+        let b = numa_test(6, 100_000, disturb);
+        let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        // Idle balancing runs every 1 ms; the check is made once per 1 ms tick.
+        assert!(
+            out.stats.max_idle_imbalance_ns <= 2_000_000,
+            "a CPU idled {} ms beside a queue",
+            out.stats.max_idle_imbalance_ns as f64 / 1e6
+        );
+    }
+}
+
+/// Elapsed time of one task streaming over 256 MiB of which `remote`
+/// chunks (of 128) are on the other node.
+fn one_task_time(remote: usize, pattern_random: bool) -> f64 {
+    let m = small_machine(1);
+    let mut w = World::new(
+        m.clone(),
+        1_000_000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    );
+    let r = add_region(&mut w, 0, 256 << 20);
+    let first = w.mem.regions[r].first;
+    for i in 0..128 {
+        let node = if i < remote { 1 } else { 0 };
+        w.mem.allocate(&m, first + i, node);
+    }
+    let bytes = (256u64 << 20) as f64;
+    let work = Work::Compute {
+        init: VecDeque::new(),
+        init_credit: 0.0,
+        cycles: bytes / 64.0,
+        rand_lines: if pattern_random {
+            bytes / 64.0 / 8.0
+        } else {
+            0.0
+        },
+        stream_lines: if pattern_random { 0.0 } else { bytes / 64.0 },
+        wss_bytes: bytes,
+        access: vec![(r, 1.0)],
+    };
+    let t = add_task(
+        &mut w,
+        "t".into(),
+        0,
+        work,
+        5,
+        Parent::Cpu(0),
+        true,
+        0,
+        true,
+    );
+    let mask = (0..m.ncpus).map(|c| c == 0).collect();
+    w.masks.push(mask);
+    w.tasks[t].affinity = Some(0);
+    let mut e = Engine::new(
+        w,
+        sched::build(&PolicySpec::parse("linux").unwrap(), &m).unwrap(),
+        balance::build(&PolicySpec::parse("none").unwrap(), &m).unwrap(),
+    );
+    e.run(600_000_000_000, |_| {});
+    assert_eq!(e.w.tasks[t].state, TaskState::Done);
+    e.w.tasks[t].end_ns.unwrap() as f64 / 1e9
+}
+
+#[test]
+fn more_remote_memory_never_makes_a_task_faster() {
+    for random in [false, true] {
+        let times: Vec<f64> = [0, 16, 32, 64, 96, 128]
+            .iter()
+            .map(|&r| one_task_time(r, random))
+            .collect();
+        for w in times.windows(2) {
+            assert!(w[1] >= w[0], "random={random}: times {times:?}");
+        }
+        assert!(times[5] > times[0] * 1.2, "remote is not slower: {times:?}");
+    }
+}
+
+fn spin_time(cpus: Vec<u32>) -> f64 {
+    let cfg = config(small_machine(2), "linux", "none", 1);
+    let b = spin(2, 4, Some(cpus));
+    run(&cfg, &b, "x", REP, &mut |_| {})
+        .unwrap()
+        .record
+        .metric("elapsed_s")
+        .unwrap()
+}
+
+#[test]
+fn two_spinning_tasks_on_smt_siblings_are_slower_than_on_separate_cores() {
+    let m = small_machine(2);
+    assert_eq!(m.core_cpus[0], vec![0, 4]);
+    let siblings = spin_time(vec![0, 4]);
+    let cores = spin_time(vec![0, 1]);
+    assert!(
+        siblings > cores * 1.3,
+        "siblings {siblings} s vs cores {cores} s"
+    );
+}
+
+/// Whether every thread of a slice benchmark has >= 90% of its slice on
+/// the node it is on and no node runs more threads than it has CPUs:
+/// the real runs' criterion, spelt out here from the sample's fields.
+fn all_threads_with_their_slices(s: &Sample, slice: u64, cpus_per_node: usize) -> bool {
+    let mut per_node = [0usize; 2];
+    for (node, mem) in s.task_node.iter().zip(&s.task_memory_bytes) {
+        let Some(n) = node else { return false };
+        per_node[*n as usize] += 1;
+        if (mem[*n as usize] as f64) < 0.9 * slice as f64 {
+            return false;
+        }
+    }
+    per_node.iter().all(|&k| k <= cpus_per_node)
+}
+
+#[test]
+fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
+    let b = numa02(1 << 30, 400);
+    let slice = (1u64 << 30) / 8;
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let at = r.metric("convergence_s").unwrap_or_else(|| {
+        panic!("autonuma did not converge: {:?}", r.convergence);
+    });
+    let started = r.metric("started_s").expect("started_s");
+    assert!(at >= started, "converged at {at} s, started at {started} s");
+    // Converged at the first sample from the start where every thread
+    // runs on the node holding its slice, as real runs decide it.
+    let first = r
+        .series
+        .samples
+        .iter()
+        .filter(|s| s.t_s >= started)
+        .find(|s| all_threads_with_their_slices(s, slice, 4))
+        .expect("a converged sample");
+    assert_eq!(first.t_s, at);
+    let last = r.series.samples.last().unwrap();
+    let mem: Vec<u64> = last.memory_bytes[0].clone();
+    assert!(mem[1] >= (1 << 30) / 4, "memory at end {mem:?}");
+
+    let cfg = config(small_machine(2), "linux", "none", 1);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    assert!(r.metric("convergence_s").is_none());
+    let end = r.series.samples.last().unwrap().t_s;
+    assert_eq!(
+        r.convergence.as_ref().map(|c| &c.state),
+        Some(&ConvergenceState::NotConverged { within_s: end })
+    );
+    assert_eq!(r.metric("numa_pages_migrated"), Some(0.0));
+    for s in &r.series.samples[1..] {
+        assert_eq!(s.memory_bytes[0], vec![1 << 30, 0], "at {} s", s.t_s);
+    }
+}
+
+#[test]
+fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
+    let b = numa02(1 << 30, 100);
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let slice = (1u64 << 30) / 8;
+    let started = r.metric("started_s").expect("started_s");
+    // A sample at the start, as real runs take one, besides the interval's.
+    assert!(r.series.samples.iter().any(|s| s.t_s == started));
+    assert!(started > 0.0 && started < 0.5, "started at {started} s");
+    for s in &r.series.samples {
+        // Every thread's slice, exactly: prefaulted on node 0, then moved.
+        assert_eq!(s.task_memory_bytes.len(), 8, "at {} s", s.t_s);
+        for m in &s.task_memory_bytes {
+            assert_eq!(m.iter().sum::<u64>(), slice, "at {} s", s.t_s);
+        }
+    }
+    // Before a thread starts and after it ends its node is unknown, as
+    // for a real thread that does not exist (yet or any more).
+    let first = &r.series.samples[0];
+    assert!(first.task_node.iter().all(|n| n.is_none()), "{first:?}");
+    let last = r.series.samples.last().unwrap();
+    assert!(last.task_node.iter().all(|n| n.is_none()), "{last:?}");
+    let mid = r.series.samples.iter().find(|s| s.t_s >= started).unwrap();
+    assert!(mid.task_node.iter().all(|n| n.is_some()), "{mid:?}");
+    // The same definition as real runs of numa02.
+    assert_eq!(
+        r.convergence.unwrap().definition,
+        convergence::definition(Rule::Thread(Capacity::Cpus))
+    );
+}
+
+#[test]
+fn only_benchmarks_real_runs_judge_have_a_convergence() {
+    let cfg = config(small_machine(1), "linux", "none", 1);
+    for b in [numa_test(2, 100_000, Disturb::None), spin(2, 1, None)] {
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        assert!(r.convergence.is_none(), "{}", r.benchmark);
+        assert!(r.metric("started_s").is_none(), "{}", r.benchmark);
+        assert!(r
+            .series
+            .samples
+            .iter()
+            .all(|s| s.task_memory_bytes.is_empty()));
+    }
+    // On one node it is trivial, with the real runs' reason.
+    let text = r#"
+name = "one"
+[topology]
+nodes = 1
+cores_per_node = 2
+threads_per_core = 1
+memory_per_node_gib = 4
+distances = [[10]]
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 50
+[cache]
+llc_mib = 4
+llc_hit_ns = 10
+cross_llc_ns = 60
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+"#;
+    let one = MachineFile::parse("one", text)
+        .unwrap()
+        .build("one")
+        .unwrap();
+    let cfg = config(one, "linux", "autonuma", 1);
+    let r = run(
+        &cfg,
+        &auto(Kind::Numa02, BindMode::Default, 2, 64 << 20, 10),
+        "x",
+        REP,
+        &mut |_| {},
+    )
+    .unwrap()
+    .record;
+    match r.convergence.map(|c| c.state) {
+        Some(ConvergenceState::Trivial { reason }) => {
+            assert!(reason.contains("one NUMA node with CPUs"), "{reason}")
+        }
+        s => panic!("{s:?}"),
+    }
+}
+
+#[test]
+fn sampling_converges_twohalves_sooner_than_autonuma() {
+    let b = auto(Kind::TwoHalves, BindMode::Default, 2, 2 << 30, 150);
+    let conv = |bal: &str| {
+        let cfg = config(small_machine(1), "linux", bal, 1);
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        (
+            r.metric("convergence_s").unwrap_or(f64::INFINITY),
+            r.metric("elapsed_s").unwrap(),
+        )
+    };
+    let (ca, ea) = conv("autonuma");
+    let (cs, es) = conv("sampling");
+    // Both move each set's slices to its node, sampling sooner.
+    assert!(ca.is_finite(), "autonuma did not converge twohalves");
+    assert!(cs < ca, "sampling {cs} s vs autonuma {ca} s");
+    assert!(es <= ea, "elapsed sampling {es} s vs autonuma {ea} s");
+}
+
+#[test]
+fn node_affine_beats_node_blind_on_total_user_time() {
+    // Seed 000's finding (E vs A), on its machine, at N=16 with a smaller
+    // problem so the test stays fast.
+    let b = numa_test(16, 300_000, Disturb::Messaging);
+    let tu = |s: &str| {
+        let cfg = SimConfig::new("azusa16", s, "none", 1).unwrap();
+        run(&cfg, &b, "x", REP, &mut |_| {})
+            .unwrap()
+            .record
+            .metric("user_s")
+            .unwrap()
+    };
+    let (a, e) = (tu("node-blind"), tu("node-affine"));
+    assert!(e < a, "node-affine {e} s vs node-blind {a} s");
+}
+
+#[test]
+fn unknown_policies_and_parameters_are_one_line_errors() {
+    let e = SimConfig::new("azusa16", "fifo", "none", 1).unwrap_err();
+    assert!(
+        e.contains("unknown scheduler \"fifo\" (valid: node-blind, linux, node-affine, nest)"),
+        "{e}"
+    );
+    let e = SimConfig::new("azusa16", "node-affine[dynamik=true]", "none", 1).unwrap_err();
+    assert!(e.contains("unknown parameter \"dynamik\""), "{e}");
+    assert!(e.contains("dynamic"), "{e}");
+    let e = SimConfig::new("azusa16", "linux", "autonuma[scan_size_mb=x]", 1).unwrap_err();
+    assert!(e.contains("scan_size_mb"), "{e}");
+    let e = SimConfig::new("azusa16", "linux", "ibs", 1).unwrap_err();
+    assert!(e.contains("unknown balancer \"ibs\""), "{e}");
+    let cfg = SimConfig::new("tx7", "linux", "none", 1).unwrap();
+    let too_big = numa_test(64, 100_000_000, Disturb::None);
+    let e = crate::validate(&cfg, &too_big).unwrap_err();
+    assert!(
+        e.contains("numa_test needs 119.2 GiB of memory but machine tx7 has 16.0 GiB"),
+        "{e}"
+    );
+    let e = SimConfig::new("nosuch", "linux", "none", 1).unwrap_err();
+    assert!(e.contains("no such file and no such preset"), "{e}");
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn trace_has_a_track_per_cpu_and_spans_inside_the_run() {
+    let mut cfg = config(small_machine(2), "nest", "none", 1);
+    cfg.trace = true;
+    let b = hackbench(1, 4, 50, 100);
+    let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+    let v: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let names = evs.iter().filter(|e| e["name"] == "thread_name").count();
+    assert_eq!(names, 8);
+    let end_us = out.record.metric("elapsed_s").unwrap() * 1e6 + 1e3;
+    let spans: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(!spans.is_empty());
+    for s in spans {
+        let ts = s["ts"].as_f64().unwrap();
+        let dur = s["dur"].as_f64().unwrap();
+        assert!(dur > 0.0 && ts >= 0.0 && ts + dur <= end_us, "{s}");
+    }
+}
+
+#[test]
+fn hackbench_does_all_its_messages() {
+    for s in ["node-blind", "linux", "node-affine", "nest"] {
+        let cfg = config(small_machine(2), s, "none", 1);
+        let b = hackbench(2, 5, 40, 100);
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        assert!(r.outcome.is_ok(), "{s}: {:?}", r.outcome);
+        for t in &r.tasks {
+            assert_eq!(t.work_done, t.work_expected, "{s}: {}", t.name);
+        }
+    }
+}
+
+/// Every benchmark runs to completion under every scheduler and every
+/// balancer the registries list (a spinning task's process has no
+/// memory: balancers must cope).
+#[test]
+fn every_benchmark_runs_under_every_scheduler_and_balancer() {
+    let m = small_machine(2);
+    let names = |l: Vec<(String, String, String)>| -> Vec<String> {
+        l.into_iter().map(|(n, _, _)| n).collect()
+    };
+    let scheds = names(sched::list(&m));
+    let bals = names(balance::list(&m));
+    assert!(scheds.len() >= 4 && bals.len() >= 3, "{scheds:?} {bals:?}");
+    let mut benches = vec![
+        numa_test(3, 50_000, Disturb::Messaging),
+        auto(Kind::TwoHalves, BindMode::Default, 2, 16 << 20, 3),
+        spin(3, 1, None),
+        hackbench(1, 2, 5, 100),
+    ];
+    for variant in [
+        Kind::Numa01,
+        Kind::Numa01ThreadAlloc,
+        Kind::Numa02,
+        Kind::Numa02Smt,
+    ] {
+        for placement in [BindMode::Default, BindMode::Bind, BindMode::InverseBind] {
+            benches.push(auto(variant, placement, 2, 8 << 20, 3));
+        }
+    }
+    for s in &scheds {
+        for b in &bals {
+            let cfg = config(small_machine(2), s, b, 1);
+            for bench in &benches {
+                let r = run(&cfg, bench, "x", REP, &mut |_| {})
+                    .unwrap_or_else(|e| panic!("{s} {b} {bench:?}: {e}"))
+                    .record;
+                assert!(r.outcome.is_ok(), "{s} {b} {bench:?}: {:?}", r.outcome);
+                assert!(!r.tasks.is_empty());
+                for t in &r.tasks {
+                    assert_eq!(t.work_done, t.work_expected, "{s} {b} {}", r.benchmark);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! Workload models of the suite's benchmarks: what tasks exist, what
+//! memory they touch first, and what one unit of their work costs.
+//!
+//! Costs are counted in cycles (scaled by the modelled core frequency) and
+//! cache lines (timed by the machine's latencies, bandwidth and memory-level
+//! parallelism). The per-operation cycle counts below are estimates from
+//! the benchmarks' source code (instructions per loop iteration); they are
+//! stated here, not fitted to any seed's result.
+
+use crate::engine::{MemPolicy, MsgGroup, Parent, Region, Task, TaskState, Work, World, NO_NODE};
+use numalab_bench::autonuma::MemPlan;
+use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
+use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
+use numalab_bench::Case;
+use numalab_record::convergence::Rule;
+use std::collections::{BTreeMap, VecDeque};
+
+/// numa_test (randupdt.c): cycles of one `a[ix[i]] += b[i]` update besides
+/// its memory accesses: load ix, load b, load a, add, store, loop (about 6
+/// instructions at 1 IPC on an in-order core). Estimate.
+pub const RANDUPDT_CYCLES_PER_UPDATE: f64 = 6.0;
+/// Bytes streamed per update besides the random `a[j]`: `b[i]` (8) + `ix[i]` (4).
+pub const RANDUPDT_STREAM_BYTES: f64 = 12.0;
+/// memset-style zeroing: bytes stored per cycle by one core (32-byte
+/// stores, one per cycle). Estimate.
+pub const MEMSET_BYTES_PER_CYCLE: f64 = 32.0;
+/// hackbench: cycles of one write() or read() of a small message on a unix
+/// socket, with its share of the wakeup and context switch. Order-of-
+/// magnitude estimate (a few microseconds on a 2-3 GHz core); unknown.
+pub const MSG_CYCLES: f64 = 6000.0;
+/// Bytes a unix stream socket buffers before a writer blocks
+/// (net.core.wmem_default = 212992) and the kernel's per-message overhead
+/// (sk_buff truesize beyond the payload, about 512 bytes).
+pub const SOCKET_BUFFER_BYTES: u64 = 212_992;
+pub const SKB_OVERHEAD_BYTES: u64 = 512;
+/// Time a launcher takes to start one more process (fork + exec) or
+/// thread (clone); launches happen one after the other. Estimates.
+pub const PROCESS_LAUNCH_NS: u64 = 1_000_000;
+pub const THREAD_LAUNCH_NS: u64 = 50_000;
+/// Each launch is delayed by a uniformly random extra of up to this much
+/// (a few scheduler ticks: the launcher itself competes for a CPU; for a
+/// group started after a `sleep`, the timer's slack). Estimate.
+pub const LAUNCH_JITTER_NS: u64 = 4_000_000;
+
+/// Stagger the start of tasks launched together, with seeded jitter: the
+/// run-to-run variation of real launches (and the only randomness of a
+/// run without a NUMA balancer).
+fn launch_times(w: &mut World, meta: &mut Meta) {
+    let mut count: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for t in 0..w.tasks.len() {
+        let base = w.tasks[t].start_ns;
+        let k = count.entry(base).or_insert(0);
+        let step = if w.tasks[t].exec {
+            PROCESS_LAUNCH_NS
+        } else {
+            THREAD_LAUNCH_NS
+        };
+        let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
+        w.tasks[t].start_ns = base + *k * step + jitter;
+        *k += 1;
+        // A thread starts after the thread that creates it.
+        if let Parent::Task(p) = w.tasks[t].parent {
+            let after = w.tasks[p].start_ns + step;
+            w.tasks[t].start_ns = w.tasks[t].start_ns.max(after);
+        }
+    }
+    if let Some(&first) = meta.disturb_tasks.first() {
+        meta.disturb_start_ns = meta.disturb_start_ns.min(w.tasks[first].start_ns);
+    }
+}
+
+/// What the record needs to know besides the world.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub benchmark: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub processes: Vec<String>,
+    /// Tasks that make up the benchmark proper (records' `tasks`).
+    pub main_tasks: Vec<usize>,
+    /// Disturbance (numa_test's hackbench) tasks and start time.
+    pub disturb_tasks: Vec<usize>,
+    pub disturb_start_ns: u64,
+    /// The convergence criterion real runs of this benchmark are judged
+    /// by (`None`: real runs record no convergence, nor does the sim).
+    pub convergence: Option<Rule>,
+    /// The region each main task works on (its slice, or its process's
+    /// shared buffer), as real runs observe it for `task_memory_bytes`;
+    /// empty for benchmarks whose real runs do not observe it.
+    pub task_regions: Vec<usize>,
+    /// When every main task had started with its memory placed (set by
+    /// the run; the real runs' `started_s`).
+    pub started_ns: Option<u64>,
+    /// Bytes all threads zero in the whole run (autonuma benchmarks).
+    pub bytes_zeroed: Option<u64>,
+}
+
+pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
+    let cb = w.mem.chunk_bytes;
+    let len = bytes.div_ceil(cb).max(1) as usize;
+    let first = w.mem.node.len();
+    let r = w.mem.regions.len();
+    w.mem.node.extend(std::iter::repeat_n(NO_NODE, len));
+    w.mem.region_of.extend(std::iter::repeat_n(r as u32, len));
+    w.mem.last_node.extend(std::iter::repeat_n(NO_NODE, len));
+    w.mem.last_task.extend(std::iter::repeat_n(u32::MAX, len));
+    w.mem.marked.extend(std::iter::repeat_n(false, len));
+    while w.mem.proc_node.len() <= process {
+        w.mem.proc_node.push(vec![0; w.m.nnodes]);
+    }
+    w.mem.regions.push(Region {
+        process,
+        first,
+        len,
+        per_node: vec![0; w.m.nnodes],
+        touched: 0,
+        accessors: Vec::new(),
+        marked: Vec::new(),
+        version: 0,
+    });
+    r
+}
+
+pub(crate) fn prefault(w: &mut World, r: usize, node: usize) {
+    let reg = &w.mem.regions[r];
+    let (first, len) = (reg.first, reg.len);
+    for c in first..first + len {
+        w.mem.allocate(&w.m, c, node);
+    }
+}
+
+fn add_mask(w: &mut World, mask: Vec<bool>) -> usize {
+    if let Some(i) = w.masks.iter().position(|m| *m == mask) {
+        return i;
+    }
+    w.masks.push(mask);
+    w.masks.len() - 1
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn add_task(
+    w: &mut World,
+    name: String,
+    process: usize,
+    work: Work,
+    expected: u64,
+    parent: Parent,
+    exec: bool,
+    start_ns: u64,
+    main: bool,
+) -> usize {
+    let id = w.tasks.len();
+    // Every process has a row of memory per node, even one that never
+    // maps any (spinning tasks): balancers index them by process.
+    while w.mem.proc_node.len() <= process {
+        w.mem.proc_node.push(vec![0; w.m.nnodes]);
+    }
+    if let Work::Compute { access, .. } = &work {
+        for &(r, _) in access {
+            w.mem.regions[r].accessors.push(id);
+        }
+    }
+    w.tasks.push(Task {
+        name,
+        process,
+        state: TaskState::NotStarted,
+        cpu: 0,
+        initial_node: None,
+        placed: false,
+        affinity: None,
+        mem_policy: MemPolicy::Local,
+        exec,
+        parent,
+        start_ns,
+        end_ns: None,
+        main,
+        last_ran: 0,
+        node_time: vec![0; w.m.nnodes],
+        user_ns: 0.0,
+        sys_ns: 0.0,
+        sys_debt: 0.0,
+        cold_debt: 0.0,
+        progress: 0.0,
+        work_expected: expected,
+        work,
+        migrations: 0,
+        preferred_node: None,
+        frac: Vec::new(),
+        frac_key: u64::MAX,
+    });
+    id
+}
+
+fn stream_work(w: &World, r: usize, bytes: f64, init: bool) -> Work {
+    let reg = &w.mem.regions[r];
+    Work::Compute {
+        init: if init {
+            (reg.first..reg.first + reg.len).collect()
+        } else {
+            VecDeque::new()
+        },
+        init_credit: 0.0,
+        cycles: bytes / MEMSET_BYTES_PER_CYCLE,
+        rand_lines: 0.0,
+        stream_lines: bytes / w.m.line_bytes,
+        wss_bytes: bytes,
+        access: vec![(r, 1.0)],
+    }
+}
+
+/// Messaging tasks (hackbench) of `groups` groups; returns their ids.
+#[allow(clippy::too_many_arguments)]
+fn add_hackbench(
+    w: &mut World,
+    process: usize,
+    groups: u32,
+    fds: u32,
+    loops: u32,
+    size: u32,
+    start_ns: u64,
+    main: bool,
+    affinity: Option<usize>,
+) -> Vec<usize> {
+    let mut ids = Vec::new();
+    let per_socket = (SOCKET_BUFFER_BYTES / (size as u64 + SKB_OVERHEAD_BYTES)).max(1);
+    let lines = (size as f64 / 64.0).ceil() + 2.0;
+    for g in 0..groups {
+        let gi = w.groups.len();
+        w.groups.push(MsgGroup {
+            pending: vec![0; fds as usize],
+            capacity: per_socket,
+            cycles: MSG_CYCLES,
+            lines,
+            blocked_senders: vec![Vec::new(); fds as usize],
+            receivers: Vec::new(),
+            receiver_blocked: vec![false; fds as usize],
+            llc_members: vec![0; w.m.llc_count()],
+            members: 0,
+        });
+        let msgs = fds as u64 * loops as u64;
+        for (role, sender) in [("receiver", false), ("sender", true)] {
+            for i in 0..fds {
+                let id = add_task(
+                    w,
+                    format!("hackbench g{g} {role} {i}"),
+                    process,
+                    Work::Message {
+                        group: gi,
+                        sender,
+                        // Receivers read their own socket; sender i starts
+                        // writing at socket 0 like hackbench's loop.
+                        slot: if sender { 0 } else { i as usize },
+                        remaining: msgs,
+                        credit: 0.0,
+                    },
+                    msgs,
+                    Parent::Cpu(0),
+                    false,
+                    start_ns,
+                    main,
+                );
+                w.tasks[id].affinity = affinity;
+                if !sender {
+                    w.groups[gi].receivers.push(id);
+                }
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+fn cpu_mask(w: &mut World, cpus: &Option<Vec<u32>>) -> Result<Option<usize>, String> {
+    match cpus {
+        None => Ok(None),
+        Some(list) => {
+            let mut mask = vec![false; w.m.ncpus];
+            for &c in list {
+                if c as usize >= w.m.ncpus {
+                    return Err(format!(
+                        "CPU {c} is not on this machine (it has CPUs 0-{})",
+                        w.m.ncpus - 1
+                    ));
+                }
+                mask[c as usize] = true;
+            }
+            Ok(Some(add_mask(w, mask)))
+        }
+    }
+}
+
+/// Node index (in the machine's order) of topology node `id`.
+fn node_ix(w: &World, id: u32) -> usize {
+    w.m.topology.node_index(id).unwrap_or(0)
+}
+
+/// Create the tasks and memory of `case` in `w`: the benchmark's shared
+/// definition (numalab-bench), with its costs modelled here.
+pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
+    let mut meta = Meta {
+        benchmark: case.benchmark(),
+        params: case.params(),
+        processes: Vec::new(),
+        main_tasks: Vec::new(),
+        disturb_tasks: Vec::new(),
+        disturb_start_ns: 0,
+        convergence: case.convergence(),
+        task_regions: Vec::new(),
+        started_ns: None,
+        bytes_zeroed: None,
+    };
+    match case {
+        Case::NumaTest(p) => {
+            if p.tasks == 0 || p.size == 0 {
+                return Err("numa_test needs at least 1 task and size > 0".into());
+            }
+            let n = p.size as f64;
+            for i in 0..p.tasks as usize {
+                let pi = meta.processes.len();
+                meta.processes.push(format!("task {}", i + 1));
+                // a (8n) + b (8n) + ix (4n) bytes, as randupdt.c allocates.
+                let r = add_region(w, pi, p.bytes_per_task());
+                let reg = &w.mem.regions[r];
+                let work = Work::Compute {
+                    init: (reg.first..reg.first + reg.len).collect(),
+                    init_credit: 0.0,
+                    cycles: n * RANDUPDT_CYCLES_PER_UPDATE,
+                    rand_lines: n,
+                    stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
+                    wss_bytes: 8.0 * n,
+                    access: vec![(r, 1.0)],
+                };
+                let id = add_task(
+                    w,
+                    format!("task {}", i + 1),
+                    pi,
+                    work,
+                    p.passes as u64,
+                    Parent::Cpu(0),
+                    true,
+                    0,
+                    true,
+                );
+                meta.main_tasks.push(id);
+            }
+            if p.disturb == Disturb::Messaging {
+                let pi = meta.processes.len();
+                meta.processes.push(format!("hackbench {PEAK_GROUPS}"));
+                let _ = add_region(w, pi, 1);
+                meta.disturb_start_ns = (p.peak_at_s * 1e9) as u64;
+                meta.disturb_tasks = add_hackbench(
+                    w,
+                    pi,
+                    PEAK_GROUPS,
+                    PEAK_FDS,
+                    PEAK_LOOPS,
+                    PEAK_SIZE,
+                    meta.disturb_start_ns,
+                    false,
+                    None,
+                );
+            }
+        }
+        Case::Autonuma(p) => {
+            let plan = p.plan(&w.m.topology)?;
+            meta.bytes_zeroed = Some(p.bytes_zeroed());
+            let nprocs = plan.procs.len();
+            for pp in &plan.procs {
+                let pi = meta.processes.len();
+                meta.processes
+                    .push(format!("{} process {}", p.kind.name(), pp.process));
+                let first_node = |w: &World, r: usize| match &pp.memory {
+                    MemPlan::FirstTouchThenDefault { node } => node_ix(w, *node),
+                    MemPlan::Bound { nodes } => node_ix(w, nodes[r.min(nodes.len() - 1)]),
+                };
+                // The process's regions, first touched before its threads
+                // work: the whole buffer (shared), or one slice per thread.
+                let slices = pp.regions(crate::CHUNK_BYTES);
+                let mut regions = Vec::new();
+                for (ri, &(_, len)) in slices.iter().enumerate() {
+                    let r = add_region(w, pi, len);
+                    let node = first_node(w, ri);
+                    prefault(w, r, node);
+                    regions.push((r, len));
+                }
+                let process_mask = cpu_mask(w, &pp.process_cpus)?;
+                let mut first_thread = None;
+                for t in 0..pp.threads {
+                    let (r, len) = regions[pp.region_of_thread(t)];
+                    let work = stream_work(w, r, len as f64, false);
+                    let parent = match first_thread {
+                        None => Parent::Cpu(0),
+                        Some(f) => Parent::Task(f),
+                    };
+                    let id = add_task(
+                        w,
+                        p.kind.task_name(nprocs, p.threads, pp.process, t),
+                        pi,
+                        work,
+                        p.loops,
+                        parent,
+                        first_thread.is_none(),
+                        0,
+                        true,
+                    );
+                    first_thread.get_or_insert(id);
+                    let mask = match pp.thread_cpus.get(t as usize).cloned().flatten() {
+                        Some(c) => cpu_mask(w, &Some(c))?,
+                        None => process_mask,
+                    };
+                    w.tasks[id].affinity = mask;
+                    meta.main_tasks.push(id);
+                    meta.task_regions.push(r);
+                }
+            }
+        }
+        Case::Spin(p) => {
+            let mask = cpu_mask(w, &p.set.cpus)?;
+            for i in 0..p.tasks as usize {
+                let pi = meta.processes.len();
+                meta.processes.push(format!("spin task {}", i + 1));
+                let id = add_task(
+                    w,
+                    format!("spin {}", i + 1),
+                    pi,
+                    Work::Compute {
+                        init: VecDeque::new(),
+                        init_credit: 0.0,
+                        cycles: SPIN_CYCLES_PER_ITERATION,
+                        rand_lines: 0.0,
+                        stream_lines: 0.0,
+                        wss_bytes: 0.0,
+                        access: Vec::new(),
+                    },
+                    p.iterations.max(1),
+                    Parent::Cpu(0),
+                    true,
+                    0,
+                    true,
+                );
+                w.tasks[id].affinity = mask;
+                meta.main_tasks.push(id);
+            }
+            let _ = add_region(w, 0, 1);
+        }
+        Case::Hackbench(p) => {
+            let mask = cpu_mask(w, &p.set.cpus)?;
+            meta.processes
+                .push(format!("hackbench {} groups x {} fds", p.groups, p.fds));
+            let _ = add_region(w, 0, 1);
+            meta.main_tasks = add_hackbench(w, 0, p.groups, p.fds, p.loops, p.size, 0, true, mask);
+        }
+        Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
+    }
+    let need = w.mem.node.len() as u64 * w.mem.chunk_bytes;
+    let have: u64 = w.m.memory_bytes.iter().sum();
+    if need > have {
+        return Err(format!(
+            "{} needs {} of memory but machine {} has {}",
+            meta.benchmark,
+            numalab_topology::human_bytes(need),
+            w.m.name,
+            numalab_topology::human_bytes(have)
+        ));
+    }
+    launch_times(w, &mut meta);
+    Ok(meta)
+}
+
+/// Why the simulator refuses `run command`.
+pub const COMMAND_UNSUPPORTED: &str =
+    "the simulator cannot run a program: `command` runs on this machine (numalab run) or in a guest (numalab vm)";

@@ -1,0 +1,768 @@
+//! Arcangeli's autonuma-benchmark (2012) and the two-halves
+//! microbenchmark of the IBS-driven NUMA balancing patches (Bharata B Rao,
+//! 2023), with sizes, thread counts and placements chosen for the machine.
+//!
+//! Every benchmark here is the same machine: one or more processes, each
+//! with one anonymous buffer, whose threads zero memory over and over
+//! (`memset`, like the original `bzero`):
+//!
+//! | benchmark             | processes | threads        | each thread zeroes        |
+//! |-----------------------|-----------|----------------|---------------------------|
+//! | `numa01`              | 2         | ncpus/2 each   | its process's whole buffer|
+//! | `numa01_THREAD_ALLOC` | 2         | ncpus/2 each   | its own slice             |
+//! | `numa02`              | 1         | ncpus          | its own slice             |
+//! | `numa02_SMT`          | 1         | ncpus/2        | its own slice             |
+//! | `twohalves`           | 1         | 2 sets, pinned | its own slice of its half |
+//!
+//! What differs is where threads may run and where the buffer's pages are
+//! put before the work starts ([`Placement`]); [`plan`] turns a benchmark,
+//! a placement and a topology into one [`ProcPlan`] per process, which is
+//! what the process is told (as JSON on its command line).
+
+use crate::{sizing, BenchError, Calibration, Case, Resolved};
+use numalab_record::convergence::{Capacity, Rule};
+use numalab_topology::{human_bytes, Topology};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    Numa01,
+    Numa01ThreadAlloc,
+    Numa02,
+    Numa02Smt,
+    TwoHalves,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Numa01,
+        Kind::Numa01ThreadAlloc,
+        Kind::Numa02,
+        Kind::Numa02Smt,
+        Kind::TwoHalves,
+    ];
+
+    /// The benchmark's name, as in the original suite.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Numa01 => "numa01",
+            Kind::Numa01ThreadAlloc => "numa01_THREAD_ALLOC",
+            Kind::Numa02 => "numa02",
+            Kind::Numa02Smt => "numa02_SMT",
+            Kind::TwoHalves => "twohalves",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    pub fn processes(self) -> u32 {
+        match self {
+            Kind::Numa01 | Kind::Numa01ThreadAlloc => 2,
+            _ => 1,
+        }
+    }
+
+    /// Every thread works on its process's whole buffer (numa01), rather
+    /// than on its own slice.
+    pub fn shared(self) -> bool {
+        self == Kind::Numa01
+    }
+
+    /// The original's memory per process (twohalves: the seed's 16 GB in all).
+    pub fn original_bytes(self) -> u64 {
+        match self {
+            Kind::Numa01 | Kind::Numa01ThreadAlloc => 3 << 30,
+            Kind::Numa02 | Kind::Numa02Smt => 1 << 30,
+            Kind::TwoHalves => 16 << 30,
+        }
+    }
+
+    /// The original's loop count (twohalves: the seed does not say).
+    pub fn original_loops(self) -> Option<u64> {
+        match self {
+            Kind::Numa01 => Some(50),
+            Kind::Numa01ThreadAlloc => Some(1000),
+            Kind::Numa02 | Kind::Numa02Smt => Some(800),
+            Kind::TwoHalves => None,
+        }
+    }
+
+    /// Default threads per process (twohalves: per set, for the set's node).
+    pub fn default_threads(self, topo: &Topology) -> u32 {
+        let ncpus = topo.cpus.len().max(1) as u32;
+        match self {
+            Kind::Numa01 | Kind::Numa01ThreadAlloc | Kind::Numa02Smt => (ncpus / 2).max(1),
+            Kind::Numa02 => ncpus,
+            Kind::TwoHalves => {
+                let nodes = cpu_nodes(topo);
+                if nodes.len() >= 2 {
+                    nodes
+                        .iter()
+                        .take(2)
+                        .map(|n| topo.nodes[n.0].cpus.len() as u32)
+                        .min()
+                        .unwrap_or(1)
+                        .max(1)
+                } else {
+                    (ncpus / 2).max(1)
+                }
+            }
+        }
+    }
+
+    /// Threads in all, given threads per process (or per set).
+    pub fn total_threads(self, threads: u32) -> u32 {
+        match self {
+            Kind::TwoHalves => 2 * threads,
+            k => k.processes() * threads,
+        }
+    }
+
+    /// Buffers of `bytes` per process, or for twohalves `bytes` in all.
+    pub fn total_bytes(self, bytes: u64) -> u64 {
+        match self {
+            Kind::TwoHalves => bytes,
+            k => bytes * k.processes() as u64,
+        }
+    }
+
+    /// What converged means for this benchmark (the criteria are shared
+    /// with the simulator, in [`numalab_record::convergence`]).
+    pub fn convergence_rule(self) -> Rule {
+        match self {
+            Kind::Numa01 => Rule::Process,
+            Kind::Numa01ThreadAlloc | Kind::Numa02 => Rule::Thread(Capacity::Cpus),
+            Kind::Numa02Smt => Rule::Thread(Capacity::Cores),
+            Kind::TwoHalves => Rule::Thread(Capacity::Pinned),
+        }
+    }
+
+    /// How records name thread `t` of process `process` (of `nprocs`),
+    /// `threads` per process (twohalves: per set).
+    pub fn task_name(self, nprocs: usize, threads: u32, process: u32, t: u32) -> String {
+        match self {
+            Kind::TwoHalves => format!("set {} thread {}", t / threads.max(1), t % threads.max(1)),
+            _ if nprocs > 1 => format!("process {process} thread {t}"),
+            _ => format!("thread {t}"),
+        }
+    }
+
+    /// What the loop count is called: twohalves counts iterations.
+    pub fn loops_name(self) -> &'static str {
+        if self == Kind::TwoHalves {
+            "iterations"
+        } else {
+            "loops"
+        }
+    }
+
+    /// What `threads` counts per: a process, or a set (twohalves).
+    pub fn thread_unit(self) -> &'static str {
+        if self == Kind::TwoHalves {
+            "set"
+        } else {
+            "process"
+        }
+    }
+
+    /// What `bytes` counts per: a process, or in all (twohalves).
+    pub fn bytes_unit(self) -> &'static str {
+        if self == Kind::TwoHalves {
+            "in all"
+        } else {
+            "per process"
+        }
+    }
+
+    /// Bytes zeroed by all threads together in one loop.
+    pub fn bytes_per_loop(self, bytes: u64, threads: u32) -> u64 {
+        match self {
+            Kind::Numa01 => 2 * threads as u64 * bytes,
+            Kind::Numa01ThreadAlloc => 2 * bytes,
+            _ => bytes,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Placement {
+    /// The original's default: all memory first-touched on the first node
+    /// (bound there for the first touch only), then the kernel decides.
+    Default,
+    /// Each process (numa01*) or thread (numa02*, twohalves) pinned to its
+    /// ideal node, and its memory bound there: the lower bound.
+    Bind,
+    /// Memory bound to the ideal node, but the process or thread pinned
+    /// to another node, for every process: every access is remote.
+    InverseBind,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Default => "default",
+            Placement::Bind => "bind",
+            Placement::InverseBind => "inverse-bind",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Placement> {
+        [Placement::Default, Placement::Bind, Placement::InverseBind]
+            .into_iter()
+            .find(|p| p.name() == s)
+    }
+}
+
+/// Where a process's buffer is put before its threads start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemPlan {
+    /// Bound to `node` while the main thread zeroes it all (first touch),
+    /// then back to the default policy: the pages stay where they are
+    /// until NUMA balancing moves them.
+    FirstTouchThenDefault { node: u32 },
+    /// Each region bound (MPOL_BIND) to its node for the whole run:
+    /// `nodes[r]` for region `r` (one region when the buffer is shared,
+    /// else one per thread).
+    Bound { nodes: Vec<u32> },
+}
+
+/// What one benchmark process does; sent to it as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcPlan {
+    pub process: u32,
+    pub bytes: u64,
+    pub loops: u64,
+    /// Every thread zeroes the whole buffer; otherwise thread `t` zeroes
+    /// slice `t` of `threads` equal, page-aligned slices.
+    pub shared: bool,
+    pub threads: u32,
+    /// CPUs the whole process is pinned to before the first touch.
+    pub process_cpus: Option<Vec<u32>>,
+    /// CPUs each thread is pinned to (empty: none pinned).
+    pub thread_cpus: Vec<Option<Vec<u32>>>,
+    pub memory: MemPlan,
+}
+
+impl ProcPlan {
+    /// The regions threads work on: (offset, length) within the buffer.
+    pub fn regions(&self, page: u64) -> Vec<(u64, u64)> {
+        if self.shared {
+            return vec![(0, self.bytes)];
+        }
+        slices(self.bytes, self.threads, page)
+    }
+
+    /// The region thread `t` works on.
+    pub fn region_of_thread(&self, t: u32) -> usize {
+        if self.shared {
+            0
+        } else {
+            t as usize
+        }
+    }
+}
+
+/// `n` page-aligned slices covering `bytes` (rounded up to pages).
+pub fn slices(bytes: u64, n: u32, page: u64) -> Vec<(u64, u64)> {
+    let pages = bytes.div_ceil(page);
+    let n = n.max(1) as u64;
+    (0..n)
+        .map(|i| {
+            let a = i * pages / n;
+            let b = (i + 1) * pages / n;
+            (a * page, (b - a) * page)
+        })
+        .collect()
+}
+
+/// The nodes that have CPUs, as (index in `topo.nodes`, id).
+pub fn cpu_nodes(topo: &Topology) -> Vec<(usize, u32)> {
+    topo.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.cpus.is_empty())
+        .map(|(i, n)| (i, n.id))
+        .collect()
+}
+
+/// What was decided about placement, for the record and the terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub procs: Vec<ProcPlan>,
+    /// Node each thread is meant to run on in the bound placements, in
+    /// task order (process by process); `None` for the default placement.
+    pub ideal_nodes: Vec<Option<u32>>,
+    /// Why bind or inverse-bind mean less than they say on this machine.
+    pub degenerate: Option<String>,
+}
+
+/// Place `kind` on `topo`: `threads` per process (twohalves: per set),
+/// `bytes` per process (twohalves: in all), `loops` per thread.
+pub fn plan(
+    topo: &Topology,
+    kind: Kind,
+    placement: Placement,
+    threads: u32,
+    bytes: u64,
+    loops: u64,
+) -> Result<Plan, String> {
+    let nodes = cpu_nodes(topo);
+    if nodes.is_empty() {
+        return Err("this machine has no NUMA node with CPUs".into());
+    }
+    let cpus_of = |k: usize| topo.nodes[nodes[k % nodes.len()].0].cpus.clone();
+    let id_of = |k: usize| nodes[k % nodes.len()].1;
+    let first = id_of(0);
+    let degenerate = (nodes.len() < 2 && placement != Placement::Default).then(|| {
+        format!(
+            "{} on a machine with one node with CPUs: the ideal node and the wrong one are both node {first}, so it is only a pinned run",
+            placement.name()
+        )
+    });
+    let mut procs = Vec::new();
+    let mut ideal_nodes = Vec::new();
+    match kind {
+        Kind::Numa01 | Kind::Numa01ThreadAlloc => {
+            for p in 0..kind.processes() as usize {
+                let (process_cpus, memory) = match placement {
+                    Placement::Default => (None, MemPlan::FirstTouchThenDefault { node: first }),
+                    Placement::Bind => (Some(cpus_of(p)), bound(kind, threads, id_of(p))),
+                    Placement::InverseBind => {
+                        (Some(cpus_of(p + 1)), bound(kind, threads, id_of(p)))
+                    }
+                };
+                let run_on = match placement {
+                    Placement::Default => None,
+                    Placement::Bind => Some(id_of(p)),
+                    Placement::InverseBind => Some(id_of(p + 1)),
+                };
+                ideal_nodes.extend((0..threads).map(|_| run_on));
+                procs.push(ProcPlan {
+                    process: p as u32,
+                    bytes,
+                    loops,
+                    shared: kind.shared(),
+                    threads,
+                    process_cpus,
+                    thread_cpus: vec![None; threads as usize],
+                    memory,
+                });
+            }
+        }
+        Kind::Numa02 | Kind::Numa02Smt => {
+            // Thread t's ideal node: threads split evenly over the nodes,
+            // in order, as HARD_BIND did.
+            let n = nodes.len();
+            let ideal = |t: u32| (t as usize * n) / threads.max(1) as usize;
+            let (thread_cpus, memory, run_on) = match placement {
+                Placement::Default => (
+                    vec![None; threads as usize],
+                    MemPlan::FirstTouchThenDefault { node: first },
+                    vec![None; threads as usize],
+                ),
+                Placement::Bind | Placement::InverseBind => {
+                    let shift = usize::from(placement == Placement::InverseBind);
+                    (
+                        (0..threads)
+                            .map(|t| Some(cpus_of(ideal(t) + shift)))
+                            .collect(),
+                        MemPlan::Bound {
+                            nodes: (0..threads).map(|t| id_of(ideal(t))).collect(),
+                        },
+                        (0..threads)
+                            .map(|t| Some(id_of(ideal(t) + shift)))
+                            .collect(),
+                    )
+                }
+            };
+            ideal_nodes = run_on;
+            procs.push(ProcPlan {
+                process: 0,
+                bytes,
+                loops,
+                shared: false,
+                threads,
+                process_cpus: None,
+                thread_cpus,
+                memory,
+            });
+        }
+        Kind::TwoHalves => {
+            // Set h runs on node h (the first two nodes with CPUs); thread
+            // j of set h works on slice h*threads + j, so each set's slices
+            // make up its half of the buffer.
+            let total = 2 * threads;
+            let set_of = |t: u32| (t / threads) as usize;
+            let thread_cpus = (0..total).map(|t| Some(cpus_of(set_of(t)))).collect();
+            let memory = match placement {
+                Placement::Default => MemPlan::FirstTouchThenDefault { node: first },
+                Placement::Bind => MemPlan::Bound {
+                    nodes: (0..total).map(|t| id_of(set_of(t))).collect(),
+                },
+                Placement::InverseBind => MemPlan::Bound {
+                    nodes: (0..total).map(|t| id_of(set_of(t) + 1)).collect(),
+                },
+            };
+            ideal_nodes = (0..total).map(|t| Some(id_of(set_of(t)))).collect();
+            procs.push(ProcPlan {
+                process: 0,
+                bytes,
+                loops,
+                shared: false,
+                threads: total,
+                process_cpus: None,
+                thread_cpus,
+                memory,
+            });
+        }
+    }
+    Ok(Plan {
+        procs,
+        ideal_nodes,
+        degenerate,
+    })
+}
+
+fn bound(kind: Kind, threads: u32, node: u32) -> MemPlan {
+    let regions = if kind.shared() { 1 } else { threads as usize };
+    MemPlan::Bound {
+        nodes: vec![node; regions],
+    }
+}
+
+/// Most threads numalab starts for one run.
+pub const MAX_THREADS: u32 = 4096;
+
+/// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT or twohalves, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub kind: Kind,
+    pub placement: Placement,
+    /// Threads per process (twohalves: per set).
+    pub threads: u32,
+    /// Bytes per process (twohalves: in all).
+    pub bytes: u64,
+    /// Loops (twohalves: iterations) per thread.
+    pub loops: u64,
+}
+
+impl Params {
+    /// What the loop count is called: twohalves counts iterations.
+    pub fn loops_name(&self) -> &'static str {
+        self.kind.loops_name()
+    }
+
+    pub(crate) fn key(&self) -> BTreeMap<String, Value> {
+        let mut m = BTreeMap::new();
+        m.insert("placement".into(), self.placement.name().into());
+        m.insert("threads".into(), self.threads.into());
+        m.insert("bytes".into(), self.bytes.into());
+        m.insert(self.loops_name().into(), self.loops.into());
+        m
+    }
+
+    /// Bytes zeroed by all threads in the whole run.
+    pub fn bytes_zeroed(&self) -> u64 {
+        self.kind.bytes_per_loop(self.bytes, self.threads) * self.loops
+    }
+
+    /// The plan of this case on `topo`.
+    pub fn plan(&self, topo: &Topology) -> Result<Plan, String> {
+        plan(
+            topo,
+            self.kind,
+            self.placement,
+            self.threads,
+            self.bytes,
+            self.loops,
+        )
+    }
+}
+
+/// Loops per thread so that a run takes about `seconds` at `bandwidth`.
+pub fn loops_for(kind: Kind, bytes: u64, threads: u32, bandwidth: f64, seconds: f64) -> u64 {
+    let per_loop = kind.bytes_per_loop(bytes, threads) as f64;
+    if per_loop <= 0.0 || !bandwidth.is_finite() || bandwidth <= 0.0 {
+        return 1;
+    }
+    ((seconds * bandwidth / per_loop).round() as u64).clamp(1, 1_000_000)
+}
+
+/// The flags of every autonuma benchmark, as [`crate::args`] parsed them.
+pub struct Request<'a> {
+    pub placement: &'a [Placement],
+    pub bytes: Option<u64>,
+    pub threads: &'a [u32],
+    pub loops: Option<u64>,
+    pub duration: f64,
+}
+
+/// One case per placement and thread count; the same memory size for
+/// every case (so their times compare), loops per thread count.
+pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+    let machine = cal.machine();
+    let topo = &machine.topology;
+    let nodes = cpu_nodes(topo);
+    if nodes.is_empty() {
+        return Err(BenchError::new("this machine has no NUMA node with CPUs"));
+    }
+    let mut out = Resolved::default();
+    let unit = kind.thread_unit();
+    let ncpus = topo.cpus.len();
+    let word = kind.loops_name();
+    if nodes.len() < 2 {
+        out.warnings.push("this machine has one NUMA node with CPUs: convergence is trivial here, nothing can migrate, and bind/inverse-bind are only pinned runs".into());
+    }
+    let threads: Vec<u32> = if r.threads.is_empty() {
+        let t = kind.default_threads(topo);
+        let why = match kind {
+            Kind::Numa02 => format!("one per CPU ({ncpus} CPUs)"),
+            Kind::TwoHalves if nodes.len() >= 2 => "the CPUs of a node".to_string(),
+            _ => format!("half of the {ncpus} CPUs"),
+        };
+        out.notes.push(format!("threads: {t} per {unit}: {why}"));
+        vec![t]
+    } else {
+        out.notes.push(format!(
+            "threads: {} per {unit} (--threads)",
+            r.threads
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+        r.threads.to_vec()
+    };
+    for &t in &threads {
+        let total = kind.total_threads(t);
+        if t == 0 || total > MAX_THREADS {
+            return Err(BenchError(format!(
+                "--threads {t}: {total} threads in all is more than numalab runs at once ({MAX_THREADS})"
+            )));
+        }
+    }
+    let max_total = threads
+        .iter()
+        .map(|&t| kind.total_threads(t))
+        .max()
+        .unwrap_or(1);
+    let first_free = cal.node_free_bytes(nodes[0].1);
+    let bytes = match r.bytes {
+        Some(b) => {
+            sizing::check_autonuma_fits(machine, kind, b, max_total, first_free)?;
+            out.notes.push(format!(
+                "memory: {} {} (--bytes)",
+                human_bytes(b),
+                kind.bytes_unit()
+            ));
+            b
+        }
+        None => {
+            let c = sizing::autonuma_bytes(machine, kind, first_free)?;
+            sizing::check_autonuma_fits(machine, kind, c.elements, max_total, first_free)?;
+            out.notes.push(format!("memory: {}", c.explanation));
+            out.warnings.extend(c.warning);
+            c.elements
+        }
+    };
+    let mut loops_of = Vec::new();
+    for &t in &threads {
+        let l = match r.loops {
+            Some(l) => l,
+            None => {
+                let workers = kind.total_threads(t).min(ncpus as u32);
+                let bw = cal.zeroing_bandwidth(workers, kind.total_bytes(bytes));
+                let l = loops_for(kind, bytes, t, bw, r.duration);
+                let orig = kind
+                    .original_loops()
+                    .map(|o| format!("; the original did {o}"))
+                    .unwrap_or_default();
+                out.notes.push(format!(
+                    "{word}: {l} per thread with {t} per {unit}, about {:.0} s at the {:.1} GB/s of {workers} threads zeroing memory here{orig}; --{word} to set",
+                    r.duration,
+                    bw / 1e9,
+                ));
+                l
+            }
+        };
+        loops_of.push(l);
+    }
+    if let Some(l) = r.loops {
+        out.notes.push(format!("{word}: {l} per thread (--{word})"));
+    }
+    for (&t, &loops) in threads.iter().zip(&loops_of) {
+        for &placement in r.placement {
+            let p = Params {
+                kind,
+                placement,
+                threads: t,
+                bytes,
+                loops,
+            };
+            // The plan must exist on this machine before anything runs.
+            let plan = p.plan(topo).map_err(BenchError)?;
+            if let Some(d) = plan.degenerate {
+                if !out.warnings.contains(&d) {
+                    out.warnings.push(d);
+                }
+            }
+            out.cases.push(Case::Autonuma(p));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_nodes() -> Topology {
+        Topology::regular(2, 2, 1, 1, 32 << 20, 1 << 30, None).unwrap()
+    }
+
+    fn node_of(topo: &Topology, cpus: &[u32]) -> u32 {
+        let n = topo.node_of_cpu(cpus[0]).unwrap();
+        assert!(cpus.iter().all(|&c| topo.node_of_cpu(c) == Some(n)));
+        n
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(
+            Placement::from_name("inverse-bind"),
+            Some(Placement::InverseBind)
+        );
+    }
+
+    #[test]
+    fn slices_cover_the_buffer_page_aligned() {
+        let s = slices(10 * 4096 + 1, 3, 4096);
+        assert_eq!(
+            s,
+            vec![(0, 3 * 4096), (3 * 4096, 4 * 4096), (7 * 4096, 4 * 4096)]
+        );
+        assert_eq!(s.iter().map(|x| x.1).sum::<u64>(), 11 * 4096);
+    }
+
+    #[test]
+    fn numa01_bind_and_inverse_bind_every_process() {
+        let t = two_nodes();
+        let b = plan(&t, Kind::Numa01, Placement::Bind, 2, 1 << 20, 3).unwrap();
+        assert!(b.degenerate.is_none());
+        for (p, pp) in b.procs.iter().enumerate() {
+            let run = node_of(&t, pp.process_cpus.as_ref().unwrap());
+            assert_eq!(run, p as u32);
+            assert_eq!(
+                pp.memory,
+                MemPlan::Bound {
+                    nodes: vec![p as u32]
+                }
+            );
+        }
+        let i = plan(&t, Kind::Numa01, Placement::InverseBind, 2, 1 << 20, 3).unwrap();
+        // Every process, not only one (the original's INVERSE_BIND bug).
+        for (p, pp) in i.procs.iter().enumerate() {
+            let run = node_of(&t, pp.process_cpus.as_ref().unwrap());
+            let MemPlan::Bound { nodes } = &pp.memory else {
+                panic!("bound")
+            };
+            assert_eq!(nodes, &vec![p as u32]);
+            assert_ne!(run, nodes[0], "process {p} runs away from its memory");
+        }
+        assert_eq!(i.ideal_nodes, vec![Some(1), Some(1), Some(0), Some(0)]);
+        let d = plan(
+            &t,
+            Kind::Numa01ThreadAlloc,
+            Placement::Default,
+            2,
+            1 << 20,
+            3,
+        )
+        .unwrap();
+        for pp in &d.procs {
+            assert_eq!(pp.memory, MemPlan::FirstTouchThenDefault { node: 0 });
+            assert!(pp.process_cpus.is_none());
+            assert!(!pp.shared);
+        }
+    }
+
+    #[test]
+    fn numa02_threads_split_over_nodes() {
+        let t = two_nodes();
+        let b = plan(&t, Kind::Numa02, Placement::Bind, 4, 1 << 20, 3).unwrap();
+        let p = &b.procs[0];
+        let runs: Vec<u32> = p
+            .thread_cpus
+            .iter()
+            .map(|c| node_of(&t, c.as_ref().unwrap()))
+            .collect();
+        assert_eq!(runs, vec![0, 0, 1, 1]);
+        assert_eq!(
+            p.memory,
+            MemPlan::Bound {
+                nodes: vec![0, 0, 1, 1]
+            }
+        );
+        let i = plan(&t, Kind::Numa02Smt, Placement::InverseBind, 2, 1 << 20, 3).unwrap();
+        let p = &i.procs[0];
+        let runs: Vec<u32> = p
+            .thread_cpus
+            .iter()
+            .map(|c| node_of(&t, c.as_ref().unwrap()))
+            .collect();
+        assert_eq!(runs, vec![1, 0]);
+        assert_eq!(p.memory, MemPlan::Bound { nodes: vec![0, 1] });
+    }
+
+    #[test]
+    fn twohalves_sets_and_halves() {
+        let t = two_nodes();
+        let d = plan(&t, Kind::TwoHalves, Placement::Default, 2, 1 << 20, 3).unwrap();
+        let p = &d.procs[0];
+        assert_eq!(p.threads, 4);
+        let runs: Vec<u32> = p
+            .thread_cpus
+            .iter()
+            .map(|c| node_of(&t, c.as_ref().unwrap()))
+            .collect();
+        assert_eq!(runs, vec![0, 0, 1, 1]);
+        assert_eq!(p.memory, MemPlan::FirstTouchThenDefault { node: 0 });
+        let i = plan(&t, Kind::TwoHalves, Placement::InverseBind, 2, 1 << 20, 3).unwrap();
+        assert_eq!(
+            i.procs[0].memory,
+            MemPlan::Bound {
+                nodes: vec![1, 1, 0, 0]
+            }
+        );
+        assert_eq!(Kind::TwoHalves.default_threads(&t), 2);
+    }
+
+    #[test]
+    fn loops_scale_with_bandwidth_and_size() {
+        // 10 GB/s for 20 s over numa02's 1 GiB per loop: about 186 loops.
+        assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 10e9, 20.0), 186);
+        // numa01: every thread zeroes all of its process's buffer.
+        let l01 = loops_for(Kind::Numa01, 1 << 30, 8, 10e9, 20.0);
+        assert_eq!(l01, (200e9 / (16.0 * (1u64 << 30) as f64)).round() as u64);
+        assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 0.0, 20.0), 1);
+    }
+
+    #[test]
+    fn one_node_placements_degenerate_and_say_so() {
+        let t = Topology::regular(1, 2, 1, 1, 32 << 20, 1 << 30, None).unwrap();
+        let b = plan(&t, Kind::Numa01, Placement::InverseBind, 1, 1 << 20, 3).unwrap();
+        assert!(b.degenerate.unwrap().contains("one node"));
+        assert!(plan(&t, Kind::Numa02, Placement::Default, 2, 1 << 20, 3)
+            .unwrap()
+            .degenerate
+            .is_none());
+        assert_eq!(Kind::Numa02.default_threads(&t), 2);
+        assert_eq!(Kind::Numa01.default_threads(&t), 1);
+    }
+}

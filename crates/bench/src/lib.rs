@@ -1,0 +1,198 @@
+//! # numalab-bench: one definition per benchmark
+//!
+//! A benchmark is defined once, here, and every backend runs that
+//! definition: the host ([`numalab-host`]), a QEMU guest (the host backend
+//! inside the guest) and the simulator ([`numalab-sim`]). The definition
+//! is everything a comparison depends on:
+//!
+//! - **its arguments** ([`args`]): one clap argument set per benchmark,
+//!   flattened into both `numalab run` and `numalab sim`, so every flag has
+//!   the same name, meaning and default everywhere; list-valued flags
+//!   (`--tasks 4,8,16`, `--threads 2,4`, `--placement default,bind`) are
+//!   scans that expand into several cases;
+//! - **its resolved parameters** ([`Case`]): the flags with every default
+//!   filled in from the machine ([`sizing`], through a backend's
+//!   [`Calibration`]), validated before anything runs;
+//! - **its case key** ([`Case::params`]): the flat, scalar parameters that
+//!   define the work, with the same names and values whichever backend
+//!   runs it. Two records with the same benchmark and the same key did the
+//!   same work and land in the same row of `compare`. How a backend
+//!   realised the case (the CPU list of a placement on this topology, how
+//!   residency was measured, the simulator's policies, why a size was
+//!   chosen) goes under the record's `backend`, never into the key;
+//! - **its metrics** ([`metrics`]): names, units and which direction is
+//!   better, one table for every backend;
+//! - **its convergence rule** ([`Case::convergence`]), evaluated by
+//!   `numalab_record::convergence` on whatever samples the backend took;
+//! - **its placement plan** ([`autonuma::plan`], `numalab_topology::placement`):
+//!   which node each process binds to and where each thread runs, the same
+//!   plan for a real machine and a modelled one.
+//!
+//! Adding a benchmark means: a module here (parameters, resolve, key), its
+//! arguments in [`args`], the host's run function and the simulator's
+//! workload model. docs/architecture.md lists the files.
+//!
+//! [`numalab-host`]: ../numalab_host/index.html
+//! [`numalab-sim`]: ../numalab_sim/index.html
+
+pub mod args;
+pub mod autonuma;
+pub mod command;
+pub mod metrics;
+pub mod numa_test;
+pub mod placement;
+pub mod sizing;
+
+use numalab_record::convergence::Rule;
+use numalab_topology::MachineInfo;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Why a benchmark cannot be resolved or run as asked: one line naming
+/// the flag or the limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BenchError(pub String);
+
+impl BenchError {
+    pub fn new(msg: impl Into<String>) -> BenchError {
+        BenchError(msg.into())
+    }
+}
+
+impl From<String> for BenchError {
+    fn from(s: String) -> BenchError {
+        BenchError(s)
+    }
+}
+
+/// What a backend knows of the machine a benchmark will run on, for the
+/// defaults that scale with it. The host measures; the simulator answers
+/// from its model.
+pub trait Calibration {
+    /// The machine as recorded (topology, memory, kernel).
+    fn machine(&self) -> &MachineInfo;
+    /// Free memory on node `node`, when known.
+    fn node_free_bytes(&self, node: u32) -> Option<u64>;
+    /// Bytes per second that `threads` threads together zero, over
+    /// `working_set` distinct bytes (at cache speed when that fits in the
+    /// LLC): the basis of the default loop counts.
+    fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64;
+    /// Iterations per second of one spinning task alone on a core: the
+    /// basis of spin's default iterations.
+    fn spin_rate(&self) -> f64;
+}
+
+/// A benchmark with every parameter resolved: what one run does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Case {
+    NumaTest(numa_test::Params),
+    /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT and twohalves.
+    Autonuma(autonuma::Params),
+    Spin(placement::SpinParams),
+    Hackbench(placement::HackbenchParams),
+    Command(command::Params),
+}
+
+impl Case {
+    /// The record's `benchmark`.
+    pub fn benchmark(&self) -> String {
+        match self {
+            Case::NumaTest(_) => "numa_test".into(),
+            Case::Autonuma(p) => p.kind.name().into(),
+            Case::Spin(_) => "spin".into(),
+            Case::Hackbench(_) => "hackbench".into(),
+            Case::Command(p) => p.name.clone(),
+        }
+    }
+
+    /// The case key: the parameters that define the work, flat scalars
+    /// with the same names in every backend's records.
+    pub fn params(&self) -> BTreeMap<String, Value> {
+        match self {
+            Case::NumaTest(p) => p.key(),
+            Case::Autonuma(p) => p.key(),
+            Case::Spin(p) => p.key(),
+            Case::Hackbench(p) => p.key(),
+            Case::Command(p) => p.key(),
+        }
+    }
+
+    /// Facts about how this case is realised on the machine it was
+    /// resolved for (CPU lists, ideal nodes), for the record's `backend`.
+    pub fn details(&self) -> BTreeMap<String, Value> {
+        match self {
+            Case::Spin(p) => p.set.details(),
+            Case::Hackbench(p) => p.set.details(),
+            Case::Command(p) => p.details(),
+            _ => BTreeMap::new(),
+        }
+    }
+
+    /// The criterion by which a run of this case converged, if it has one.
+    pub fn convergence(&self) -> Option<Rule> {
+        match self {
+            Case::Autonuma(p) => Some(p.kind.convergence_rule()),
+            _ => None,
+        }
+    }
+
+    /// Work units one run does in all (for progress), when known.
+    pub fn work_units(&self) -> Option<u64> {
+        match self {
+            Case::NumaTest(p) => Some(p.tasks as u64 * p.passes as u64),
+            Case::Autonuma(p) => Some(p.kind.total_threads(p.threads) as u64 * p.loops),
+            Case::Spin(p) => Some(p.tasks as u64 * p.iterations),
+            _ => None,
+        }
+    }
+
+    /// `benchmark k=v ...` over the keys given (the parameters that vary
+    /// within an invocation), as per-run lines and tables name a case.
+    pub fn title(&self, keys: &[String]) -> String {
+        let params = self.params();
+        let mut s = self.benchmark();
+        for k in keys {
+            if let Some(v) = params.get(k) {
+                s.push(' ');
+                s.push_str(k);
+                s.push('=');
+                s.push_str(&value_text(v));
+            }
+        }
+        s
+    }
+}
+
+/// A scalar parameter value as a person reads it (strings unquoted).
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The parameter names whose values differ between `cases` (of the same
+/// benchmark or not), in a stable order: the keys a title needs.
+pub fn varying_keys(cases: &[Case]) -> Vec<String> {
+    let keys: Vec<BTreeMap<String, Value>> = cases.iter().map(Case::params).collect();
+    let mut names: Vec<String> = keys.iter().flat_map(|k| k.keys().cloned()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|n| {
+            let first = keys[0].get(n);
+            keys.iter().any(|k| k.get(n) != first)
+        })
+        .collect()
+}
+
+/// The cases of one invocation, and how their defaults were chosen (one
+/// line each, printed before the runs and kept in every record).
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    pub cases: Vec<Case>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,280 @@
+//! The benchmarks as subcommands, shared by `numalab run` and `numalab
+//! sim`: each is its numalab-bench argument set plus the runner's options,
+//! so the same flag means the same thing on every backend. This file is
+//! glue: flags to a plan, the plan to the runner, records to the summary.
+
+use anyhow::{bail, Context, Result};
+use numalab_bench::args::{
+    AutonumaArgs, CommandArgs, HackbenchArgs, NumaTestArgs, SpinArgs, TwoHalvesArgs,
+};
+use numalab_bench::autonuma::Kind;
+use numalab_bench::{Calibration, Resolved};
+use numalab_linux::knobs::{Guard, Knob};
+use numalab_runner::{Backend, Configuration, Interval, Plan};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Options of the runner, the same for every benchmark and backend.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunnerArgs {
+    /// Recorded repetitions of every case
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub runs: u32,
+    /// Discarded runs of every case before the recorded ones
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
+    /// Configuration label recorded with every run (compare groups by it)
+    #[arg(long, default_value = "default")]
+    pub label: String,
+    /// Directory the run records are written to
+    #[arg(long, value_name = "DIR", default_value = "numalab-results")]
+    pub results: PathBuf,
+    /// Seconds between observations of tasks and memory: 0 turns them off;
+    /// auto is 1 s, stretched to 100x a sample's CPU time (at most 1% of a CPU)
+    #[arg(long, value_name = "SECONDS|auto", default_value = "auto", allow_negative_numbers = true, value_parser = Interval::parse)]
+    pub interval: Interval,
+    /// Shell command run before every repetition, untimed (e.g. 'sync';
+    /// 'make clean'); if it fails, that run is recorded as failed
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Shell command run once before the first run
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Shell command run once after the last run, also when interrupted
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// Set a sysctl for the runs and restore it after (repeatable; also
+    /// the NUMA-balancing scan tunables by their sysctl names, e.g.
+    /// kernel.numa_balancing_scan_period_max_ms=2000); needs root
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl)]
+    pub sysctl: Vec<Knob>,
+    /// Set every CPU's cpufreq governor for the runs (e.g. performance)
+    #[arg(long, value_name = "NAME", value_parser = parse_governor)]
+    pub governor: Option<Knob>,
+    /// Set transparent_hugepage/enabled for the runs (always, madvise, never)
+    #[arg(long, value_name = "MODE", value_parser = parse_thp)]
+    pub thp: Option<Knob>,
+    /// Write a file under /sys for the runs and restore it after (repeatable)
+    #[arg(long = "sysfs", value_name = "PATH=VALUE", value_parser = parse_sysfs)]
+    pub sysfs: Vec<Knob>,
+}
+
+fn parse_sysctl(s: &str) -> Result<Knob, String> {
+    Knob::parse_sysctl(s).map_err(|e| e.to_string())
+}
+fn parse_sysfs(s: &str) -> Result<Knob, String> {
+    Knob::parse_sysfs(s).map_err(|e| e.to_string())
+}
+fn parse_governor(s: &str) -> Result<Knob, String> {
+    Knob::governor(s).map_err(|e| e.to_string())
+}
+fn parse_thp(s: &str) -> Result<Knob, String> {
+    Knob::thp(s).map_err(|e| e.to_string())
+}
+
+impl RunnerArgs {
+    fn configuration(&self) -> Configuration {
+        let mut knobs = self.sysctl.clone();
+        knobs.extend(self.governor.clone());
+        knobs.extend(self.thp.clone());
+        knobs.extend(self.sysfs.iter().cloned());
+        Configuration {
+            label: self.label.clone(),
+            knobs,
+            prepare: self.prepare.clone(),
+            setup: self.setup.clone(),
+            cleanup: self.cleanup.clone(),
+        }
+    }
+}
+
+/// A benchmark and the runner's options.
+#[derive(clap::Subcommand)]
+pub enum BenchCmd {
+    /// Focht's numa_test (LKML, 2002): N tasks of random indirect updates,
+    /// a hackbench load peak 3 s in
+    #[command(name = "numa_test")]
+    NumaTest {
+        #[command(flatten)]
+        bench: NumaTestArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// autonuma-benchmark numa01 (Arcangeli, 2012): 2 processes whose
+    /// threads all zero their process's buffer
+    #[command(name = "numa01")]
+    Numa01 {
+        #[command(flatten)]
+        bench: AutonumaArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread
+    /// zeroing its own slice
+    #[command(name = "numa01_THREAD_ALLOC")]
+    Numa01ThreadAlloc {
+        #[command(flatten)]
+        bench: AutonumaArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// autonuma-benchmark numa02: 1 process, a thread per CPU, each zeroing
+    /// its own slice
+    #[command(name = "numa02")]
+    Numa02 {
+        #[command(flatten)]
+        bench: AutonumaArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// autonuma-benchmark numa02_SMT: numa02 with a thread per core
+    #[command(name = "numa02_SMT")]
+    Numa02Smt {
+        #[command(flatten)]
+        bench: AutonumaArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// The two-halves microbenchmark of IBS-driven NUMA balancing (2023):
+    /// two thread sets on two nodes, all memory first touched on one
+    #[command(name = "twohalves")]
+    Twohalves {
+        #[command(flatten)]
+        bench: TwoHalvesArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// Placement experiment (NEST evaluation, 2022): N spinning tasks on
+    /// CPU sets derived from the topology
+    #[command(name = "spin")]
+    Spin {
+        #[command(flatten)]
+        bench: SpinArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// Placement experiment (NEST evaluation, 2022): a hackbench message
+    /// storm on CPU sets derived from the topology
+    #[command(name = "hackbench")]
+    Hackbench {
+        #[command(flatten)]
+        bench: HackbenchArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
+    /// Any command, e.g. a configure script: elapsed, user and sys time of
+    /// its whole process tree per run (this machine and guests only)
+    #[command(name = "command")]
+    Command {
+        #[command(flatten)]
+        runner: RunnerArgs,
+        #[command(flatten)]
+        bench: CommandArgs,
+    },
+}
+
+impl BenchCmd {
+    /// The observation interval asked for.
+    pub fn interval(&self) -> Interval {
+        self.runner().interval
+    }
+
+    fn runner(&self) -> &RunnerArgs {
+        match self {
+            BenchCmd::NumaTest { runner, .. }
+            | BenchCmd::Numa01 { runner, .. }
+            | BenchCmd::Numa01ThreadAlloc { runner, .. }
+            | BenchCmd::Numa02 { runner, .. }
+            | BenchCmd::Numa02Smt { runner, .. }
+            | BenchCmd::Twohalves { runner, .. }
+            | BenchCmd::Spin { runner, .. }
+            | BenchCmd::Hackbench { runner, .. }
+            | BenchCmd::Command { runner, .. } => runner,
+        }
+    }
+
+    /// The cases, every default resolved on the backend's machine.
+    fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, numalab_bench::BenchError> {
+        match self {
+            BenchCmd::NumaTest { bench, .. } => bench.resolve(cal),
+            BenchCmd::Numa01 { bench, .. } => bench.resolve(Kind::Numa01, cal),
+            BenchCmd::Numa01ThreadAlloc { bench, .. } => {
+                bench.resolve(Kind::Numa01ThreadAlloc, cal)
+            }
+            BenchCmd::Numa02 { bench, .. } => bench.resolve(Kind::Numa02, cal),
+            BenchCmd::Numa02Smt { bench, .. } => bench.resolve(Kind::Numa02Smt, cal),
+            BenchCmd::Twohalves { bench, .. } => bench.resolve(cal),
+            BenchCmd::Spin { bench, .. } => bench.resolve(cal),
+            BenchCmd::Hackbench { bench, .. } => bench.resolve(cal),
+            BenchCmd::Command { bench, .. } => bench.resolve(cal),
+        }
+    }
+
+    fn is_command(&self) -> bool {
+        matches!(self, BenchCmd::Command { .. })
+    }
+}
+
+/// Resolve `cmd` on `backend`'s machine and run it: the whole of `numalab
+/// run` and `numalab sim` once the backend exists.
+pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
+    let r = cmd.runner();
+    if cmd.is_command() {
+        if let Some(why) = backend.unsupported(&numalab_bench::Case::Command(
+            numalab_bench::command::Params {
+                name: String::new(),
+                argv: Vec::new(),
+                cwd: None,
+            },
+        )) {
+            bail!("{why}");
+        }
+    }
+    let resolved = cmd.resolve(backend)?;
+    // A command's log lands beside its record whatever --cwd says.
+    let results = if cmd.is_command() {
+        std::path::absolute(&r.results)
+            .with_context(|| format!("results directory {}", r.results.display()))?
+    } else {
+        r.results.clone()
+    };
+    let plan = Plan {
+        configs: vec![r.configuration()],
+        cases: resolved.cases,
+        runs: r.runs,
+        warmup: r.warmup,
+        interval: r.interval,
+        results,
+        notes: resolved.notes.clone(),
+        guard: Some(Guard::this_executable()),
+    };
+    numalab_runner::check(&plan, backend)?;
+    eprintln!("numalab: on {}", backend.describe());
+    for n in &resolved.notes {
+        eprintln!("numalab: {n}");
+    }
+    for w in &resolved.warnings {
+        eprintln!("numalab: warning: {w}");
+    }
+    let out = numalab_runner::run(&plan, backend)?;
+    let refs: Vec<&numalab_record::RunRecord> = out.records.iter().map(|(_, r)| r).collect();
+    if !refs.is_empty() {
+        println!();
+        crate::print_stdout(&numalab_report::summary::invocation(&refs))?;
+        println!("records: {}", plan.results.display());
+    }
+    if out.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    let failed = out.failed();
+    if let Some(first) = failed.first() {
+        let reason = first.outcome.reason.as_deref().unwrap_or("unknown");
+        bail!(
+            "{} of {} runs failed (first: {})",
+            failed.len(),
+            out.records.len(),
+            reason.lines().next().unwrap_or(reason)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

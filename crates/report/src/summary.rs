@@ -1,0 +1,341 @@
+//! What `numalab run` and `numalab sim` print after all their runs: a
+//! summary of the records just written, per benchmark (in the order they
+//! ran) and label, in the seeds' style and within 80 columns.
+//!
+//! * `numa_test`: seed 001's table ([`crate::text::numa_test_summary`]);
+//! * numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT, twohalves: a row per
+//!   placement and the default placement's position between the bounds
+//!   ([`crate::autonuma::summary_table`]);
+//! * any other benchmark (spin, hackbench, commands): a row per case,
+//!   named by the parameters that vary (`placement=packed cpus=0-3`), with
+//!   the successful runs of all, and elapsed, user and sys time (and
+//!   hackbench time when recorded) as mean(stddev).
+//!
+//! Failed runs are counted under each table, with the first reason.
+
+use crate::autonuma;
+use crate::dataset::{canonical_json, variant_text, varying_keys};
+use crate::num;
+use crate::table::{split_cell, wrap, Column, Table, TEXT_WIDTH};
+use numalab_record::RunRecord;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+fn push_wrapped(out: &mut String, text: &str) {
+    for l in wrap(text, TEXT_WIDTH) {
+        let _ = writeln!(out, "{l}");
+    }
+}
+
+/// The summary of one invocation's records: per benchmark (first-seen
+/// order) and label (first-seen order), a heading line
+/// `numa01 summary, label "default":`, the benchmark's table, and the
+/// failed runs. Every line is at most 80 columns.
+pub fn invocation(records: &[&RunRecord]) -> String {
+    let mut benches: Vec<&str> = Vec::new();
+    let mut groups: Vec<((&str, &str), Vec<&RunRecord>)> = Vec::new();
+    for r in records {
+        if !benches.contains(&r.benchmark.as_str()) {
+            benches.push(&r.benchmark);
+        }
+        let key = (r.benchmark.as_str(), r.label.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    // Stable: labels keep their first-seen order within a benchmark.
+    groups.sort_by_key(|((b, _), _)| benches.iter().position(|x| x == b));
+    let mut out = String::new();
+    for (i, ((bench, label), recs)) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        push_wrapped(&mut out, &format!("{bench} summary, label {label:?}:"));
+        let ok = recs.iter().filter(|r| r.outcome.is_ok()).count();
+        if ok == 0 {
+            push_wrapped(&mut out, "no successful runs");
+        } else if *bench == "numa_test" {
+            out.push_str(&crate::text::numa_test_summary(recs));
+        } else if autonuma::BENCHMARKS.contains(bench) {
+            out.push_str(&autonuma::summary_table(recs));
+            let one_node = recs.iter().all(|r| {
+                r.machine
+                    .topology
+                    .nodes
+                    .iter()
+                    .filter(|n| !n.cpus.is_empty())
+                    .count()
+                    < 2
+            });
+            if one_node {
+                push_wrapped(
+                    &mut out,
+                    "convergence is trivial on this machine: it has one NUMA node with CPUs",
+                );
+            }
+        } else {
+            out.push_str(&generic_table(recs));
+        }
+        let failed: Vec<&&RunRecord> = recs.iter().filter(|r| !r.outcome.is_ok()).collect();
+        if let Some(first) = failed.first() {
+            push_wrapped(
+                &mut out,
+                &format!(
+                    "failed: {} of {} runs (first: run {}: {})",
+                    failed.len(),
+                    recs.len(),
+                    first.repetition.index,
+                    first
+                        .outcome
+                        .reason
+                        .as_deref()
+                        .unwrap_or("no reason recorded")
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// A row per case (first-seen order), named by the parameters that vary
+/// between the cases, or the benchmark's name when there is one case:
+/// runs ok/all, elapsed, user and sys time, and hackbench time when
+/// recorded, as mean(stddev) over successful runs.
+pub fn generic_table(records: &[&RunRecord]) -> String {
+    let Some(first) = records.first() else {
+        return String::new();
+    };
+    let mut keys: Vec<String> = Vec::new();
+    let mut cases: Vec<(&BTreeMap<String, serde_json::Value>, Vec<&RunRecord>)> = Vec::new();
+    for r in records {
+        let key = canonical_json(&serde_json::to_value(&r.params).unwrap_or_default());
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => cases[i].1.push(r),
+            None => {
+                keys.push(key);
+                cases.push((&r.params, vec![r]));
+            }
+        }
+    }
+    let maps: Vec<&BTreeMap<String, serde_json::Value>> = cases.iter().map(|(p, _)| *p).collect();
+    let vary = varying_keys(&maps);
+    let mut names: Vec<String> = cases
+        .iter()
+        .map(|(p, _)| {
+            let v = variant_text(p, &vary);
+            if v.is_empty() {
+                first.benchmark.clone()
+            } else {
+                v
+            }
+        })
+        .collect();
+    // Values that read the same (the string "2" and the number 2) are
+    // numbered, so that two rows never look alike.
+    for i in 0..names.len() {
+        let same: Vec<usize> = (0..names.len()).filter(|&j| names[j] == names[i]).collect();
+        if same.len() > 1 {
+            for (n, j) in same.into_iter().enumerate() {
+                names[j] = format!("{} #{}", names[j], n + 1);
+            }
+        }
+    }
+    let mut metrics = vec![
+        ("elapsed_s", "elapsed(s)"),
+        ("user_s", "user(s)"),
+        ("sys_s", "sys(s)"),
+    ];
+    if records.iter().any(|r| r.metrics.contains_key("hackbench_s")) {
+        metrics.push(("hackbench_s", "hackbench(s)"));
+    }
+    let rows: Vec<Vec<String>> = cases
+        .iter()
+        .map(|(_, rs)| {
+            let ok: Vec<&&RunRecord> = rs.iter().filter(|r| r.outcome.is_ok()).collect();
+            let mut cells = vec![format!("{}/{}", ok.len(), rs.len())];
+            for (m, _) in &metrics {
+                let v: Vec<f64> = ok.iter().filter_map(|r| r.metric(m)).collect();
+                cells.push(match numalab_stats::Summary::of(&v) {
+                    Ok(s) => num::mean_sd(s.mean, s.stddev),
+                    Err(_) => "-".into(),
+                });
+            }
+            cells
+        })
+        .collect();
+    // The case column gets what the values leave of 80 columns; a longer
+    // name continues on the next lines.
+    let mut headers = vec!["runs"];
+    headers.extend(metrics.iter().map(|(_, h)| *h));
+    let values_width: usize = (0..headers.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain(std::iter::once(headers[i].len()))
+                .max()
+                .unwrap_or(0)
+                + 2
+        })
+        .sum();
+    let room = TEXT_WIDTH.saturating_sub(values_width).clamp(12, 34);
+    let mut cols = vec![Column::key("case")];
+    cols.extend(headers.iter().map(|h| Column::right(h)));
+    let mut t = Table::new("", cols);
+    for (name, cells) in names.iter().zip(rows) {
+        let pieces = if name.chars().count() > room {
+            split_cell(name, room)
+        } else {
+            vec![name.clone()]
+        };
+        let mut row = vec![pieces[0].clone()];
+        row.extend(cells);
+        t.push(row);
+        for p in &pieces[1..] {
+            t.push(vec![p.clone()]);
+        }
+    }
+    t.legend
+        .push("mean(stddev) over successful runs; runs: successful/all".into());
+    t.to_text()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_record::{example_record, Metric, Outcome};
+
+    fn rec(bench: &str, label: &str, rep: u32, elapsed: f64) -> RunRecord {
+        let mut r = example_record(bench, label, rep, elapsed);
+        r.metrics.insert("sys_s".into(), Metric::seconds(0.25));
+        r
+    }
+
+    fn check(s: &str) {
+        for l in s.lines() {
+            assert!(l.len() <= 80, "line of {} columns: {l}\n{s}", l.len());
+            assert!(!l.contains('{') && !l.contains('['), "{l}\n{s}");
+        }
+    }
+
+    #[test]
+    fn numa_test_and_autonuma_use_the_seed_tables() {
+        let mut rs = Vec::new();
+        for (i, tasks) in [2u64, 2, 4].into_iter().enumerate() {
+            let mut r = rec("numa_test", "A", i as u32 + 1, 10.0 + i as f64);
+            r.params.insert("tasks".into(), tasks.into());
+            rs.push(r);
+        }
+        let mut failed = rec("numa_test", "A", 4, 1.0);
+        failed.outcome = Outcome::failed("task 2 was killed by signal 9");
+        rs.push(failed);
+        for (p, e) in [("bind", 10.0), ("default", 15.0), ("inverse-bind", 20.0)] {
+            let mut r = rec("numa01", "A", 1, e);
+            r.params.insert("placement".into(), p.into());
+            rs.push(r);
+        }
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let s = invocation(&refs);
+        check(&s);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "numa_test summary, label \"A\":", "{s}");
+        assert!(lines[1].starts_with("Tasks AverageUserTime"), "{s}");
+        assert!(
+            s.contains("failed: 1 of 4 runs (first: run 4: task 2 was killed by signal 9)"),
+            "{s}"
+        );
+        assert!(s.contains("\nnuma01 summary, label \"A\":\nplacement "), "{s}");
+        assert!(s.contains("default lies at 0.50 between bind (0)"), "{s}");
+    }
+
+    #[test]
+    fn other_benchmarks_get_a_row_per_case() {
+        let mut rs = Vec::new();
+        for (p, cpus) in [("packed", "0-3"), ("spread", "0-1,4-5")] {
+            for rep in 1..=3 {
+                let mut r = rec("spin", "quiet", rep, 10.0 + rep as f64);
+                r.params.insert("placement".into(), p.into());
+                r.params.insert("cpus".into(), cpus.into());
+                r.params.insert("tasks".into(), 4.into());
+                rs.push(r);
+            }
+        }
+        // An older record's parameters can hold arrays and objects.
+        let mut old = rec("spin", "quiet", 1, 12.0);
+        old.params
+            .insert("placement".into(), serde_json::json!(["x", "y"]));
+        old.params
+            .insert("cpus".into(), serde_json::json!({"node0": [0, 1], "node1": [2]}));
+        old.params.insert("tasks".into(), 4.into());
+        old.outcome = Outcome::failed("boom");
+        rs.push(old);
+        let mut h = rec("hackbench", "quiet", 1, 3.0);
+        h.metrics.insert("hackbench_s".into(), Metric::seconds(1.5));
+        rs.push(h);
+        // The first label of spin comes back after hackbench: still
+        // grouped with spin, which ran first.
+        let mut other = rec("spin", "busy", 1, 20.0);
+        other.params = rs[0].params.clone();
+        rs.push(other);
+        let mut c = rec("configure", "cfs", 1, 30.0);
+        c.params
+            .insert("command".into(), serde_json::json!(["sh", "-c", "./configure"]));
+        rs.push(c);
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let s = invocation(&refs);
+        check(&s);
+        let headings: Vec<&str> = s.lines().filter(|l| l.contains(" summary, ")).collect();
+        assert_eq!(
+            headings,
+            vec![
+                "spin summary, label \"quiet\":",
+                "spin summary, label \"busy\":",
+                "hackbench summary, label \"quiet\":",
+                "configure summary, label \"cfs\":",
+            ],
+            "{s}"
+        );
+        let row = s
+            .lines()
+            .find(|l| l.starts_with("cpus=0-3 placement=packed"))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!(row.contains(" 3/3 ") && row.contains("12.00(1.00)"), "{row}");
+        assert!(row.contains("0.250(0.000)"), "{row}");
+        // (wrapped: the name is longer than the room the values leave)
+        assert!(
+            s.contains("\ncpus=node0:0+1,node1:2          0/1 ")
+                && s.contains("\n  placement=x,y\n"),
+            "{s}"
+        );
+        assert!(s.contains("failed: 1 of 7 runs (first: run 1: boom)"), "{s}");
+        let hb = s
+            .split("hackbench summary")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!(hb.contains("hackbench(s)") && hb.contains("1.50(-)"), "{s}");
+        let spin = s.split("hackbench summary").next().unwrap();
+        assert!(!spin.contains("hackbench(s)"), "{s}");
+        // One case: the benchmark's name.
+        let cfg = s.split("configure summary").nth(1).unwrap();
+        assert!(cfg.lines().any(|l| l.starts_with("configure ")), "{s}");
+    }
+
+    #[test]
+    fn long_case_names_wrap_within_80_columns() {
+        let mut rs = Vec::new();
+        for n in 0..2 {
+            let mut r = rec("hackbench", "A", 1, 1000.5);
+            r.metrics.insert("hackbench_s".into(), Metric::seconds(1234.5));
+            r.params.insert(
+                "cpus".into(),
+                format!("0-3,8-11,16-19,24-27,32-35,40-43,48-51,56-{}", 59 + n).into(),
+            );
+            r.params.insert("placement".into(), "spread-smt".into());
+            rs.push(r);
+        }
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let s = invocation(&refs);
+        check(&s);
+        assert!(s.contains("56-59") && s.contains("56-60"), "{s}");
+    }
+}

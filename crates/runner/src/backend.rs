@@ -1,0 +1,103 @@
+//! The one interface between the runner and whatever runs a case: this
+//! machine (numalab-host), a QEMU guest (numalab-guest) or the simulator
+//! (numalab-sim). A backend knows how to do one run of a resolved case and
+//! turn it into a record; everything around that (order, repetitions,
+//! hooks, settings, progress, Ctrl-C, writing) is the runner's.
+
+use crate::interrupt::Interrupt;
+use crate::interval::Interval;
+use numalab_bench::{Calibration, Case};
+use numalab_record::{Outcome, Repetition, RunRecord, SCHEMA_VERSION};
+use numalab_topology::MachineInfo;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What one run is told.
+pub struct RunContext<'a> {
+    pub label: &'a str,
+    pub repetition: Repetition,
+    /// When to observe the run.
+    pub interval: Interval,
+    /// Set by Ctrl-C or SIGTERM: stop, kill every task, return
+    /// [`RunError::Interrupted`].
+    pub interrupt: &'a Interrupt,
+    /// The results directory (a backend may put files beside the record,
+    /// named after its id: a command's output log).
+    pub results: &'a Path,
+    /// Report the fraction of this run done so far (0 to 1), for the
+    /// progress bar and its ETA.
+    pub progress: &'a dyn Fn(f64),
+}
+
+impl RunContext<'_> {
+    /// A record for this run with nothing measured yet, as a backend that
+    /// runs in real time starts it (its id and start time are now).
+    pub fn new_record(&self, case: &Case, machine: &MachineInfo) -> RunRecord {
+        let started = chrono::Utc::now();
+        let benchmark = case.benchmark();
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            id: RunRecord::make_id(&benchmark, self.label, &started, self.repetition.index),
+            numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            benchmark,
+            params: case.params(),
+            label: self.label.to_string(),
+            repetition: self.repetition,
+            backend: numalab_record::Backend::real(),
+            machine: machine.clone(),
+            outcome: Outcome::ok(),
+            metrics: BTreeMap::new(),
+            processes: Vec::new(),
+            tasks: Vec::new(),
+            series: Default::default(),
+            convergence: None,
+            warnings: Vec::new(),
+            applied: Default::default(),
+        }
+    }
+}
+
+/// Why a run produced no record.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The user interrupted it; every task was stopped.
+    #[error("interrupted")]
+    Interrupted,
+    /// It could not be run at all (a task could not be started, ...).
+    /// A run that ran and failed is a record with a failed outcome.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Something that runs cases: the host, a guest, the simulator.
+pub trait Backend: Calibration {
+    /// `real`, `guest` or `sim`, as records name it.
+    fn kind(&self) -> &'static str;
+
+    /// One line on where the runs happen, printed before them.
+    fn describe(&self) -> String;
+
+    /// Why machine settings (`--sysctl`, `--governor`, `--thp`, `--sysfs`)
+    /// cannot be applied for this backend, if they cannot.
+    fn settings_unsupported(&self) -> Option<String> {
+        None
+    }
+
+    /// Why `case` cannot run on this backend, if it cannot (the
+    /// simulator cannot run a program), checked before anything runs.
+    fn unsupported(&self, _case: &Case) -> Option<String> {
+        None
+    }
+
+    /// Run `case` once.
+    fn run(&mut self, case: &Case, ctx: &RunContext) -> Result<RunRecord, RunError>;
+
+    /// A record for a run that could not start (its prepare hook failed),
+    /// tagged as this backend's records are.
+    fn failed_record(&self, case: &Case, ctx: &RunContext, reason: &str) -> RunRecord {
+        let mut r = ctx.new_record(case, self.machine());
+        r.outcome = Outcome::failed(reason);
+        r
+    }
+}

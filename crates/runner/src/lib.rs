@@ -1,0 +1,472 @@
+//! # numalab-runner: one runner for every backend
+//!
+//! Every `numalab run`, `numalab sim` and (inside the guest) `numalab vm`
+//! invocation is the same loop: a [`Plan`] of configurations × cases ×
+//! repetitions, run by one [`Backend`]. This crate is that loop, written
+//! once:
+//!
+//! - **Order.** Repetitions outermost; within a repetition every
+//!   configuration, and within it every case, in the order given. Drift
+//!   over time (thermal state, page cache, other load) then touches every
+//!   case alike instead of biasing the ones that ran last. Warm-up runs
+//!   (`--warmup N`) come first for each case and are discarded.
+//! - **Configurations.** A configuration is a label plus what is set up
+//!   for it: machine settings ([`numalab_linux::knobs`]: sysctls,
+//!   governor, THP, sysfs files) applied when it becomes active and
+//!   restored when it stops being active, on success, failure, Ctrl-C or
+//!   SIGTERM, and by a guard process when numalab is killed outright;
+//!   `--setup` once before its first run, `--cleanup` once after its
+//!   last, `--prepare` before every run (untimed; a failing prepare fails
+//!   that run). What was applied is written into every record.
+//! - **One record per run, written once.** The backend returns the
+//!   record; the runner adds what only it knows (the configuration's
+//!   settings and hooks, the sizing notes, how the case was realised) and
+//!   writes it atomically before the next run starts. Nothing is derived
+//!   across runs here: ratios, positions between bounds and summaries are
+//!   the report layer's, computed from the records.
+//! - **Progress.** One bar on standard error for the whole invocation,
+//!   with an ETA from the runs done and the current run's own progress;
+//!   one line per finished run on standard output; at the end a summary
+//!   rendered by numalab-report from the records just written.
+//! - **Ctrl-C and SIGTERM** set a flag ([`Interrupt`]) that the backend
+//!   polls: it kills and reaps every task and returns; the runner keeps
+//!   every finished record, restores the settings, says how many runs were
+//!   kept and reports [`Outcome::interrupted`].
+
+pub mod backend;
+pub mod hooks;
+pub mod interrupt;
+pub mod interval;
+
+pub use backend::{Backend, RunContext, RunError};
+pub use interrupt::{Interrupt, Interrupted};
+pub use interval::Interval;
+
+use numalab_bench::Case;
+use numalab_linux::knobs::{self, Knob};
+use numalab_record::{Applied, Repetition, RunRecord};
+use std::path::{Path, PathBuf};
+
+/// One configuration: what is compared.
+#[derive(Debug, Clone, Default)]
+pub struct Configuration {
+    pub label: String,
+    /// Machine settings applied while this configuration runs.
+    pub knobs: Vec<Knob>,
+    pub prepare: Option<String>,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+}
+
+/// Everything one invocation runs.
+pub struct Plan {
+    pub configs: Vec<Configuration>,
+    pub cases: Vec<Case>,
+    /// Recorded repetitions of every case in every configuration.
+    pub runs: u32,
+    /// Discarded runs of every case before the recorded ones.
+    pub warmup: u32,
+    pub interval: Interval,
+    pub results: PathBuf,
+    /// How the defaults were chosen, one line each (kept in every record's
+    /// `backend.details.sizing`).
+    pub notes: Vec<String>,
+    /// How to start the guard process that restores settings if numalab
+    /// is killed (None: no guard, e.g. in tests).
+    pub guard: Option<knobs::Guard>,
+}
+
+/// How an invocation ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Every record written, with its path, in run order.
+    pub records: Vec<(PathBuf, RunRecord)>,
+    /// The user interrupted it.
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// Runs that failed.
+    pub fn failed(&self) -> Vec<&RunRecord> {
+        self.records
+            .iter()
+            .map(|(_, r)| r)
+            .filter(|r| !r.outcome.is_ok())
+            .collect()
+    }
+}
+
+/// Why the runner could not run (not a run's failure: those are records).
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("results directory {dir}: {err}")]
+    Results { dir: String, err: String },
+    #[error(transparent)]
+    Settings(#[from] knobs::KnobError),
+    #[error(transparent)]
+    Hook(#[from] hooks::HookError),
+    #[error("{what}: {err}")]
+    Backend { what: String, err: String },
+    #[error("installing the Ctrl-C handler: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Check a plan against a backend before anything runs or is written.
+pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
+    if plan.cases.is_empty() || plan.configs.is_empty() {
+        return Err(RunnerError::Invalid("nothing to run".into()));
+    }
+    if plan.runs == 0 {
+        return Err(RunnerError::Invalid("--runs must be at least 1".into()));
+    }
+    for c in &plan.configs {
+        check_label(&c.label)?;
+        if let (Some(first), Some(why)) = (c.knobs.first(), backend.settings_unsupported()) {
+            return Err(RunnerError::Invalid(format!("{}: {why}", first.name())));
+        }
+    }
+    for case in &plan.cases {
+        if let Some(why) = backend.unsupported(case) {
+            return Err(RunnerError::Invalid(why));
+        }
+    }
+    numalab_record::ensure_writable_dir(&plan.results).map_err(|e| RunnerError::Results {
+        dir: plan.results.display().to_string(),
+        err: e.to_string(),
+    })
+}
+
+/// A label: a non-empty word of letters, digits, `_ - . + @ :` and
+/// spaces, at most 64 characters (it names table columns and files).
+pub fn check_label(label: &str) -> Result<(), RunnerError> {
+    let ok = !label.trim().is_empty()
+        && label.len() <= 64
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.+@: ".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(RunnerError::Invalid(format!(
+            "--label {label:?}: use 1 to 64 letters, digits, spaces or _ - . + @ :"
+        )))
+    }
+}
+
+struct Active {
+    config: usize,
+    applied: Option<knobs::Applied>,
+}
+
+/// Run the plan. Per-run lines go to standard output, progress to
+/// standard error.
+pub fn run(plan: &Plan, backend: &mut dyn Backend) -> Result<Outcome, RunnerError> {
+    check(plan, backend)?;
+    let interrupt = Interrupt::install().map_err(RunnerError::Signals)?;
+    run_with(plan, backend, &interrupt)
+}
+
+/// [`run`] with a given interrupt flag (tests set it themselves).
+pub fn run_with(
+    plan: &Plan,
+    backend: &mut dyn Backend,
+    interrupt: &Interrupt,
+) -> Result<Outcome, RunnerError> {
+    let keys = numalab_bench::varying_keys(&plan.cases);
+    let nconf = plan.configs.len();
+    let per_config = plan.cases.len() as u64 * (plan.runs + plan.warmup) as u64;
+    let total = per_config * nconf as u64;
+    let bar = progress::Bar::new(total);
+    let mut out = Outcome::default();
+    let mut active: Option<Active> = None;
+    let mut set_up = vec![false; nconf];
+    let mut step = 0u64;
+    let mut error: Option<RunnerError> = None;
+
+    'all: for rep in 0..plan.runs {
+        for (ci, config) in plan.configs.iter().enumerate() {
+            // Make `config` the active configuration.
+            if active.as_ref().map(|a| a.config) != Some(ci) {
+                if let Some(a) = active.take() {
+                    if let Some(ap) = a.applied {
+                        if let Err(e) = ap.restore() {
+                            error = Some(e.into());
+                            break 'all;
+                        }
+                    }
+                }
+                let applied = if config.knobs.is_empty() {
+                    None
+                } else {
+                    match knobs::apply(&config.knobs, Path::new("/"), plan.guard.as_ref()) {
+                        Ok(a) => {
+                            for (k, v) in a.values() {
+                                bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                            }
+                            Some(a)
+                        }
+                        Err(e) => {
+                            error = Some(e.into());
+                            break 'all;
+                        }
+                    }
+                };
+                active = Some(Active {
+                    config: ci,
+                    applied,
+                });
+                if !set_up[ci] {
+                    set_up[ci] = true;
+                    if let Some(cmd) = &config.setup {
+                        if let Err(e) = hooks::run("setup", cmd, interrupt) {
+                            error = Some(e.into());
+                            break 'all;
+                        }
+                    }
+                }
+            }
+            let applied = record_applied(config, plan.warmup, active.as_ref());
+            let reps: Vec<(u32, bool)> = if rep == 0 {
+                (0..plan.warmup)
+                    .map(|w| (w + 1, true))
+                    .chain([(1, false)])
+                    .collect()
+            } else {
+                vec![(rep + 1, false)]
+            };
+            for case in &plan.cases {
+                for &(index, warmup) in &reps {
+                    step += 1;
+                    let title = case.title(&keys);
+                    let repetition = Repetition {
+                        index,
+                        of: if warmup { plan.warmup } else { plan.runs },
+                    };
+                    let what = if warmup {
+                        format!("warmup {index}/{}", plan.warmup)
+                    } else {
+                        format!("#{index}")
+                    };
+                    let head = format!(
+                        "[{step}/{total}] {}{title} {what}",
+                        label_prefix(plan, config)
+                    );
+                    bar.start(step - 1, &head);
+                    let progress = |f: f64| bar.within(step - 1, f);
+                    let ctx = RunContext {
+                        label: &config.label,
+                        repetition,
+                        interval: plan.interval,
+                        interrupt,
+                        results: &plan.results,
+                        progress: &progress,
+                    };
+                    let result = match &config.prepare {
+                        Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
+                            Ok(()) => backend.run(case, &ctx),
+                            Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
+                            Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
+                        },
+                        None => backend.run(case, &ctx),
+                    };
+                    let mut rec = match result {
+                        Ok(r) => r,
+                        Err(RunError::Interrupted) => {
+                            out.interrupted = true;
+                            break 'all;
+                        }
+                        Err(RunError::Failed(e)) => {
+                            error = Some(RunnerError::Backend { what: head, err: e });
+                            break 'all;
+                        }
+                    };
+                    bar.done(step);
+                    if warmup {
+                        bar.println(&run_line(&head, &rec));
+                        continue;
+                    }
+                    complete(&mut rec, case, plan, &applied);
+                    match numalab_record::write_atomic(&plan.results, &rec) {
+                        Ok(path) => {
+                            bar.println(&run_line(&head, &rec));
+                            out.records.push((path, rec));
+                        }
+                        Err(e) => {
+                            error = Some(RunnerError::Results {
+                                dir: plan.results.display().to_string(),
+                                err: format!("writing the record of {head}: {e}"),
+                            });
+                            break 'all;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    bar.finish();
+    // Settings back, then the cleanups, whatever happened.
+    if let Some(a) = active.take() {
+        if let Some(ap) = a.applied {
+            if let Err(e) = ap.restore() {
+                eprintln!("numalab: error: {e}");
+                error.get_or_insert(e.into());
+            }
+        }
+    }
+    let cleanup_interrupt = Interrupt::never();
+    for (ci, config) in plan.configs.iter().enumerate() {
+        if let (true, Some(cmd)) = (set_up[ci], &config.cleanup) {
+            if let Err(e) = hooks::run("cleanup", cmd, &cleanup_interrupt) {
+                eprintln!("numalab: error: {e}");
+                error.get_or_insert(e.into());
+            }
+        }
+    }
+    if out.interrupted {
+        eprintln!(
+            "numalab: interrupted: every task stopped; {} finished run(s) kept in {}",
+            out.records.len(),
+            plan.results.display()
+        );
+    }
+    if let Some(e) = error {
+        if !out.records.is_empty() {
+            eprintln!(
+                "numalab: {} finished run(s) kept in {}",
+                out.records.len(),
+                plan.results.display()
+            );
+        }
+        return Err(e);
+    }
+    Ok(out)
+}
+
+fn label_of(c: &Configuration) -> String {
+    format!("label {:?}:", c.label)
+}
+
+fn label_prefix(plan: &Plan, c: &Configuration) -> String {
+    if plan.configs.len() > 1 {
+        format!("{}: ", c.label)
+    } else {
+        String::new()
+    }
+}
+
+fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Applied {
+    Applied {
+        settings: active
+            .and_then(|a| a.applied.as_ref())
+            .map(|a| a.values().clone())
+            .unwrap_or_default(),
+        prepare: c.prepare.clone(),
+        setup: c.setup.clone(),
+        cleanup: c.cleanup.clone(),
+        warmup,
+    }
+}
+
+/// What only the runner knows, added before the record is written.
+fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
+    rec.applied = applied.clone();
+    let details = rec.backend.details_mut();
+    for (k, v) in case.details() {
+        details.entry(k).or_insert(v);
+    }
+    if !plan.notes.is_empty() {
+        details
+            .entry("sizing".into())
+            .or_insert_with(|| plan.notes.clone().into());
+    }
+}
+
+/// One line per finished run, within 80 columns: where it stands, its
+/// outcome and its main times; warnings and a failure's reason follow on
+/// lines of their own.
+pub fn run_line(head: &str, rec: &RunRecord) -> String {
+    let status = if rec.outcome.is_ok() { "ok" } else { "FAILED" };
+    let m = |k: &str| rec.metric(k);
+    let mut times = Vec::new();
+    if let Some(e) = m("elapsed_s") {
+        times.push(format!("{e:.2} s"));
+    }
+    if let Some(u) = m("user_s") {
+        times.push(format!("user {u:.2} s"));
+    }
+    if let Some(h) = m("hackbench_s") {
+        if rec.benchmark != "hackbench" {
+            times.push(format!("H {h:.2} s"));
+        }
+    }
+    let tail = format!("{status}  {}", times.join("  "));
+    let mut s = if head.len() + 2 + tail.len() <= 80 {
+        format!("{head}: {tail}")
+    } else {
+        format!("{head}:\n    {tail}")
+    };
+    for w in &rec.warnings {
+        s.push_str(&format!("\n    warning: {w}"));
+    }
+    if let Some(r) = &rec.outcome.reason {
+        s.push_str(&format!("\n    failed: {}", r.lines().next().unwrap_or(r)));
+    }
+    s
+}
+
+mod progress {
+    //! The invocation's one progress bar: position in thousandths of a
+    //! run, so the ETA counts the current run's own progress.
+
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+    pub struct Bar(ProgressBar);
+
+    impl Bar {
+        pub fn new(runs: u64) -> Bar {
+            let pb = ProgressBar::with_draw_target(
+                Some(runs.max(1) * 1000),
+                ProgressDrawTarget::stderr(),
+            );
+            pb.set_style(
+                ProgressStyle::with_template("{wide_msg} {bar:12} {percent:>3}% ETA {eta}")
+                    .expect("valid template"),
+            );
+            Bar(pb)
+        }
+
+        pub fn start(&self, done: u64, msg: &str) {
+            self.0.set_message(msg.to_string());
+            self.0.set_position(done * 1000);
+        }
+
+        pub fn within(&self, done: u64, fraction: f64) {
+            let f = if fraction.is_finite() {
+                fraction.clamp(0.0, 0.999)
+            } else {
+                0.0
+            };
+            self.0.set_position(done * 1000 + (f * 1000.0) as u64);
+        }
+
+        pub fn done(&self, done: u64) {
+            self.0.set_position(done * 1000);
+        }
+
+        /// A line on standard error, above the bar.
+        pub fn note(&self, line: &str) {
+            self.0.suspend(|| eprintln!("{line}"));
+        }
+
+        /// A line on standard output, above the bar.
+        pub fn println(&self, line: &str) {
+            self.0.suspend(|| println!("{line}"));
+        }
+
+        pub fn finish(&self) {
+            self.0.finish_and_clear();
+        }
+    }
+}
