@@ -697,6 +697,22 @@ pub fn apply(knobs: &[Knob], root: &Path, guard: Option<&Guard>) -> Result<Appli
     apply_with(knobs, root, guard, &mut write_value)
 }
 
+/// The checks [`apply`] makes before it writes anything (names, values,
+/// files present and writable), without writing: so a bad setting is
+/// refused before any run starts.
+pub fn check(knobs: &[Knob], root: &Path) -> Result<(), KnobError> {
+    let real_root = root == Path::new("/");
+    let mut seen = std::collections::BTreeSet::new();
+    for k in knobs {
+        k.validate()?;
+        if !seen.insert(k.name()) {
+            return Err(KnobError::Duplicate { knob: k.label() });
+        }
+        resolve(k, root, real_root)?;
+    }
+    Ok(())
+}
+
 type Writer<'a> = dyn FnMut(&Path, &str) -> io::Result<()> + 'a;
 
 fn apply_with(

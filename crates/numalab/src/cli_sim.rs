@@ -36,7 +36,7 @@ pub struct SimArgs {
     #[arg(long, global = true, default_value_t = 1)]
     seed: u64,
     /// Write each run's simulated schedule as a Chrome/Perfetto trace
-    /// (JSON) beside its record, as <record id>.trace.json
+    /// (JSON) beside its record, as <record id>.trace
     #[arg(long, global = true)]
     trace: bool,
     /// Length of the simulation tick in microseconds

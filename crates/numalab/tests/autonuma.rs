@@ -91,11 +91,29 @@ fn numa02_runs_twice_and_says_whether_convergence_is_trivial() {
         }
     }
     if cpu_nodes(&recs[0]) < 2 {
-        assert!(out.contains("convergence: trivial here"), "{out}");
+        assert!(out.contains("convergence is trivial"), "{out}");
         assert!(err.contains("convergence is trivial here"), "{err}");
     }
-    assert!(out.contains("Memory per node vs time"), "{out}");
+    // One line per run, then the summary from the records.
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with('[')).count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains("numa02 summary"), "{out}");
     assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+    // The charts are the report layer's, from the records.
+    let first = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let shown = numalab(&["show", first.to_str().unwrap()]);
+    assert!(
+        text(&shown).0.contains("Memory per node vs time"),
+        "{}",
+        text(&shown).0
+    );
 }
 
 /// Without `--interval` the interval is `auto`: at least 1 s between
@@ -187,7 +205,7 @@ fn every_benchmark_and_placement_does_all_its_work() {
                 .iter()
                 .find(|s| s.task_memory_bytes.iter().all(|m| !m.is_empty()))
                 .expect("a sample with task memory");
-            let want: Vec<u64> = match &r.params["first_touch"][0]["Bound"]["nodes"] {
+            let want: Vec<u64> = match &r.backend.details()["memory_nodes"][0] {
                 serde_json::Value::Array(v) => v.iter().map(|n| n.as_u64().unwrap()).collect(),
                 v => panic!("{v}"),
             };

@@ -263,20 +263,21 @@ fn twohalves_without_numa_balancing_migrates_nothing() {
 /// Every sample after the start has each thread's memory on the node the
 /// plan bound it to, and each thread on the node it was pinned to.
 fn check_placed(r: &Value) {
-    let bound: Vec<Vec<u64>> = r["params"]["first_touch"]
+    // How the plan was realised on the guest is a backend fact.
+    let details = &r["backend"]["details"];
+    let bound: Vec<Vec<u64>> = details["memory_nodes"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("memory_nodes: {details}"))
         .iter()
         .map(|m| {
-            m["Bound"]["nodes"]
-                .as_array()
+            m.as_array()
                 .unwrap_or_else(|| panic!("bound: {m}"))
                 .iter()
                 .map(|n| n.as_u64().unwrap())
                 .collect()
         })
         .collect();
-    let run_on: Vec<u64> = r["params"]["thread_nodes"]
+    let run_on: Vec<u64> = details["thread_nodes"]
         .as_array()
         .unwrap()
         .iter()

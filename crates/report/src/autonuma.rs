@@ -4,7 +4,7 @@
 //! (memory per node, pages migrated, progress over time) are
 //! [`crate::show::record_charts`], the same as `numalab show` draws.
 
-use crate::dataset::{canonical_json, param_value, varying_keys, variant_text, Dataset, Key};
+use crate::dataset::{canonical_json, param_value, variant_text, varying_keys, Dataset, Key};
 use crate::text::mean_paren_sd;
 use numalab_record::{ConvergenceState, RunRecord};
 use serde::Serialize;
@@ -534,6 +534,33 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("bind "), "{t}");
         assert!(lines[2].starts_with("default "), "{t}");
+        assert!(t.lines().all(|l| l.len() <= 80), "{t}");
+    }
+
+    #[test]
+    fn runs_that_differ_in_other_parameters_get_a_block_each() {
+        let mut rs = Vec::new();
+        for (threads, times) in [(2u64, [10.0, 15.0, 20.0]), (4, [10.0, 11.0, 20.0])] {
+            for (p, e) in ["bind", "default", "inverse-bind"].iter().zip(times) {
+                let mut r = rec(p, e);
+                r.params.insert("threads".into(), threads.into());
+                rs.push(r);
+            }
+        }
+        // An older record's own position_between_bounds is never read.
+        rs[1].metrics.insert(
+            "position_between_bounds".into(),
+            numalab_record::Metric::new(0.99, "fraction", numalab_record::Better::Lower),
+        );
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let t = summary_table(&refs);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[1], "threads=2:", "{t}");
+        assert!(lines[2].starts_with("bind "), "{t}");
+        assert!(t.contains("default lies at 0.50"), "{t}");
+        assert!(t.contains("\nthreads=4:\nbind "), "{t}");
+        assert!(t.contains("default lies at 0.10"), "{t}");
+        assert!(!t.contains("0.99"), "{t}");
         assert!(t.lines().all(|l| l.len() <= 80), "{t}");
     }
 

@@ -87,14 +87,22 @@ impl Default for CompareOptions {
 
 #[derive(Debug)]
 pub enum CompareError {
-    UnknownBaseline { given: String, labels: Vec<String> },
+    UnknownBaseline {
+        given: String,
+        labels: Vec<String>,
+    },
     /// With `--group-by`: no configuration of that name.
     UnknownConfiguration {
         given: String,
         configurations: Vec<String>,
     },
-    UnknownMetric { given: String, metrics: Vec<String> },
-    NoSuccessfulRuns { failed: usize },
+    UnknownMetric {
+        given: String,
+        metrics: Vec<String>,
+    },
+    NoSuccessfulRuns {
+        failed: usize,
+    },
     InvalidOption(String),
 }
 
@@ -478,7 +486,9 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
     // host and backend of it), LABEL@HOST, or one configuration's name;
     // with --group-by, one configuration's name.
     let configs_where = |f: &dyn Fn(&crate::dataset::Config) -> bool| -> BTreeSet<usize> {
-        (0..ds.configs.len()).filter(|&k| f(&ds.configs[k])).collect()
+        (0..ds.configs.len())
+            .filter(|&k| f(&ds.configs[k]))
+            .collect()
     };
     let default_grouping = ds.default_grouping();
     let (base_name, base_set): (String, BTreeSet<usize>) = if !default_grouping {
@@ -496,15 +506,12 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         }
     } else {
         match &opts.baseline {
-            None => (
-                labels[0].clone(),
-                configs_where(&|c| c.label == labels[0]),
-            ),
+            None => (labels[0].clone(), configs_where(&|c| c.label == labels[0])),
             Some(b) if labels.contains(b) => (b.clone(), configs_where(&|c| &c.label == b)),
             Some(b) => {
-                let pinned = b.rsplit_once('@').map(|(l, h)| {
-                    configs_where(&|c| c.label == l && c.host == h)
-                });
+                let pinned = b
+                    .rsplit_once('@')
+                    .map(|(l, h)| configs_where(&|c| c.label == l && c.host == h));
                 match (ds.config_named(b), pinned) {
                     (Some(k), _) => (b.clone(), BTreeSet::from([k])),
                     (None, Some(set)) if !set.is_empty() => (b.clone(), set),

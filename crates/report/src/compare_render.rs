@@ -341,21 +341,27 @@ fn header_lines(r: &CompareReport, layout: Layout) -> Vec<String> {
         }
         v.push(s + ".");
     }
+    v.push(explanation(r, layout));
+    v
+}
+
+/// The line under the header that says how to read the tables: the test,
+/// the intervals, what `change` and the verdict mean.
+pub fn explanation(r: &CompareReport, layout: Layout) -> String {
     let alpha = r.settings.alpha;
     match layout {
-        Layout::Full => v.push(format!(
+        Layout::Full => format!(
             "{} test, {} intervals. change: of the means, or \"~\" when not significant (p >= {alpha}). verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold.",
             test_name(r.settings.test),
             conf_pct(r),
             noise_pct(r)
-        )),
-        Layout::Normalized => v.push(format!(
+        ),
+        Layout::Normalized => format!(
             "Each configuration's mean divided by its baseline's in the same case. * significant ({} test, p < {alpha}) and beyond the {} noise threshold; ~ not significant or within noise; ? too few runs to test. Better: L lower is better, H higher is better.",
             test_name(r.settings.test),
             noise_pct(r)
-        )),
+        ),
     }
-    v
 }
 
 fn config_lines(r: &CompareReport) -> Vec<String> {
@@ -394,10 +400,7 @@ fn case_lines(r: &CompareReport, ds_common: &dyn Fn(&str) -> Vec<String>) -> Vec
     for (i, c) in r.cases.iter().enumerate() {
         v.push(format!("  {}", c.name));
         // position_between_bounds under the last case of its set.
-        for ps in families
-            .iter()
-            .filter(|ps| ps[0].cases.last() == Some(&i))
-        {
+        for ps in families.iter().filter(|ps| ps[0].cases.last() == Some(&i)) {
             let p = ps[0];
             let text = crate::autonuma::position_text(ps);
             v.push(if p.cases.len() > 1 && !p.variant.is_empty() {

@@ -114,7 +114,14 @@ pub enum Key {
 }
 
 /// The keys `--group-by` takes besides any parameter name.
-pub const GROUP_KEYS: [&str; 6] = ["label", "kernel", "host", "backend", "numa_balancing", "thp"];
+pub const GROUP_KEYS: [&str; 6] = [
+    "label",
+    "kernel",
+    "host",
+    "backend",
+    "numa_balancing",
+    "thp",
+];
 
 impl Key {
     /// A named key, or else a parameter name.
@@ -637,10 +644,8 @@ impl Dataset {
         for ((b, _), params) in &case_map {
             sets.entry(b.as_str()).or_default().push(params);
         }
-        let varying: BTreeMap<&str, BTreeSet<String>> = sets
-            .iter()
-            .map(|(b, s)| (*b, varying_keys(s)))
-            .collect();
+        let varying: BTreeMap<&str, BTreeSet<String>> =
+            sets.iter().map(|(b, s)| (*b, varying_keys(s))).collect();
         ds.cases = case_map
             .iter()
             .map(|((b, key), params)| {
@@ -936,7 +941,10 @@ mod tests {
         let ds = Dataset::new(v);
         let names: Vec<&str> = ds.cases.iter().map(|c| c.name.as_str()).collect();
         for n in &names {
-            assert!(!n.contains('{') && !n.contains('[') && !n.contains('"'), "{n}");
+            assert!(
+                !n.contains('{') && !n.contains('[') && !n.contains('"'),
+                "{n}"
+            );
         }
         assert!(names.contains(&"numa_test cpus=0,1"), "{names:?}");
         assert!(names.contains(&"numa_test cpus=node0:0+1"), "{names:?}");
@@ -1012,7 +1020,11 @@ mod tests {
         let f = |s: &str| -> Filter { s.parse().unwrap() };
         let opts = DatasetOptions {
             group_by: vec![],
-            filters: vec![f("kernel=6.1.0"), f("placement=bind"), f("placement=default")],
+            filters: vec![
+                f("kernel=6.1.0"),
+                f("placement=bind"),
+                f("placement=default"),
+            ],
         };
         let ds = Dataset::with_options(numa01_set(), &opts).unwrap();
         assert_eq!(ds.runs.len(), 4);
@@ -1022,7 +1034,13 @@ mod tests {
             group_by: vec![],
             filters: vec![f("threads=4.0"), f("benchmark=numa01")],
         };
-        assert_eq!(Dataset::with_options(numa01_set(), &opts).unwrap().runs.len(), 12);
+        assert_eq!(
+            Dataset::with_options(numa01_set(), &opts)
+                .unwrap()
+                .runs
+                .len(),
+            12
+        );
 
         let err = |filters: Vec<Filter>, group_by: Vec<Key>| {
             Dataset::with_options(numa01_set(), &DatasetOptions { group_by, filters })

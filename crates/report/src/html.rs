@@ -215,15 +215,11 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
 
     // Comparison: per metric, the table and the runs per configuration.
     let _ = write!(p.body, "<section id=\"comparison\"><h2>Comparison</h2>");
-    let head = compare_render::to_text(cmp, Layout::Full);
-    if let Some(explain) = head.lines().nth(1) {
-        let mut s = explain.to_string();
-        for l in head.lines().skip(2).take_while(|l| l.starts_with("  ")) {
-            s.push(' ');
-            s.push_str(l.trim());
-        }
-        let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
-    }
+    let _ = write!(
+        p.body,
+        "<p class=\"meta\">{}</p>",
+        esc(&compare_render::explanation(cmp, Layout::Full))
+    );
     for t in &cmp.tables {
         let _ = write!(
             p.body,

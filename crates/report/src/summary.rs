@@ -146,7 +146,10 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
         ("user_s", "user(s)"),
         ("sys_s", "sys(s)"),
     ];
-    if records.iter().any(|r| r.metrics.contains_key("hackbench_s")) {
+    if records
+        .iter()
+        .any(|r| r.metrics.contains_key("hackbench_s"))
+    {
         metrics.push(("hackbench_s", "hackbench(s)"));
     }
     let rows: Vec<Vec<String>> = cases
@@ -244,7 +247,10 @@ mod tests {
             s.contains("failed: 1 of 4 runs (first: run 4: task 2 was killed by signal 9)"),
             "{s}"
         );
-        assert!(s.contains("\nnuma01 summary, label \"A\":\nplacement "), "{s}");
+        assert!(
+            s.contains("\nnuma01 summary, label \"A\":\nplacement "),
+            "{s}"
+        );
         assert!(s.contains("default lies at 0.50 between bind (0)"), "{s}");
     }
 
@@ -264,8 +270,10 @@ mod tests {
         let mut old = rec("spin", "quiet", 1, 12.0);
         old.params
             .insert("placement".into(), serde_json::json!(["x", "y"]));
-        old.params
-            .insert("cpus".into(), serde_json::json!({"node0": [0, 1], "node1": [2]}));
+        old.params.insert(
+            "cpus".into(),
+            serde_json::json!({"node0": [0, 1], "node1": [2]}),
+        );
         old.params.insert("tasks".into(), 4.into());
         old.outcome = Outcome::failed("boom");
         rs.push(old);
@@ -278,8 +286,10 @@ mod tests {
         other.params = rs[0].params.clone();
         rs.push(other);
         let mut c = rec("configure", "cfs", 1, 30.0);
-        c.params
-            .insert("command".into(), serde_json::json!(["sh", "-c", "./configure"]));
+        c.params.insert(
+            "command".into(),
+            serde_json::json!(["sh", "-c", "./configure"]),
+        );
         rs.push(c);
         let refs: Vec<&RunRecord> = rs.iter().collect();
         let s = invocation(&refs);
@@ -299,7 +309,10 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("cpus=0-3 placement=packed"))
             .unwrap_or_else(|| panic!("{s}"));
-        assert!(row.contains(" 3/3 ") && row.contains("12.00(1.00)"), "{row}");
+        assert!(
+            row.contains(" 3/3 ") && row.contains("12.00(1.00)"),
+            "{row}"
+        );
         assert!(row.contains("0.250(0.000)"), "{row}");
         // (wrapped: the name is longer than the room the values leave)
         assert!(
@@ -307,7 +320,10 @@ mod tests {
                 && s.contains("\n  placement=x,y\n"),
             "{s}"
         );
-        assert!(s.contains("failed: 1 of 7 runs (first: run 1: boom)"), "{s}");
+        assert!(
+            s.contains("failed: 1 of 7 runs (first: run 1: boom)"),
+            "{s}"
+        );
         let hb = s
             .split("hackbench summary")
             .nth(1)
@@ -325,7 +341,8 @@ mod tests {
         let mut rs = Vec::new();
         for n in 0..2 {
             let mut r = rec("hackbench", "A", 1, 1000.5);
-            r.metrics.insert("hackbench_s".into(), Metric::seconds(1234.5));
+            r.metrics
+                .insert("hackbench_s".into(), Metric::seconds(1234.5));
             r.params.insert(
                 "cpus".into(),
                 format!("0-3,8-11,16-19,24-27,32-35,40-43,48-51,56-{}", 59 + n).into(),

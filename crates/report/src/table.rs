@@ -127,7 +127,8 @@ impl Table {
                 })
                 .collect()
         };
-        let rows: Vec<(RowKind, Vec<Row>)> = self.rows.iter().map(|r| (r.kind, lines_of(r))).collect();
+        let rows: Vec<(RowKind, Vec<Row>)> =
+            self.rows.iter().map(|r| (r.kind, lines_of(r))).collect();
         let cell = |r: &Row, i: usize| -> String { r.cells[i].clone() };
         let widths: Vec<usize> = (0..ncols)
             .map(|i| {

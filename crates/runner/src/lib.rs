@@ -126,6 +126,7 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
         if let (Some(first), Some(why)) = (c.knobs.first(), backend.settings_unsupported()) {
             return Err(RunnerError::Invalid(format!("{}: {why}", first.name())));
         }
+        knobs::check(&c.knobs, Path::new("/"))?;
     }
     for case in &plan.cases {
         if let Some(why) = backend.unsupported(case) {

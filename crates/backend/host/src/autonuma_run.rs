@@ -49,6 +49,21 @@ fn plan_details(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
         .collect();
     let mut m = BTreeMap::new();
     m.insert("first_touch".into(), first_touch.into());
+    // The node of each region of each process, when bound.
+    let bound: Vec<Option<&Vec<u32>>> = plan
+        .procs
+        .iter()
+        .map(|p| match &p.memory {
+            autonuma::MemPlan::Bound { nodes } => Some(nodes),
+            _ => None,
+        })
+        .collect();
+    if bound.iter().all(|b| b.is_some()) {
+        m.insert(
+            "memory_nodes".into(),
+            serde_json::to_value(&bound).unwrap_or_default(),
+        );
+    }
     if plan.ideal_nodes.iter().any(|n| n.is_some()) {
         m.insert(
             "thread_nodes".into(),

@@ -19,7 +19,7 @@ pub struct SimBackend {
     /// Seed of the first repetition.
     seed: u64,
     /// Write each run's schedule as a Chrome/Perfetto trace beside its
-    /// record (`<id>.trace.json`).
+    /// record (`<id>.trace`, Chrome trace-event JSON).
     pub trace: bool,
     /// Trace files written, in run order.
     pub traces: Vec<PathBuf>,
@@ -120,7 +120,7 @@ impl Backend for SimBackend {
         }
         let mut rec = out.record;
         if let Some(json) = out.trace_json {
-            let path = ctx.results.join(format!("{}.trace.json", rec.id));
+            let path = ctx.results.join(format!("{}.trace", rec.id));
             std::fs::write(&path, json).map_err(|e| {
                 RunError::Failed(format!("writing the trace {}: {e}", path.display()))
             })?;

@@ -1,0 +1,364 @@
+//! One benchmark, one runner, three backends: the same benchmark run on
+//! this machine and on a simulated one lands in the same `compare` case,
+//! with the same parameters and metric names; the runner's hooks and
+//! settings work and are recorded.
+
+mod common;
+
+use common::{assert_one_line_error, numalab_in as numalab, text};
+use std::path::Path;
+
+fn records(dir: &Path) -> Vec<numalab_record::RunRecord> {
+    let rep = numalab_record::load_paths(&[dir.to_path_buf()]);
+    assert!(rep.errors.is_empty(), "{:?}", rep.errors);
+    rep.records.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Run `args` on the host (label host) and on ht2 (label sim) into `res`.
+fn both(d: &Path, res: &str, bench: &[&str]) {
+    let mut real = vec!["run"];
+    real.extend_from_slice(bench);
+    real.extend(["--runs", "2", "--label", "host", "--results", res]);
+    let o = numalab(&real, d);
+    assert!(o.status.success(), "{real:?}: {}", text(&o.stderr));
+    let mut sim = vec!["sim", "--machine", "ht2"];
+    sim.extend_from_slice(bench);
+    sim.extend(["--runs", "2", "--label", "sim", "--results", res]);
+    let o = numalab(&sim, d);
+    assert!(o.status.success(), "{sim:?}: {}", text(&o.stderr));
+}
+
+#[test]
+fn real_and_simulated_runs_of_every_benchmark_share_one_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [&[&str]; 6] = [
+        &["numa01", "--threads", "1", "--bytes", "16M", "--loops", "2"],
+        &["numa02", "--threads", "2", "--bytes", "16M", "--loops", "2"],
+        &[
+            "numa_test",
+            "--tasks",
+            "2",
+            "--size",
+            "50000",
+            "--disturb",
+            "none",
+        ],
+        &[
+            "twohalves",
+            "--threads",
+            "1",
+            "--bytes",
+            "16M",
+            "--iterations",
+            "2",
+        ],
+        &[
+            "spin",
+            "--tasks",
+            "1",
+            "--iterations",
+            "5000000",
+            "--placement",
+            "default",
+        ],
+        &[
+            "hackbench",
+            "--groups",
+            "1",
+            "--fds",
+            "4",
+            "--loops",
+            "5",
+            "--placement",
+            "default",
+        ],
+    ];
+    for (i, bench) in cases.iter().enumerate() {
+        let res = format!("r{i}");
+        both(d, &res, bench);
+        let recs = records(&d.join(&res));
+        assert_eq!(recs.len(), 4);
+        let (real, sim): (Vec<_>, Vec<_>) = recs.iter().partition(|r| r.backend.kind() == "real");
+        assert_eq!((real.len(), sim.len()), (2, 2));
+        // The same case key, the same metric names.
+        assert_eq!(real[0].benchmark, sim[0].benchmark);
+        assert_eq!(real[0].params, sim[0].params, "{}", real[0].benchmark);
+        for m in ["elapsed_s", "user_s", "numa_pages_migrated"] {
+            assert!(real[0].metric(m).is_some(), "real {m}");
+            assert!(sim[0].metric(m).is_some(), "sim {m}");
+        }
+        for r in &recs {
+            for v in r.params.values() {
+                assert!(!v.is_array() && !v.is_object(), "{v}");
+            }
+        }
+        let o = numalab(
+            &["compare", &res, "--baseline", "host", "--format", "csv"],
+            d,
+        );
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let mut rd = csv::Reader::from_reader(out.as_bytes());
+        let head = rd.headers().unwrap().clone();
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        for m in ["elapsed_s", "user_s", "numa_pages_migrated"] {
+            let groups: Vec<&csv::StringRecord> = rows
+                .iter()
+                .filter(|r| &r[col("kind")] == "group" && &r[col("metric")] == m)
+                .collect();
+            let cases: std::collections::BTreeSet<&str> =
+                groups.iter().map(|r| &r[col("case")]).collect();
+            assert_eq!(cases.len(), 1, "{m}: one case\n{out}");
+            assert_eq!(groups.len(), 2, "{m}: both labels\n{out}");
+            let sim = groups.iter().find(|r| &r[col("label")] == "sim").unwrap();
+            assert!(!sim[col("verdict")].is_empty(), "{m}: a verdict\n{out}");
+        }
+        let text_out = text(&numalab(&["compare", &res, "--baseline", "host"], d).stdout);
+        assert!(!text_out.contains("no baseline"), "{text_out}");
+    }
+}
+
+#[test]
+fn scans_expand_into_cases_and_names_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "numa02",
+            "--threads",
+            "2,4",
+            "--bytes",
+            "16M",
+            "--loops",
+            "2",
+            "--placement",
+            "default,bind,inverse-bind",
+        ],
+        d,
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with('[')).count(),
+        6,
+        "{out}"
+    );
+    assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+    let recs = records(&d.join("numalab-results"));
+    assert_eq!(recs.len(), 6);
+    for args in [
+        vec!["compare", "numalab-results"],
+        vec!["show", "numalab-results"],
+    ] {
+        let o = numalab(&args, d);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // Case names: readable, never JSON.
+        let named: Vec<&str> = out.lines().filter(|l| l.contains("placement=")).collect();
+        assert!(!named.is_empty(), "{out}");
+        for l in named {
+            assert!(!l.contains('{') && !l.contains('['), "{args:?}: {l}");
+        }
+        assert!(out.contains("placement=inverse-bind"), "{out}");
+    }
+}
+
+#[test]
+fn flags_that_cannot_apply_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_one_line_error(
+        &numalab(
+            &[
+                "sim",
+                "--machine",
+                "ht2",
+                "spin",
+                "--sysctl",
+                "kernel.numa_balancing=1",
+            ],
+            d,
+        ),
+        "kernel.numa_balancing: the simulator has no kernel settings",
+    );
+    assert_one_line_error(
+        &numalab(&["run", "spin", "--sysctl", "kernel.no_such_knob=1"], d),
+        "kernel.no_such_knob",
+    );
+    assert_one_line_error(&numalab(&["run", "spin", "--label", ""], d), "--label");
+    assert_one_line_error(&numalab(&["run", "spin", "--cpus", ""], d), "--cpus");
+    assert!(!d.join("numalab-results").exists(), "nothing written");
+}
+
+#[test]
+fn hooks_run_in_order_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("hooks.log");
+    let l = log.display();
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "spin",
+            "--tasks",
+            "1",
+            "--iterations",
+            "1000000",
+            "--placement",
+            "default,packed",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--setup",
+            &format!("echo setup >> {l}"),
+            "--prepare",
+            &format!("echo prepare >> {l}"),
+            "--cleanup",
+            &format!("echo cleanup >> {l}"),
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = got.lines().collect();
+    // setup, 2 warm-ups and 4 runs each prepared, cleanup.
+    assert_eq!(lines.first(), Some(&"setup"));
+    assert_eq!(lines.last(), Some(&"cleanup"));
+    assert_eq!(
+        lines.iter().filter(|l| **l == "prepare").count(),
+        6,
+        "{got}"
+    );
+    let recs = records(&d.join("numalab-results"));
+    assert_eq!(recs.len(), 4, "warm-ups are not recorded");
+    for r in &recs {
+        assert_eq!(r.applied.warmup, 1);
+        assert!(r.applied.prepare.as_deref().unwrap().contains("prepare"));
+    }
+    // A failing prepare fails that run, recorded, and the exit says so.
+    let o = numalab(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "spin",
+            "--tasks",
+            "1",
+            "--iterations",
+            "1000000",
+            "--placement",
+            "default",
+            "--prepare",
+            "exit 7",
+            "--results",
+            "bad",
+        ],
+        d,
+    );
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--prepare"), "{}", text(&o.stderr));
+    let recs = records(&d.join("bad"));
+    assert_eq!(recs.len(), 1);
+    assert!(!recs[0].outcome.is_ok());
+}
+
+/// As root: a sysctl is applied for the runs, recorded, and restored
+/// afterwards, also when numalab is interrupted or killed.
+#[test]
+fn sysctls_are_restored_after_success_interrupt_and_kill() {
+    let key = "kernel.numa_balancing";
+    let path = Path::new("/proc/sys/kernel/numa_balancing");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !path.exists() {
+        eprintln!("skipped: needs root and {}", path.display());
+        return;
+    }
+    let before = std::fs::read_to_string(path).unwrap().trim().to_string();
+    if std::fs::write(path, &before).is_err() {
+        eprintln!("skipped: {} is not writable here", path.display());
+        return;
+    }
+    let other = if before == "0" { "1" } else { "0" };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let setting = format!("{key}={other}");
+    // Success: recorded, restored.
+    let o = numalab(
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--iterations",
+            "2000000",
+            "--placement",
+            "default",
+            "--sysctl",
+            &setting,
+            "--prepare",
+            "sync",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = records(&d.join("numalab-results"));
+    assert_eq!(
+        recs[0].applied.settings.get(key).map(String::as_str),
+        Some(other)
+    );
+    assert_eq!(
+        recs[0].machine.numa_balancing.as_deref(),
+        Some(before.as_str()),
+        "the machine probe is taken before the settings"
+    );
+    assert_eq!(std::fs::read_to_string(path).unwrap().trim(), before);
+    // Interrupted (SIGINT) and killed (SIGKILL) in the middle of a run.
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args([
+                "run",
+                "spin",
+                "--tasks",
+                "1",
+                "--iterations",
+                "100000000000",
+                "--placement",
+                "default",
+                "--sysctl",
+                &setting,
+                "--results",
+            ])
+            .arg(d.join("killed"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::fs::read_to_string(path).unwrap().trim() != other {
+            assert!(std::time::Instant::now() < deadline, "never applied");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, sig) };
+        let mut child = child;
+        let _ = child.wait();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(path).unwrap().trim() != before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "signal {sig}: {key} was not restored"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
