@@ -262,7 +262,11 @@ impl TaskRecord {
     pub fn main_node_of(node_time_s: &[f64], topo: &numalab_topology::Topology) -> Option<u32> {
         let mut best: Option<(usize, f64)> = None;
         for (i, &t) in node_time_s.iter().enumerate() {
-            if t > 0.0 && best.map_or(true, |(_, b)| t > b) {
+            let better = match best {
+                None => true,
+                Some((_, b)) => t > b,
+            };
+            if t > 0.0 && better {
                 best = Some((i, t));
             }
         }

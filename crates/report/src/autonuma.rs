@@ -452,12 +452,19 @@ pub fn bounds_positions(ds: &Dataset) -> Vec<BoundsPosition> {
 /// `position_between_bounds (default between bind = 0 and inverse-bind =
 /// 1, of mean elapsed_s): A 0.42, B 0.55`.
 pub fn position_text(ps: &[&BoundsPosition]) -> String {
+    let head = "position_between_bounds (default between bind = 0 and inverse-bind = 1, of mean elapsed_s):";
+    let reasons: BTreeSet<&str> = ps.iter().filter_map(|p| p.why_not.as_deref()).collect();
+    if ps.iter().all(|p| p.value.is_none()) && reasons.len() <= 1 {
+        let why = reasons.into_iter().next().unwrap_or("no value");
+        return format!("{head} not computed, {why}");
+    }
     let entries: Vec<String> = ps
         .iter()
         .map(|p| {
-            let v = match p.value {
-                Some(x) => format!("{x:.2}"),
-                None => "not computed".into(),
+            let v = match (p.value, &p.why_not) {
+                (Some(x), _) => format!("{x:.2}"),
+                (None, Some(why)) => format!("not computed ({why})"),
+                (None, None) => "not computed".into(),
             };
             if p.config.is_empty() {
                 v
@@ -466,18 +473,7 @@ pub fn position_text(ps: &[&BoundsPosition]) -> String {
             }
         })
         .collect();
-    let reasons: BTreeSet<&str> = ps.iter().filter_map(|p| p.why_not.as_deref()).collect();
-    let mut s = format!(
-        "position_between_bounds (default between bind = 0 and inverse-bind = 1, of mean elapsed_s): {}",
-        entries.join(", ")
-    );
-    if !reasons.is_empty() {
-        s += &format!(
-            " (not computed: {})",
-            reasons.into_iter().collect::<Vec<_>>().join("; ")
-        );
-    }
-    s
+    format!("{head} {}", entries.join(", "))
 }
 
 /// The positions of a dataset grouped by the set of cases they belong to,
@@ -562,6 +558,46 @@ mod tests {
         assert!(t.contains("default lies at 0.10"), "{t}");
         assert!(!t.contains("0.99"), "{t}");
         assert!(t.lines().all(|l| l.len() <= 80), "{t}");
+    }
+
+    #[test]
+    fn positions_are_derived_per_configuration_and_say_why_not() {
+        use std::path::PathBuf;
+        let mut v = Vec::new();
+        for (label, d, one_node) in [("A", 15.0, false), ("B", 12.0, false), ("C", 12.0, true)] {
+            for (p, e) in [("bind", 10.0), ("default", d), ("inverse-bind", 20.0)] {
+                let mut r = rec(p, e);
+                r.label = label.into();
+                r.id = format!("{label}-{p}");
+                if one_node {
+                    r.machine.topology =
+                        numalab_topology::Topology::regular(1, 2, 1, 1, 32 << 20, 1 << 30, None)
+                            .unwrap();
+                    for t in &mut r.tasks {
+                        t.node_time_s = vec![1.0];
+                    }
+                    r.series.samples.clear();
+                }
+                v.push((PathBuf::from(format!("{}.json", r.id)), r));
+            }
+        }
+        let ds = Dataset::new(v);
+        let ps = bounds_positions(&ds);
+        let got: Vec<(&str, Option<f64>)> =
+            ps.iter().map(|p| (p.config.as_str(), p.value)).collect();
+        assert_eq!(got, vec![("A", Some(0.5)), ("B", Some(0.2)), ("C", None)]);
+        assert_eq!(ps[0].cases, vec![0, 1, 2]);
+        assert_eq!(ps[0].bind_s, Some(10.0));
+        let refs: Vec<&BoundsPosition> = ps.iter().collect();
+        assert_eq!(
+            position_text(&refs),
+            format!("position_between_bounds (default between bind = 0 and inverse-bind = 1, of mean elapsed_s): A 0.50, B 0.20, C not computed ({ONE_NODE})")
+        );
+        assert_eq!(
+            position_text(&refs[2..]),
+            format!("position_between_bounds (default between bind = 0 and inverse-bind = 1, of mean elapsed_s): not computed, {ONE_NODE}")
+        );
+        assert_eq!(positions_by_cases(&ps).len(), 1);
     }
 
     #[test]
