@@ -203,6 +203,9 @@ impl MachineSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigSummary {
     pub name: String,
+    /// The values of the `--group-by` keys (empty for the default).
+    pub values: Vec<String>,
+    /// Its runs' label (with `--group-by`, their labels comma-separated).
     pub label: String,
     pub host: String,
     pub backend: String,
@@ -1076,6 +1079,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         .enumerate()
         .map(|(k, c)| ConfigSummary {
             name: c.name.clone(),
+            values: c.values.clone(),
             label: c.label.clone(),
             host: c.host.clone(),
             backend: c.backend.clone(),

@@ -384,8 +384,13 @@ fn config_lines(r: &CompareReport) -> Vec<String> {
                 format!("{} runs", c.ok_runs)
             };
             let machine = c.machine.as_ref().map(|m| m.describe()).unwrap_or_default();
+            let labels = if r.group_by.is_empty() || r.group_by.iter().any(|k| k == "label") {
+                String::new()
+            } else {
+                format!("label {}, ", c.label)
+            };
             format!(
-                "  {:<w$}  {runs}, {}{}; {machine}",
+                "  {:<w$}  {runs}, {labels}{}{}; {machine}",
                 c.name,
                 c.backend,
                 if c.is_baseline { ", baseline" } else { "" },
