@@ -3,7 +3,7 @@
 //! into it.
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where the guest's numalab writes its records. Inside the guest only;
 /// the host decides where they land (see [`split_results`]).
@@ -94,50 +94,20 @@ pub fn check_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Parse `--sysctl key=value`. Keys are dotted sysctl names
-/// (`kernel.numa_balancing`), applied through `/proc/sys/kernel/numa_balancing`.
+/// Parse `--sysctl key=value`: the rules of `numalab run --sysctl`
+/// (`numalab_linux::knobs`), as (key, value).
 pub fn parse_sysctl(text: &str) -> Result<(String, String), String> {
-    let (k, v) = text
-        .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not KEY=VALUE (e.g. kernel.numa_balancing=0)"))?;
-    let k = k.trim();
-    let v = v.trim();
-    let ok = !k.is_empty()
-        && !k.starts_with('.')
-        && !k.ends_with('.')
-        && !k.contains("..")
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' || c == '/');
-    if !ok || k.contains('/') {
-        return Err(format!(
-            "{k:?} is not a sysctl name (e.g. kernel.numa_balancing)"
-        ));
+    match numalab_linux::knobs::Knob::parse_sysctl(text) {
+        Ok(numalab_linux::knobs::Knob::Sysctl { key, value }) => Ok((key, value)),
+        Ok(other) => Err(format!("{other} is not a sysctl")),
+        Err(e) => Err(e.to_string()),
     }
-    if v.is_empty() {
-        return Err(format!("{k} has an empty value"));
-    }
-    if v.contains('\n') {
-        return Err(format!("{k}: the value has a newline"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
-/// Where a dotted sysctl name is written, under the root `root` (`/`
-/// in the guest): `/proc/sys/...`, except the NUMA balancing scan
-/// tunables (`kernel.numa_balancing_scan_delay_ms` and the other
-/// `kernel.numa_balancing_scan_*`), which kernels since 5.13 keep in
-/// debugfs (`/sys/kernel/debug/sched/numa_balancing/scan_*`): the
-/// documented sysctl names work on every kernel.
-pub fn sysctl_path(root: &Path, key: &str) -> PathBuf {
-    let proc = root.join("proc/sys").join(key.replace('.', "/"));
-    if let Some(t) = key.strip_prefix("kernel.numa_balancing_") {
-        let debugfs = root.join("sys/kernel/debug/sched/numa_balancing").join(t);
-        if !proc.exists() && debugfs.exists() {
-            return debugfs;
-        }
-    }
-    proc
-}
+/// Where a dotted sysctl name is written under `root` (`/` in the
+/// guest): `numalab_linux::knobs::sysctl_path`, which maps the NUMA
+/// balancing scan tunables to debugfs on kernels that moved them.
+pub use numalab_linux::knobs::sysctl_path;
 
 #[cfg(test)]
 mod tests {
