@@ -437,7 +437,7 @@ fn bound(kind: Kind, threads: u32, node: u32) -> MemPlan {
 pub const MAX_THREADS: u32 = 4096;
 
 /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT or twohalves, resolved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     pub kind: Kind,
     pub placement: Placement,

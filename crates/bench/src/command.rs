@@ -24,7 +24,7 @@ pub const RESERVED: [&str; 9] = [
     "command",
 ];
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     /// The record's `benchmark`: what the comparison tables call it.
     pub name: String,

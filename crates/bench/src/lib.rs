@@ -83,8 +83,9 @@ pub trait Calibration {
     fn spin_rate(&self) -> f64;
 }
 
-/// A benchmark with every parameter resolved: what one run does.
-#[derive(Debug, Clone, PartialEq)]
+/// A benchmark with every parameter resolved: what one run does. It
+/// serialises, so a guest can be told what to run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Case {
     NumaTest(numa_test::Params),
     /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT and twohalves.

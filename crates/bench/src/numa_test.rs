@@ -28,7 +28,9 @@ pub const PEAK_SIZE: u32 = 100;
 pub const MAX_TASKS: u32 = 4096;
 
 /// The load peak 3 s after the start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum Disturb {
     /// A hackbench message storm, as the original's `dispatch` harness ran
     Messaging,
@@ -45,7 +47,7 @@ impl Disturb {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
     pub tasks: u32,
     /// Elements per task.

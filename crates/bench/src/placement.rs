@@ -32,7 +32,7 @@ pub const SPIN_CYCLES_PER_ITERATION: f64 = 6.0;
 
 /// Where the tasks may run: a placement's name and its CPUs on the
 /// machine the case was resolved for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CpuSet {
     /// `default`, `spread`, ..., or the CPU list given with `--cpus`.
     pub name: String,
@@ -53,7 +53,7 @@ impl CpuSet {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SpinParams {
     pub tasks: u32,
     pub iterations: u64,
@@ -70,7 +70,7 @@ impl SpinParams {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HackbenchParams {
     pub groups: u32,
     pub fds: u32,

@@ -48,8 +48,9 @@ const THP_ENABLED: &str = "sys/kernel/mm/transparent_hugepage/enabled";
 const CPU_DIR: &str = "sys/devices/system/cpu";
 const DEBUGFS: &str = "/sys/kernel/debug";
 
-/// One machine setting, as given on the command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One machine setting, as given on the command line (serialisable, so a
+/// guest can be told to apply it to itself).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Knob {
     /// `--sysctl KEY=VALUE`: dotted sysctl name under `<root>/proc/sys`.
     /// The NUMA-balancing scan tunables

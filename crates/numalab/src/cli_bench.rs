@@ -179,6 +179,21 @@ impl BenchCmd {
         self.runner().interval
     }
 
+    /// Write the records to `dir` (`numalab vm` decides where they land).
+    pub fn set_results(&mut self, dir: PathBuf) {
+        match self {
+            BenchCmd::NumaTest { runner, .. }
+            | BenchCmd::Numa01 { runner, .. }
+            | BenchCmd::Numa01ThreadAlloc { runner, .. }
+            | BenchCmd::Numa02 { runner, .. }
+            | BenchCmd::Numa02Smt { runner, .. }
+            | BenchCmd::Twohalves { runner, .. }
+            | BenchCmd::Spin { runner, .. }
+            | BenchCmd::Hackbench { runner, .. }
+            | BenchCmd::Command { runner, .. } => runner.results = dir,
+        }
+    }
+
     fn runner(&self) -> &RunnerArgs {
         match self {
             BenchCmd::NumaTest { runner, .. }

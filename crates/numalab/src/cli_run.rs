@@ -9,7 +9,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct RunArgs {
     #[command(subcommand)]
-    benchmark: BenchCmd,
+    pub benchmark: BenchCmd,
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {

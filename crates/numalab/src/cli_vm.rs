@@ -1,12 +1,19 @@
 //! `numalab vm ... -- <numalab arguments>`: run numalab in a QEMU guest
 //! with a chosen NUMA topology; and the hidden guest side (`guest-init`,
-//! `guest-probe`). The work is in the numalab-guest crate.
+//! `guest-probe`, `__guest-op`). The work is in the numalab-guest crate.
+//!
+//! `-- run BENCHMARK ...` is the guest *backend*: the runner runs here and
+//! each case runs in one guest kept up for the whole invocation. Any other
+//! command runs once in the guest as it would on a host.
 
-use anyhow::{anyhow, Result};
-use numalab_guest::{AccelChoice, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
-use std::path::PathBuf;
+use anyhow::{anyhow, bail, Result};
+use numalab_bench::Calibration;
+use numalab_guest::agent::{op_line, MachineReply, Reply, Request};
+use numalab_guest::{AccelChoice, GuestBackend, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
+use numalab_runner::{Backend, Interrupt, RunContext, RunError};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 #[command(
@@ -93,6 +100,9 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         append: a.append.unwrap_or_default(),
         exe: None,
     };
+    if opts.command.first().map(String::as_str) == Some("run") {
+        return run_benchmark(opts);
+    }
     match numalab_guest::run(&opts) {
         Ok(r) => {
             let secs = |v: Option<f64>| v.map(|s| format!("{s:.1} s")).unwrap_or("-".into());
@@ -121,6 +131,138 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         }
         Err(e) => Err(anyhow!(e)),
     }
+}
+
+/// `numalab vm ... -- run BENCHMARK ...`: the runner here, the cases in
+/// the guest.
+fn run_benchmark(opts: VmOptions) -> Result<ExitCode> {
+    let argv = std::iter::once("numalab".to_string()).chain(opts.command.iter().cloned());
+    let cli = match <crate::Cli as clap::Parser>::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => return Ok(crate::clap_error(e)),
+    };
+    let crate::Command::Run(run) = cli.command else {
+        bail!("`-- run` did not parse as `numalab run`");
+    };
+    let mut cmd = run.benchmark;
+    let (_, after) =
+        numalab_guest::job::split_results(&opts.command).map_err(anyhow::Error::msg)?;
+    let results = numalab_guest::results_dir(opts.results.as_deref(), after.as_deref())?;
+    cmd.set_results(results.clone());
+    let mut backend = match GuestBackend::start(&opts, &results) {
+        Ok(b) => b,
+        Err(VmError::Interrupted(m)) => {
+            eprintln!("numalab: {m}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(anyhow!(e)),
+    };
+    let code = crate::cli_bench::execute(&cmd, &mut backend);
+    eprintln!("numalab vm: {}", backend.summary());
+    if let Some(log) = backend.console_log() {
+        eprintln!("numalab vm: console log: {}", log.display());
+    }
+    code
+}
+
+/// `numalab __guest-op REQUEST.json`, run by the guest's agent for one
+/// request: the host backend does the work, inside the guest. Answers on
+/// standard output in the agent's protocol lines.
+pub fn guest_op(args: &[String]) -> i32 {
+    let say = |what: &str, arg: &str| println!("{}", op_line(what, arg));
+    let reply = |r: Reply| {
+        say(
+            "reply",
+            &serde_json::to_string(&r).expect("a reply serialises"),
+        )
+    };
+    let req: Request = match args
+        .first()
+        .ok_or_else(|| "usage: __guest-op REQUEST.json".to_string())
+        .and_then(|p| std::fs::read(p).map_err(|e| format!("{p}: {e}")))
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| format!("the request: {e}")))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            reply(Reply::Error(e));
+            return 2;
+        }
+    };
+    let backend = match std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|exe| numalab_host::HostBackend::new(exe).map_err(|e| e.to_string()))
+    {
+        Ok(b) => b,
+        Err(e) => {
+            reply(Reply::Error(format!("the guest's machine: {e}")));
+            return 2;
+        }
+    };
+    let value = |v: serde_json::Value| reply(Reply::Ok(v));
+    match req {
+        Request::Machine => {
+            let machine = backend.machine().clone();
+            let node_free = machine
+                .topology
+                .nodes
+                .iter()
+                .filter_map(|n| Some((n.id, backend.node_free_bytes(n.id)?)))
+                .collect();
+            let m = MachineReply { machine, node_free };
+            value(serde_json::to_value(m).expect("a machine serialises"));
+        }
+        Request::ZeroingBandwidth {
+            threads,
+            working_set,
+        } => value(backend.zeroing_bandwidth(threads, working_set).into()),
+        Request::SpinRate => value(backend.spin_rate().into()),
+        Request::Run {
+            case,
+            label,
+            repetition,
+            interval,
+        } => {
+            let mut backend = backend;
+            let results = Path::new(numalab_guest::job::GUEST_RESULTS);
+            let interrupt = Interrupt::never();
+            // Progress at most twice a second: the serial line is slow.
+            let last = std::cell::Cell::new(Instant::now());
+            let progress = |f: f64| {
+                if last.get().elapsed() >= Duration::from_millis(500) {
+                    last.set(Instant::now());
+                    say("progress", &format!("{f:.4}"));
+                }
+            };
+            let ctx = RunContext {
+                label: &label,
+                repetition,
+                interval,
+                interrupt: &interrupt,
+                results,
+                progress: &progress,
+            };
+            match backend.run(&case, &ctx) {
+                Ok(rec) => match numalab_record::write_atomic(results, &rec) {
+                    Ok(path) => {
+                        say("record", &path.to_string_lossy());
+                        let log = results.join(format!("{}.log", rec.id));
+                        if log.exists() {
+                            say("log", &log.to_string_lossy());
+                        }
+                        value(serde_json::Value::Null);
+                    }
+                    Err(e) => reply(Reply::Error(format!("writing the record: {e}"))),
+                },
+                Err(RunError::Failed(e)) => reply(Reply::Error(e)),
+                Err(RunError::Interrupted) => reply(Reply::Error("interrupted".into())),
+            }
+        }
+        Request::Settings { .. } | Request::Quit => {
+            reply(Reply::Error("the guest's init answers this itself".into()));
+            return 2;
+        }
+    }
+    0
 }
 
 /// PID 1 of the guest. Never returns inside a guest.

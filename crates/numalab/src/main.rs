@@ -22,13 +22,13 @@ mod cli_vm;
     about = "Measure, compare and explain NUMA scheduling and memory placement on Linux",
     long_about = None,
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
-    command: Command,
+    pub command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Print the machine's NUMA topology (nodes, CPUs, LLCs, distances)
     Topology(cli_topology::TopologyArgs),
     /// Run a benchmark on this machine and record every run
@@ -58,6 +58,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(numalab_linux::knobs::GUARD_SUBCOMMAND) {
         return ExitCode::from(numalab_linux::knobs::guard_main(&args[1..]) as u8);
+    }
+    if args.first().map(String::as_str) == Some("__guest-op") {
+        return ExitCode::from(cli_vm::guest_op(&args[1..]) as u8);
     }
     if args.first().is_some_and(|a| a.starts_with("__")) {
         return ExitCode::from(numalab_host::internal_main(&args) as u8);
@@ -89,7 +92,7 @@ fn main() -> ExitCode {
 
 /// Help and version go to stdout as clap renders them; usage errors are
 /// reduced to one line naming what is wrong.
-fn clap_error(e: clap::Error) -> ExitCode {
+pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp

@@ -463,6 +463,154 @@ fn a_guest_kernel_panic_ends_the_run_with_the_console_tail() {
     assert!(stderr.contains("console log:"), "{stderr}");
 }
 
+/// The guest is a runner backend: each record is on the host as soon as
+/// its run ends, so Ctrl-C after the second of three runs keeps two, the
+/// last line names the run cut short, and no QEMU is left.
+#[test]
+fn interrupting_a_guest_campaign_keeps_every_finished_run() {
+    if !guests_enabled("interrupting_a_guest_campaign") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("out");
+    let child = Command::new(EXE)
+        .args(["vm", "--quiet", "--nodes", "2", "--mem-per-node", "384M"])
+        .args(["--results"])
+        .arg(&res)
+        .args(["--", "run", "twohalves", "--runs", "3", "--duration", "4"])
+        .args(["--bytes", "32M", "--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let json = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_until(Duration::from_secs(240), || json(&res) >= 2),
+        "two runs did not finish"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let r = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(r.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(qemus_of(pid).is_empty(), "QEMU outlived numalab");
+    let recs = records(&res);
+    assert_eq!(recs.len(), 2, "{}", text(&out));
+    for (_, r) in &recs {
+        assert_eq!(r["backend"]["kind"], "guest");
+        assert_eq!(r["outcome"]["status"], "ok");
+        assert_eq!(r["machine"]["hostname"], "numalab-vm");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("interrupted during [3/3] twohalves #3")
+            && stderr.contains("2 finished run(s) kept"),
+        "{}",
+        text(&out)
+    );
+    // One line per run, the warning about emulated timing once.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("twohalves #").count(), 2, "{stdout}");
+    assert_eq!(
+        stdout.matches("warning: run in a TCG").count(),
+        1,
+        "{stdout}"
+    );
+    for l in stdout.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80 columns: {l:?}");
+    }
+}
+
+/// A configuration's settings are applied inside the guest, recorded,
+/// and never touch the host; host and guest runs of one case compare in
+/// one table.
+#[test]
+fn guest_settings_apply_in_the_guest_and_runs_compare_with_the_hosts() {
+    if !guests_enabled("guest_settings_apply_in_the_guest") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("out");
+    let host_before = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok();
+    let bench = [
+        "numa02",
+        "--threads",
+        "2",
+        "--bytes",
+        "16M",
+        "--loops",
+        "2",
+        "--runs",
+        "2",
+    ];
+    let out = Command::new(EXE)
+        .args(["vm", "--quiet", "--nodes", "2", "--mem-per-node", "384M"])
+        .args(["--", "run"])
+        .args(bench)
+        .args(["--label", "guest", "--sysctl", "kernel.numa_balancing=0"])
+        .arg("--results")
+        .arg(&res)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok(),
+        host_before,
+        "the host's sysctl changed"
+    );
+    let recs = records(&res);
+    assert_eq!(recs.len(), 2, "{}", text(&out));
+    for (_, r) in &recs {
+        assert_eq!(
+            r["applied"]["settings"]["kernel.numa_balancing"], "0",
+            "{r}"
+        );
+        assert_eq!(r["machine"]["numa_balancing"], "0");
+        assert_eq!(r["backend"]["kind"], "guest");
+        // Sizing notes and case details reach guest records too.
+        assert!(
+            r["backend"]["details"]["sizing"].is_array(),
+            "{}",
+            r["backend"]
+        );
+    }
+    let host = Command::new(EXE)
+        .arg("run")
+        .args(bench)
+        .args(["--label", "host", "--interval", "0", "--results"])
+        .arg(&res)
+        .output()
+        .unwrap();
+    assert!(host.status.success(), "{}", text(&host));
+    let cmp = Command::new(EXE)
+        .args(["compare", "--baseline", "host", "--format", "csv"])
+        .arg(&res)
+        .output()
+        .unwrap();
+    assert!(cmp.status.success(), "{}", text(&cmp));
+    let csv = String::from_utf8_lossy(&cmp.stdout);
+    let elapsed: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with("group,") && l.contains(",elapsed_s,"))
+        .collect();
+    assert_eq!(elapsed.len(), 2, "one case, both labels:\n{csv}");
+    assert!(elapsed.iter().any(|l| l.contains(",guest,")), "{csv}");
+}
+
 // ---- No guest needed: argument and environment errors. ----
 
 fn numalab(args: &[&str]) -> Output {

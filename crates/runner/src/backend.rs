@@ -7,6 +7,7 @@
 use crate::interrupt::Interrupt;
 use crate::interval::Interval;
 use numalab_bench::{Calibration, Case};
+use numalab_linux::knobs::Knob;
 use numalab_record::{Outcome, Repetition, RunRecord, SCHEMA_VERSION};
 use numalab_topology::MachineInfo;
 use std::collections::BTreeMap;
@@ -58,6 +59,19 @@ impl RunContext<'_> {
     }
 }
 
+/// Where a backend's machine settings take effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingsSite {
+    /// This machine: the runner applies them before a configuration's
+    /// runs and restores them after (with a guard process for SIGKILL).
+    ThisMachine,
+    /// The machine the backend runs cases on, which is not this one (a
+    /// guest sets its own sysctls): through [`Backend::apply_settings`].
+    Backend,
+    /// Nowhere; why (the simulator has no sysctls).
+    Unsupported(String),
+}
+
 /// Why a run produced no record.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -78,10 +92,20 @@ pub trait Backend: Calibration {
     /// One line on where the runs happen, printed before them.
     fn describe(&self) -> String;
 
-    /// Why machine settings (`--sysctl`, `--governor`, `--thp`, `--sysfs`)
-    /// cannot be applied for this backend, if they cannot.
-    fn settings_unsupported(&self) -> Option<String> {
-        None
+    /// Where machine settings (`--sysctl`, `--governor`, `--thp`,
+    /// `--sysfs`) take effect for this backend.
+    fn settings_site(&self) -> SettingsSite {
+        SettingsSite::ThisMachine
+    }
+
+    /// Apply `knobs` to the backend's own machine, undoing the ones of the
+    /// previous call (an empty list undoes them all); return each knob's
+    /// name with the value read back. Called only when
+    /// [`Backend::settings_site`] is [`SettingsSite::Backend`].
+    fn apply_settings(&mut self, _knobs: &[Knob]) -> Result<BTreeMap<String, String>, RunError> {
+        Err(RunError::Failed(
+            "this backend does not apply machine settings itself".into(),
+        ))
     }
 
     /// Why `case` cannot run on this backend, if it cannot (the

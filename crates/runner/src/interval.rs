@@ -3,7 +3,7 @@
 //! simulator samples at the same period in simulated time.
 
 /// The interval the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Interval {
     /// Nothing is observed.
     Off,

@@ -38,7 +38,7 @@ pub mod hooks;
 pub mod interrupt;
 pub mod interval;
 
-pub use backend::{Backend, RunContext, RunError};
+pub use backend::{Backend, RunContext, RunError, SettingsSite};
 pub use interrupt::{Interrupt, Interrupted};
 pub use interval::Interval;
 
@@ -123,10 +123,14 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
     }
     for c in &plan.configs {
         check_label(&c.label)?;
-        if let (Some(first), Some(why)) = (c.knobs.first(), backend.settings_unsupported()) {
-            return Err(RunnerError::Invalid(format!("{}: {why}", first.name())));
+        match (c.knobs.first(), backend.settings_site()) {
+            (Some(first), SettingsSite::Unsupported(why)) => {
+                return Err(RunnerError::Invalid(format!("{}: {why}", first.name())));
+            }
+            // Checked where they are applied, before the first run.
+            (_, SettingsSite::Backend) => {}
+            _ => knobs::check(&c.knobs, Path::new("/"))?,
         }
-        knobs::check(&c.knobs, Path::new("/"))?;
     }
     for case in &plan.cases {
         if let Some(why) = backend.unsupported(case) {
@@ -158,7 +162,70 @@ pub fn check_label(label: &str) -> Result<(), RunnerError> {
 
 struct Active {
     config: usize,
-    applied: Option<knobs::Applied>,
+    settings: Settings,
+}
+
+/// What a configuration's machine settings became.
+enum Settings {
+    None,
+    /// Applied to this machine; restored when dropped or restored.
+    Host(knobs::Applied),
+    /// Applied by the backend to its own machine: the values read back.
+    Backend(std::collections::BTreeMap<String, String>),
+}
+
+impl Settings {
+    fn values(&self) -> std::collections::BTreeMap<String, String> {
+        match self {
+            Settings::None => Default::default(),
+            Settings::Host(a) => a.values().clone(),
+            Settings::Backend(v) => v.clone(),
+        }
+    }
+
+    /// Undo: restore this machine's files, or ask the backend to undo its
+    /// own.
+    fn undo(self, backend: &mut dyn Backend) -> Result<(), RunnerError> {
+        match self {
+            Settings::None => Ok(()),
+            Settings::Host(a) => Ok(a.restore()?),
+            Settings::Backend(_) => {
+                backend
+                    .apply_settings(&[])
+                    .map(|_| ())
+                    .map_err(|e| RunnerError::Backend {
+                        what: "restoring the settings".into(),
+                        err: e.to_string(),
+                    })
+            }
+        }
+    }
+}
+
+/// Apply a configuration's settings where the backend says they go.
+fn apply_settings(
+    config: &Configuration,
+    plan: &Plan,
+    backend: &mut dyn Backend,
+) -> Result<Settings, RunnerError> {
+    if config.knobs.is_empty() {
+        return Ok(Settings::None);
+    }
+    match backend.settings_site() {
+        SettingsSite::ThisMachine => Ok(Settings::Host(knobs::apply(
+            &config.knobs,
+            Path::new("/"),
+            plan.guard.as_ref(),
+        )?)),
+        SettingsSite::Backend => backend
+            .apply_settings(&config.knobs)
+            .map(Settings::Backend)
+            .map_err(|e| RunnerError::Backend {
+                what: format!("applying the settings of {}", label_of(config)),
+                err: e.to_string(),
+            }),
+        SettingsSite::Unsupported(why) => Err(RunnerError::Invalid(why)),
+    }
 }
 
 /// Run the plan. Per-run lines go to standard output, progress to
@@ -185,38 +252,34 @@ pub fn run_with(
     let mut set_up = vec![false; nconf];
     let mut step = 0u64;
     let mut error: Option<RunnerError> = None;
+    // Warnings already printed: each once per invocation.
+    let mut warned = std::collections::BTreeSet::new();
+    // The run an interrupt cut short.
+    let mut cut_short: Option<String> = None;
 
     'all: for rep in 0..plan.runs {
         for (ci, config) in plan.configs.iter().enumerate() {
             // Make `config` the active configuration.
             if active.as_ref().map(|a| a.config) != Some(ci) {
                 if let Some(a) = active.take() {
-                    if let Some(ap) = a.applied {
-                        if let Err(e) = ap.restore() {
-                            error = Some(e.into());
-                            break 'all;
-                        }
+                    if let Err(e) = a.settings.undo(backend) {
+                        error = Some(e);
+                        break 'all;
                     }
                 }
-                let applied = if config.knobs.is_empty() {
-                    None
-                } else {
-                    match knobs::apply(&config.knobs, Path::new("/"), plan.guard.as_ref()) {
-                        Ok(a) => {
-                            for (k, v) in a.values() {
-                                bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
-                            }
-                            Some(a)
-                        }
-                        Err(e) => {
-                            error = Some(e.into());
-                            break 'all;
-                        }
+                let settings = match apply_settings(config, plan, backend) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        error = Some(e);
+                        break 'all;
                     }
                 };
+                for (k, v) in settings.values() {
+                    bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                }
                 active = Some(Active {
                     config: ci,
-                    applied,
+                    settings,
                 });
                 if !set_up[ci] {
                     set_up[ci] = true;
@@ -276,6 +339,7 @@ pub fn run_with(
                         Ok(r) => r,
                         Err(RunError::Interrupted) => {
                             out.interrupted = true;
+                            cut_short = Some(head);
                             break 'all;
                         }
                         Err(RunError::Failed(e)) => {
@@ -285,13 +349,13 @@ pub fn run_with(
                     };
                     bar.done(step);
                     if warmup {
-                        bar.println(&run_line(&head, &rec));
+                        bar.println(&run_line(&head, &rec, &mut warned));
                         continue;
                     }
                     complete(&mut rec, case, plan, &applied);
                     match numalab_record::write_atomic(&plan.results, &rec) {
                         Ok(path) => {
-                            bar.println(&run_line(&head, &rec));
+                            bar.println(&run_line(&head, &rec, &mut warned));
                             out.records.push((path, rec));
                         }
                         Err(e) => {
@@ -309,11 +373,9 @@ pub fn run_with(
     bar.finish();
     // Settings back, then the cleanups, whatever happened.
     if let Some(a) = active.take() {
-        if let Some(ap) = a.applied {
-            if let Err(e) = ap.restore() {
-                eprintln!("numalab: error: {e}");
-                error.get_or_insert(e.into());
-            }
+        if let Err(e) = a.settings.undo(backend) {
+            eprintln!("numalab: error: {e}");
+            error.get_or_insert(e);
         }
     }
     let cleanup_interrupt = Interrupt::never();
@@ -326,8 +388,11 @@ pub fn run_with(
         }
     }
     if out.interrupted {
+        let during = cut_short
+            .map(|h| format!(" during {h}"))
+            .unwrap_or_default();
         eprintln!(
-            "numalab: interrupted: every task stopped; {} finished run(s) kept in {}",
+            "numalab: interrupted{during}: every task stopped; {} finished run(s) kept in {}",
             out.records.len(),
             plan.results.display()
         );
@@ -359,10 +424,7 @@ fn label_prefix(plan: &Plan, c: &Configuration) -> String {
 
 fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Applied {
     Applied {
-        settings: active
-            .and_then(|a| a.applied.as_ref())
-            .map(|a| a.values().clone())
-            .unwrap_or_default(),
+        settings: active.map(|a| a.settings.values()).unwrap_or_default(),
         prepare: c.prepare.clone(),
         setup: c.setup.clone(),
         cleanup: c.cleanup.clone(),
@@ -385,9 +447,13 @@ fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
 }
 
 /// One line per finished run, within 80 columns: where it stands, its
-/// outcome and its main times; warnings and a failure's reason follow on
-/// lines of their own.
-pub fn run_line(head: &str, rec: &RunRecord) -> String {
+/// outcome and its main times; a warning not in `warned` yet and a
+/// failure's reason follow, wrapped within 80 columns.
+pub fn run_line(
+    head: &str,
+    rec: &RunRecord,
+    warned: &mut std::collections::BTreeSet<String>,
+) -> String {
     let status = if rec.outcome.is_ok() { "ok" } else { "FAILED" };
     let m = |k: &str| rec.metric(k);
     let mut times = Vec::new();
@@ -408,11 +474,19 @@ pub fn run_line(head: &str, rec: &RunRecord) -> String {
     } else {
         format!("{head}:\n    {tail}")
     };
+    let mut more = |text: String| {
+        for l in numalab_report::table::wrap(&format!("    {text}"), 80) {
+            s.push('\n');
+            s.push_str(&l);
+        }
+    };
     for w in &rec.warnings {
-        s.push_str(&format!("\n    warning: {w}"));
+        if warned.insert(w.clone()) {
+            more(format!("warning: {w}"));
+        }
     }
     if let Some(r) = &rec.outcome.reason {
-        s.push_str(&format!("\n    failed: {}", r.lines().next().unwrap_or(r)));
+        more(format!("failed: {}", r.lines().next().unwrap_or(r)));
     }
     s
 }

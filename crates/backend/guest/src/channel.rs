@@ -1,5 +1,7 @@
-//! The guest→host channel: framed messages on the guest's second serial
-//! port (`ttyS1`), which QEMU writes to a file on the host.
+//! The channel between host and guest: framed messages on the guest's
+//! second serial port (`ttyS1`), which QEMU connects to a Unix socket the
+//! host holds. Mostly guest to host (output, records); the host sends
+//! [`Kind::Request`] frames the other way to the guest's agent.
 //!
 //! Why a serial port: Debian's kernel has the 8250 UART built in, while
 //! virtio-serial, virtio-vsock and 9p are modules, and the guest has no
@@ -43,6 +45,16 @@ pub enum Kind {
     Exit,
     /// The guest init failed before or around the command: a message.
     Error,
+    /// Host to guest, to the agent ([`crate::agent`]): JSON of a
+    /// [`crate::agent::Request`].
+    Request,
+    /// The agent's answer to a request: JSON.
+    Reply,
+    /// How far the current run is, as a decimal fraction (`0.42`).
+    Progress,
+    /// A file a run wrote beside its record (a command's output log);
+    /// `name` is its file name.
+    Log,
 }
 
 impl Kind {
@@ -55,6 +67,10 @@ impl Kind {
             Kind::Record => "record",
             Kind::Exit => "exit",
             Kind::Error => "error",
+            Kind::Request => "request",
+            Kind::Reply => "reply",
+            Kind::Progress => "progress",
+            Kind::Log => "log",
         }
     }
     pub fn parse(s: &str) -> Option<Kind> {
@@ -66,6 +82,10 @@ impl Kind {
             "record" => Kind::Record,
             "exit" => Kind::Exit,
             "error" => Kind::Error,
+            "request" => Kind::Request,
+            "reply" => Kind::Reply,
+            "progress" => Kind::Progress,
+            "log" => Kind::Log,
             _ => return None,
         })
     }

@@ -52,11 +52,24 @@ impl Channel {
         }
     }
 
+    /// A second handle for reading what the host sends.
+    fn reader(&self) -> Result<File, String> {
+        let f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f.try_clone()
+            .map_err(|e| format!("{CHANNEL_TTY}: a second handle: {e}"))
+    }
+
     /// Wait until the UART has sent everything.
     fn drain(&self) {
         let f = self.0.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: tcdrain on an open tty fd.
         unsafe { libc::tcdrain(f.as_raw_fd()) };
+    }
+}
+
+impl crate::agent::Sender for Channel {
+    fn send(&self, kind: Kind, name: &str, payload: &[u8]) {
+        Channel::send(self, kind, name, payload)
     }
 }
 
@@ -181,6 +194,9 @@ fn run(channel: &Channel) -> Result<(), String> {
     );
 
     fs::create_dir_all(&job.results_dir).map_err(|e| format!("{}: {e}", job.results_dir))?;
+    if job.agent {
+        return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
+    }
     let mut child = Command::new(GUEST_EXE)
         .args(&job.args)
         .current_dir("/")

@@ -100,6 +100,7 @@ mod tests {
             args: vec!["topology".into()],
             sysctls: vec![("kernel.numa_balancing".into(), "0".into())],
             results_dir: crate::job::GUEST_RESULTS.into(),
+            agent: false,
         };
         let built = build(&exe, &job, &out).unwrap();
         let bytes = fs::read(&out).unwrap();

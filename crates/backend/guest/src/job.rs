@@ -23,6 +23,9 @@ pub struct Job {
     /// Directory the command writes records to (cwd-relative default
     /// `./numalab-results` resolves here too: the command runs in `/`).
     pub results_dir: String,
+    /// Serve requests ([`crate::agent`]) instead of running `args`.
+    #[serde(default)]
+    pub agent: bool,
 }
 
 /// Subcommands that make no sense inside a guest.

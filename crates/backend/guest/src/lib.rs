@@ -39,7 +39,7 @@
 //!    streams its stdout and stderr to the host; sends every record it
 //!    wrote; reports the exit status; powers off with
 //!    `reboot(RB_POWER_OFF)`.
-//! 6. **Back on the host** ([`host`]): records are parsed and checked, their
+//! 6. **Back on the host** ([`host`], `session`): records are parsed and checked, their
 //!    `backend` rewritten to `Backend::Guest` (accelerator, the spec as
 //!    typed, the sysctls as read back, the host's name, kernel and CPU), a
 //!    warning about emulated timing added, and each is written atomically
@@ -47,16 +47,31 @@
 //!    its topology, its `numa_balancing` — is the record's `machine`, as
 //!    the command inside saw it.
 //!
+//! ## The guest as a runner backend
+//!
+//! `numalab vm ... -- run BENCHMARK` does not run the runner in the
+//! guest: [`GuestBackend`] implements the runner's `Backend` trait on the
+//! host. It boots one guest whose PID 1 is an agent ([`agent`]) instead of
+//! a one-shot command, asks it for its machine and calibration figures,
+//! then sends it one request per run (the resolved case, label,
+//! repetition, interval) and gets the record back as the run ends. So the
+//! runner, its progress bar, its Ctrl-C handling and its record writing
+//! are the same code for host, guest and simulator, and an interrupted or
+//! timed-out guest campaign keeps every run that finished. Configuration
+//! settings (`--sysctl` of the runner) are applied by the agent inside the
+//! guest.
+//!
 //! ## The channel
 //!
 //! Debian's kernel has the 8250 UART built in, while virtio-serial, vsock
-//! and 9p are modules, and the guest has no modules. So the guest→host
-//! channel is the second serial port: QEMU writes the guest's `ttyS1` to a
-//! file that the host tails. The guest puts the port in raw mode and
-//! writes frames with a kind, a name, a length and a CRC-32 ([`channel`]);
-//! the host decodes them incrementally, so the command's output streams as
-//! it is produced, and a frame cut short or damaged is reported instead of
-//! stored. The console (`ttyS0`: kernel messages, init's diagnostics) is
+//! and 9p are modules, and the guest has no modules. So the channel is the
+//! second serial port: QEMU connects the guest's `ttyS1` to a Unix socket
+//! and waits for the host to connect before the guest starts, so nothing
+//! is lost. The sender (mostly the guest; the host sends requests to the
+//! agent) writes frames with a kind, a name, a length and a CRC-32
+//! ([`channel`]); they are decoded incrementally, so the command's output
+//! streams as it is produced, and a frame cut short or damaged is
+//! reported instead of stored. The console (`ttyS0`: kernel messages, init's diagnostics) is
 //! QEMU's standard output, streamed to the host's standard error, or to a
 //! log file with `--quiet`. The command's standard output arrives on the
 //! host's standard output untouched by kernel messages, so
@@ -103,6 +118,8 @@
 //! speed (a few MB/s under TCG), which is ample for records but not for
 //! bulk data.
 
+pub mod agent;
+pub mod backend;
 pub mod channel;
 pub mod cpio;
 pub mod elf;
@@ -113,8 +130,10 @@ pub mod job;
 pub mod kernel;
 pub mod probe;
 pub mod qemu;
+mod session;
 pub mod spec;
 
-pub use host::{run, GuestExit, VmError, VmOptions, VmReport};
+pub use backend::GuestBackend;
+pub use host::{results_dir, run, GuestExit, VmError, VmOptions, VmReport};
 pub use qemu::{Accel, AccelChoice};
 pub use spec::{SpecError, SpecInput, VmSpec};

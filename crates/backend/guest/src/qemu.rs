@@ -213,7 +213,8 @@ pub struct Launch<'a> {
     pub accel: Accel,
     pub kernel: &'a Path,
     pub initrd: &'a Path,
-    /// File QEMU writes the guest's second serial port (the channel) to.
+    /// Unix socket QEMU listens on for the guest's second serial port (the
+    /// channel); QEMU waits for the host to connect before the guest runs.
     pub channel: &'a Path,
     /// File for the firmware's debug port (SeaBIOS writes its log there).
     pub firmware_log: &'a Path,
@@ -326,12 +327,17 @@ pub fn args(l: &Launch) -> Vec<String> {
     push(&["-kernel", &l.kernel.to_string_lossy()]);
     push(&["-initrd", &l.initrd.to_string_lossy()]);
     push(&["-append", &l.append]);
-    // ttyS0: the console, on QEMU's stdout. ttyS1: the record channel.
+    // ttyS0: the console, on QEMU's stdout. ttyS1: the channel, a socket
+    // QEMU listens on and waits for the host to connect to (so nothing the
+    // guest sends is lost), both ways.
     push(&["-chardev", "stdio,id=console,signal=off"]);
     push(&["-serial", "chardev:console"]);
     push(&[
         "-chardev",
-        &format!("file,id=channel,path={}", l.channel.to_string_lossy()),
+        &format!(
+            "socket,id=channel,path={},server=on,wait=on",
+            l.channel.to_string_lossy().replace(',', ",,")
+        ),
     ]);
     push(&["-serial", "chardev:channel"]);
     push(&["-monitor", "none"]);
@@ -444,7 +450,7 @@ mod tests {
             "-no-reboot",
             "-kernel /boot/vmlinuz -initrd /tmp/x/initrd",
             "-serial chardev:console",
-            "file,id=channel,path=/tmp/x/channel",
+            "socket,id=channel,path=/tmp/x/channel,server=on,wait=on",
             "-debugcon file:/tmp/x/firmware.log",
         ] {
             assert!(a.contains(want), "missing {want:?} in {a}");

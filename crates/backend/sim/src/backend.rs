@@ -9,7 +9,7 @@ use crate::SimConfig;
 use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
 use numalab_bench::{Calibration, Case};
 use numalab_record::RunRecord;
-use numalab_runner::{Backend, RunContext, RunError};
+use numalab_runner::{Backend, RunContext, RunError, SettingsSite};
 use numalab_topology::MachineInfo;
 use std::path::PathBuf;
 
@@ -93,8 +93,8 @@ impl Backend for SimBackend {
         )
     }
 
-    fn settings_unsupported(&self) -> Option<String> {
-        Some("the simulator has no kernel settings: give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])".into())
+    fn settings_site(&self) -> SettingsSite {
+        SettingsSite::Unsupported("the simulator has no kernel settings: give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])".into())
     }
 
     fn unsupported(&self, case: &Case) -> Option<String> {

@@ -1,0 +1,796 @@
+//! A running guest: QEMU as a child that cannot outlive numalab, its
+//! console streamed, the channel socket read and written, and the ways a
+//! guest ends (it powered off, the user interrupted, it ran past the
+//! timeout, its kernel panicked, it never printed anything) told apart.
+//!
+//! [`Launcher`] does what every boot shares (find QEMU and the kernel,
+//! choose the accelerator, build the initramfs, say what it does) and
+//! boots with the retry rules of the crate essay; a [`Session`] is one
+//! booted guest. `numalab vm -- CMD` reads a session to its end; the guest
+//! backend keeps one open and sends requests through it.
+
+use crate::channel::{self, Frame, Kind};
+use crate::initramfs;
+use crate::job::Job;
+use crate::kernel;
+use crate::qemu::{self, Accel, AccelChoice};
+use crate::spec::VmSpec;
+use crate::VmError;
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Console lines kept for failure reports.
+const TAIL_LINES: usize = 20;
+/// A guest whose console stays silent this long after QEMU starts is
+/// taken to be hung. With `earlycon` the kernel prints within a second or
+/// two of its start (1-4 s after QEMU's under TCG, even on a busy host), so
+/// these are generous. A KVM guest that hangs is what nested KVM without
+/// hardware support tends to do; a TCG guest hung once in ~100 boots on a
+/// 2-core host under heavy load, before the kernel printed anything.
+const KVM_SILENCE: Duration = Duration::from_secs(30);
+const TCG_SILENCE: Duration = Duration::from_secs(60);
+/// Boots tried before giving up on a guest that stays silent.
+const BOOT_ATTEMPTS: u32 = 2;
+/// After "Kernel panic" appears, give the guest this long to exit.
+const PANIC_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a guest may stay silent: `NUMALAB_VM_SILENCE_S` (tests,
+/// debugging) or the accelerator's default.
+fn silence_limit(accel: Accel) -> Duration {
+    if let Some(s) = std::env::var("NUMALAB_VM_SILENCE_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+    {
+        return Duration::from_secs(s);
+    }
+    match accel {
+        Accel::Kvm => KVM_SILENCE,
+        Accel::Tcg => TCG_SILENCE,
+    }
+}
+
+fn failed(m: impl Into<String>) -> VmError {
+    VmError::Failed(m.into())
+}
+
+/// `NUMALAB_VM_DEBUG=1`: print the QEMU command line and keep the
+/// temporary directory (initramfs, kernel).
+pub(crate) fn debug() -> bool {
+    std::env::var_os("NUMALAB_VM_DEBUG").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Where console output goes, and what is kept for error reports.
+pub(crate) struct Console {
+    sink: Mutex<Box<dyn Write + Send>>,
+    tail: Mutex<VecDeque<String>>,
+    panic_line: Mutex<Option<String>>,
+    /// Milliseconds since start of the first console byte (0: none yet).
+    first_byte_ms: AtomicU64,
+    saw_panic: AtomicBool,
+}
+
+impl Console {
+    fn line(&self, line: &str) {
+        let mut t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        if t.len() == TAIL_LINES {
+            t.pop_front();
+        }
+        t.push_back(line.to_string());
+        if line.contains("Kernel panic") {
+            self.saw_panic.store(true, Ordering::SeqCst);
+            self.panic_line
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| strip_timestamp(line).to_string());
+        }
+    }
+
+    fn write_raw(&self, bytes: &[u8]) {
+        let mut s = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = s.write_all(bytes);
+        let _ = s.flush();
+    }
+
+    pub(crate) fn tail(&self) -> Vec<String> {
+        self.tail
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn panic_line(&self) -> String {
+        self.panic_line
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default()
+    }
+}
+
+/// `[    3.769963] Kernel panic` -> `Kernel panic`.
+pub(crate) fn strip_timestamp(line: &str) -> &str {
+    let t = line.trim();
+    match t.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest.trim(),
+        _ => t,
+    }
+}
+
+/// How a session ended.
+#[derive(Debug, Clone)]
+pub(crate) enum End {
+    /// QEMU exited by itself (the guest powered off, or its kernel died
+    /// and `-no-reboot` turned the reboot into an exit).
+    Exited(Option<ExitStatus>),
+    /// Ctrl-C, SIGTERM or SIGHUP: QEMU was stopped.
+    Interrupted,
+    /// The guest ran past the timeout and was stopped.
+    Timeout,
+    /// "Kernel panic" on the console, and QEMU stopped.
+    Panic,
+    /// The console stayed silent; the firmware log's last lines.
+    Silent { secs: u64, firmware: Vec<String> },
+}
+
+/// What reading a session gives: the next frame, or how it ended.
+pub(crate) enum Next {
+    Frame(Frame),
+    End(End),
+}
+
+/// Everything a boot needs, prepared once for every boot of one guest
+/// shape.
+pub(crate) struct Launcher {
+    qemu: PathBuf,
+    boot_image: kernel::Prepared,
+    initrd: PathBuf,
+    tmp: Option<tempfile::TempDir>,
+    spec: VmSpec,
+    append: String,
+    pub console_log: Option<PathBuf>,
+    timeout: Duration,
+    /// When `numalab vm` started: timeouts and the reported times count
+    /// from here.
+    pub start: Instant,
+    pub interrupted: Arc<AtomicBool>,
+    pub accel: Accel,
+    choice: AccelChoice,
+    quiet: bool,
+}
+
+/// What a launcher is given.
+pub(crate) struct LaunchOptions<'a> {
+    pub spec: &'a VmSpec,
+    pub kernel: Option<&'a Path>,
+    pub accel: AccelChoice,
+    pub timeout: Duration,
+    pub quiet: bool,
+    pub append: &'a str,
+    pub exe: Option<&'a Path>,
+    /// The console log goes under `<results>/vm-logs` with `quiet`.
+    pub results: &'a Path,
+}
+
+impl Launcher {
+    /// Check everything, build the initramfs for `job`, install the
+    /// signal handlers and say what will boot.
+    pub fn new(o: &LaunchOptions, job: &Job) -> Result<Launcher, VmError> {
+        let start = Instant::now();
+        qemu::check_append(o.append).map_err(failed)?;
+        let qemu_bin = qemu::find_qemu().map_err(failed)?;
+        let kernel = match o.kernel {
+            Some(k) => {
+                qemu::check_kernel(k).map_err(failed)?;
+                k.to_path_buf()
+            }
+            None => qemu::find_kernel_in(Path::new("/boot")).map_err(failed)?,
+        };
+        let (accel, why) = qemu::choose_accel(o.accel).map_err(failed)?;
+        let exe = match o.exe {
+            Some(e) => e.to_path_buf(),
+            None => std::env::current_exe()
+                .map_err(|e| failed(format!("locating the numalab executable: {e}")))?,
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix("numalab-vm-")
+            .tempdir()
+            .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
+        let initrd = tmp.path().join("initramfs.cpio");
+        let built = initramfs::build(&exe, job, &initrd).map_err(failed)?;
+        let boot_image =
+            if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
+                kernel::Prepared {
+                    image: kernel.clone(),
+                    pvh: false,
+                    note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
+                }
+            } else {
+                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path())
+            };
+        // The initramfs is loaded into guest memory, then unpacked into a
+        // tmpfs-like rootfs next to it, and the kernel needs room of its own.
+        let need = 2 * built.bytes + (160 << 20);
+        if o.spec.total_memory_bytes() < need {
+            return Err(failed(format!(
+                "--mem-per-node: the guest needs at least {} MiB in all to unpack its {} MiB initramfs (numalab and its libraries); it has {} MiB",
+                need >> 20,
+                built.bytes >> 20,
+                o.spec.total_memory_bytes() >> 20
+            )));
+        }
+        let console_log = if o.quiet {
+            let dir = o.results.join("vm-logs");
+            fs::create_dir_all(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+            Some(dir.join(format!(
+                "{}-{}.console.log",
+                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+                std::process::id()
+            )))
+        } else {
+            None
+        };
+        let interrupted = Arc::new(AtomicBool::new(false));
+        for sig in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
+            signal_hook::flag::register(sig, interrupted.clone())
+                .map_err(|e| failed(format!("installing signal handlers: {e}")))?;
+        }
+        let l = Launcher {
+            qemu: qemu_bin,
+            initrd,
+            tmp: Some(tmp),
+            spec: o.spec.clone(),
+            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet, o.append),
+            console_log,
+            timeout: o.timeout,
+            start,
+            interrupted,
+            accel,
+            choice: o.accel,
+            quiet: o.quiet,
+            boot_image,
+        };
+        l.status(&format!(
+            "{}; kernel {}{}; accelerator {} ({why})",
+            o.spec.summary(),
+            kernel.display(),
+            if l.boot_image.pvh { " (PVH boot)" } else { "" },
+            accel.as_str()
+        ));
+        if let Some(note) = &l.boot_image.note {
+            l.status(note);
+        }
+        if accel == Accel::Tcg {
+            l.status("TCG emulates every instruction: expect a slow guest; its timings say nothing about NUMA hardware");
+        }
+        Ok(l)
+    }
+
+    /// A line on standard error, unless `--quiet`.
+    pub fn status(&self, s: &str) {
+        if !self.quiet {
+            eprintln!("numalab vm: {s}");
+        }
+    }
+
+    /// Boot until the guest sends its first frame (or ends), booting
+    /// again when the console stays silent: with TCG if `auto` had picked
+    /// KVM, else once more as it was.
+    pub fn boot(&mut self) -> Result<(Session, Option<Frame>), VmError> {
+        let mut attempt = 1;
+        loop {
+            let mut s = Session::start(self, self.accel)?;
+            match s.next() {
+                Next::Frame(f) => return Ok((s, Some(f))),
+                Next::End(End::Silent { secs, firmware }) => {
+                    let accel = self.accel;
+                    let what = format!(
+                        "the {} guest printed nothing for {secs} s{}",
+                        accel.as_str().to_uppercase(),
+                        if accel == Accel::Kvm {
+                            " (nested KVM can hang)"
+                        } else {
+                            ""
+                        }
+                    );
+                    if !firmware.is_empty() {
+                        eprintln!("numalab vm: {what}; the last firmware lines were:");
+                        for l in &firmware {
+                            eprintln!("  | {l}");
+                        }
+                    }
+                    if accel == Accel::Kvm && self.choice == AccelChoice::Auto {
+                        self.status(&format!("{what}; booting again with TCG"));
+                        self.accel = Accel::Tcg;
+                    } else if attempt < BOOT_ATTEMPTS {
+                        attempt += 1;
+                        eprintln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
+                    } else {
+                        return Err(failed(format!(
+                            "{what}, {BOOT_ATTEMPTS} times, and was stopped{}",
+                            if accel == Accel::Kvm {
+                                "; use --accel tcg"
+                            } else {
+                                ""
+                            }
+                        )));
+                    }
+                }
+                Next::End(_) => return Ok((s, None)),
+            }
+        }
+    }
+
+    /// Keep the temporary directory (`NUMALAB_VM_DEBUG`).
+    pub fn keep_tmp(&mut self) {
+        if let Some(t) = self.tmp.take() {
+            eprintln!("numalab vm: debug: kept {}", t.keep().display());
+        }
+    }
+
+    fn tmp(&self) -> &Path {
+        self.tmp
+            .as_ref()
+            .map(|t| t.path())
+            .unwrap_or(Path::new("/tmp"))
+    }
+
+    /// A failure, with the last console lines printed to explain it.
+    pub fn report(&self, msg: String, session: &Session) -> VmError {
+        let tail = session.console.tail();
+        if !tail.is_empty() {
+            eprintln!(
+                "numalab vm: last {} lines of the guest console:",
+                tail.len()
+            );
+            for l in &tail {
+                eprintln!("  | {l}");
+            }
+        }
+        if let Some(p) = &self.console_log {
+            eprintln!("numalab vm: full console log: {}", p.display());
+        }
+        failed(msg)
+    }
+
+    /// The message for an ended session, with the console tail printed.
+    pub fn describe_end(&self, end: &End, session: &Session) -> VmError {
+        let report = |msg: String| self.report(msg, session);
+        match end {
+            End::Interrupted => {
+                VmError::Interrupted("interrupted: the guest was stopped and QEMU reaped".into())
+            }
+            End::Timeout => report(format!(
+                "timed out after {} s: the guest was stopped (raise --timeout)",
+                self.timeout.as_secs()
+            )),
+            End::Panic => report(format!(
+                "the guest kernel panicked: {}",
+                session.console.panic_line()
+            )),
+            End::Silent { secs, .. } => report(format!("the guest printed nothing for {secs} s")),
+            End::Exited(_) => report(format!(
+                "the guest stopped early ({})",
+                describe_exited(end, session)
+            )),
+        }
+    }
+}
+
+/// `QEMU ended with exit status 0; the channel ended inside a frame`.
+pub(crate) fn describe_exited(end: &End, session: &Session) -> String {
+    let how = match end {
+        End::Exited(Some(s)) => describe_status(*s),
+        _ => "an unknown status".into(),
+    };
+    let mut msg = format!("QEMU ended with {how}");
+    if session.truncated() > 0 {
+        msg.push_str(&format!(
+            "; the channel ended inside a frame ({} bytes)",
+            session.truncated()
+        ));
+    }
+    msg
+}
+
+pub(crate) fn describe_status(s: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        _ => "an unknown status".into(),
+    }
+}
+
+/// QEMU as a child that cannot outlive us: SIGKILL when numalab dies
+/// (PR_SET_PDEATHSIG; it fires when the spawning thread exits, so spawn
+/// from the thread that waits), and its own process group so a terminal
+/// Ctrl-C reaches only numalab, which then stops it in order.
+fn spawn_qemu(cmd: &mut Command) -> std::io::Result<Child> {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            libc::setpgid(0, 0);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Kill and reap. Idempotent.
+fn stop(child: &mut Child) -> Option<ExitStatus> {
+    if let Ok(Some(s)) = child.try_wait() {
+        return Some(s);
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// One booted guest.
+pub(crate) struct Session {
+    child: Option<Child>,
+    pub console: Arc<Console>,
+    /// QEMU's channel socket; connected to once QEMU has created it.
+    socket: PathBuf,
+    rx: Option<Receiver<Vec<u8>>>,
+    writer: Option<UnixStream>,
+    parser: channel::Parser,
+    pending: VecDeque<Frame>,
+    pub frame_errors: Vec<String>,
+    /// Seconds from the launcher's start to the guest's first frame and
+    /// to the first byte of the command's output.
+    pub init_s: Option<f64>,
+    pub first_output_s: Option<f64>,
+    start: Instant,
+    boot_start: Instant,
+    timeout: Duration,
+    silence: Duration,
+    firmware_log: PathBuf,
+    interrupted: Arc<AtomicBool>,
+    panic_at: Option<Instant>,
+    ended: Option<End>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Session {
+    fn start(l: &Launcher, accel: Accel) -> Result<Session, VmError> {
+        let tmp = l.tmp();
+        let socket = tmp.join(format!("channel-{}.sock", accel.as_str()));
+        let _ = fs::remove_file(&socket);
+        if socket.as_os_str().len() >= 100 {
+            return Err(failed(format!(
+                "{}: too long for a Unix socket; set TMPDIR to a shorter directory",
+                socket.display()
+            )));
+        }
+        let firmware_log = tmp.join("firmware.log");
+        let _ = fs::remove_file(&firmware_log);
+        let launch = qemu::Launch {
+            spec: &l.spec,
+            accel,
+            kernel: &l.boot_image.image,
+            initrd: &l.initrd,
+            channel: &socket,
+            firmware_log: &firmware_log,
+            append: l.append.clone(),
+            name: format!("numalab-vm-{}", std::process::id()),
+        };
+        let qemu_args = qemu::args(&launch);
+        if debug() {
+            eprintln!(
+                "numalab vm: debug: {} {}",
+                l.qemu.display(),
+                crate::host::shell_words(&qemu_args)
+            );
+        }
+        let mut cmd = Command::new(&l.qemu);
+        cmd.args(&qemu_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let sink: Box<dyn Write + Send> = match &l.console_log {
+            Some(p) => Box::new(
+                fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| failed(format!("{}: {e}", p.display())))?,
+            ),
+            None => Box::new(std::io::stderr()),
+        };
+        let console = Arc::new(Console {
+            sink: Mutex::new(sink),
+            tail: Mutex::new(VecDeque::new()),
+            panic_line: Mutex::new(None),
+            first_byte_ms: AtomicU64::new(0),
+            saw_panic: AtomicBool::new(false),
+        });
+        let boot_start = Instant::now();
+        let mut child = spawn_qemu(&mut cmd)
+            .map_err(|e| failed(format!("starting {}: {e}", l.qemu.display())))?;
+        let mut threads = Vec::new();
+
+        // Console: QEMU's stdout is the guest's ttyS0, streamed as it comes.
+        let out = child.stdout.take().expect("piped");
+        let c = console.clone();
+        let t0 = l.start;
+        threads.push(std::thread::spawn(move || {
+            let mut r = BufReader::new(out);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match r.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let ms = t0.elapsed().as_millis().max(1) as u64;
+                        let _ = c.first_byte_ms.compare_exchange(
+                            0,
+                            ms,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                        let line: Vec<u8> = buf.iter().copied().filter(|&b| b != b'\r').collect();
+                        c.write_raw(&line);
+                        c.line(String::from_utf8_lossy(&line).trim_end());
+                    }
+                }
+            }
+        }));
+        // QEMU's own messages go the same way, marked as QEMU's.
+        let err = child.stderr.take().expect("piped");
+        let c = console.clone();
+        threads.push(std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let l = format!("qemu: {line}");
+                c.write_raw(format!("{l}\n").as_bytes());
+                c.line(&l);
+            }
+        }));
+
+        Ok(Session {
+            child: Some(child),
+            console,
+            socket,
+            rx: None,
+            writer: None,
+            parser: channel::Parser::new(),
+            pending: VecDeque::new(),
+            frame_errors: Vec::new(),
+            init_s: None,
+            first_output_s: None,
+            start: l.start,
+            boot_start,
+            timeout: l.timeout,
+            silence: silence_limit(accel),
+            firmware_log,
+            interrupted: l.interrupted.clone(),
+            panic_at: None,
+            ended: None,
+            threads,
+        })
+    }
+
+    /// Bytes of a frame cut short when the channel ended.
+    pub fn truncated(&self) -> usize {
+        self.parser.pending()
+    }
+
+    /// Send a frame to the guest.
+    pub fn send(&mut self, kind: Kind, name: &str, payload: &[u8]) -> Result<(), VmError> {
+        let w = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| failed("the guest's channel is not connected"))?;
+        w.write_all(&channel::encode(kind, name, payload))
+            .map_err(|e| failed(format!("writing to the guest's channel: {e}")))
+    }
+
+    /// Connect to QEMU's channel socket if QEMU has created it (QEMU
+    /// then lets the guest run), and read it on a thread of its own.
+    fn connect(&mut self) {
+        let Ok(stream) = UnixStream::connect(&self.socket) else {
+            return;
+        };
+        let Ok(writer) = stream.try_clone() else {
+            return;
+        };
+        let (tx, rx) = mpsc::channel();
+        self.threads.push(std::thread::spawn(move || {
+            let mut r = stream;
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }));
+        self.rx = Some(rx);
+        self.writer = Some(writer);
+    }
+
+    /// Decode bytes; write stdout and stderr frames out at once.
+    fn take(&mut self, data: &[u8]) {
+        for f in self.parser.push(data) {
+            match f {
+                Ok(f) => match f.kind {
+                    Kind::Stdout | Kind::Stderr => {
+                        self.first_output_s
+                            .get_or_insert_with(|| self.start.elapsed().as_secs_f64());
+                        let _ = if f.kind == Kind::Stdout {
+                            let mut o = std::io::stdout();
+                            o.write_all(&f.payload).and_then(|_| o.flush())
+                        } else {
+                            let mut e = std::io::stderr();
+                            e.write_all(&f.payload).and_then(|_| e.flush())
+                        };
+                    }
+                    _ => {
+                        if f.kind == Kind::Hello {
+                            self.init_s = Some(self.start.elapsed().as_secs_f64());
+                        }
+                        self.pending.push_back(f);
+                    }
+                },
+                Err(e) => self.frame_errors.push(format!("channel: {e}")),
+            }
+        }
+    }
+
+    /// The next frame (not stdout or stderr: those are written out as
+    /// they arrive), or how the guest ended. Once ended, it says so again.
+    pub fn next(&mut self) -> Next {
+        loop {
+            if let Some(f) = self.pending.pop_front() {
+                return Next::Frame(f);
+            }
+            if let Some(e) = &self.ended {
+                return Next::End(e.clone());
+            }
+            if self.rx.is_none() && self.child.is_some() {
+                self.connect();
+            }
+            match &self.rx {
+                Some(rx) => match rx.recv_timeout(Duration::from_millis(20)) {
+                    Ok(data) => {
+                        self.take(&data);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    // The guest is gone; `check` says how.
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                },
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+            let end = self.check();
+            if let Some(end) = end {
+                self.finish(end);
+            }
+        }
+    }
+
+    /// Whether the guest has ended, or must be stopped.
+    fn check(&mut self) -> Option<End> {
+        let child = self.child.as_mut()?;
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(End::Exited(Some(s)));
+        }
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Some(End::Interrupted);
+        }
+        if self.start.elapsed() > self.timeout {
+            return Some(End::Timeout);
+        }
+        if self.console.saw_panic.load(Ordering::SeqCst) {
+            let at = *self.panic_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > PANIC_GRACE {
+                return Some(End::Panic);
+            }
+        }
+        if self.console.first_byte_ms.load(Ordering::SeqCst) == 0
+            && self.boot_start.elapsed() > self.silence
+        {
+            let log = fs::read_to_string(&self.firmware_log).unwrap_or_default();
+            let lines: Vec<String> = log.lines().map(str::to_string).collect();
+            let firmware = lines[lines.len().saturating_sub(8)..].to_vec();
+            return Some(End::Silent {
+                secs: self.silence.as_secs(),
+                firmware,
+            });
+        }
+        None
+    }
+
+    /// Stop QEMU (if it still runs), reap it, and decode what it sent on
+    /// its way out.
+    fn finish(&mut self, mut end: End) {
+        if let Some(mut c) = self.child.take() {
+            let status = stop(&mut c);
+            if let End::Exited(s) = &mut end {
+                *s = s.or(status);
+            }
+        }
+        for t in std::mem::take(&mut self.threads) {
+            let _ = t.join();
+        }
+        let mut rest = Vec::new();
+        if let Some(rx) = &self.rx {
+            while let Ok(data) = rx.try_recv() {
+                rest.push(data);
+            }
+        }
+        for data in rest {
+            self.take(&data);
+        }
+        // A kernel that panicked and rebooted ends QEMU by itself.
+        if matches!(end, End::Exited(_)) && self.console.saw_panic.load(Ordering::SeqCst) {
+            end = End::Panic;
+        }
+        self.ended = Some(end);
+    }
+
+    /// Stop the guest now (idempotent).
+    pub fn stop(&mut self) {
+        if self.ended.is_none() {
+            self.finish(End::Interrupted);
+        }
+    }
+
+    /// Seconds since the launcher started.
+    pub fn elapsed_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            stop(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(
+            strip_timestamp("[    3.769963] Kernel panic - not syncing: x"),
+            "Kernel panic - not syncing: x"
+        );
+        assert_eq!(strip_timestamp("[x] y"), "[x] y");
+    }
+}
