@@ -60,8 +60,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     let Some(machine) = args.machine.as_deref() else {
         bail!("sim needs --machine PRESET|FILE (presets: numalab sim --list)");
     };
-    let mut cfg = SimConfig::new(machine, &args.scheduler, &args.balancer, args.seed)
-        .map_err(anyhow::Error::msg)?;
+    let mut cfg = SimConfig::new(machine, &args.scheduler, &args.balancer, args.seed)?;
     cfg.tick_us = args.tick_us;
     if !(args.max_sim_s.is_finite() && args.max_sim_s > 0.0) {
         bail!("--max-sim-s must be a positive number of seconds");
@@ -73,7 +72,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         Interval::Auto => (AUTO_BASE_S * 1000.0) as u64,
         Interval::Off => 3_600_000,
     };
-    cfg.check().map_err(anyhow::Error::msg)?;
+    cfg.check()?;
     let mut backend = SimBackend::new(cfg);
     backend.trace = args.trace;
     execute(&bench, &mut backend)

@@ -72,21 +72,13 @@ impl VmReport {
 }
 
 /// Why `numalab vm` failed. `Interrupted` is Ctrl-C/SIGTERM (exit 130).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VmError {
+    #[error("{0}")]
     Interrupted(String),
+    #[error("{0}")]
     Failed(String),
 }
-
-impl std::fmt::Display for VmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            VmError::Interrupted(m) | VmError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for VmError {}
 
 fn failed(m: impl Into<String>) -> VmError {
     VmError::Failed(m.into())

@@ -100,7 +100,9 @@ impl Backend for SimBackend {
     fn unsupported(&self, case: &Case) -> Option<String> {
         match case {
             Case::Command(_) => Some(COMMAND_UNSUPPORTED.into()),
-            _ => crate::validate(&self.cfg, case).err(),
+            _ => crate::validate(&self.cfg, case)
+                .err()
+                .map(|e| e.to_string()),
         }
     }
 
@@ -114,7 +116,7 @@ impl Backend for SimBackend {
             return Err(RunError::Interrupted);
         }
         let out = crate::run(&cfg, case, ctx.label, ctx.repetition, &mut progress)
-            .map_err(RunError::Failed)?;
+            .map_err(|e| RunError::Failed(e.to_string()))?;
         if interrupt.is_set() {
             return Err(RunError::Interrupted);
         }

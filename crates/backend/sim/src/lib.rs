@@ -150,6 +150,27 @@ pub struct SimConfig {
     pub trace: bool,
 }
 
+/// A scheduler and a balancer, built.
+type Policies = (Box<dyn engine::Scheduler>, Box<dyn engine::Balancer>);
+
+/// Why a simulation could not be configured or run. Every message is one
+/// line naming what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// The machine file or preset.
+    #[error("{0}")]
+    Machine(String),
+    /// A scheduler or balancer name or parameter.
+    #[error("{0}")]
+    Policy(String),
+    /// The tick, the sampling period, the time limit.
+    #[error("{0}")]
+    Config(String),
+    /// The case does not fit the machine (sizes, CPU lists, nodes).
+    #[error("{0}")]
+    Case(String),
+}
+
 impl SimConfig {
     /// A configuration with default tick (1 ms), sampling (1 s) and limit.
     pub fn new(
@@ -157,13 +178,16 @@ impl SimConfig {
         scheduler: &str,
         balancer: &str,
         seed: u64,
-    ) -> Result<SimConfig, String> {
-        let machine = Machine::load(machine_spec).map_err(|e| e.to_string())?;
+    ) -> Result<SimConfig, SimError> {
+        let machine = Machine::load(machine_spec).map_err(|e| SimError::Machine(e.to_string()))?;
+        let policy = |which: &str, text: &str| {
+            PolicySpec::parse(text).map_err(|e| SimError::Policy(format!("{which} {e}")))
+        };
         let cfg = SimConfig {
             machine,
             machine_spec: machine_spec.to_string(),
-            scheduler: PolicySpec::parse(scheduler).map_err(|e| format!("scheduler {e}"))?,
-            balancer: PolicySpec::parse(balancer).map_err(|e| format!("balancer {e}"))?,
+            scheduler: policy("scheduler", scheduler)?,
+            balancer: policy("balancer", balancer)?,
             seed,
             tick_us: 1000,
             sample_ms: 1000,
@@ -175,19 +199,28 @@ impl SimConfig {
     }
 
     /// Build both policies once, so a bad name or parameter fails early.
-    pub fn check(&self) -> Result<(), String> {
-        sched::build(&self.scheduler, &self.machine)?;
-        balance::build(&self.balancer, &self.machine)?;
+    pub fn check(&self) -> Result<(), SimError> {
+        self.policies()?;
         if self.tick_us == 0 || self.tick_us > 100_000 {
-            return Err("tick must be between 1 us and 100 ms".into());
+            return Err(SimError::Config(
+                "tick must be between 1 us and 100 ms".into(),
+            ));
         }
         Ok(())
+    }
+
+    /// The scheduler and the balancer, built for the machine.
+    fn policies(&self) -> Result<Policies, SimError> {
+        // The builders' messages name the policy already.
+        let s = sched::build(&self.scheduler, &self.machine).map_err(SimError::Policy)?;
+        let b = balance::build(&self.balancer, &self.machine).map_err(SimError::Policy)?;
+        Ok((s, b))
     }
 }
 
 /// Check that `case` can run on the configured machine (sizes, CPU
 /// lists, node counts) without running it.
-pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), String> {
+pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
     let rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut w = World::new(
         cfg.machine.clone(),
@@ -196,7 +229,9 @@ pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), String> {
         rng,
         false,
     );
-    workload::populate(case, &mut w).map(|_| ())
+    workload::populate(case, &mut w)
+        .map(|_| ())
+        .map_err(SimError::Case)
 }
 
 /// The result of one simulated run.
@@ -217,14 +252,13 @@ pub fn run(
     label: &str,
     repetition: Repetition,
     progress: &mut dyn FnMut(f64),
-) -> Result<SimOutput, String> {
+) -> Result<SimOutput, SimError> {
     let started = std::time::Instant::now();
-    let sched = sched::build(&cfg.scheduler, &cfg.machine)?;
-    let bal = balance::build(&cfg.balancer, &cfg.machine)?;
+    let (sched, bal) = cfg.policies()?;
     let rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     let tick_ns = cfg.tick_us * 1000;
     let mut w = World::new(cfg.machine.clone(), tick_ns, CHUNK_BYTES, rng, cfg.trace);
-    let mut meta = workload::populate(case, &mut w)?;
+    let mut meta = workload::populate(case, &mut w).map_err(SimError::Case)?;
     let mut eng = engine::Engine::new(w, sched, bal);
     let sample_ns = cfg.sample_ms.max(1) * 1_000_000;
     let limit_ns = (cfg.max_sim_s * 1e9) as u64;
