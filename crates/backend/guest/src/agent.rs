@@ -185,33 +185,14 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
         send_reply(tx, &Reply::Error(format!("{REQUEST_PATH}: {e}")));
         return 2;
     }
-    let mut child = match Command::new(exe)
-        .args(["__guest-op", REQUEST_PATH])
-        .current_dir("/")
-        .env("NUMALAB_GUEST", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
+    let mut child = match spawn(exe, &["__guest-op", REQUEST_PATH]) {
         Ok(c) => c,
         Err(e) => {
-            send_reply(tx, &Reply::Error(format!("starting {exe}: {e}")));
+            send_reply(tx, &Reply::Error(e));
             return 2;
         }
     };
-    let err = child.stderr.take().expect("piped");
-    let t = tx.clone();
-    let pump = std::thread::spawn(move || {
-        let mut r = err;
-        let mut buf = vec![0u8; 16 << 10];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => t.send(Kind::Stderr, "-", &buf[..n]),
-            }
-        }
-    });
+    let pump = pump(child.stderr.take().expect("piped"), Kind::Stderr, tx);
     let out = BufReader::new(child.stdout.take().expect("piped"));
     for line in out.lines().map_while(Result::ok) {
         match line.strip_prefix(OP_PREFIX) {
@@ -224,6 +205,40 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
         Ok(s) => s.code().unwrap_or(128),
         Err(_) => 128,
     }
+}
+
+/// numalab in the guest, in `/`, its output piped.
+pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
+    exe: &str,
+    args: &[A],
+) -> Result<std::process::Child, String> {
+    Command::new(exe)
+        .args(args)
+        .current_dir("/")
+        .env("NUMALAB_GUEST", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {exe}: {e}"))
+}
+
+/// Send what `from` gives as `kind` frames, on a thread, until it ends.
+pub(crate) fn pump<S: Sender>(
+    mut from: impl Read + Send + 'static,
+    kind: Kind,
+    tx: &S,
+) -> std::thread::JoinHandle<()> {
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 16 << 10];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => tx.send(kind, "-", &buf[..n]),
+            }
+        }
+    })
 }
 
 /// One protocol line of the child, as frames.

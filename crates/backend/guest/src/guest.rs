@@ -12,10 +12,9 @@ use crate::job::{sysctl_path, Job, GUEST_EXE, JOB_PATH};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 /// The second serial port, QEMU's `-serial chardev:channel`.
@@ -197,29 +196,9 @@ fn run(channel: &Channel) -> Result<(), String> {
     if job.agent {
         return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
     }
-    let mut child = Command::new(GUEST_EXE)
-        .args(&job.args)
-        .current_dir("/")
-        .env("NUMALAB_GUEST", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("starting {GUEST_EXE}: {e}"))?;
-    let pump = |mut from: Box<dyn Read + Send>, kind: Kind| {
-        let ch = channel.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 16 << 10];
-            loop {
-                match from.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => ch.send(kind, "-", &buf[..n]),
-                }
-            }
-        })
-    };
-    let out = pump(Box::new(child.stdout.take().expect("piped")), Kind::Stdout);
-    let err = pump(Box::new(child.stderr.take().expect("piped")), Kind::Stderr);
+    let mut child = crate::agent::spawn(GUEST_EXE, &job.args)?;
+    let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
+    let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
     let status = child
         .wait()
         .map_err(|e| format!("waiting for the command: {e}"))?;
