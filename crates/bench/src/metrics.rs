@@ -42,7 +42,7 @@ pub const ALL: &[MetricDef] = &[
         "avg_user_s",
         "s",
         Better::Lower,
-        "numa_test: user time per task (the seed's AverageUserTime)",
+        "numa_test: user time per task (numa_test's AverageUserTime)",
     ),
     def(
         "hackbench_s",

@@ -10,7 +10,7 @@ use numalab_bench::args::{
 use numalab_bench::autonuma::Kind;
 use numalab_bench::{Calibration, Resolved};
 use numalab_linux::knobs::{Guard, Knob};
-use numalab_runner::{Backend, Configuration, Interval, Plan};
+use numalab_runner::{Backend, Configuration, Interval, Output, Plan};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +57,13 @@ pub struct RunnerArgs {
     /// Write a file under /sys for the runs and restore it after (repeatable)
     #[arg(long = "sysfs", value_name = "PATH=VALUE", value_parser = parse_sysfs)]
     pub sysfs: Vec<Knob>,
+    /// Print one line per run and the summary: no sizing notes, warnings
+    /// or progress bar
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also print each record's path as it is written
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 fn parse_sysctl(s: &str) -> Result<Knob, String> {
@@ -73,6 +80,14 @@ fn parse_thp(s: &str) -> Result<Knob, String> {
 }
 
 impl RunnerArgs {
+    fn output(&self) -> Output {
+        match (self.quiet, self.verbose) {
+            (true, _) => Output::Quiet,
+            (false, true) => Output::Verbose,
+            (false, false) => Output::Normal,
+        }
+    }
+
     fn configuration(&self) -> Configuration {
         let mut knobs = self.sysctl.clone();
         knobs.extend(self.governor.clone());
@@ -230,6 +245,13 @@ impl BenchCmd {
     }
 }
 
+/// A status line on standard error, wrapped within 80 columns.
+fn say(text: &str) {
+    for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
+        eprintln!("{l}");
+    }
+}
+
 /// Resolve `cmd` on `backend`'s machine and run it: the whole of `numalab
 /// run` and `numalab sim` once the backend exists.
 pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
@@ -262,14 +284,17 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         results,
         notes: resolved.notes.clone(),
         guard: Some(Guard::this_executable()),
+        output: r.output(),
     };
     numalab_runner::check(&plan, backend)?;
-    eprintln!("numalab: on {}", backend.describe());
-    for n in &resolved.notes {
-        eprintln!("numalab: {n}");
-    }
-    for w in &resolved.warnings {
-        eprintln!("numalab: warning: {w}");
+    if plan.output != Output::Quiet {
+        say(&format!("on {}", backend.describe()));
+        for n in &resolved.notes {
+            say(n);
+        }
+        for w in &resolved.warnings {
+            say(&format!("warning: {w}"));
+        }
     }
     let out = numalab_runner::run(&plan, backend)?;
     let refs: Vec<&numalab_record::RunRecord> = out.records.iter().map(|(_, r)| r).collect();

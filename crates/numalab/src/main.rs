@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod cli_bench;
 mod cli_compare;
+mod cli_install;
 mod cli_load;
 mod cli_report;
 mod cli_run;
@@ -18,7 +19,7 @@ mod cli_vm;
 #[derive(Parser)]
 #[command(
     name = "numalab",
-    version,
+    version = numalab_record::VERSION,
     about = "Measure, compare and explain NUMA scheduling and memory placement on Linux",
     long_about = None,
 )]
@@ -45,6 +46,10 @@ pub(crate) enum Command {
     Show(cli_show::ShowArgs),
     /// Write a self-contained HTML report with tables and SVG charts
     Report(cli_report::ReportArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    Completions(cli_install::CompletionsArgs),
+    /// Print or install the man pages
+    Man(cli_install::ManArgs),
     /// PID 1 of a `numalab vm` guest (internal)
     #[command(hide = true, name = "guest-init")]
     GuestInit,
@@ -78,6 +83,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),
         Command::Report(args) => cli_report::run(args),
+        Command::Completions(args) => cli_install::completions(args),
+        Command::Man(args) => cli_install::man(args),
         Command::GuestInit => cli_vm::guest_init(),
         Command::GuestProbe(args) => cli_vm::guest_probe(args),
     };

@@ -28,6 +28,11 @@
 pub mod convergence;
 pub mod schema;
 pub mod store;
+/// numalab's version and the commit it was built from, as `--version`
+/// prints it and every record's `numalab_version` says:
+/// `0.1.0 (abc1234def56)`, `-dirty` when built with uncommitted changes.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("NUMALAB_COMMIT"), ")");
+
 pub use store::{ensure_writable_dir, parse};
 
 pub use numalab_topology::MachineInfo;

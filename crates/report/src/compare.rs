@@ -1101,7 +1101,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         .collect();
     Ok(CompareReport {
         schema_version: COMPARE_SCHEMA_VERSION,
-        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        numalab_version: numalab_record::VERSION.to_string(),
         settings: Settings {
             test: opts.test,
             alpha: opts.alpha,

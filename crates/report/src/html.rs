@@ -233,7 +233,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let mut norm = compare_render::normalized_table(cmp, t);
         norm.title = format!("Normalised to {}", cmp.baseline);
         p.body.push_str(&format!(
-            "<details><summary>Normalised (seed 003 layout)</summary>{}</details>",
+            "<details><summary>Normalised to the baseline</summary>{}</details>",
             norm.to_html()
         ));
         p.body.push_str("<div class=\"charts\">");

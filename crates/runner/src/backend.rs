@@ -39,7 +39,7 @@ impl RunContext<'_> {
         RunRecord {
             schema_version: SCHEMA_VERSION,
             id: RunRecord::make_id(&benchmark, self.label, &started, self.repetition.index),
-            numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+            numalab_version: numalab_record::VERSION.to_string(),
             started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             benchmark,
             params: case.params(),

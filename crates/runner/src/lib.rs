@@ -74,6 +74,21 @@ pub struct Plan {
     /// How to start the guard process that restores settings if numalab
     /// is killed (None: no guard, e.g. in tests).
     pub guard: Option<knobs::Guard>,
+    /// How much the runner prints.
+    pub output: Output,
+}
+
+/// How much the runner prints (`--quiet`, `--verbose`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Output {
+    /// One line per run; no progress bar, no warnings or settings lines.
+    Quiet,
+    /// One line per run, each warning once, the settings applied, a
+    /// progress bar on a terminal.
+    #[default]
+    Normal,
+    /// Also each record's path after its run.
+    Verbose,
 }
 
 /// How an invocation ended.
@@ -246,7 +261,7 @@ pub fn run_with(
     let nconf = plan.configs.len();
     let per_config = plan.cases.len() as u64 * (plan.runs + plan.warmup) as u64;
     let total = per_config * nconf as u64;
-    let bar = progress::Bar::new(total);
+    let bar = progress::Bar::new(total, plan.output != Output::Quiet);
     let mut out = Outcome::default();
     let mut active: Option<Active> = None;
     let mut set_up = vec![false; nconf];
@@ -274,8 +289,10 @@ pub fn run_with(
                         break 'all;
                     }
                 };
-                for (k, v) in settings.values() {
-                    bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                if plan.output != Output::Quiet {
+                    for (k, v) in settings.values() {
+                        bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                    }
                 }
                 active = Some(Active {
                     config: ci,
@@ -348,6 +365,10 @@ pub fn run_with(
                         }
                     };
                     bar.done(step);
+                    if plan.output == Output::Quiet {
+                        // Every warning counts as printed: only run lines.
+                        warned.extend(rec.warnings.iter().cloned());
+                    }
                     if warmup {
                         bar.println(&run_line(&head, &rec, &mut warned));
                         continue;
@@ -356,6 +377,9 @@ pub fn run_with(
                     match numalab_record::write_atomic(&plan.results, &rec) {
                         Ok(path) => {
                             bar.println(&run_line(&head, &rec, &mut warned));
+                            if plan.output == Output::Verbose {
+                                bar.println(&format!("    record: {}", path.display()));
+                            }
                             out.records.push((path, rec));
                         }
                         Err(e) => {
@@ -500,11 +524,15 @@ mod progress {
     pub struct Bar(ProgressBar);
 
     impl Bar {
-        pub fn new(runs: u64) -> Bar {
-            let pb = ProgressBar::with_draw_target(
-                Some(runs.max(1) * 1000),
-                ProgressDrawTarget::stderr(),
-            );
+        /// A bar over `runs` runs, drawn on standard error when `shown`
+        /// (and standard error is a terminal).
+        pub fn new(runs: u64, shown: bool) -> Bar {
+            let target = if shown {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            };
+            let pb = ProgressBar::with_draw_target(Some(runs.max(1) * 1000), target);
             pb.set_style(
                 ProgressStyle::with_template("{wide_msg} {bar:12} {percent:>3}% ETA {eta}")
                     .expect("valid template"),

@@ -307,7 +307,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     let record = RunRecord {
         schema_version: SCHEMA_VERSION,
         id: RunRecord::make_id(BENCHMARK, &p.label, &started, 1),
-        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        numalab_version: numalab_record::VERSION.to_string(),
         started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         benchmark: BENCHMARK.into(),
         params,

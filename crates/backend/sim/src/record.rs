@@ -298,7 +298,7 @@ pub fn build(
     RunRecord {
         schema_version: SCHEMA_VERSION,
         id,
-        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        numalab_version: numalab_record::VERSION.to_string(),
         started_at: started.to_rfc3339(),
         benchmark: meta.benchmark.clone(),
         params: meta.params.clone(),

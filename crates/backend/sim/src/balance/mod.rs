@@ -25,7 +25,7 @@ pub const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "sampling",
-        summary: "IBS-like access sampling feeding the same placement logic, with no scanning or fault cost (seed 004)",
+        summary: "IBS-like access sampling feeding the same placement logic, with no scanning or fault cost (after the IBS patches, LKML 2023)",
         build: sampling::build,
     },
 ];

@@ -24,7 +24,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
     let rate = p.f64(
         "rate",
         1000.0,
-        "samples per second per running task (unknown for seed 004's patch)",
+        "samples per second per running task (not given by the IBS patches)",
     )?;
     let sample_us = p.f64(
         "sample_us",

@@ -15,7 +15,7 @@ pub type Entry = crate::params::Entry<dyn Scheduler>;
 pub const REGISTRY: &[Entry] = &[
     Entry {
         name: "node-blind",
-        summary: "O(1)-style per-CPU queues balanced by length across all CPUs (seed 000's A)",
+        summary: "O(1)-style per-CPU queues balanced by length across all CPUs (scheduler A of Focht's 2002 numa_test results)",
         build: node_blind::build,
     },
     Entry {
@@ -25,12 +25,12 @@ pub const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "node-affine",
-        summary: "Focht's homenode scheduler (seeds 000 E, 001); dynamic=true,initial=false is seed 000's F",
+        summary: "Focht's homenode scheduler (Focht 2002 E, 2003); dynamic=true,initial=false is Focht 2002's F",
         build: node_affine::build,
     },
     Entry {
         name: "nest",
-        summary: "NEST (Lawall et al., EuroSys 2022): primary and reserve nests of warm cores (seed 003)",
+        summary: "NEST (Lawall et al., EuroSys 2022): primary and reserve nests of warm cores",
         build: nest::build,
     },
 ];
