@@ -115,7 +115,8 @@ fn records_validate_against_the_published_schema() {
 
 #[test]
 fn same_command_twice_gives_identical_records() {
-    let dir = tempfile::tempdir().unwrap();
+    // The same command line (it is recorded), in two working directories.
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let args = |d: &str| {
         vec![
             "sim".to_string(),
@@ -134,15 +135,15 @@ fn same_command_twice_gives_identical_records() {
             d.into(),
         ]
     };
-    for d in ["a", "b"] {
-        let a: Vec<String> = args(d);
+    for dir in &dirs {
+        let a: Vec<String> = args("out");
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let o = numalab(&a, dir.path());
         assert!(o.status.success(), "{}", text(&o.stderr));
     }
     let (a, b) = (
-        records(&dir.path().join("a")),
-        records(&dir.path().join("b")),
+        records(&dirs[0].path().join("out")),
+        records(&dirs[1].path().join("out")),
     );
     assert_eq!(a.len(), 1);
     assert_eq!(

@@ -69,6 +69,9 @@ pub struct Applied {
     /// Discarded runs before the recorded ones, per case.
     #[serde(default)]
     pub warmup: u32,
+    /// The numalab command line that ran it, program name first.
+    #[serde(default)]
+    pub command_line: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -467,6 +470,7 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
             smt_active: Some(false),
             loadavg: Some([0.0, 0.0, 0.0]),
             topology,
+            tuning: Default::default(),
         },
         outcome: Outcome::ok(),
         metrics,

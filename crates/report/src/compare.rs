@@ -156,6 +156,13 @@ pub struct MachineSummary {
     pub thp_enabled: Option<String>,
     pub numa_balancing: Option<String>,
     pub nodes: usize,
+    /// Compared within a configuration (a note when its runs differ).
+    pub kernel_cmdline: Option<String>,
+    pub zone_reclaim_mode: Option<String>,
+    pub sched_tunables: Option<String>,
+    pub governor: Option<String>,
+    pub cpufreq: Option<String>,
+    pub cpus_allowed: Option<String>,
 }
 
 impl MachineSummary {
@@ -168,6 +175,23 @@ impl MachineSummary {
             thp_enabled: m.thp_enabled.clone(),
             numa_balancing: m.numa_balancing.clone(),
             nodes: m.topology.nodes.len(),
+            kernel_cmdline: m.tuning.kernel_cmdline.clone(),
+            zone_reclaim_mode: m.tuning.zone_reclaim_mode.clone(),
+            sched_tunables: (!m.tuning.sched_tunables.is_empty()).then(|| {
+                m.tuning
+                    .sched_tunables
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+            governor: m.governor.clone(),
+            cpufreq: m
+                .tuning
+                .cpufreq_driver
+                .as_ref()
+                .map(|d| format!("{d}, boost {}", m.tuning.boost.as_deref().unwrap_or("n/a"))),
+            cpus_allowed: m.tuning.cpus_allowed.clone(),
         }
     }
 
@@ -181,6 +205,12 @@ impl MachineSummary {
             ("THP", o(&self.thp_enabled)),
             ("numa_balancing", o(&self.numa_balancing)),
             ("nodes", self.nodes.to_string()),
+            ("kernel command line", o(&self.kernel_cmdline)),
+            ("vm.zone_reclaim_mode", o(&self.zone_reclaim_mode)),
+            ("scheduler tunables", o(&self.sched_tunables)),
+            ("cpufreq governor", o(&self.governor)),
+            ("cpufreq driver and boost", o(&self.cpufreq)),
+            ("allowed CPUs", o(&self.cpus_allowed)),
         ]
     }
 
@@ -773,7 +803,11 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         let mut diffs = Vec::new();
         for i in 0..fk.len() {
             let field = fk[i].0;
+            // Beyond the first six, a setting one side does not have (a
+            // simulated machine has no kernel command line) is no news.
+            let unknown = i >= 6 && (fk[i].1 == "n/a" || fb[i].1 == "n/a");
             if fk[i].1 != fb[i].1
+                && !unknown
                 && !grouped(field)
                 && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1])
             {

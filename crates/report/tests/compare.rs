@@ -213,6 +213,41 @@ fn mixed_machines_within_a_configuration_are_noted() {
 }
 
 #[test]
+fn tuning_differences_within_a_configuration_and_against_the_baseline_are_noted() {
+    let mut v = runs("A", "h", 4, &BASE);
+    for (_, r) in &mut v {
+        r.machine.tuning.kernel_cmdline = Some("ro quiet".into());
+    }
+    v[1].1.machine.tuning.zone_reclaim_mode = Some("1".into());
+    v[0].1.machine.tuning.zone_reclaim_mode = Some("0".into());
+    let mut b = runs("B", "h", 4, &BASE);
+    for (_, r) in &mut b {
+        r.machine.tuning.kernel_cmdline = Some("ro quiet mitigations=off".into());
+        r.machine.tuning.cpus_allowed = Some("0-3".into());
+    }
+    v.extend(b);
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let notes: Vec<&str> = r.notes.iter().map(|n| n.text.as_str()).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("the runs of A differ in vm.zone_reclaim_mode: 0 / 1")),
+        "{notes:?}"
+    );
+    let base = notes
+        .iter()
+        .find(|n| n.contains("B differs from its baseline A"))
+        .unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(
+        base.contains("kernel command line (ro quiet mitigations=off vs ro quiet)"),
+        "{base}"
+    );
+    // Known on one side only: not news.
+    assert!(!base.contains("allowed CPUs"), "{base}");
+}
+
+#[test]
 fn hosts_pair_per_host_and_cross_host_on_request() {
     let mut v = runs("A", "h1", 4, &BASE);
     v.extend(runs("B", "h1", 4, &scaled(1.2)));

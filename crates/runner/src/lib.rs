@@ -453,6 +453,7 @@ fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Ap
         setup: c.setup.clone(),
         cleanup: c.cleanup.clone(),
         warmup,
+        command_line: std::env::args().collect(),
     }
 }
 

@@ -28,5 +28,5 @@ pub mod placement;
 pub mod probe;
 mod topology;
 
-pub use probe::{MachineInfo, Roots};
+pub use probe::{MachineInfo, Roots, Tuning};
 pub use topology::{human_bytes, parse_size, Cpu, Llc, Node, Topology, TopologyError};

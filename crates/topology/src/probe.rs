@@ -54,6 +54,141 @@ pub struct MachineInfo {
     /// 1, 5 and 15 minute load averages when the probe ran.
     pub loadavg: Option<[f64; 3]>,
     pub topology: Topology,
+    /// Kernel and process settings beyond the topology that change
+    /// scheduling and placement results.
+    #[serde(default)]
+    pub tuning: Tuning,
+}
+
+/// What else a scheduling or placement result depends on: the kernel's
+/// command line and tunables, frequency scaling, and where numalab itself
+/// was allowed to run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Tuning {
+    /// `/proc/cmdline`.
+    pub kernel_cmdline: Option<String>,
+    /// `vm.zone_reclaim_mode`.
+    pub zone_reclaim_mode: Option<String>,
+    /// The scheduler's tunables by name (`migration_cost_ns`,
+    /// `nr_migrate`, `base_slice_ns` or `min_granularity_ns`, ...), from
+    /// debugfs `sched/` or the older `kernel.sched_*` sysctls.
+    pub sched_tunables: BTreeMap<String, String>,
+    /// cpufreq driver of CPU 0 (`intel_pstate`, `acpi-cpufreq`,
+    /// `amd-pstate-epp`, ...).
+    pub cpufreq_driver: Option<String>,
+    /// Turbo/boost: `on` or `off` (`cpufreq/boost`, or intel_pstate's
+    /// `no_turbo` inverted).
+    pub boost: Option<String>,
+    /// numalab's cpuset (`/proc/self/cpuset`) and the CPUs and memory
+    /// nodes it may use (`Cpus_allowed_list`, `Mems_allowed_list`).
+    pub cpuset: Option<String>,
+    pub cpus_allowed: Option<String>,
+    pub mems_allowed: Option<String>,
+    /// Free memory per node id when the probe ran.
+    pub node_free_bytes: BTreeMap<u32, u64>,
+    /// What could not be read, and why (debugfs not mounted, root only).
+    pub unreadable: Vec<String>,
+}
+
+/// Scheduler tunables: debugfs `sched/<name>` (5.13 on) or the sysctl
+/// `kernel.sched_<name>` (before).
+const SCHED_TUNABLES: [&str; 8] = [
+    "base_slice_ns",
+    "latency_ns",
+    "min_granularity_ns",
+    "wakeup_granularity_ns",
+    "migration_cost_ns",
+    "nr_migrate",
+    "tunable_scaling",
+    "preempt",
+];
+
+impl Tuning {
+    /// Probe at `roots`; `numa_tunables_found` says whether the NUMA
+    /// balancing scan tunables were readable (else why is recorded).
+    pub fn probe(roots: &Roots, topology: &Topology, numa_tunables_found: bool) -> Tuning {
+        let proc = |rel: &str| roots.proc.join(rel);
+        let debug = roots.sys.join("kernel/debug");
+        let sched = debug.join("sched");
+        let mut t = Tuning {
+            kernel_cmdline: read_trim(&proc("cmdline")),
+            zone_reclaim_mode: read_trim(&proc("sys/vm/zone_reclaim_mode")),
+            cpufreq_driver: read_trim(
+                &roots
+                    .sys
+                    .join("devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+            ),
+            boost: read_trim(&roots.sys.join("devices/system/cpu/cpufreq/boost"))
+                .map(|v| if v == "1" { "on" } else { "off" }.to_string())
+                .or_else(|| {
+                    read_trim(&roots.sys.join("devices/system/cpu/intel_pstate/no_turbo"))
+                        .map(|v| if v == "1" { "off" } else { "on" }.to_string())
+                }),
+            cpuset: read_trim(&proc("self/cpuset")),
+            ..Tuning::default()
+        };
+        let status = fs::read_to_string(proc("self/status")).unwrap_or_default();
+        let field = |key: &str| {
+            status.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        t.cpus_allowed = field("Cpus_allowed_list");
+        t.mems_allowed = field("Mems_allowed_list");
+        for name in SCHED_TUNABLES {
+            let v = read_trim(&sched.join(name))
+                .or_else(|| read_trim(&proc(&format!("sys/kernel/sched_{name}"))));
+            if let Some(v) = v {
+                let v = if name == "preempt" {
+                    selected_paren(&v)
+                } else {
+                    v
+                };
+                t.sched_tunables.insert(name.to_string(), v);
+            }
+        }
+        for n in &topology.nodes {
+            if let Some(b) = node_free_bytes(&roots.sys, n.id) {
+                t.node_free_bytes.insert(n.id, b);
+            }
+        }
+        // The debug tunables live in debugfs on current kernels: say why
+        // they are missing rather than record nothing.
+        if t.sched_tunables.is_empty() || !numa_tunables_found {
+            let why = if !debug.exists() {
+                format!("{} does not exist", debug.display())
+            } else if fs::read_dir(&debug)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false)
+            {
+                format!(
+                    "debugfs is not mounted on {} (as root: mount -t debugfs none {})",
+                    debug.display(),
+                    debug.display()
+                )
+            } else if fs::read_dir(&sched).is_err() {
+                format!("{} is readable by root only", sched.display())
+            } else {
+                "this kernel does not have them".to_string()
+            };
+            let what = match (t.sched_tunables.is_empty(), numa_tunables_found) {
+                (true, false) => "scheduler and NUMA-balancing tunables",
+                (true, true) => "scheduler tunables",
+                _ => "NUMA-balancing tunables",
+            };
+            t.unreadable.push(format!("{what}: {why}"));
+        }
+        t
+    }
+}
+
+/// `none voluntary (full)` -> `full`: the dynamic preemption mode.
+fn selected_paren(text: &str) -> String {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('(').and_then(|w| w.strip_suffix(')')))
+        .map(str::to_string)
+        .unwrap_or_else(|| text.trim().to_string())
 }
 
 fn read_trim(p: &Path) -> Option<String> {
@@ -158,6 +293,14 @@ impl MachineInfo {
             (v.len() == 3).then(|| [v[0], v[1], v[2]])
         });
         let thp = roots.sys.join("kernel/mm/transparent_hugepage");
+        let numa_balancing_tunables = numa_balancing_tunables(roots);
+        let tuning = Tuning::probe(
+            roots,
+            &topology,
+            TUNABLES
+                .iter()
+                .any(|t| numa_balancing_tunables.contains_key(*t)),
+        );
         Ok(MachineInfo {
             hostname: read_trim(&p("sys/kernel/hostname")).unwrap_or_else(|| "unknown".into()),
             kernel: read_trim(&p("sys/kernel/osrelease")).unwrap_or_else(|| "unknown".into()),
@@ -168,7 +311,7 @@ impl MachineInfo {
             memory_total_bytes: meminfo_field(&meminfo, "MemTotal"),
             memory_available_bytes: meminfo_field(&meminfo, "MemAvailable"),
             numa_balancing: read_trim(&p("sys/kernel/numa_balancing")),
-            numa_balancing_tunables: numa_balancing_tunables(roots),
+            numa_balancing_tunables,
             thp_enabled: read_trim(&thp.join("enabled")).map(|s| selected(&s)),
             thp_defrag: read_trim(&thp.join("defrag")).map(|s| selected(&s)),
             governor: read_trim(
@@ -180,6 +323,7 @@ impl MachineInfo {
                 .map(|s| s == "1"),
             loadavg,
             topology,
+            tuning,
         })
     }
 }
@@ -187,6 +331,58 @@ impl MachineInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tuning_reads_the_tunables_or_says_why_not() {
+        let d = tempfile::tempdir().unwrap();
+        let proc = d.path().join("proc");
+        let sys = d.path().join("sys");
+        let w = |p: PathBuf, v: &str| {
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, v).unwrap();
+        };
+        w(proc.join("cmdline"), "BOOT_IMAGE=/vmlinuz ro quiet\n");
+        w(proc.join("sys/vm/zone_reclaim_mode"), "0\n");
+        w(
+            proc.join("self/status"),
+            "Name:\tnumalab\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n",
+        );
+        w(proc.join("self/cpuset"), "/\n");
+        w(sys.join("devices/system/cpu/intel_pstate/no_turbo"), "1\n");
+        w(
+            sys.join("devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+            "intel_pstate\n",
+        );
+        fs::create_dir_all(sys.join("kernel/debug")).unwrap();
+        let roots = Roots { proc, sys };
+        let topo = Topology::regular(2, 2, 1, 1, 1 << 20, 1 << 30, None).unwrap();
+        let t = Tuning::probe(&roots, &topo, false);
+        assert_eq!(
+            t.kernel_cmdline.as_deref(),
+            Some("BOOT_IMAGE=/vmlinuz ro quiet")
+        );
+        assert_eq!(t.zone_reclaim_mode.as_deref(), Some("0"));
+        assert_eq!(t.cpus_allowed.as_deref(), Some("0-3"));
+        assert_eq!(t.mems_allowed.as_deref(), Some("0-1"));
+        assert_eq!(t.boost.as_deref(), Some("off"));
+        assert_eq!(t.cpufreq_driver.as_deref(), Some("intel_pstate"));
+        assert!(t.sched_tunables.is_empty());
+        assert_eq!(t.unreadable.len(), 1, "{:?}", t.unreadable);
+        assert!(
+            t.unreadable[0]
+                .starts_with("scheduler and NUMA-balancing tunables: debugfs is not mounted"),
+            "{:?}",
+            t.unreadable
+        );
+        // Mounted: the values, the preemption mode in parentheses.
+        let sched = roots.sys.join("kernel/debug/sched");
+        w(sched.join("migration_cost_ns"), "500000\n");
+        w(sched.join("preempt"), "none voluntary (full)\n");
+        let t = Tuning::probe(&roots, &topo, true);
+        assert_eq!(t.sched_tunables["migration_cost_ns"], "500000");
+        assert_eq!(t.sched_tunables["preempt"], "full");
+        assert!(t.unreadable.is_empty(), "{:?}", t.unreadable);
+    }
 
     #[test]
     fn selector_and_meminfo() {

@@ -362,5 +362,6 @@ pub fn machine_info(cfg: &SimConfig) -> MachineInfo {
         smt_active: Some(m.core_cpus.iter().any(|c| c.len() > 1)),
         loadavg: None,
         topology: m.topology.clone(),
+        tuning: Default::default(),
     }
 }
