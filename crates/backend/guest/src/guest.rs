@@ -93,17 +93,139 @@ fn raw_mode(f: &File) -> std::io::Result<()> {
 }
 
 fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
+    mount_with(source, target, fstype, 0, "")
+}
+
+fn mount_with(
+    source: &str,
+    target: &str,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> Result<(), String> {
     let _ = fs::create_dir_all(target);
-    let c = |s: &str| CString::new(s).expect("no NUL in mount arguments");
-    let (s, t, f) = (c(source), c(target), c(fstype));
-    // SAFETY: mount(2) with valid C strings and no data.
-    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) };
+    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?}: a NUL byte in a mount argument"));
+    let (s, t, f, d) = (c(source)?, c(target)?, c(fstype)?, c(data)?);
+    let data_ptr = if data.is_empty() {
+        std::ptr::null()
+    } else {
+        d.as_ptr() as *const libc::c_void
+    };
+    // SAFETY: mount(2) with valid C strings (or a null data pointer).
+    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, data_ptr) };
     if r != 0 {
+        let what = if fstype.is_empty() { source } else { fstype };
         return Err(format!(
-            "mounting {fstype} on {target}: {}",
+            "mounting {what} on {target}: {}",
             std::io::Error::last_os_error()
         ));
     }
+    Ok(())
+}
+
+/// Load a kernel module from a file with `finit_module(2)`; one already
+/// loaded is fine.
+fn load_module(path: &str) -> Result<(), String> {
+    let f = File::open(path).map_err(|e| format!("module {path}: {e}"))?;
+    let params = CString::default();
+    // SAFETY: finit_module on an open fd with an empty parameter string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_finit_module,
+            f.as_raw_fd(),
+            params.as_ptr(),
+            0 as libc::c_int,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(format!("loading module {path}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Where the new root is assembled before PID 1 switches into it.
+const NEWROOT: &str = "/newroot";
+/// The programs a shell expects to find.
+pub const GUEST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Mount a 9p share, retrying briefly: the virtio device can still be
+/// binding to its driver just after the modules loaded.
+fn mount_9p(tag: &str, target: &str, flags: libc::c_ulong, cache: &str) -> Result<(), String> {
+    let opts = format!("trans=virtio,version=9p2000.L,msize=512000,cache={cache}");
+    let mut last = String::new();
+    for _ in 0..50 {
+        match mount_with(tag, target, "9p", flags, &opts) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(format!("9p share {tag}: {last}"))
+}
+
+/// Switch root into the host's filesystem: the 9p root (read-only) under
+/// a tmpfs overlay, the read-write shares over it, `/proc`, `/sys`, `/dev`
+/// moved across, `/numalab` bound in and numalab linked into
+/// `/usr/local/bin`; then chdir to the command's directory.
+fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
+    let lower = "/hostfs/lower";
+    let rw = "/hostfs/rw";
+    mount_9p(
+        crate::job::HOSTROOT_TAG,
+        lower,
+        libc::MS_RDONLY,
+        // The root is read-only and nobody else writes the files a guest
+        // command reads while it runs: cache what can be cached.
+        "loose",
+    )?;
+    mount("tmpfs", rw, "tmpfs")?;
+    for d in ["upper", "work"] {
+        fs::create_dir_all(format!("{rw}/{d}")).map_err(|e| format!("{rw}/{d}: {e}"))?;
+    }
+    mount_with(
+        "overlay",
+        NEWROOT,
+        "overlay",
+        0,
+        &format!("lowerdir={lower},upperdir={rw}/upper,workdir={rw}/work"),
+    )?;
+    for (i, path) in h.shares.iter().enumerate() {
+        let target = format!("{NEWROOT}{path}");
+        fs::create_dir_all(&target).map_err(|e| format!("--share {path}: {e}"))?;
+        mount_9p(&crate::job::share_tag(i), &target, 0, "mmap")
+            .map_err(|e| format!("--share {path}: {e}"))?;
+    }
+    for m in ["/proc", "/sys", "/dev"] {
+        mount_with(m, &format!("{NEWROOT}{m}"), "", libc::MS_MOVE, "")?;
+    }
+    mount_with(
+        "/numalab",
+        &format!("{NEWROOT}/numalab"),
+        "",
+        libc::MS_BIND,
+        "",
+    )?;
+    let chroot = |p: &str| -> Result<(), String> {
+        let c = CString::new(p).map_err(|e| e.to_string())?;
+        // SAFETY: chroot(2) with a valid C string.
+        if unsafe { libc::chroot(c.as_ptr()) } != 0 {
+            return Err(format!("chroot {p}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    };
+    std::env::set_current_dir(NEWROOT).map_err(|e| format!("{NEWROOT}: {e}"))?;
+    mount_with(".", "/", "", libc::MS_MOVE, "")?;
+    chroot(".")?;
+    std::env::set_current_dir("/").map_err(|e| format!("/: {e}"))?;
+    let _ = mount("tmpfs", "/run", "tmpfs");
+    let link = "/usr/local/bin/numalab";
+    let _ = fs::create_dir_all("/usr/local/bin");
+    let _ = fs::remove_file(link);
+    std::os::unix::fs::symlink(GUEST_EXE, link).map_err(|e| format!("{link}: {e}"))?;
+    std::env::set_current_dir(&h.cwd).map_err(|e| format!("--cwd {}: {e}", h.cwd))?;
     Ok(())
 }
 
@@ -146,6 +268,9 @@ pub fn init_main() -> Result<std::convert::Infallible, String> {
 }
 
 fn setup() -> Result<Channel, String> {
+    // The kernel starts init with HOME and TERM only; commands run in the
+    // guest expect a PATH.
+    std::env::set_var("PATH", GUEST_PATH);
     mount("proc", "/proc", "proc")?;
     mount("sysfs", "/sys", "sysfs")?;
     mount("devtmpfs", "/dev", "devtmpfs")?;
@@ -163,6 +288,12 @@ fn run(channel: &Channel) -> Result<(), String> {
     let job: Job =
         serde_json::from_slice(&fs::read(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e}"))?)
             .map_err(|e| format!("{JOB_PATH}: {e}"))?;
+    for m in &job.modules {
+        load_module(m)?;
+    }
+    if let Some(h) = &job.hostfs {
+        switch_to_host(h)?;
+    }
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
@@ -196,7 +327,10 @@ fn run(channel: &Channel) -> Result<(), String> {
     if job.agent {
         return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
     }
-    let mut child = crate::agent::spawn(GUEST_EXE, &job.args)?;
+    // A one-shot numalab command runs in `/`, so a relative default
+    // `numalab-results` is the guest's results directory; `--cwd` is for
+    // the programs that `run` requests start (the agent's children).
+    let mut child = crate::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
     let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
     let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
     let status = child

@@ -5,6 +5,7 @@
 use crate::channel::{Frame, Kind};
 use crate::job::{self, Job};
 use crate::qemu::{Accel, AccelChoice};
+pub use crate::session::Rootfs;
 use crate::session::{debug, describe_exited, End, LaunchOptions, Launcher, Next};
 use crate::spec::VmSpec;
 use numalab_record::Backend;
@@ -35,6 +36,16 @@ pub struct VmOptions {
     pub append: String,
     /// The numalab executable to put in the guest (default: this one).
     pub exe: Option<PathBuf>,
+    /// The guest's root filesystem.
+    pub rootfs: Rootfs,
+    /// The guest kernel's module tree (default `/lib/modules/<release>`).
+    pub modules: Option<PathBuf>,
+    /// Read-write host directories, mounted at their host paths.
+    pub shares: Vec<PathBuf>,
+    /// The guest command's working directory (a host path).
+    pub cwd: Option<PathBuf>,
+    /// Keep the working directory (initramfs, channel socket, logs).
+    pub keep_workdir: bool,
 }
 
 /// How the guest command ended.
@@ -95,6 +106,8 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         sysctls: opts.sysctls.clone(),
         results_dir: job::GUEST_RESULTS.to_string(),
         agent: false,
+        modules: Vec::new(),
+        hostfs: None,
     };
     let mut launcher = Launcher::new(&opts.launch_options(&results_dir), &job)?;
     let host = host_info();
@@ -269,6 +282,11 @@ impl VmOptions {
             append: &self.append,
             exe: self.exe.as_deref(),
             results,
+            rootfs: self.rootfs,
+            modules: self.modules.as_deref(),
+            shares: &self.shares,
+            cwd: self.cwd.as_deref(),
+            keep_workdir: self.keep_workdir,
         }
     }
 }

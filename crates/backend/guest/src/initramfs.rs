@@ -25,8 +25,14 @@ pub struct Built {
     pub ld_library_path: String,
 }
 
-/// Write an initramfs for `exe` running `job` to `out`.
-pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
+/// Write an initramfs for `exe` running `job` to `out`, with `extra`
+/// files (guest path, contents: the kernel modules) besides.
+pub fn build(
+    exe: &Path,
+    job: &Job,
+    extra: &[(String, Vec<u8>)],
+    out: &Path,
+) -> Result<Built, String> {
     let closure =
         elf::closure(exe).map_err(|e| format!("finding what numalab needs to run: {e}"))?;
     let file = fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -58,6 +64,9 @@ pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
     for guest in closure.files.keys() {
         add_parents(guest, &mut dirs);
     }
+    for (guest, _) in extra {
+        add_parents(guest, &mut dirs);
+    }
     // Parents sort before children.
     for d in &dirs {
         w.dir(d, 0o755).map_err(io)?;
@@ -72,6 +81,10 @@ pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
     for (guest, host) in &closure.files {
         let data = fs::read(host).map_err(|e| format!("{}: {e}", host.display()))?;
         w.file(guest, 0o755, &data).map_err(io)?;
+        files.push(guest.clone());
+    }
+    for (guest, data) in extra {
+        w.file(guest, 0o644, data).map_err(io)?;
         files.push(guest.clone());
     }
     let job_json = serde_json::to_vec_pretty(job).map_err(|e| e.to_string())?;
@@ -101,8 +114,14 @@ mod tests {
             sysctls: vec![("kernel.numa_balancing".into(), "0".into())],
             results_dir: crate::job::GUEST_RESULTS.into(),
             agent: false,
+            modules: vec!["/numalab/modules/x.ko".into()],
+            hostfs: Some(crate::job::HostFs {
+                shares: vec!["/src".into()],
+                cwd: "/src".into(),
+            }),
         };
-        let built = build(&exe, &job, &out).unwrap();
+        let extra = vec![("/numalab/modules/x.ko".to_string(), b"ko".to_vec())];
+        let built = build(&exe, &job, &extra, &out).unwrap();
         let bytes = fs::read(&out).unwrap();
         let entries = cpio::read_all(&bytes).unwrap();
         let find = |n: &str| entries.iter().find(|e| e.name == n.trim_start_matches('/'));
@@ -113,6 +132,7 @@ mod tests {
         assert_eq!(find("/dev/console").unwrap().rdev, (5, 1));
         let j: Job = serde_json::from_slice(&find(JOB_PATH).unwrap().data).unwrap();
         assert_eq!(j, job);
+        assert_eq!(find("/numalab/modules/x.ko").unwrap().data, b"ko");
         for f in &built.files {
             assert!(find(f).is_some(), "{f}");
         }

@@ -157,7 +157,10 @@ pub(crate) struct Launcher {
     qemu: PathBuf,
     boot_image: kernel::Prepared,
     initrd: PathBuf,
+    /// Removes the working directory when dropped; `None` once kept.
     tmp: Option<tempfile::TempDir>,
+    workdir: PathBuf,
+    shares: Vec<qemu::Share>,
     spec: VmSpec,
     append: String,
     pub console_log: Option<PathBuf>,
@@ -182,6 +185,179 @@ pub(crate) struct LaunchOptions<'a> {
     pub exe: Option<&'a Path>,
     /// The console log goes under `<results>/vm-logs` with `quiet`.
     pub results: &'a Path,
+    pub rootfs: Rootfs,
+    /// The guest kernel's module tree (default `/lib/modules/<release>`).
+    pub modules: Option<&'a Path>,
+    /// Read-write host directories for a host-filesystem guest.
+    pub shares: &'a [PathBuf],
+    /// The command's working directory in a host-filesystem guest.
+    pub cwd: Option<&'a Path>,
+    /// Keep the working directory and say where it is.
+    pub keep_workdir: bool,
+}
+
+/// What the guest's root filesystem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rootfs {
+    /// The host's when the guest kernel's modules for it are found, else
+    /// the initramfs (saying why).
+    Auto,
+    /// The host's `/`, read-only over 9p under a tmpfs overlay.
+    Host,
+    /// numalab and its libraries only.
+    Initramfs,
+}
+
+/// The host-filesystem part of a boot: modules for the initramfs, the
+/// job's [`crate::job::HostFs`], the 9p exports, and a sentence for the
+/// status line.
+struct HostFsPlan {
+    modules: Vec<(String, Vec<u8>)>,
+    module_paths: Vec<String>,
+    hostfs: crate::job::HostFs,
+    shares: Vec<qemu::Share>,
+    describe: String,
+}
+
+fn canonical_dir(flag: &str, p: &Path) -> Result<PathBuf, VmError> {
+    let c = fs::canonicalize(p).map_err(|e| failed(format!("{flag} {}: {e}", p.display())))?;
+    if !c.is_dir() {
+        return Err(failed(format!("{flag} {}: not a directory", p.display())));
+    }
+    if c.to_str().is_none() {
+        return Err(failed(format!("{flag} {}: not valid UTF-8", p.display())));
+    }
+    Ok(c)
+}
+
+/// Decide the root filesystem: the host's (`Ok(Ok(plan))`) or the
+/// initramfs only (`Ok(Err(why))`, when `auto` found no modules or
+/// `--rootfs initramfs` was given).
+fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, String>, VmError> {
+    let asked_for_host = o.rootfs == Rootfs::Host || !o.shares.is_empty() || o.cwd.is_some();
+    if o.rootfs == Rootfs::Initramfs {
+        if !o.shares.is_empty() || o.cwd.is_some() {
+            return Err(failed(
+                "--share and --cwd need the host's filesystem in the guest (--rootfs host)",
+            ));
+        }
+        return Ok(Err("--rootfs initramfs".into()));
+    }
+    let found = match o.modules {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(failed(format!(
+                    "--modules {}: not a directory",
+                    d.display()
+                )));
+            }
+            crate::modules::plan(d)
+        }
+        None => crate::modules::default_dir(kernel).and_then(|d| crate::modules::plan(&d)),
+    };
+    let plan = match found {
+        Ok(p) => p,
+        Err(e) if asked_for_host || o.modules.is_some() => return Err(failed(e)),
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut modules = Vec::new();
+    let mut module_paths = Vec::new();
+    for m in &plan.modules {
+        let data = crate::modules::read_module(m).map_err(failed)?;
+        let guest = format!("/numalab/modules/{}.ko", m.name);
+        module_paths.push(guest.clone());
+        modules.push((guest, data));
+    }
+    let mut shares = vec![qemu::Share {
+        tag: crate::job::HOSTROOT_TAG.into(),
+        path: "/".into(),
+        readonly: true,
+    }];
+    let mut guest_shares = Vec::new();
+    for (i, d) in o.shares.iter().enumerate() {
+        let c = canonical_dir("--share", d)?;
+        if c == Path::new("/")
+            || ["/proc", "/sys", "/dev", "/numalab"]
+                .iter()
+                .any(|p| c.starts_with(p))
+        {
+            return Err(failed(format!(
+                "--share {}: cannot share {} (the guest mounts its own there)",
+                d.display(),
+                c.display()
+            )));
+        }
+        shares.push(qemu::Share {
+            tag: crate::job::share_tag(i),
+            path: c.clone(),
+            readonly: false,
+        });
+        guest_shares.push(c.to_string_lossy().to_string());
+    }
+    let cwd = match o.cwd {
+        Some(c) => canonical_dir("--cwd", c)?.to_string_lossy().to_string(),
+        // Like the host: where numalab was started, when the guest has it.
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| d.to_str().map(str::to_string))
+            .filter(|d| {
+                !["/proc", "/sys", "/dev", "/run"]
+                    .iter()
+                    .any(|p| Path::new(d).starts_with(p))
+            })
+            .unwrap_or_else(|| "/".into()),
+    };
+    let mut describe = format!(
+        "root: the host's / over 9p, read-only under a tmpfs overlay ({} modules from {}); working directory {cwd}",
+        plan.modules.len(),
+        plan.dir.display()
+    );
+    if !guest_shares.is_empty() {
+        describe.push_str(&format!("; read-write: {}", guest_shares.join(", ")));
+    }
+    Ok(Ok(HostFsPlan {
+        modules,
+        module_paths,
+        hostfs: crate::job::HostFs {
+            shares: guest_shares,
+            cwd,
+        },
+        shares,
+        describe,
+    }))
+}
+
+/// The prefix of a working directory: `numalab-vm-<pid>-`.
+const WORKDIR_PREFIX: &str = "numalab-vm-";
+
+/// Remove the working directories under `tmp` that numalab processes now
+/// dead left behind (killed by SIGKILL, say): `numalab-vm-<pid>-*` whose
+/// pid no longer exists. Those of live processes, and names without a
+/// pid, are left alone. Returns what was removed.
+pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix(WORKDIR_PREFIX)
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if gone && is_dir && fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
 }
 
 impl Launcher {
@@ -204,12 +380,37 @@ impl Launcher {
             None => std::env::current_exe()
                 .map_err(|e| failed(format!("locating the numalab executable: {e}")))?,
         };
+        let hostfs = plan_hostfs(o, &kernel)?;
+        let mut job = job.clone();
+        let (extra, shares, root_note) = match hostfs {
+            Ok(p) => {
+                job.modules = p.module_paths;
+                job.hostfs = Some(p.hostfs);
+                (p.modules, p.shares, p.describe)
+            }
+            Err(why) => (
+                Vec::new(),
+                Vec::new(),
+                format!("root: the initramfs only, numalab and its libraries ({why})"),
+            ),
+        };
+        let removed = clean_stale_workdirs(&std::env::temp_dir());
         let tmp = tempfile::Builder::new()
-            .prefix("numalab-vm-")
+            .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
-        let initrd = tmp.path().join("initramfs.cpio");
-        let built = initramfs::build(&exe, job, &initrd).map_err(failed)?;
+        let workdir = tmp.path().to_path_buf();
+        let tmp = if o.keep_workdir {
+            eprintln!(
+                "numalab vm: keeping the working directory {} (--keep-workdir)",
+                tmp.keep().display()
+            );
+            None
+        } else {
+            Some(tmp)
+        };
+        let initrd = workdir.join("initramfs.cpio");
+        let built = initramfs::build(&exe, &job, &extra, &initrd).map_err(failed)?;
         let boot_image =
             if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
                 kernel::Prepared {
@@ -218,7 +419,7 @@ impl Launcher {
                     note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
                 }
             } else {
-                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path())
+                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), &workdir)
             };
         // The initramfs is loaded into guest memory, then unpacked into a
         // tmpfs-like rootfs next to it, and the kernel needs room of its own.
@@ -254,7 +455,9 @@ impl Launcher {
         let l = Launcher {
             qemu: qemu_bin,
             initrd,
-            tmp: Some(tmp),
+            tmp,
+            workdir,
+            shares,
             spec: o.spec.clone(),
             append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet, o.append),
             console_log,
@@ -275,6 +478,13 @@ impl Launcher {
         ));
         if let Some(note) = &l.boot_image.note {
             l.status(note);
+        }
+        l.status(&root_note);
+        for r in &removed {
+            l.status(&format!(
+                "removed {}, left behind by a numalab that is gone",
+                r.display()
+            ));
         }
         if accel == Accel::Tcg {
             l.status("TCG emulates every instruction: expect a slow guest; its timings say nothing about NUMA hardware");
@@ -345,10 +555,7 @@ impl Launcher {
     }
 
     fn tmp(&self) -> &Path {
-        self.tmp
-            .as_ref()
-            .map(|t| t.path())
-            .unwrap_or(Path::new("/tmp"))
+        &self.workdir
     }
 
     /// A failure, with the last console lines printed to explain it.
@@ -499,6 +706,7 @@ impl Session {
             firmware_log: &firmware_log,
             append: l.append.clone(),
             name: format!("numalab-vm-{}", std::process::id()),
+            shares: l.shares.clone(),
         };
         let qemu_args = qemu::args(&launch);
         if debug() {
@@ -792,5 +1000,27 @@ mod tests {
             "Kernel panic - not syncing: x"
         );
         assert_eq!(strip_timestamp("[x] y"), "[x] y");
+    }
+
+    #[test]
+    fn only_dead_numalabs_workdirs_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let mut c = Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let me = std::process::id();
+        for n in [
+            format!("numalab-vm-{dead}-abc"),
+            format!("numalab-vm-{me}-abc"),
+            "numalab-vm-xyz".to_string(),
+            format!("other-{dead}-abc"),
+        ] {
+            fs::create_dir_all(t.path().join(n).join("sub")).unwrap();
+        }
+        let removed = clean_stale_workdirs(t.path());
+        assert_eq!(removed, [t.path().join(format!("numalab-vm-{dead}-abc"))]);
+        assert!(t.path().join(format!("numalab-vm-{me}-abc")).exists());
+        assert!(t.path().join("numalab-vm-xyz").exists());
+        assert!(t.path().join(format!("other-{dead}-abc")).exists());
     }
 }
