@@ -52,10 +52,10 @@ pub struct VmArgs {
     /// Accelerator: KVM when usable, else TCG emulation
     #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
     accel: AccelArg,
-    /// Stop the guest after this many seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 900,
+    /// Stop the guest after this many seconds [default: 900; none with --shell]
+    #[arg(long, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
-    timeout: u64,
+    timeout: Option<u64>,
     /// Write the guest console to a log file under the results directory
     #[arg(long)]
     quiet: bool,
@@ -79,8 +79,16 @@ pub struct VmArgs {
     /// Keep numalab's working directory for the guest (initramfs, logs) and say where
     #[arg(long)]
     keep_workdir: bool,
+    /// An interactive shell in the guest, on this terminal (the host's
+    /// filesystem as its root), to explore the topology by hand; `exit` powers it off
+    #[arg(long)]
+    shell: bool,
     /// The numalab command to run in the guest, after --
-    #[arg(last = true, required = true, value_name = "NUMALAB ARGS")]
+    #[arg(
+        last = true,
+        required_unless_present = "shell",
+        value_name = "NUMALAB ARGS"
+    )]
     command: Vec<String>,
 }
 
@@ -118,7 +126,11 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
             AccelArg::Kvm => AccelChoice::Kvm,
             AccelArg::Tcg => AccelChoice::Tcg,
         },
-        timeout: Duration::from_secs(a.timeout),
+        timeout: match (a.timeout, a.shell) {
+            (Some(s), _) => Duration::from_secs(s),
+            (None, true) => Duration::MAX,
+            (None, false) => Duration::from_secs(900),
+        },
         quiet: a.quiet,
         results: a.results,
         command: a.command,
@@ -133,6 +145,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         shares: a.shares,
         cwd: a.cwd,
         keep_workdir: a.keep_workdir,
+        shell: a.shell,
     };
     if opts.command.first().map(String::as_str) == Some("run") {
         return run_benchmark(opts);

@@ -990,3 +990,60 @@ fn a_dead_numalabs_workdir_is_removed_by_the_next_run() {
     assert!(Path::new(&kept).join("initramfs.cpio").is_file(), "{kept}");
     std::fs::remove_dir_all(&kept).unwrap();
 }
+
+/// `numalab vm --shell`: an interactive shell from the host's filesystem
+/// on the guest console, here driven through a pipe: it runs what is
+/// typed, sees the guest's topology, and its exit status is numalab's.
+#[test]
+fn the_shell_runs_what_is_typed_and_exits_with_its_status() {
+    if !guests_enabled("the_shell_runs_what_is_typed") {
+        return;
+    }
+    let _g = lock();
+    use std::io::{Read, Write};
+    let mut child = Command::new(EXE)
+        .args(["vm", "--shell", "--timeout", "300", "--nodes", "2"])
+        .args(["--mem-per-node", "384M"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut out = child.stdout.take().unwrap();
+    let s = seen.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            s.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let has = |needle: &str| String::from_utf8_lossy(&seen.lock().unwrap()).contains(needle);
+    // Typed before the shell reads its terminal, input could be lost.
+    assert!(
+        wait_until(Duration::from_secs(240), || has("@numalab-vm")),
+        "no prompt: {}",
+        String::from_utf8_lossy(&seen.lock().unwrap())
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"echo shell-$((6*7)); numalab topology | head -1\nexit 3\n")
+        .unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let out = String::from_utf8_lossy(&seen.lock().unwrap()).to_string();
+    assert_eq!(status.code(), Some(3), "{out}\n{err}");
+    assert!(out.contains("shell-42"), "{out}\n{err}");
+    assert!(out.contains("2 nodes, 2 CPUs"), "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -81,6 +81,7 @@ impl GuestBackend {
             agent: true,
             modules: Vec::new(),
             hostfs: None,
+            shell: None,
         };
         let mut launcher = Launcher::new(&opts.launch_options(results), &job)?;
         let (mut session, first) = launcher.boot()?;

@@ -327,6 +327,11 @@ fn run(channel: &Channel) -> Result<(), String> {
     if job.agent {
         return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
     }
+    if let Some(sh) = &job.shell {
+        let status = run_shell(sh)?;
+        channel.send(Kind::Exit, "-", exit_json(status).to_string().as_bytes());
+        return Ok(());
+    }
     // A one-shot numalab command runs in `/`, so a relative default
     // `numalab-results` is the guest's results directory; `--cwd` is for
     // the programs that `run` requests start (the agent's children).
@@ -352,14 +357,70 @@ fn run(channel: &Channel) -> Result<(), String> {
             Err(e) => say(&format!("{}: {e}", path.display())),
         }
     }
+    channel.send(Kind::Exit, "-", exit_json(status).to_string().as_bytes());
+    Ok(())
+}
+
+fn exit_json(status: std::process::ExitStatus) -> serde_json::Value {
     use std::os::unix::process::ExitStatusExt;
-    let exit = match (status.code(), status.signal()) {
+    match (status.code(), status.signal()) {
         (Some(c), _) => serde_json::json!({ "code": c }),
         (None, Some(s)) => serde_json::json!({ "signal": s }),
         _ => serde_json::json!({ "code": 1 }),
-    };
-    channel.send(Kind::Exit, "-", exit.to_string().as_bytes());
-    Ok(())
+    }
+}
+
+/// The console, as the interactive shell's controlling terminal.
+const CONSOLE_TTY: &str = "/dev/ttyS0";
+
+/// `numalab vm --shell`: bash (else sh) on the console, in a session of
+/// its own with the console as its controlling terminal, sized like the
+/// host's terminal; its exit status.
+fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, String> {
+    use std::os::unix::process::CommandExt;
+    let tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(CONSOLE_TTY)
+        .map_err(|e| format!("{CONSOLE_TTY}: {e}"))?;
+    if sh.rows > 0 && sh.cols > 0 {
+        let ws = libc::winsize {
+            ws_row: sh.rows,
+            ws_col: sh.cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ with a winsize we own, on an open tty.
+        unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    }
+    let shell = ["/bin/bash", "/bin/sh"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("--shell: neither /bin/bash nor /bin/sh in the guest (is its root the host's?)")?;
+    let io = |f: &File| f.try_clone().map_err(|e| format!("{CONSOLE_TTY}: {e}"));
+    let mut cmd = std::process::Command::new(shell);
+    cmd.arg("-i")
+        .env("TERM", &sh.term)
+        .env("HOME", "/root")
+        .env("NUMALAB_GUEST", "1")
+        .stdin(io(&tty)?)
+        .stdout(io(&tty)?)
+        .stderr(io(&tty)?);
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 1) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("--shell: starting {shell}: {e}"))?;
+    child
+        .wait()
+        .map_err(|e| format!("--shell: waiting for {shell}: {e}"))
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) {

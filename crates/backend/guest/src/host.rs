@@ -46,6 +46,8 @@ pub struct VmOptions {
     pub cwd: Option<PathBuf>,
     /// Keep the working directory (initramfs, channel socket, logs).
     pub keep_workdir: bool,
+    /// An interactive shell on the terminal instead of `command`.
+    pub shell: bool,
 }
 
 /// How the guest command ended.
@@ -95,9 +97,35 @@ fn failed(m: impl Into<String>) -> VmError {
     VmError::Failed(m.into())
 }
 
+/// The host's terminal for `--shell`: `TERM` and the size of standard
+/// output's terminal (0x0 when it is not one).
+fn host_terminal() -> job::Shell {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    job::Shell {
+        term: std::env::var("TERM").unwrap_or_else(|_| "vt100".into()),
+        rows: if ok { ws.ws_row } else { 0 },
+        cols: if ok { ws.ws_col } else { 0 },
+    }
+}
+
 /// Boot a guest, run the command in it, bring the records back.
 pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
-    job::check_command(&opts.command).map_err(failed)?;
+    if opts.shell {
+        if !opts.command.is_empty() {
+            return Err(failed(
+                "--shell runs an interactive shell: give no command after --",
+            ));
+        }
+        if opts.quiet {
+            return Err(failed(
+                "--shell puts the guest console on the terminal: --quiet does not apply",
+            ));
+        }
+    } else {
+        job::check_command(&opts.command).map_err(failed)?;
+    }
     let (guest_args, results_after) = job::split_results(&opts.command).map_err(failed)?;
     let results_dir = results_dir(opts.results.as_deref(), results_after.as_deref())?;
     check_results_dir(&results_dir).map_err(failed)?;
@@ -108,6 +136,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         agent: false,
         modules: Vec::new(),
         hostfs: None,
+        shell: opts.shell.then(host_terminal),
     };
     let mut launcher = Launcher::new(&opts.launch_options(&results_dir), &job)?;
     let host = host_info();
@@ -287,6 +316,7 @@ impl VmOptions {
             shares: &self.shares,
             cwd: self.cwd.as_deref(),
             keep_workdir: self.keep_workdir,
+            shell: self.shell,
         }
     }
 }

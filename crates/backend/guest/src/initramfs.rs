@@ -119,6 +119,7 @@ mod tests {
                 shares: vec!["/src".into()],
                 cwd: "/src".into(),
             }),
+            shell: None,
         };
         let extra = vec![("/numalab/modules/x.ko".to_string(), b"ko".to_vec())];
         let built = build(&exe, &job, &extra, &out).unwrap();

@@ -33,6 +33,21 @@ pub struct Job {
     /// in the initramfs.
     #[serde(default)]
     pub hostfs: Option<HostFs>,
+    /// `numalab vm --shell`: an interactive shell on the console instead
+    /// of `args`.
+    #[serde(default)]
+    pub shell: Option<Shell>,
+}
+
+/// The terminal the host's user has, for the guest's interactive shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shell {
+    /// `TERM` on the host.
+    pub term: String,
+    /// The host terminal's size, when it has one.
+    pub rows: u16,
+    pub cols: u16,
 }
 
 /// The host's filesystem as the guest's root: the 9p share

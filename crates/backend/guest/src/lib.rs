@@ -80,6 +80,15 @@
 //! error naming the missing module. `--rootfs initramfs` keeps the old,
 //! self-contained guest.
 //!
+//! ## `--shell`
+//!
+//! `numalab vm --shell` gives QEMU numalab's terminal as the console
+//! (standard input and output inherited, QEMU left in numalab's process
+//! group so it may read the terminal, no console watching, no timeout
+//! unless asked), and PID 1, instead of a command, starts `bash -i` in a
+//! new session with `/dev/ttyS0` as its controlling terminal, sized like
+//! the host's; the shell's exit status comes back as the `exit` frame.
+//!
 //! ## The working directory
 //!
 //! Each `numalab vm` builds its initramfs in `numalab-vm-<pid>-XXXXXX`

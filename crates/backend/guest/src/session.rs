@@ -172,6 +172,7 @@ pub(crate) struct Launcher {
     pub accel: Accel,
     choice: AccelChoice,
     quiet: bool,
+    shell: bool,
 }
 
 /// What a launcher is given.
@@ -194,6 +195,9 @@ pub(crate) struct LaunchOptions<'a> {
     pub cwd: Option<&'a Path>,
     /// Keep the working directory and say where it is.
     pub keep_workdir: bool,
+    /// The console on the terminal (QEMU's standard input and output are
+    /// numalab's), for `--shell`.
+    pub shell: bool,
 }
 
 /// What the guest's root filesystem is.
@@ -459,7 +463,8 @@ impl Launcher {
             workdir,
             shares,
             spec: o.spec.clone(),
-            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet, o.append),
+            // A shell's terminal shows only warnings and worse.
+            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet || o.shell, o.append),
             console_log,
             timeout: o.timeout,
             start,
@@ -467,6 +472,7 @@ impl Launcher {
             accel,
             choice: o.accel,
             quiet: o.quiet,
+            shell: o.shell,
             boot_image,
         };
         l.status(&format!(
@@ -629,7 +635,7 @@ pub(crate) fn describe_status(s: ExitStatus) -> String {
 /// (PR_SET_PDEATHSIG; it fires when the spawning thread exits, so spawn
 /// from the thread that waits), and its own process group so a terminal
 /// Ctrl-C reaches only numalab, which then stops it in order.
-fn spawn_qemu(cmd: &mut Command) -> std::io::Result<Child> {
+fn spawn_qemu(cmd: &mut Command, own_group: bool) -> std::io::Result<Child> {
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -642,7 +648,12 @@ fn spawn_qemu(cmd: &mut Command) -> std::io::Result<Child> {
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
-            libc::setpgid(0, 0);
+            // Not with the console on the terminal: a background group
+            // reading from it would be stopped (SIGTTIN). QEMU puts the
+            // terminal in raw mode, so Ctrl-C goes to the guest anyway.
+            if own_group {
+                libc::setpgid(0, 0);
+            }
             Ok(())
         });
     }
@@ -717,10 +728,17 @@ impl Session {
             );
         }
         let mut cmd = Command::new(&l.qemu);
-        cmd.args(&qemu_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        if l.shell {
+            cmd.args(&qemu_args)
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::inherit())
+                .stderr(Stdio::piped());
+        } else {
+            cmd.args(&qemu_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
         let sink: Box<dyn Write + Send> = match &l.console_log {
             Some(p) => Box::new(
                 fs::OpenOptions::new()
@@ -739,35 +757,39 @@ impl Session {
             saw_panic: AtomicBool::new(false),
         });
         let boot_start = Instant::now();
-        let mut child = spawn_qemu(&mut cmd)
+        let mut child = spawn_qemu(&mut cmd, !l.shell)
             .map_err(|e| failed(format!("starting {}: {e}", l.qemu.display())))?;
         let mut threads = Vec::new();
 
-        // Console: QEMU's stdout is the guest's ttyS0, streamed as it comes.
-        let out = child.stdout.take().expect("piped");
+        // Console: QEMU's stdout is the guest's ttyS0, streamed as it comes
+        // (with --shell it is the terminal itself, and nobody watches it).
+        let out = child.stdout.take();
         let c = console.clone();
         let t0 = l.start;
-        threads.push(std::thread::spawn(move || {
-            let mut r = BufReader::new(out);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match r.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let ms = t0.elapsed().as_millis().max(1) as u64;
-                        let _ = c.first_byte_ms.compare_exchange(
-                            0,
-                            ms,
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
-                        let line: Vec<u8> = buf.iter().copied().filter(|&b| b != b'\r').collect();
-                        c.write_raw(&line);
-                        c.line(String::from_utf8_lossy(&line).trim_end());
+        threads.extend(out.map(|out| {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(out);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let ms = t0.elapsed().as_millis().max(1) as u64;
+                            let _ = c.first_byte_ms.compare_exchange(
+                                0,
+                                ms,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            );
+                            let line: Vec<u8> =
+                                buf.iter().copied().filter(|&b| b != b'\r').collect();
+                            c.write_raw(&line);
+                            c.line(String::from_utf8_lossy(&line).trim_end());
+                        }
                     }
                 }
-            }
+            })
         }));
         // QEMU's own messages go the same way, marked as QEMU's.
         let err = child.stderr.take().expect("piped");
@@ -794,7 +816,12 @@ impl Session {
             start: l.start,
             boot_start,
             timeout: l.timeout,
-            silence: silence_limit(accel),
+            // An unwatched console cannot be silent.
+            silence: if l.shell {
+                Duration::MAX
+            } else {
+                silence_limit(accel)
+            },
             firmware_log,
             interrupted: l.interrupted.clone(),
             panic_at: None,
