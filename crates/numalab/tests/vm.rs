@@ -991,6 +991,39 @@ fn a_dead_numalabs_workdir_is_removed_by_the_next_run() {
     std::fs::remove_dir_all(&kept).unwrap();
 }
 
+/// The KVM path: where /dev/kvm is usable a KVM guest boots with the
+/// host's filesystem and reports `accel: kvm` in its record; elsewhere
+/// `--accel kvm` is a one-line error naming why, and the boot part is
+/// skipped with that reason printed.
+#[test]
+fn a_kvm_guest_runs_where_kvm_is_usable() {
+    if !guests_enabled("a_kvm_guest_runs_where_kvm_is_usable") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &["--accel", "kvm", "--nodes", "2", "--mem-per-node", "384M"],
+        &["run", "command", "--", "sh", "-c", "test -x /usr/bin/gcc"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    if let Some(why) = err
+        .strip_prefix("numalab: error: --accel kvm: KVM is not usable here: ")
+        .map(str::trim_end)
+    {
+        let e = one_line_error(&out);
+        assert!(e.ends_with("; use --accel tcg\n"), "{e}");
+        eprintln!("\n!!!!! KVM guest test SKIPPED: KVM is not usable here: {why} !!!!!\n");
+        return;
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    assert_eq!(recs[0].1["backend"]["accel"], "kvm", "{}", recs[0].1);
+    assert_eq!(recs[0].1["outcome"]["status"], "ok", "{}", recs[0].1);
+}
+
 /// `numalab vm --shell`: an interactive shell from the host's filesystem
 /// on the guest console, here driven through a pipe: it runs what is
 /// typed, sees the guest's topology, and its exit status is numalab's.
