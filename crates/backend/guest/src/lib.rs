@@ -15,7 +15,8 @@
 //!    with CPUs, positive sizes, a square symmetric matrix with 10 on the
 //!    diagonal and more elsewhere. Errors are one line naming the flag.
 //! 2. **Initramfs.** The guest needs only a kernel image. Its userland is
-//!    built from this very executable: [`elf`] reads the binary's
+//!    built from this very executable (without its debug sections, when
+//!    `objcopy` is there): [`elf`] reads the binary's
 //!    `PT_INTERP` and `DT_NEEDED` entries and resolves them as the loader
 //!    would, [`cpio`] writes an uncompressed `newc` archive holding
 //!    numalab, its loader and libraries at the same paths as on the host,
