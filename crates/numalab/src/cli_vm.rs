@@ -147,7 +147,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         keep_workdir: a.keep_workdir,
         shell: a.shell,
     };
-    if opts.command.first().map(String::as_str) == Some("run") {
+    if opts.command.first().map(String::as_str) == Some("run") && !opts.shell {
         return run_benchmark(opts);
     }
     match numalab_guest::run(&opts) {

@@ -664,6 +664,12 @@ fn bad_specs_give_one_line_errors() {
     assert!(e.contains("cannot run inside the guest"), "{e}");
     let e = one_line_error(&numalab(&["vm"]));
     assert!(e.contains("required"), "{e}");
+    for cmd in [&["topology"][..], &["run", "spin"][..]] {
+        let mut a = vec!["vm", "--shell", "--"];
+        a.extend_from_slice(cmd);
+        let e = one_line_error(&numalab(&a));
+        assert!(e.contains("--shell runs an interactive shell"), "{e}");
+    }
 }
 
 #[test]
