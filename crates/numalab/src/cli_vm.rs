@@ -9,7 +9,9 @@
 use anyhow::{anyhow, bail, Result};
 use numalab_bench::Calibration;
 use numalab_guest::agent::{op_line, MachineReply, Reply, Request};
-use numalab_guest::{AccelChoice, GuestBackend, GuestExit, SpecInput, VmError, VmOptions, VmSpec};
+use numalab_guest::{
+    AccelChoice, GuestBackend, GuestExit, Rootfs, SpecInput, VmError, VmOptions, VmSpec,
+};
 use numalab_runner::{Backend, Interrupt, RunContext, RunError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,19 +52,50 @@ pub struct VmArgs {
     /// Accelerator: KVM when usable, else TCG emulation
     #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
     accel: AccelArg,
-    /// Stop the guest after this many seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 900,
+    /// Stop the guest after this many seconds [default: 900; none with --shell]
+    #[arg(long, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
-    timeout: u64,
+    timeout: Option<u64>,
     /// Write the guest console to a log file under the results directory
     #[arg(long)]
     quiet: bool,
     /// Directory the guest's records are written to [default: numalab-results]
     #[arg(long, value_name = "DIR")]
     results: Option<PathBuf>,
+    /// The guest's root: the host's filesystem (read-only, writes to a tmpfs
+    /// overlay) or numalab's initramfs only [default: host when the guest
+    /// kernel's 9p and overlay modules are found, else initramfs]
+    #[arg(long, value_enum, value_name = "ROOTFS")]
+    rootfs: Option<RootfsArg>,
+    /// The guest kernel's module tree (default: /lib/modules/<its release>)
+    #[arg(long, value_name = "DIR")]
+    modules: Option<PathBuf>,
+    /// A host directory the guest can write, at the same path (repeatable)
+    #[arg(long = "share", value_name = "DIR")]
+    shares: Vec<PathBuf>,
+    /// Where `-- run` runs its cases in the guest, a host path [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Keep numalab's working directory for the guest (initramfs, logs) and say where
+    #[arg(long)]
+    keep_workdir: bool,
+    /// An interactive shell in the guest, on this terminal (the host's
+    /// filesystem as its root), to explore the topology by hand; `exit` powers it off
+    #[arg(long)]
+    shell: bool,
     /// The numalab command to run in the guest, after --
-    #[arg(last = true, required = true, value_name = "NUMALAB ARGS")]
+    #[arg(
+        last = true,
+        required_unless_present = "shell",
+        value_name = "NUMALAB ARGS"
+    )]
     command: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RootfsArg {
+    Host,
+    Initramfs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -93,14 +126,28 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
             AccelArg::Kvm => AccelChoice::Kvm,
             AccelArg::Tcg => AccelChoice::Tcg,
         },
-        timeout: Duration::from_secs(a.timeout),
+        timeout: match (a.timeout, a.shell) {
+            (Some(s), _) => Duration::from_secs(s),
+            (None, true) => Duration::MAX,
+            (None, false) => Duration::from_secs(900),
+        },
         quiet: a.quiet,
         results: a.results,
         command: a.command,
         append: a.append.unwrap_or_default(),
         exe: None,
+        rootfs: match a.rootfs {
+            None => Rootfs::Auto,
+            Some(RootfsArg::Host) => Rootfs::Host,
+            Some(RootfsArg::Initramfs) => Rootfs::Initramfs,
+        },
+        modules: a.modules,
+        shares: a.shares,
+        cwd: a.cwd,
+        keep_workdir: a.keep_workdir,
+        shell: a.shell,
     };
-    if opts.command.first().map(String::as_str) == Some("run") {
+    if opts.command.first().map(String::as_str) == Some("run") && !opts.shell {
         return run_benchmark(opts);
     }
     match numalab_guest::run(&opts) {

@@ -664,6 +664,12 @@ fn bad_specs_give_one_line_errors() {
     assert!(e.contains("cannot run inside the guest"), "{e}");
     let e = one_line_error(&numalab(&["vm"]));
     assert!(e.contains("required"), "{e}");
+    for cmd in [&["topology"][..], &["run", "spin"][..]] {
+        let mut a = vec!["vm", "--shell", "--"];
+        a.extend_from_slice(cmd);
+        let e = one_line_error(&numalab(&a));
+        assert!(e.contains("--shell runs an interactive shell"), "{e}");
+    }
 }
 
 #[test]
@@ -770,4 +776,313 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
             .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
         assert!(!alive, "fake QEMU {p} outlived numalab: {stat}");
     }
+}
+
+// ---- The host's filesystem in the guest. ----
+
+/// A C project of ten files and a Makefile in `dir`.
+fn c_project(dir: &Path) {
+    let mut objs = Vec::new();
+    let mut main = String::from("#include <stdio.h>\n");
+    for i in 0..9 {
+        std::fs::write(
+            dir.join(format!("f{i}.c")),
+            format!("int f{i}(int x) {{ int s = 0; for (int j = 0; j < x; j++) s += j * {i}; return s; }}\n"),
+        )
+        .unwrap();
+        main.push_str(&format!("int f{i}(int);\n"));
+        objs.push(format!("f{i}.o"));
+    }
+    main.push_str("int main(void) { int s = 0;\n");
+    for i in 0..9 {
+        main.push_str(&format!("  s += f{i}(10);\n"));
+    }
+    main.push_str("  printf(\"sum %d\\n\", s); return 0; }\n");
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    objs.push("main.o".into());
+    std::fs::write(
+        dir.join("Makefile"),
+        format!(
+            "prog: {objs}\n\t$(CC) -o $@ $^\n%.o: %.c\n\t$(CC) -O1 -c -o $@ $<\nclean:\n\trm -f prog *.o\n",
+            objs = objs.join(" ")
+        ),
+    )
+    .unwrap();
+}
+
+/// `run command --runs 3 --prepare 'make clean' -- make -j2` in a 2-node
+/// guest builds a project from a shared host directory: three records and
+/// their logs on the host, the program built where the host sees it.
+#[test]
+fn a_shared_c_project_builds_in_the_guest_three_times() {
+    if !guests_enabled("a_shared_c_project_builds_in_the_guest") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let proj = d.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    c_project(&proj);
+    let res = d.path().join("out");
+    let out = Command::new(EXE)
+        .current_dir(&proj)
+        .args(["vm", "--quiet", "--timeout", "600", "--nodes", "2"])
+        .args(["--mem-per-node", "384M", "--share"])
+        .arg(&proj)
+        .arg("--results")
+        .arg(&res)
+        .args(["--", "run", "command", "--runs", "3", "--prepare"])
+        .args(["make clean", "--", "make", "-j2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&res);
+    assert_eq!(recs.len(), 3, "{}", text(&out));
+    for (p, r) in &recs {
+        assert_eq!(r["backend"]["kind"], "guest", "{r}");
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        assert_eq!(r["machine"]["hostname"], "numalab-vm");
+        let log = std::fs::read_to_string(p.with_extension("log"))
+            .unwrap_or_else(|e| panic!("no log beside {}: {e}", p.display()));
+        assert!(log.contains("-o prog"), "{log}");
+        assert!(log.contains("main.c"), "{log}");
+    }
+    // Built in the guest, on the host's disk.
+    let run = Command::new(proj.join("prog")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "sum 1620\n");
+}
+
+/// The guest's root is the host's: its programs run, numalab is on PATH,
+/// the working directory is --cwd, and writes stay in the guest.
+#[test]
+fn the_guest_runs_programs_from_the_hosts_filesystem() {
+    if !guests_enabled("the_guest_runs_programs_from_the_hosts_filesystem") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let cwd = d.path().join("here");
+    std::fs::create_dir(&cwd).unwrap();
+    let res = d.path().join("out");
+    let script = "test -x /usr/bin/gcc && echo gcc-found; echo cwd=$(pwd); \
+                  echo numalab=$(command -v numalab); numalab --version >/dev/null && echo runs; \
+                  echo x > /etc/numalab-guest-write && echo wrote; touch written-in-guest";
+    let out = vm(
+        &res,
+        &[
+            "--nodes",
+            "2",
+            "--mem-per-node",
+            "384M",
+            "--cwd",
+            cwd.to_str().unwrap(),
+        ],
+        &["run", "command", "--", "sh", "-c", script],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(&res);
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let log = std::fs::read_to_string(recs[0].0.with_extension("log")).unwrap();
+    for want in [
+        "gcc-found",
+        &format!("cwd={}", cwd.canonicalize().unwrap().display()),
+        "numalab=/usr/local/bin/numalab",
+        "runs",
+        "wrote",
+    ] {
+        assert!(log.contains(want), "{want:?} not in the log: {log}");
+    }
+    // The host's root is read-only to the guest: writes went to its overlay.
+    assert!(!Path::new("/etc/numalab-guest-write").exists());
+    assert!(!cwd.join("written-in-guest").exists());
+}
+
+#[test]
+fn a_missing_module_is_a_one_line_error_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("modules.dep"),
+        "kernel/drivers/virtio/virtio_pci.ko:\nkernel/net/9p/9pnet.ko:\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("modules.builtin"), "").unwrap();
+    for f in [
+        "kernel/drivers/virtio/virtio_pci.ko",
+        "kernel/net/9p/9pnet.ko",
+    ] {
+        let p = d.path().join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"").unwrap();
+    }
+    let qemu = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|p| p.join("qemu-system-x86_64").is_file());
+    if !qemu {
+        eprintln!("no QEMU: the module check comes after finding it; skipped");
+        return;
+    }
+    let e = one_line_error(&numalab(&[
+        "vm",
+        "--modules",
+        d.path().to_str().unwrap(),
+        "--",
+        "topology",
+    ]));
+    assert!(e.contains("module 9pnet_virtio not found in"), "{e}");
+    let e = one_line_error(&numalab(&[
+        "vm",
+        "--rootfs",
+        "initramfs",
+        "--share",
+        "/tmp",
+        "--",
+        "topology",
+    ]));
+    assert!(e.contains("--rootfs host"), "{e}");
+}
+
+/// A working directory left by a numalab killed with SIGKILL is removed
+/// by the next `numalab vm`; one of a live process is not; --keep-workdir
+/// keeps this run's and says where.
+#[test]
+fn a_dead_numalabs_workdir_is_removed_by_the_next_run() {
+    if !guests_enabled("a_dead_numalabs_workdir_is_removed") {
+        return;
+    }
+    let _g = lock();
+    // A pid that is certainly gone: a child that has been reaped.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let stale = tmp.join(format!("numalab-vm-{dead}-test"));
+    std::fs::create_dir_all(stale.join("inner")).unwrap();
+    std::fs::write(stale.join("inner/initramfs.cpio"), b"x").unwrap();
+    let live = tmp.join(format!("numalab-vm-{}-test", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(EXE)
+        .args([
+            "vm",
+            "--keep-workdir",
+            "--nodes",
+            "1",
+            "--mem-per-node",
+            "384M",
+        ])
+        .args(["--rootfs", "initramfs", "--results"])
+        .arg(d.path())
+        .args(["--", "topology"])
+        .output()
+        .unwrap();
+    let live_kept = live.exists();
+    let _ = std::fs::remove_dir_all(&live);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        live_kept,
+        "the working directory of a live process was removed"
+    );
+    assert!(!stale.exists(), "{} is still there", stale.display());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("removed {}", stale.display())),
+        "{err}"
+    );
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("numalab vm: keeping the working directory "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("no kept directory named: {err}"))
+        .to_string();
+    assert!(Path::new(&kept).join("initramfs.cpio").is_file(), "{kept}");
+    std::fs::remove_dir_all(&kept).unwrap();
+}
+
+/// The KVM path: where /dev/kvm is usable a KVM guest boots with the
+/// host's filesystem and reports `accel: kvm` in its record; elsewhere
+/// `--accel kvm` is a one-line error naming why, and the boot part is
+/// skipped with that reason printed.
+#[test]
+fn a_kvm_guest_runs_where_kvm_is_usable() {
+    if !guests_enabled("a_kvm_guest_runs_where_kvm_is_usable") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &["--accel", "kvm", "--nodes", "2", "--mem-per-node", "384M"],
+        &["run", "command", "--", "sh", "-c", "test -x /usr/bin/gcc"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    if let Some(why) = err
+        .strip_prefix("numalab: error: --accel kvm: KVM is not usable here: ")
+        .map(str::trim_end)
+    {
+        let e = one_line_error(&out);
+        assert!(e.ends_with("; use --accel tcg\n"), "{e}");
+        eprintln!("\n!!!!! KVM guest test SKIPPED: KVM is not usable here: {why} !!!!!\n");
+        return;
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    assert_eq!(recs[0].1["backend"]["accel"], "kvm", "{}", recs[0].1);
+    assert_eq!(recs[0].1["outcome"]["status"], "ok", "{}", recs[0].1);
+}
+
+/// `numalab vm --shell`: an interactive shell from the host's filesystem
+/// on the guest console, here driven through a pipe: it runs what is
+/// typed, sees the guest's topology, and its exit status is numalab's.
+#[test]
+fn the_shell_runs_what_is_typed_and_exits_with_its_status() {
+    if !guests_enabled("the_shell_runs_what_is_typed") {
+        return;
+    }
+    let _g = lock();
+    use std::io::{Read, Write};
+    let mut child = Command::new(EXE)
+        .args(["vm", "--shell", "--timeout", "300", "--nodes", "2"])
+        .args(["--mem-per-node", "384M"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut out = child.stdout.take().unwrap();
+    let s = seen.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            s.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let has = |needle: &str| String::from_utf8_lossy(&seen.lock().unwrap()).contains(needle);
+    // Typed before the shell reads its terminal, input could be lost.
+    assert!(
+        wait_until(Duration::from_secs(240), || has("@numalab-vm")),
+        "no prompt: {}",
+        String::from_utf8_lossy(&seen.lock().unwrap())
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"echo shell-$((6*7)); numalab topology | head -1\nexit 3\n")
+        .unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let out = String::from_utf8_lossy(&seen.lock().unwrap()).to_string();
+    assert_eq!(status.code(), Some(3), "{out}\n{err}");
+    assert!(out.contains("shell-42"), "{out}\n{err}");
+    assert!(out.contains("2 nodes, 2 CPUs"), "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -185,7 +185,7 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
         send_reply(tx, &Reply::Error(format!("{REQUEST_PATH}: {e}")));
         return 2;
     }
-    let mut child = match spawn(exe, &["__guest-op", REQUEST_PATH]) {
+    let mut child = match spawn(exe, &["__guest-op", REQUEST_PATH], None) {
         Ok(c) => c,
         Err(e) => {
             send_reply(tx, &Reply::Error(e));
@@ -207,14 +207,18 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
     }
 }
 
-/// numalab in the guest, in `/`, its output piped.
+/// numalab in the guest, its output piped: in `cwd`, or else in PID 1's
+/// working directory (`/`, or the `--cwd` of a host-filesystem guest).
 pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
     exe: &str,
     args: &[A],
+    cwd: Option<&str>,
 ) -> Result<std::process::Child, String> {
-    Command::new(exe)
-        .args(args)
-        .current_dir("/")
+    let mut cmd = Command::new(exe);
+    if let Some(c) = cwd {
+        cmd.current_dir(c);
+    }
+    cmd.args(args)
         .env("NUMALAB_GUEST", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

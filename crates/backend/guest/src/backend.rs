@@ -79,6 +79,9 @@ impl GuestBackend {
             sysctls: opts.sysctls.clone(),
             results_dir: job::GUEST_RESULTS.to_string(),
             agent: true,
+            modules: Vec::new(),
+            hostfs: None,
+            shell: None,
         };
         let mut launcher = Launcher::new(&opts.launch_options(results), &job)?;
         let (mut session, first) = launcher.boot()?;

@@ -93,17 +93,139 @@ fn raw_mode(f: &File) -> std::io::Result<()> {
 }
 
 fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
+    mount_with(source, target, fstype, 0, "")
+}
+
+fn mount_with(
+    source: &str,
+    target: &str,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> Result<(), String> {
     let _ = fs::create_dir_all(target);
-    let c = |s: &str| CString::new(s).expect("no NUL in mount arguments");
-    let (s, t, f) = (c(source), c(target), c(fstype));
-    // SAFETY: mount(2) with valid C strings and no data.
-    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) };
+    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?}: a NUL byte in a mount argument"));
+    let (s, t, f, d) = (c(source)?, c(target)?, c(fstype)?, c(data)?);
+    let data_ptr = if data.is_empty() {
+        std::ptr::null()
+    } else {
+        d.as_ptr() as *const libc::c_void
+    };
+    // SAFETY: mount(2) with valid C strings (or a null data pointer).
+    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, data_ptr) };
     if r != 0 {
+        let what = if fstype.is_empty() { source } else { fstype };
         return Err(format!(
-            "mounting {fstype} on {target}: {}",
+            "mounting {what} on {target}: {}",
             std::io::Error::last_os_error()
         ));
     }
+    Ok(())
+}
+
+/// Load a kernel module from a file with `finit_module(2)`; one already
+/// loaded is fine.
+fn load_module(path: &str) -> Result<(), String> {
+    let f = File::open(path).map_err(|e| format!("module {path}: {e}"))?;
+    let params = CString::default();
+    // SAFETY: finit_module on an open fd with an empty parameter string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_finit_module,
+            f.as_raw_fd(),
+            params.as_ptr(),
+            0 as libc::c_int,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(format!("loading module {path}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Where the new root is assembled before PID 1 switches into it.
+const NEWROOT: &str = "/newroot";
+/// The programs a shell expects to find.
+pub const GUEST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Mount a 9p share, retrying briefly: the virtio device can still be
+/// binding to its driver just after the modules loaded.
+fn mount_9p(tag: &str, target: &str, flags: libc::c_ulong, cache: &str) -> Result<(), String> {
+    let opts = format!("trans=virtio,version=9p2000.L,msize=512000,cache={cache}");
+    let mut last = String::new();
+    for _ in 0..50 {
+        match mount_with(tag, target, "9p", flags, &opts) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(format!("9p share {tag}: {last}"))
+}
+
+/// Switch root into the host's filesystem: the 9p root (read-only) under
+/// a tmpfs overlay, the read-write shares over it, `/proc`, `/sys`, `/dev`
+/// moved across, `/numalab` bound in and numalab linked into
+/// `/usr/local/bin`; then chdir to the command's directory.
+fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
+    let lower = "/hostfs/lower";
+    let rw = "/hostfs/rw";
+    mount_9p(
+        crate::job::HOSTROOT_TAG,
+        lower,
+        libc::MS_RDONLY,
+        // The root is read-only and nobody else writes the files a guest
+        // command reads while it runs: cache what can be cached.
+        "loose",
+    )?;
+    mount("tmpfs", rw, "tmpfs")?;
+    for d in ["upper", "work"] {
+        fs::create_dir_all(format!("{rw}/{d}")).map_err(|e| format!("{rw}/{d}: {e}"))?;
+    }
+    mount_with(
+        "overlay",
+        NEWROOT,
+        "overlay",
+        0,
+        &format!("lowerdir={lower},upperdir={rw}/upper,workdir={rw}/work"),
+    )?;
+    for (i, path) in h.shares.iter().enumerate() {
+        let target = format!("{NEWROOT}{path}");
+        fs::create_dir_all(&target).map_err(|e| format!("--share {path}: {e}"))?;
+        mount_9p(&crate::job::share_tag(i), &target, 0, "mmap")
+            .map_err(|e| format!("--share {path}: {e}"))?;
+    }
+    for m in ["/proc", "/sys", "/dev"] {
+        mount_with(m, &format!("{NEWROOT}{m}"), "", libc::MS_MOVE, "")?;
+    }
+    mount_with(
+        "/numalab",
+        &format!("{NEWROOT}/numalab"),
+        "",
+        libc::MS_BIND,
+        "",
+    )?;
+    let chroot = |p: &str| -> Result<(), String> {
+        let c = CString::new(p).map_err(|e| e.to_string())?;
+        // SAFETY: chroot(2) with a valid C string.
+        if unsafe { libc::chroot(c.as_ptr()) } != 0 {
+            return Err(format!("chroot {p}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    };
+    std::env::set_current_dir(NEWROOT).map_err(|e| format!("{NEWROOT}: {e}"))?;
+    mount_with(".", "/", "", libc::MS_MOVE, "")?;
+    chroot(".")?;
+    std::env::set_current_dir("/").map_err(|e| format!("/: {e}"))?;
+    let _ = mount("tmpfs", "/run", "tmpfs");
+    let link = "/usr/local/bin/numalab";
+    let _ = fs::create_dir_all("/usr/local/bin");
+    let _ = fs::remove_file(link);
+    std::os::unix::fs::symlink(GUEST_EXE, link).map_err(|e| format!("{link}: {e}"))?;
+    std::env::set_current_dir(&h.cwd).map_err(|e| format!("--cwd {}: {e}", h.cwd))?;
     Ok(())
 }
 
@@ -146,6 +268,9 @@ pub fn init_main() -> Result<std::convert::Infallible, String> {
 }
 
 fn setup() -> Result<Channel, String> {
+    // The kernel starts init with HOME and TERM only; commands run in the
+    // guest expect a PATH.
+    std::env::set_var("PATH", GUEST_PATH);
     mount("proc", "/proc", "proc")?;
     mount("sysfs", "/sys", "sysfs")?;
     mount("devtmpfs", "/dev", "devtmpfs")?;
@@ -163,6 +288,12 @@ fn run(channel: &Channel) -> Result<(), String> {
     let job: Job =
         serde_json::from_slice(&fs::read(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e}"))?)
             .map_err(|e| format!("{JOB_PATH}: {e}"))?;
+    for m in &job.modules {
+        load_module(m)?;
+    }
+    if let Some(h) = &job.hostfs {
+        switch_to_host(h)?;
+    }
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
@@ -196,7 +327,15 @@ fn run(channel: &Channel) -> Result<(), String> {
     if job.agent {
         return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
     }
-    let mut child = crate::agent::spawn(GUEST_EXE, &job.args)?;
+    if let Some(sh) = &job.shell {
+        let status = run_shell(sh)?;
+        channel.send(Kind::Exit, "-", exit_json(status).to_string().as_bytes());
+        return Ok(());
+    }
+    // A one-shot numalab command runs in `/`, so a relative default
+    // `numalab-results` is the guest's results directory; `--cwd` is for
+    // the programs that `run` requests start (the agent's children).
+    let mut child = crate::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
     let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
     let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
     let status = child
@@ -218,14 +357,70 @@ fn run(channel: &Channel) -> Result<(), String> {
             Err(e) => say(&format!("{}: {e}", path.display())),
         }
     }
+    channel.send(Kind::Exit, "-", exit_json(status).to_string().as_bytes());
+    Ok(())
+}
+
+fn exit_json(status: std::process::ExitStatus) -> serde_json::Value {
     use std::os::unix::process::ExitStatusExt;
-    let exit = match (status.code(), status.signal()) {
+    match (status.code(), status.signal()) {
         (Some(c), _) => serde_json::json!({ "code": c }),
         (None, Some(s)) => serde_json::json!({ "signal": s }),
         _ => serde_json::json!({ "code": 1 }),
-    };
-    channel.send(Kind::Exit, "-", exit.to_string().as_bytes());
-    Ok(())
+    }
+}
+
+/// The console, as the interactive shell's controlling terminal.
+const CONSOLE_TTY: &str = "/dev/ttyS0";
+
+/// `numalab vm --shell`: bash (else sh) on the console, in a session of
+/// its own with the console as its controlling terminal, sized like the
+/// host's terminal; its exit status.
+fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, String> {
+    use std::os::unix::process::CommandExt;
+    let tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(CONSOLE_TTY)
+        .map_err(|e| format!("{CONSOLE_TTY}: {e}"))?;
+    if sh.rows > 0 && sh.cols > 0 {
+        let ws = libc::winsize {
+            ws_row: sh.rows,
+            ws_col: sh.cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ with a winsize we own, on an open tty.
+        unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    }
+    let shell = ["/bin/bash", "/bin/sh"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("--shell: neither /bin/bash nor /bin/sh in the guest (is its root the host's?)")?;
+    let io = |f: &File| f.try_clone().map_err(|e| format!("{CONSOLE_TTY}: {e}"));
+    let mut cmd = std::process::Command::new(shell);
+    cmd.arg("-i")
+        .env("TERM", &sh.term)
+        .env("HOME", "/root")
+        .env("NUMALAB_GUEST", "1")
+        .stdin(io(&tty)?)
+        .stdout(io(&tty)?)
+        .stderr(io(&tty)?);
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 1) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("--shell: starting {shell}: {e}"))?;
+    child
+        .wait()
+        .map_err(|e| format!("--shell: waiting for {shell}: {e}"))
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -5,6 +5,7 @@
 use crate::channel::{Frame, Kind};
 use crate::job::{self, Job};
 use crate::qemu::{Accel, AccelChoice};
+pub use crate::session::Rootfs;
 use crate::session::{debug, describe_exited, End, LaunchOptions, Launcher, Next};
 use crate::spec::VmSpec;
 use numalab_record::Backend;
@@ -35,6 +36,18 @@ pub struct VmOptions {
     pub append: String,
     /// The numalab executable to put in the guest (default: this one).
     pub exe: Option<PathBuf>,
+    /// The guest's root filesystem.
+    pub rootfs: Rootfs,
+    /// The guest kernel's module tree (default `/lib/modules/<release>`).
+    pub modules: Option<PathBuf>,
+    /// Read-write host directories, mounted at their host paths.
+    pub shares: Vec<PathBuf>,
+    /// The guest command's working directory (a host path).
+    pub cwd: Option<PathBuf>,
+    /// Keep the working directory (initramfs, channel socket, logs).
+    pub keep_workdir: bool,
+    /// An interactive shell on the terminal instead of `command`.
+    pub shell: bool,
 }
 
 /// How the guest command ended.
@@ -84,9 +97,35 @@ fn failed(m: impl Into<String>) -> VmError {
     VmError::Failed(m.into())
 }
 
+/// The host's terminal for `--shell`: `TERM` and the size of standard
+/// output's terminal (0x0 when it is not one).
+fn host_terminal() -> job::Shell {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    job::Shell {
+        term: std::env::var("TERM").unwrap_or_else(|_| "vt100".into()),
+        rows: if ok { ws.ws_row } else { 0 },
+        cols: if ok { ws.ws_col } else { 0 },
+    }
+}
+
 /// Boot a guest, run the command in it, bring the records back.
 pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
-    job::check_command(&opts.command).map_err(failed)?;
+    if opts.shell {
+        if !opts.command.is_empty() {
+            return Err(failed(
+                "--shell runs an interactive shell: give no command after --",
+            ));
+        }
+        if opts.quiet {
+            return Err(failed(
+                "--shell puts the guest console on the terminal: --quiet does not apply",
+            ));
+        }
+    } else {
+        job::check_command(&opts.command).map_err(failed)?;
+    }
     let (guest_args, results_after) = job::split_results(&opts.command).map_err(failed)?;
     let results_dir = results_dir(opts.results.as_deref(), results_after.as_deref())?;
     check_results_dir(&results_dir).map_err(failed)?;
@@ -95,6 +134,9 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         sysctls: opts.sysctls.clone(),
         results_dir: job::GUEST_RESULTS.to_string(),
         agent: false,
+        modules: Vec::new(),
+        hostfs: None,
+        shell: opts.shell.then(host_terminal),
     };
     let mut launcher = Launcher::new(&opts.launch_options(&results_dir), &job)?;
     let host = host_info();
@@ -269,6 +311,12 @@ impl VmOptions {
             append: &self.append,
             exe: self.exe.as_deref(),
             results,
+            rootfs: self.rootfs,
+            modules: self.modules.as_deref(),
+            shares: &self.shares,
+            cwd: self.cwd.as_deref(),
+            keep_workdir: self.keep_workdir,
+            shell: self.shell,
         }
     }
 }

@@ -25,8 +25,14 @@ pub struct Built {
     pub ld_library_path: String,
 }
 
-/// Write an initramfs for `exe` running `job` to `out`.
-pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
+/// Write an initramfs for `exe` running `job` to `out`, with `extra`
+/// files (guest path, contents: the kernel modules) besides.
+pub fn build(
+    exe: &Path,
+    job: &Job,
+    extra: &[(String, Vec<u8>)],
+    out: &Path,
+) -> Result<Built, String> {
     let closure =
         elf::closure(exe).map_err(|e| format!("finding what numalab needs to run: {e}"))?;
     let file = fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -58,6 +64,9 @@ pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
     for guest in closure.files.keys() {
         add_parents(guest, &mut dirs);
     }
+    for (guest, _) in extra {
+        add_parents(guest, &mut dirs);
+    }
     // Parents sort before children.
     for d in &dirs {
         w.dir(d, 0o755).map_err(io)?;
@@ -65,13 +74,20 @@ pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
     w.char_dev("/dev/console", 0o600, 5, 1).map_err(io)?;
     w.char_dev("/dev/null", 0o666, 1, 3).map_err(io)?;
 
-    let exe_bytes = fs::read(exe).map_err(|e| format!("{}: {e}", exe.display()))?;
+    let exe_bytes = match stripped(exe, out) {
+        Some(b) => b,
+        None => fs::read(exe).map_err(|e| format!("{}: {e}", exe.display()))?,
+    };
     w.file(GUEST_EXE, 0o755, &exe_bytes).map_err(io)?;
     drop(exe_bytes);
     let mut files = vec![GUEST_EXE.to_string()];
     for (guest, host) in &closure.files {
         let data = fs::read(host).map_err(|e| format!("{}: {e}", host.display()))?;
         w.file(guest, 0o755, &data).map_err(io)?;
+        files.push(guest.clone());
+    }
+    for (guest, data) in extra {
+        w.file(guest, 0o644, data).map_err(io)?;
         files.push(guest.clone());
     }
     let job_json = serde_json::to_vec_pretty(job).map_err(|e| e.to_string())?;
@@ -84,6 +100,31 @@ pub fn build(exe: &Path, job: &Job, out: &Path) -> Result<Built, String> {
         files,
         ld_library_path: closure.extra_lib_dirs.join(":"),
     })
+}
+
+/// `exe` without its debug sections (`objcopy --strip-debug`, written
+/// beside `out`), when objcopy is there and works: the line tables of a
+/// release build are four fifths of the file, and every byte of the
+/// initramfs is copied and unpacked under emulation at boot. Symbols stay,
+/// so a backtrace in the guest still names functions.
+/// `NUMALAB_VM_NO_STRIP=1` keeps the file whole.
+fn stripped(exe: &Path, out: &Path) -> Option<Vec<u8>> {
+    if std::env::var_os("NUMALAB_VM_NO_STRIP").is_some_and(|v| !v.is_empty() && v != "0") {
+        return None;
+    }
+    let tmp = out.with_extension("numalab-stripped");
+    let ok = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(exe)
+        .arg(&tmp)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let bytes = if ok { fs::read(&tmp).ok() } else { None };
+    let _ = fs::remove_file(&tmp);
+    bytes
 }
 
 #[cfg(test)]
@@ -101,18 +142,25 @@ mod tests {
             sysctls: vec![("kernel.numa_balancing".into(), "0".into())],
             results_dir: crate::job::GUEST_RESULTS.into(),
             agent: false,
+            modules: vec!["/numalab/modules/x.ko".into()],
+            hostfs: Some(crate::job::HostFs {
+                shares: vec!["/src".into()],
+                cwd: "/src".into(),
+            }),
+            shell: None,
         };
-        let built = build(&exe, &job, &out).unwrap();
+        let extra = vec![("/numalab/modules/x.ko".to_string(), b"ko".to_vec())];
+        let built = build(&exe, &job, &extra, &out).unwrap();
         let bytes = fs::read(&out).unwrap();
         let entries = cpio::read_all(&bytes).unwrap();
         let find = |n: &str| entries.iter().find(|e| e.name == n.trim_start_matches('/'));
-        assert_eq!(
-            find(GUEST_EXE).unwrap().data.len() as u64,
-            fs::metadata(&exe).unwrap().len()
-        );
+        // The executable, maybe without its debug sections.
+        let len = find(GUEST_EXE).unwrap().data.len() as u64;
+        assert!(len > 0 && len <= fs::metadata(&exe).unwrap().len());
         assert_eq!(find("/dev/console").unwrap().rdev, (5, 1));
         let j: Job = serde_json::from_slice(&find(JOB_PATH).unwrap().data).unwrap();
         assert_eq!(j, job);
+        assert_eq!(find("/numalab/modules/x.ko").unwrap().data, b"ko");
         for f in &built.files {
             assert!(find(f).is_some(), "{f}");
         }

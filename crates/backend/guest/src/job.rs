@@ -26,6 +26,49 @@ pub struct Job {
     /// Serve requests ([`crate::agent`]) instead of running `args`.
     #[serde(default)]
     pub agent: bool,
+    /// Kernel modules to load first, guest paths in load order.
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// Switch root into the host's filesystem ([`HostFs`]); `None`: stay
+    /// in the initramfs.
+    #[serde(default)]
+    pub hostfs: Option<HostFs>,
+    /// `numalab vm --shell`: an interactive shell on the console instead
+    /// of `args`.
+    #[serde(default)]
+    pub shell: Option<Shell>,
+}
+
+/// The terminal the host's user has, for the guest's interactive shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shell {
+    /// `TERM` on the host.
+    pub term: String,
+    /// The host terminal's size, when it has one.
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// The host's filesystem as the guest's root: the 9p share
+/// [`HOSTROOT_TAG`] (read-only) under a tmpfs overlay, and read-write
+/// shares mounted over it at their host paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFs {
+    /// Read-write host directories: the i-th has 9p tag `share<i>` and is
+    /// mounted at its host path.
+    pub shares: Vec<String>,
+    /// Where the command (and the agent's requests) run.
+    pub cwd: String,
+}
+
+/// The 9p mount tag of the host's root.
+pub const HOSTROOT_TAG: &str = "hostroot";
+
+/// The 9p mount tag of the `i`-th read-write share.
+pub fn share_tag(i: usize) -> String {
+    format!("share{i}")
 }
 
 /// Subcommands that make no sense inside a guest.

@@ -15,7 +15,8 @@
 //!    with CPUs, positive sizes, a square symmetric matrix with 10 on the
 //!    diagonal and more elsewhere. Errors are one line naming the flag.
 //! 2. **Initramfs.** The guest needs only a kernel image. Its userland is
-//!    built from this very executable: [`elf`] reads the binary's
+//!    built from this very executable (without its debug sections, when
+//!    `objcopy` is there): [`elf`] reads the binary's
 //!    `PT_INTERP` and `DT_NEEDED` entries and resolves them as the loader
 //!    would, [`cpio`] writes an uncompressed `newc` archive holding
 //!    numalab, its loader and libraries at the same paths as on the host,
@@ -47,6 +48,56 @@
 //!    its topology, its `numa_balancing` — is the record's `machine`, as
 //!    the command inside saw it.
 //!
+//! ## The host's filesystem as the guest's root
+//!
+//! An initramfs holding only numalab cannot run `make`, a compiler, perf
+//! or a user's own program. So, as virtme-ng does, the guest's root is
+//! the host's: QEMU exports `/` over virtio-9p read-only ([`qemu::Share`],
+//! `security_model=none`, `multidevs=remap`), and PID 1 mounts it
+//! (`cache=loose`), lays an overlay over it whose upper and work
+//! directories are on a tmpfs (programs can write anywhere; nothing
+//! reaches the host), mounts each `--share DIR` read-write (its own 9p
+//! export, `cache=mmap`) at its host path over the overlay, moves `/proc`,
+//! `/sys` and `/dev` across, binds `/numalab` in (the executable and its
+//! job stay where they were), switches root into it (`MS_MOVE` onto `/`
+//! and `chroot`: the initramfs cannot be unmounted), links
+//! `/usr/local/bin/numalab`, sets `PATH`, and changes to `--cwd` (default:
+//! the host's working directory), where the agent's children, and so the
+//! runs of `-- run ...`, start; a one-shot numalab command still runs in
+//! `/`, so its relative default `numalab-results` is the guest's results
+//! directory. The channel's open file survives the switch.
+//!
+//! Debian's kernel builds virtio-pci, 9p, its netfs and fscache
+//! dependencies, and overlayfs as modules, and a module loads only into
+//! the kernel it was built for. [`modules`] reads the guest kernel's
+//! release from the bzImage header (`kernel_version`), finds
+//! `/lib/modules/<release>` (or `--modules DIR`), resolves the
+//! dependencies from `modules.dep`, skips what `modules.builtin` lists,
+//! copies the `.ko` files (decompressed with `xz`/`zstd`/`gzip` when they
+//! are) into the initramfs, and PID 1 loads them in order with
+//! `finit_module(2)`. With `--rootfs` left to `auto` a kernel whose
+//! modules are not found boots the initramfs only, saying why; with
+//! `--rootfs host`, `--share`, `--cwd` or `--modules` that is a one-line
+//! error naming the missing module. `--rootfs initramfs` keeps the old,
+//! self-contained guest.
+//!
+//! ## `--shell`
+//!
+//! `numalab vm --shell` gives QEMU numalab's terminal as the console
+//! (standard input and output inherited, QEMU left in numalab's process
+//! group so it may read the terminal, no console watching, no timeout
+//! unless asked), and PID 1, instead of a command, starts `bash -i` in a
+//! new session with `/dev/ttyS0` as its controlling terminal, sized like
+//! the host's; the shell's exit status comes back as the `exit` frame.
+//!
+//! ## The working directory
+//!
+//! Each `numalab vm` builds its initramfs in `numalab-vm-<pid>-XXXXXX`
+//! under the temporary directory and removes it when it ends. A numalab
+//! killed by SIGKILL cannot; the next `numalab vm` removes every
+//! `numalab-vm-<pid>-*` whose pid no longer exists, and says so.
+//! `--keep-workdir` (and `NUMALAB_VM_DEBUG`) keeps this run's.
+//!
 //! ## The guest as a runner backend
 //!
 //! `numalab vm ... -- run BENCHMARK` does not run the runner in the
@@ -63,8 +114,9 @@
 //!
 //! ## The channel
 //!
-//! Debian's kernel has the 8250 UART built in, while virtio-serial, vsock
-//! and 9p are modules, and the guest has no modules. So the channel is the
+//! Debian's kernel has the 8250 UART built in, while virtio-serial and
+//! vsock are modules (and an initramfs-only guest has no modules at all).
+//! So the channel is the
 //! second serial port: QEMU connects the guest's `ttyS1` to a Unix socket
 //! and waits for the host to connect before the guest starts, so nothing
 //! is lost. The sender (mostly the guest; the host sends requests to the
@@ -114,7 +166,8 @@
 //!
 //! Other limits: x86_64 guests only (`qemu-system-x86_64`, a bzImage);
 //! one thread per core (no SMT); one LLC per node as QEMU models it; the
-//! guest has no network, disk or modules; records travel at serial-port
+//! guest has no network or disk, and the host's filesystem is read-only
+//! to it except for `--share` directories; records travel at serial-port
 //! speed (a few MB/s under TCG), which is ample for records but not for
 //! bulk data.
 
@@ -128,12 +181,13 @@ pub mod host;
 pub mod initramfs;
 pub mod job;
 pub mod kernel;
+pub mod modules;
 pub mod probe;
 pub mod qemu;
 mod session;
 pub mod spec;
 
 pub use backend::GuestBackend;
-pub use host::{results_dir, run, GuestExit, VmError, VmOptions, VmReport};
+pub use host::{results_dir, run, GuestExit, Rootfs, VmError, VmOptions, VmReport};
 pub use qemu::{Accel, AccelChoice};
 pub use spec::{SpecError, SpecInput, VmSpec};

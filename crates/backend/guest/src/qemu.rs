@@ -222,6 +222,17 @@ pub struct Launch<'a> {
     pub append: String,
     /// `-name`, so a leftover QEMU can be told apart from others.
     pub name: String,
+    /// Host directories exported over virtio-9p.
+    pub shares: Vec<Share>,
+}
+
+/// A host directory exported to the guest over virtio-9p.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// The guest mounts it by this tag.
+    pub tag: String,
+    pub path: PathBuf,
+    pub readonly: bool,
 }
 
 /// The kernel command line. `panic=-1` reboots at once on a panic and
@@ -327,6 +338,25 @@ pub fn args(l: &Launch) -> Vec<String> {
     push(&["-kernel", &l.kernel.to_string_lossy()]);
     push(&["-initrd", &l.initrd.to_string_lossy()]);
     push(&["-append", &l.append]);
+    // The host's filesystem: `security_model=none` passes the host's
+    // ownership and modes through as they are (numalab runs QEMU as the
+    // invoking user, so the guest can write only what that user can);
+    // `multidevs=remap` keeps inode numbers unique across the host's
+    // mount points.
+    for (i, sh) in l.shares.iter().enumerate() {
+        push(&[
+            "-fsdev",
+            &format!(
+                "local,id=fs{i},path={},security_model=none,multidevs=remap{}",
+                sh.path.to_string_lossy().replace(',', ",,"),
+                if sh.readonly { ",readonly=on" } else { "" }
+            ),
+        ]);
+        push(&[
+            "-device",
+            &format!("virtio-9p-pci,fsdev=fs{i},mount_tag={}", sh.tag),
+        ]);
+    }
     // ttyS0: the console, on QEMU's stdout. ttyS1: the channel, a socket
     // QEMU listens on and waits for the host to connect to (so nothing the
     // guest sends is lost), both ways.
@@ -435,6 +465,18 @@ mod tests {
             firmware_log: Path::new("/tmp/x/firmware.log"),
             append: kernel_cmdline("", false, ""),
             name: "numalab-vm-1".into(),
+            shares: vec![
+                Share {
+                    tag: "hostroot".into(),
+                    path: "/".into(),
+                    readonly: true,
+                },
+                Share {
+                    tag: "share1".into(),
+                    path: "/src/a,b".into(),
+                    readonly: false,
+                },
+            ],
         };
         let a = args(&l).join(" ");
         for want in [
@@ -452,6 +494,9 @@ mod tests {
             "-serial chardev:console",
             "socket,id=channel,path=/tmp/x/channel,server=on,wait=on",
             "-debugcon file:/tmp/x/firmware.log",
+            "-fsdev local,id=fs0,path=/,security_model=none,multidevs=remap,readonly=on",
+            "-device virtio-9p-pci,fsdev=fs0,mount_tag=hostroot",
+            "-fsdev local,id=fs1,path=/src/a,,b,security_model=none,multidevs=remap -device virtio-9p-pci,fsdev=fs1,mount_tag=share1",
         ] {
             assert!(a.contains(want), "missing {want:?} in {a}");
         }

@@ -157,7 +157,10 @@ pub(crate) struct Launcher {
     qemu: PathBuf,
     boot_image: kernel::Prepared,
     initrd: PathBuf,
+    /// Removes the working directory when dropped; `None` once kept.
     tmp: Option<tempfile::TempDir>,
+    workdir: PathBuf,
+    shares: Vec<qemu::Share>,
     spec: VmSpec,
     append: String,
     pub console_log: Option<PathBuf>,
@@ -169,6 +172,7 @@ pub(crate) struct Launcher {
     pub accel: Accel,
     choice: AccelChoice,
     quiet: bool,
+    shell: bool,
 }
 
 /// What a launcher is given.
@@ -182,6 +186,182 @@ pub(crate) struct LaunchOptions<'a> {
     pub exe: Option<&'a Path>,
     /// The console log goes under `<results>/vm-logs` with `quiet`.
     pub results: &'a Path,
+    pub rootfs: Rootfs,
+    /// The guest kernel's module tree (default `/lib/modules/<release>`).
+    pub modules: Option<&'a Path>,
+    /// Read-write host directories for a host-filesystem guest.
+    pub shares: &'a [PathBuf],
+    /// The command's working directory in a host-filesystem guest.
+    pub cwd: Option<&'a Path>,
+    /// Keep the working directory and say where it is.
+    pub keep_workdir: bool,
+    /// The console on the terminal (QEMU's standard input and output are
+    /// numalab's), for `--shell`.
+    pub shell: bool,
+}
+
+/// What the guest's root filesystem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rootfs {
+    /// The host's when the guest kernel's modules for it are found, else
+    /// the initramfs (saying why).
+    Auto,
+    /// The host's `/`, read-only over 9p under a tmpfs overlay.
+    Host,
+    /// numalab and its libraries only.
+    Initramfs,
+}
+
+/// The host-filesystem part of a boot: modules for the initramfs, the
+/// job's [`crate::job::HostFs`], the 9p exports, and a sentence for the
+/// status line.
+struct HostFsPlan {
+    modules: Vec<(String, Vec<u8>)>,
+    module_paths: Vec<String>,
+    hostfs: crate::job::HostFs,
+    shares: Vec<qemu::Share>,
+    describe: String,
+}
+
+fn canonical_dir(flag: &str, p: &Path) -> Result<PathBuf, VmError> {
+    let c = fs::canonicalize(p).map_err(|e| failed(format!("{flag} {}: {e}", p.display())))?;
+    if !c.is_dir() {
+        return Err(failed(format!("{flag} {}: not a directory", p.display())));
+    }
+    if c.to_str().is_none() {
+        return Err(failed(format!("{flag} {}: not valid UTF-8", p.display())));
+    }
+    Ok(c)
+}
+
+/// Decide the root filesystem: the host's (`Ok(Ok(plan))`) or the
+/// initramfs only (`Ok(Err(why))`, when `auto` found no modules or
+/// `--rootfs initramfs` was given).
+fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, String>, VmError> {
+    let asked_for_host = o.rootfs == Rootfs::Host || !o.shares.is_empty() || o.cwd.is_some();
+    if o.rootfs == Rootfs::Initramfs {
+        if !o.shares.is_empty() || o.cwd.is_some() {
+            return Err(failed(
+                "--share and --cwd need the host's filesystem in the guest (--rootfs host)",
+            ));
+        }
+        return Ok(Err("--rootfs initramfs".into()));
+    }
+    let found = match o.modules {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(failed(format!(
+                    "--modules {}: not a directory",
+                    d.display()
+                )));
+            }
+            crate::modules::plan(d)
+        }
+        None => crate::modules::default_dir(kernel).and_then(|d| crate::modules::plan(&d)),
+    };
+    let plan = match found {
+        Ok(p) => p,
+        Err(e) if asked_for_host || o.modules.is_some() => return Err(failed(e)),
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut modules = Vec::new();
+    let mut module_paths = Vec::new();
+    for m in &plan.modules {
+        let data = crate::modules::read_module(m).map_err(failed)?;
+        let guest = format!("/numalab/modules/{}.ko", m.name);
+        module_paths.push(guest.clone());
+        modules.push((guest, data));
+    }
+    let mut shares = vec![qemu::Share {
+        tag: crate::job::HOSTROOT_TAG.into(),
+        path: "/".into(),
+        readonly: true,
+    }];
+    let mut guest_shares = Vec::new();
+    for (i, d) in o.shares.iter().enumerate() {
+        let c = canonical_dir("--share", d)?;
+        if c == Path::new("/")
+            || ["/proc", "/sys", "/dev", "/numalab"]
+                .iter()
+                .any(|p| c.starts_with(p))
+        {
+            return Err(failed(format!(
+                "--share {}: cannot share {} (the guest mounts its own there)",
+                d.display(),
+                c.display()
+            )));
+        }
+        shares.push(qemu::Share {
+            tag: crate::job::share_tag(i),
+            path: c.clone(),
+            readonly: false,
+        });
+        guest_shares.push(c.to_string_lossy().to_string());
+    }
+    let cwd = match o.cwd {
+        Some(c) => canonical_dir("--cwd", c)?.to_string_lossy().to_string(),
+        // Like the host: where numalab was started, when the guest has it.
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| d.to_str().map(str::to_string))
+            .filter(|d| {
+                !["/proc", "/sys", "/dev", "/run"]
+                    .iter()
+                    .any(|p| Path::new(d).starts_with(p))
+            })
+            .unwrap_or_else(|| "/".into()),
+    };
+    let mut describe = format!(
+        "root: the host's / over 9p, read-only under a tmpfs overlay ({} modules from {}); working directory {cwd}",
+        plan.modules.len(),
+        plan.dir.display()
+    );
+    if !guest_shares.is_empty() {
+        describe.push_str(&format!("; read-write: {}", guest_shares.join(", ")));
+    }
+    Ok(Ok(HostFsPlan {
+        modules,
+        module_paths,
+        hostfs: crate::job::HostFs {
+            shares: guest_shares,
+            cwd,
+        },
+        shares,
+        describe,
+    }))
+}
+
+/// The prefix of a working directory: `numalab-vm-<pid>-`.
+const WORKDIR_PREFIX: &str = "numalab-vm-";
+
+/// Remove the working directories under `tmp` that numalab processes now
+/// dead left behind (killed by SIGKILL, say): `numalab-vm-<pid>-*` whose
+/// pid no longer exists. Those of live processes, and names without a
+/// pid, are left alone. Returns what was removed.
+pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix(WORKDIR_PREFIX)
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if gone && is_dir && fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
 }
 
 impl Launcher {
@@ -204,12 +384,37 @@ impl Launcher {
             None => std::env::current_exe()
                 .map_err(|e| failed(format!("locating the numalab executable: {e}")))?,
         };
+        let hostfs = plan_hostfs(o, &kernel)?;
+        let mut job = job.clone();
+        let (extra, shares, root_note) = match hostfs {
+            Ok(p) => {
+                job.modules = p.module_paths;
+                job.hostfs = Some(p.hostfs);
+                (p.modules, p.shares, p.describe)
+            }
+            Err(why) => (
+                Vec::new(),
+                Vec::new(),
+                format!("root: the initramfs only, numalab and its libraries ({why})"),
+            ),
+        };
+        let removed = clean_stale_workdirs(&std::env::temp_dir());
         let tmp = tempfile::Builder::new()
-            .prefix("numalab-vm-")
+            .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
-        let initrd = tmp.path().join("initramfs.cpio");
-        let built = initramfs::build(&exe, job, &initrd).map_err(failed)?;
+        let workdir = tmp.path().to_path_buf();
+        let tmp = if o.keep_workdir {
+            eprintln!(
+                "numalab vm: keeping the working directory {} (--keep-workdir)",
+                tmp.keep().display()
+            );
+            None
+        } else {
+            Some(tmp)
+        };
+        let initrd = workdir.join("initramfs.cpio");
+        let built = initramfs::build(&exe, &job, &extra, &initrd).map_err(failed)?;
         let boot_image =
             if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
                 kernel::Prepared {
@@ -218,7 +423,7 @@ impl Launcher {
                     note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
                 }
             } else {
-                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), tmp.path())
+                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), &workdir)
             };
         // The initramfs is loaded into guest memory, then unpacked into a
         // tmpfs-like rootfs next to it, and the kernel needs room of its own.
@@ -254,9 +459,12 @@ impl Launcher {
         let l = Launcher {
             qemu: qemu_bin,
             initrd,
-            tmp: Some(tmp),
+            tmp,
+            workdir,
+            shares,
             spec: o.spec.clone(),
-            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet, o.append),
+            // A shell's terminal shows only warnings and worse.
+            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet || o.shell, o.append),
             console_log,
             timeout: o.timeout,
             start,
@@ -264,6 +472,7 @@ impl Launcher {
             accel,
             choice: o.accel,
             quiet: o.quiet,
+            shell: o.shell,
             boot_image,
         };
         l.status(&format!(
@@ -275,6 +484,13 @@ impl Launcher {
         ));
         if let Some(note) = &l.boot_image.note {
             l.status(note);
+        }
+        l.status(&root_note);
+        for r in &removed {
+            l.status(&format!(
+                "removed {}, left behind by a numalab that is gone",
+                r.display()
+            ));
         }
         if accel == Accel::Tcg {
             l.status("TCG emulates every instruction: expect a slow guest; its timings say nothing about NUMA hardware");
@@ -345,10 +561,7 @@ impl Launcher {
     }
 
     fn tmp(&self) -> &Path {
-        self.tmp
-            .as_ref()
-            .map(|t| t.path())
-            .unwrap_or(Path::new("/tmp"))
+        &self.workdir
     }
 
     /// A failure, with the last console lines printed to explain it.
@@ -422,7 +635,7 @@ pub(crate) fn describe_status(s: ExitStatus) -> String {
 /// (PR_SET_PDEATHSIG; it fires when the spawning thread exits, so spawn
 /// from the thread that waits), and its own process group so a terminal
 /// Ctrl-C reaches only numalab, which then stops it in order.
-fn spawn_qemu(cmd: &mut Command) -> std::io::Result<Child> {
+fn spawn_qemu(cmd: &mut Command, own_group: bool) -> std::io::Result<Child> {
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -435,7 +648,12 @@ fn spawn_qemu(cmd: &mut Command) -> std::io::Result<Child> {
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
-            libc::setpgid(0, 0);
+            // Not with the console on the terminal: a background group
+            // reading from it would be stopped (SIGTTIN). QEMU puts the
+            // terminal in raw mode, so Ctrl-C goes to the guest anyway.
+            if own_group {
+                libc::setpgid(0, 0);
+            }
             Ok(())
         });
     }
@@ -499,6 +717,7 @@ impl Session {
             firmware_log: &firmware_log,
             append: l.append.clone(),
             name: format!("numalab-vm-{}", std::process::id()),
+            shares: l.shares.clone(),
         };
         let qemu_args = qemu::args(&launch);
         if debug() {
@@ -509,10 +728,17 @@ impl Session {
             );
         }
         let mut cmd = Command::new(&l.qemu);
-        cmd.args(&qemu_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        if l.shell {
+            cmd.args(&qemu_args)
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::inherit())
+                .stderr(Stdio::piped());
+        } else {
+            cmd.args(&qemu_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
         let sink: Box<dyn Write + Send> = match &l.console_log {
             Some(p) => Box::new(
                 fs::OpenOptions::new()
@@ -531,35 +757,39 @@ impl Session {
             saw_panic: AtomicBool::new(false),
         });
         let boot_start = Instant::now();
-        let mut child = spawn_qemu(&mut cmd)
+        let mut child = spawn_qemu(&mut cmd, !l.shell)
             .map_err(|e| failed(format!("starting {}: {e}", l.qemu.display())))?;
         let mut threads = Vec::new();
 
-        // Console: QEMU's stdout is the guest's ttyS0, streamed as it comes.
-        let out = child.stdout.take().expect("piped");
+        // Console: QEMU's stdout is the guest's ttyS0, streamed as it comes
+        // (with --shell it is the terminal itself, and nobody watches it).
+        let out = child.stdout.take();
         let c = console.clone();
         let t0 = l.start;
-        threads.push(std::thread::spawn(move || {
-            let mut r = BufReader::new(out);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match r.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let ms = t0.elapsed().as_millis().max(1) as u64;
-                        let _ = c.first_byte_ms.compare_exchange(
-                            0,
-                            ms,
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
-                        let line: Vec<u8> = buf.iter().copied().filter(|&b| b != b'\r').collect();
-                        c.write_raw(&line);
-                        c.line(String::from_utf8_lossy(&line).trim_end());
+        threads.extend(out.map(|out| {
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(out);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let ms = t0.elapsed().as_millis().max(1) as u64;
+                            let _ = c.first_byte_ms.compare_exchange(
+                                0,
+                                ms,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            );
+                            let line: Vec<u8> =
+                                buf.iter().copied().filter(|&b| b != b'\r').collect();
+                            c.write_raw(&line);
+                            c.line(String::from_utf8_lossy(&line).trim_end());
+                        }
                     }
                 }
-            }
+            })
         }));
         // QEMU's own messages go the same way, marked as QEMU's.
         let err = child.stderr.take().expect("piped");
@@ -586,7 +816,12 @@ impl Session {
             start: l.start,
             boot_start,
             timeout: l.timeout,
-            silence: silence_limit(accel),
+            // An unwatched console cannot be silent.
+            silence: if l.shell {
+                Duration::MAX
+            } else {
+                silence_limit(accel)
+            },
             firmware_log,
             interrupted: l.interrupted.clone(),
             panic_at: None,
@@ -792,5 +1027,27 @@ mod tests {
             "Kernel panic - not syncing: x"
         );
         assert_eq!(strip_timestamp("[x] y"), "[x] y");
+    }
+
+    #[test]
+    fn only_dead_numalabs_workdirs_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let mut c = Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let me = std::process::id();
+        for n in [
+            format!("numalab-vm-{dead}-abc"),
+            format!("numalab-vm-{me}-abc"),
+            "numalab-vm-xyz".to_string(),
+            format!("other-{dead}-abc"),
+        ] {
+            fs::create_dir_all(t.path().join(n).join("sub")).unwrap();
+        }
+        let removed = clean_stale_workdirs(t.path());
+        assert_eq!(removed, [t.path().join(format!("numalab-vm-{dead}-abc"))]);
+        assert!(t.path().join(format!("numalab-vm-{me}-abc")).exists());
+        assert!(t.path().join("numalab-vm-xyz").exists());
+        assert!(t.path().join(format!("other-{dead}-abc")).exists());
     }
 }
