@@ -1,29 +1,23 @@
-//! Just enough of ELF to find what a dynamically linked executable needs
-//! at run time: its interpreter (`PT_INTERP`, the dynamic loader) and its
-//! `DT_NEEDED` libraries, with `DT_RUNPATH`/`DT_RPATH`, resolved the way
-//! the loader would on this host.
+//! What a dynamically linked executable needs at run time: its
+//! interpreter (`PT_INTERP`, the dynamic loader) and its `DT_NEEDED`
+//! libraries, with `DT_RUNPATH`/`DT_RPATH`, resolved the way the loader
+//! would on this host; and whether a kernel image has the PVH entry note.
 //!
-//! Why not `ldd`? `ldd` runs the binary's loader on the binary, its output
-//! format is glibc's, not a contract, and a missing `ldd` (musl hosts,
-//! minimal containers) would break the testbed for no reason. Reading the
-//! ELF is ~200 lines, deterministic and unit-testable. The search order
-//! mirrors ld.so's: `LD_LIBRARY_PATH`, then RUNPATH (or RPATH when there
-//! is no RUNPATH), then the multiarch and plain system directories.
-//! `/etc/ld.so.cache` is not read; a library found only through it is
-//! reported as missing, naming the library.
+//! The ELF itself is read by goblin (a well-kept parser: program headers,
+//! the dynamic section through the load segments' address mapping, notes);
+//! what is ours is the loader's search order. Why not `ldd`? `ldd` runs
+//! the binary's loader on the binary, its output format is glibc's, not a
+//! contract, and a missing `ldd` (musl hosts, minimal containers) would
+//! break the testbed for no reason. The search order mirrors ld.so's:
+//! `LD_LIBRARY_PATH`, then RUNPATH (or RPATH when there is no RUNPATH),
+//! then the multiarch and plain system directories. `/etc/ld.so.cache` is
+//! not read; a library found only through it is reported as missing,
+//! naming the library.
 
+use goblin::elf::Elf;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-const PT_DYNAMIC: u32 = 2;
-const PT_INTERP: u32 = 3;
-const PT_LOAD: u32 = 1;
-const DT_NULL: u64 = 0;
-const DT_NEEDED: u64 = 1;
-const DT_STRTAB: u64 = 5;
-const DT_RPATH: u64 = 15;
-const DT_RUNPATH: u64 = 29;
 
 /// Dynamic-linking facts of one ELF file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,141 +30,53 @@ pub struct DynInfo {
     pub rpath: Vec<String>,
 }
 
-fn u16le(b: &[u8], off: usize) -> Result<u16, String> {
-    b.get(off..off + 2)
-        .map(|s| u16::from_le_bytes([s[0], s[1]]))
-        .ok_or_else(|| format!("truncated at {off}"))
-}
-fn u32le(b: &[u8], off: usize) -> Result<u32, String> {
-    b.get(off..off + 4)
-        .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-        .ok_or_else(|| format!("truncated at {off}"))
-}
-fn u64le(b: &[u8], off: usize) -> Result<u64, String> {
-    b.get(off..off + 8)
-        .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-        .ok_or_else(|| format!("truncated at {off}"))
-}
-fn cstr(b: &[u8], off: usize) -> Result<String, String> {
-    let tail = b
-        .get(off..)
-        .ok_or_else(|| format!("string offset {off} outside the file"))?;
-    let end = tail
-        .iter()
-        .position(|&c| c == 0)
-        .ok_or_else(|| format!("unterminated string at {off}"))?;
-    String::from_utf8(tail[..end].to_vec()).map_err(|e| e.to_string())
-}
-
-struct Phdr {
-    kind: u32,
-    offset: u64,
-    vaddr: u64,
-    filesz: u64,
-}
-
-/// Parse a 64-bit little-endian ELF (x86_64 and aarch64 hosts).
-pub fn parse(bytes: &[u8]) -> Result<DynInfo, String> {
+/// A 64-bit little-endian ELF file (x86_64 and aarch64 hosts).
+fn elf64(bytes: &[u8]) -> Result<Elf<'_>, String> {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
         return Err("not an ELF file".into());
     }
     if bytes[4] != 2 || bytes[5] != 1 {
         return Err("not a 64-bit little-endian ELF file".into());
     }
-    let phoff = u64le(bytes, 0x20)? as usize;
-    let phentsize = u16le(bytes, 0x36)? as usize;
-    let phnum = u16le(bytes, 0x38)? as usize;
-    if phentsize < 56 {
-        return Err(format!("program header entries of {phentsize} bytes"));
-    }
-    let mut phdrs = Vec::with_capacity(phnum);
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        phdrs.push(Phdr {
-            kind: u32le(bytes, o)?,
-            offset: u64le(bytes, o + 8)?,
-            vaddr: u64le(bytes, o + 16)?,
-            filesz: u64le(bytes, o + 32)?,
-        });
-    }
-    let mut info = DynInfo::default();
-    for p in &phdrs {
-        if p.kind == PT_INTERP {
-            info.interp = Some(cstr(bytes, p.offset as usize)?);
-        }
-    }
-    let Some(dynamic) = phdrs.iter().find(|p| p.kind == PT_DYNAMIC) else {
-        return Ok(info); // static
-    };
-    let mut entries = Vec::new();
-    let mut o = dynamic.offset as usize;
-    let end = o + dynamic.filesz as usize;
-    while o + 16 <= end {
-        let tag = u64le(bytes, o)?;
-        let val = u64le(bytes, o + 8)?;
-        if tag == DT_NULL {
-            break;
-        }
-        entries.push((tag, val));
-        o += 16;
-    }
-    let strtab_vaddr = entries
-        .iter()
-        .find(|(t, _)| *t == DT_STRTAB)
-        .map(|(_, v)| *v)
-        .ok_or("dynamic section without DT_STRTAB")?;
-    // DT_STRTAB is a virtual address: map it to a file offset through the
-    // PT_LOAD segment that contains it.
-    let strtab = phdrs
-        .iter()
-        .filter(|p| p.kind == PT_LOAD)
-        .find(|p| strtab_vaddr >= p.vaddr && strtab_vaddr < p.vaddr + p.filesz)
-        .map(|p| (strtab_vaddr - p.vaddr + p.offset) as usize)
-        .ok_or("DT_STRTAB is in no loaded segment")?;
-    for (tag, val) in entries {
-        let s = || cstr(bytes, strtab + val as usize);
-        match tag {
-            DT_NEEDED => info.needed.push(s()?),
-            DT_RUNPATH => info.runpath = s()?.split(':').map(str::to_string).collect(),
-            DT_RPATH => info.rpath = s()?.split(':').map(str::to_string).collect(),
-            _ => {}
-        }
-    }
-    Ok(info)
+    Elf::parse(bytes).map_err(|e| format!("not a valid ELF file: {e}"))
 }
 
-const PT_NOTE: u32 = 4;
+/// The interpreter and dynamic entries of an ELF file.
+pub fn parse(bytes: &[u8]) -> Result<DynInfo, String> {
+    let elf = elf64(bytes)?;
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    Ok(DynInfo {
+        interp: elf.interpreter.map(str::to_string),
+        needed: owned(&elf.libraries),
+        runpath: split_paths(&elf.runpaths),
+        rpath: split_paths(&elf.rpaths),
+    })
+}
+
+/// RUNPATH and RPATH entries are colon-separated lists.
+fn split_paths(entries: &[&str]) -> Vec<String> {
+    entries
+        .iter()
+        .flat_map(|e| e.split(':'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// `XEN_ELFNOTE_PHYS32_ENTRY`: the 32-bit PVH entry point QEMU boots.
 const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
 
 /// Whether an ELF kernel has the PVH entry note (owner `Xen`, type 18) in
 /// a `PT_NOTE` segment, which is where QEMU looks for it.
 pub fn has_pvh_note(bytes: &[u8]) -> Result<bool, String> {
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
-        return Err("not a 64-bit little-endian ELF file".into());
-    }
-    let phoff = u64le(bytes, 0x20)? as usize;
-    let phentsize = u16le(bytes, 0x36)? as usize;
-    let phnum = u16le(bytes, 0x38)? as usize;
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        if u32le(bytes, o)? != PT_NOTE {
-            continue;
-        }
-        let start = u64le(bytes, o + 8)? as usize;
-        let end = start + u64le(bytes, o + 32)? as usize;
-        let mut n = start;
-        while n + 12 <= end {
-            let namesz = u32le(bytes, n)? as usize;
-            let descsz = u32le(bytes, n + 4)? as usize;
-            let kind = u32le(bytes, n + 8)?;
-            let name = bytes.get(n + 12..n + 12 + namesz).ok_or("truncated note")?;
-            if kind == XEN_ELFNOTE_PHYS32_ENTRY
-                && name.strip_suffix(b"\0").unwrap_or(name) == b"Xen"
-            {
-                return Ok(true);
-            }
-            n += 12 + namesz.div_ceil(4) * 4 + descsz.div_ceil(4) * 4;
+    let elf = elf64(bytes)?;
+    let Some(notes) = elf.iter_note_headers(bytes) else {
+        return Ok(false);
+    };
+    for n in notes {
+        let n = n.map_err(|e| format!("a note: {e}"))?;
+        if n.n_type == XEN_ELFNOTE_PHYS32_ENTRY && n.name == "Xen" {
+            return Ok(true);
         }
     }
     Ok(false)
@@ -207,7 +113,8 @@ pub mod tests_support {
         b[0x20..0x28].copy_from_slice(&(phoff as u64).to_le_bytes());
         b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
         b[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
-        b[phoff..phoff + 4].copy_from_slice(&super::PT_NOTE.to_le_bytes());
+        b[phoff..phoff + 4].copy_from_slice(&goblin::elf::program_header::PT_NOTE.to_le_bytes());
+        b[phoff + 48..phoff + 56].copy_from_slice(&4u64.to_le_bytes());
         b[phoff + 8..phoff + 16].copy_from_slice(&(notes_off as u64).to_le_bytes());
         b[phoff + 32..phoff + 40].copy_from_slice(&(notes.len() as u64).to_le_bytes());
         b.extend(notes);
@@ -323,6 +230,8 @@ pub fn closure_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use goblin::elf::dynamic::{DT_NEEDED, DT_NULL, DT_RUNPATH, DT_STRSZ, DT_STRTAB};
+    use goblin::elf::program_header::{PT_DYNAMIC, PT_INTERP, PT_LOAD};
 
     /// A minimal ELF64 with PT_INTERP, PT_LOAD and PT_DYNAMIC, built by hand.
     fn tiny_elf(interp: &str, needed: &[&str], runpath: Option<&str>) -> Vec<u8> {
@@ -347,6 +256,7 @@ mod tests {
         }
         let vbase = 0x400000u64;
         dynamic.push((DT_STRTAB, vbase + strtab_off));
+        dynamic.push((DT_STRSZ, strtab.len() as u64));
         dynamic.push((DT_NULL, 0));
         let total = dyn_off + 16 * dynamic.len() as u64;
 
@@ -363,6 +273,7 @@ mod tests {
             b[o + 8..o + 16].copy_from_slice(&off.to_le_bytes());
             b[o + 16..o + 24].copy_from_slice(&vaddr.to_le_bytes());
             b[o + 32..o + 40].copy_from_slice(&size.to_le_bytes());
+            b[o + 40..o + 48].copy_from_slice(&size.to_le_bytes());
         };
         ph(
             0,
