@@ -351,6 +351,15 @@ impl RunRecord {
                 self.schema_version
             ));
         }
+        // A label names table columns and lines of text: a record whose
+        // label is empty or breaks a line would break them (`numalab run`
+        // refuses such a `--label`; this catches records made otherwise).
+        if self.label.trim().is_empty() || self.label.chars().any(char::is_control) {
+            return Err(format!(
+                "label {:?} is empty or has control characters",
+                self.label
+            ));
+        }
         let nodes = self.machine.topology.nodes.len();
         for t in &self.tasks {
             if !t.node_time_s.is_empty() && t.node_time_s.len() != nodes {

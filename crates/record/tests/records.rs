@@ -71,6 +71,18 @@ fn inconsistent_records_are_rejected() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("per-node times for 2 nodes"), "{e}");
+    for label in ["", " ", "a\nb", "tab\there"] {
+        let r = example_record("numa_test", label, 1, 10.0);
+        let e = parse(
+            &PathBuf::from("x.json"),
+            &serde_json::to_string(&r).unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("is empty or has control characters"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
