@@ -65,6 +65,25 @@ fn runs_are_recorded_with_times_and_output_logs() {
 }
 
 #[test]
+fn show_says_residency_was_not_observed_and_the_record_says_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab_in(&["run", "command", "--", "sh", "-c", "echo hi"], d);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = json_records(&d.join("numalab-results"));
+    let (path, r) = &recs[0];
+    assert!(r["tasks"][0]["node_time_s"].is_null(), "{r}");
+    let o = numalab_in(&["show", path.to_str().unwrap()], d);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        out.contains("Node residency: not observed: a command's processes come and go"),
+        "{out}"
+    );
+    assert!(!out.contains("node00") && !out.contains(" 0.0 "), "{out}");
+}
+
+#[test]
 fn a_failing_command_fails_the_run_with_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -213,7 +213,7 @@ pub fn run_once(
         process: Some(0),
         initial_node: None,
         main_node: None,
-        node_time_s: vec![0.0; topo.nodes.len()],
+        node_time_s: Vec::new(),
         residency_method: "not observed: a command's processes come and go".into(),
         residency_samples: 0,
         user_s: exit.user_s,

@@ -192,7 +192,6 @@ pub fn run_once(
     }
 
     // Per-task results, checked: every task must exit 0 and report all passes.
-    let nodes = topo.nodes.len();
     for (i, t) in tasks.iter().enumerate() {
         let id = i as u32 + 1;
         let exit = t.exit.unwrap_or(Exit {
@@ -204,7 +203,7 @@ pub fn run_once(
         let report = &reports[i];
         let (node_time, main) = match report {
             Some(r) => node_residency(topo, &r.cpu_time_ns),
-            None => (vec![0.0; nodes], None),
+            None => (Vec::new(), None),
         };
         let initial = report
             .as_ref()

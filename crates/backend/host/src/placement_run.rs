@@ -228,7 +228,6 @@ pub fn run_spin(
     }
     rec.series.interval_s = pacer.longest_s();
     let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
-    let nodes = topo.nodes.len();
     let mut failures = Vec::new();
     let mut elapsed: f64 = 0.0;
     let (mut user, mut sys) = (0.0, 0.0);
@@ -250,7 +249,7 @@ pub fn run_spin(
         }
         let (node_time, main) = match report {
             Some(r) => node_residency(topo, &r.cpu_time_ns),
-            None => (vec![0.0; nodes], None),
+            None => (Vec::new(), None),
         };
         rec.processes.push(ProcessInfo {
             index: i as u32,
@@ -366,7 +365,7 @@ pub fn run_hackbench(
         process: Some(0),
         initial_node: None,
         main_node: None,
-        node_time_s: vec![0.0; topo.nodes.len()],
+        node_time_s: Vec::new(),
         residency_method: "not observed: thousands of short message-passing processes".into(),
         residency_samples: 0,
         user_s: exit.user_s,
