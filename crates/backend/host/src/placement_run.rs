@@ -305,7 +305,8 @@ pub fn run_hackbench(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    child::die_with_parent(&mut cmd);
+    // SIGTERM: it kills and reaps what it forked, then exits.
+    child::die_with_parent_by(&mut cmd, libc::SIGTERM);
     with_affinity(&mut cmd, &p.set.cpus);
     let start = Instant::now();
     let mut c = cmd
@@ -328,8 +329,8 @@ pub fn run_hackbench(
     let exit = loop {
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
-            // Its forked senders and receivers die with it (PDEATHSIG).
-            child::signal(pid, libc::SIGKILL);
+            // It kills and reaps its senders and receivers, then exits.
+            child::signal(pid, libc::SIGTERM);
             let _ = child::wait4(pid, true);
             return Err(Error::Interrupted);
         }
