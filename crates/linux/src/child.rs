@@ -1,5 +1,6 @@
 //! Child processes that cannot outlive numalab, and exact accounting of
-//! their CPU time through `wait4`.
+//! their CPU time through `wait4`. A program whose own descendants must
+//! not outlive numalab either runs under [`crate::supervise`].
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -35,6 +36,19 @@ pub fn pdeathsig_or_exit(sig: i32, parent: i32) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// This process's children (of every thread), from procfs.
+pub fn children() -> Vec<i32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            }
+        }
+    }
+    out
 }
 
 /// How a child ended and what CPU time it used (its own and that of its
