@@ -244,7 +244,9 @@ impl Supervisor {
         let deadline = Instant::now() + KILL_TIMEOUT + Duration::from_secs(5);
         while let Some(wait) = deadline.checked_duration_since(Instant::now()) {
             match self.events.recv_timeout(wait) {
-                Ok(Event::Left(n)) => left = Some(n),
+                Ok(Event::Left(n)) => {
+                    left.get_or_insert(n);
+                }
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -405,6 +407,11 @@ pub fn main(args: &[String]) -> i32 {
             }
         }
         let mut tree = TREE.lock().unwrap_or_else(|e| e.into_inner());
+        if tree.as_ref().is_some_and(|t| t.told) {
+            // The program's end and what it left were said already (numalab
+            // closes its end once it has heard them).
+            std::process::exit(0);
+        }
         let n = tree.as_mut().map_or(0, kill_tree);
         if let Some(Tree {
             told: false,

@@ -222,3 +222,48 @@ fn processes_left_behind_are_killed_and_reported() {
         .unwrap()
         .contains("left 1 process"));
 }
+
+/// A full file system (ENOSPC): the command's output and the record
+/// cannot be written; numalab fails in one line and leaves no empty log
+/// behind. A tiny full tmpfs is mounted in a user and mount namespace
+/// (`unshare -rm`, util-linux), so no privileges are needed.
+#[test]
+fn a_full_file_system_leaves_no_empty_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let script = r#"mount -t tmpfs -o size=64k tmpfs "$FULL" || exit 99
+dd if=/dev/zero of="$FULL/fill" bs=4k 2>/dev/null
+"$EXE" run command --results "$FULL/res" -- sh -c 'echo hi'
+echo "exit $?"
+ls -A "$FULL/res""#;
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .env("FULL", &full)
+        .env("EXE", EXE)
+        .output()
+        .expect("this test needs util-linux's unshare");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(
+        o.status.code() != Some(99) && !err.contains("unshare failed"),
+        "this test needs user namespaces to mount a tmpfs (unshare -rm): {err}"
+    );
+    let mut lines = out.lines();
+    let exit = lines.next().unwrap_or_default();
+    assert!(
+        exit != "exit 0" && exit.starts_with("exit "),
+        "{out}\n{err}"
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].starts_with("numalab: error: ") && errors[0].contains("No space left on device"),
+        "{err}"
+    );
+    let left: Vec<&str> = lines.collect();
+    assert!(
+        left.iter()
+            .all(|f| !f.ends_with(".log") && !f.ends_with(".json")),
+        "no log without its record: {left:?}"
+    );
+}
