@@ -267,3 +267,46 @@ ls -A "$FULL/res""#;
         "no log without its record: {left:?}"
     );
 }
+
+/// `make` repeated: the first run builds, the others find nothing to do.
+/// Every run exits 0; the summary warns that they did not do the same
+/// work.
+#[test]
+fn runs_that_did_not_do_the_same_work_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script =
+        "[ -e built ] && exit 0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; touch built";
+    let o = numalab_in(
+        &[
+            "run", "command", "--name", "make", "--runs", "3", "--", "sh", "-c", script,
+        ],
+        d,
+    );
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let recs = json_records(&d.join("numalab-results"));
+    let user = |i: usize| recs[i].1["metrics"]["user_s"]["value"].as_f64().unwrap();
+    assert!(user(0) > 0.2, "the first run worked: {}", user(0));
+    let warned: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("numalab: warning: make, label \"default\": CPU time differs more than 10x between runs (run "))
+        .collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].ends_with("did every run do the same work?"),
+        "{err}"
+    );
+    // Runs that did the same work: no warning.
+    let o = numalab_in(
+        &[
+            "run", "command", "--name", "same", "--runs", "2", "--", "sh", "-c", "exit 0",
+        ],
+        d,
+    );
+    assert!(
+        !text(&o.stderr).contains("did every run"),
+        "{}",
+        text(&o.stderr)
+    );
+}
