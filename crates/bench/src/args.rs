@@ -25,9 +25,15 @@ fn counts(s: &str, what: &str, max: u32) -> Result<Vec<u32>, String> {
     let mut v = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
-        let n: u32 = item
-            .parse()
-            .map_err(|_| format!("{item:?} is not a {what} count (e.g. 4 or 2,4,8)"))?;
+        let n: u32 = item.parse().map_err(|_| {
+            if item.starts_with('-') && item[1..].parse::<u64>().is_ok() {
+                format!(
+                    "{item:?} is not a {what} count: a count cannot be negative (e.g. 4 or 2,4,8)"
+                )
+            } else {
+                format!("{item:?} is not a {what} count (e.g. 4 or 2,4,8)")
+            }
+        })?;
         if n == 0 {
             return Err(format!("a run needs at least 1 {what}"));
         }
@@ -86,12 +92,13 @@ pub fn parse_cpus(s: &str) -> Result<List<u32>, String> {
         .map_err(|e| format!("{s:?}: {e}"))
 }
 
-/// A size in bytes: `512M`, `3G`, `65536`.
+/// A size in bytes: `512M`, `3G`, `65536`, by numalab's one size parser
+/// ([`numalab_topology::size`]), so `vm --mem-per-node` refuses a size in
+/// the same words.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    match numalab_topology::parse_size(s) {
-        Some(0) => Err("the size must be more than 0".into()),
-        Some(b) => Ok(b),
-        None => Err(format!("{s:?} is not a size (e.g. 512M, 3G, 65536)")),
+    match numalab_topology::size::parse(s, numalab_topology::size::Bare::Bytes)? {
+        0 => Err("the size must be more than 0".into()),
+        b => Ok(b),
     }
 }
 
@@ -108,7 +115,7 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
 #[derive(clap::Args, Clone, Debug)]
 pub struct NumaTestArgs {
     /// Task counts to run, e.g. 4,8,16 (one case each)
-    #[arg(long, value_name = "N,...", value_parser = parse_tasks, default_value = "4")]
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_tasks, default_value = "4")]
     pub tasks: List<u32>,
     /// Elements per task (20 bytes each; the original used 1000000);
     /// default: 8x the largest LLC, within half the free memory
@@ -135,11 +142,11 @@ pub struct AutonumaArgs {
     pub placement: List<BindPlacement>,
     /// Memory per process, e.g. 512M or 3G; default: the original's size
     /// within half the free memory
-    #[arg(long, value_name = "SIZE", allow_negative_numbers = true, value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
     pub bytes: Option<u64>,
     /// Threads per process, e.g. 2 or 2,4,8 (one case each); default: the
     /// original's, from the CPU count
-    #[arg(long, value_name = "N,...", allow_negative_numbers = true, value_parser = parse_threads)]
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
     pub threads: Option<List<u32>>,
     /// Loops per thread; default: as many as take about --duration seconds
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
@@ -172,11 +179,11 @@ pub struct TwoHalvesArgs {
     pub placement: List<BindPlacement>,
     /// Memory in all (each set works on half), e.g. 256M; default: the
     /// original's 16 GiB within half the free memory
-    #[arg(long, value_name = "SIZE", allow_negative_numbers = true, value_parser = parse_bytes)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
     pub bytes: Option<u64>,
     /// Threads per set, e.g. 2 or 1,2 (one case each); default: the CPUs
     /// of a node
-    #[arg(long, value_name = "N,...", allow_negative_numbers = true, value_parser = parse_threads)]
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
     pub threads: Option<List<u32>>,
     /// Passes of each thread over its slice; default: as many as take
     /// about --duration seconds
@@ -289,7 +296,12 @@ mod tests {
     fn lists_and_values() {
         assert_eq!(parse_tasks("4, 8,16").unwrap().0, vec![4, 8, 16]);
         assert!(parse_tasks("0").is_err());
-        assert!(parse_tasks("-1").unwrap_err().contains("not a task count"));
+        assert!(parse_tasks("-1")
+            .unwrap_err()
+            .contains("not a task count: a count cannot be negative"));
+        assert!(parse_tasks("x")
+            .unwrap_err()
+            .contains("not a task count (e.g."));
         assert!(parse_threads("5000").is_err());
         assert_eq!(
             parse_bind_placements("default,bind,inverse-bind")
@@ -299,7 +311,12 @@ mod tests {
         );
         assert!(parse_bind_placements("bind,bind").is_err());
         assert!(parse_cpus("").is_err());
-        assert!(parse_bytes("-1G").is_err());
+        assert!(parse_bytes("-1G")
+            .unwrap_err()
+            .contains("cannot be negative"));
+        assert!(parse_bytes("99999999999G")
+            .unwrap_err()
+            .contains("is too large"));
         assert_eq!(parse_bytes("2M").unwrap(), 2 << 20);
         assert!(parse_seconds("0").is_err());
     }

@@ -1,5 +1,6 @@
 //! Child processes that cannot outlive numalab, and exact accounting of
-//! their CPU time through `wait4`.
+//! their CPU time through `wait4`. A program whose own descendants must
+//! not outlive numalab either runs under [`crate::supervise`].
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -7,15 +8,47 @@ use std::process::Command;
 
 /// Make `cmd`'s process receive SIGKILL when numalab dies, however it dies.
 pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
-    // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
+    die_with_parent_by(cmd, libc::SIGKILL)
+}
+
+/// Make `cmd`'s process receive `sig` when numalab dies (SIGTERM for a
+/// process that must first kill and reap what it forked).
+pub fn die_with_parent_by(cmd: &mut Command, sig: i32) -> &mut Command {
+    // SAFETY: getpid has no memory effects.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls run in pre_exec.
+    unsafe { cmd.pre_exec(move || pdeathsig_or_exit(sig, parent)) }
+}
+
+/// In a process just forked from `parent`: receive `sig` when `parent`
+/// dies. The kernel signals only a death after this call, so if `parent`
+/// died between the fork and here (its child is already an orphan) exit
+/// at once instead of running on unwatched. Async-signal-safe: for
+/// `pre_exec` and for children forked without exec.
+pub fn pdeathsig_or_exit(sig: i32, parent: i32) -> io::Result<()> {
+    // SAFETY: prctl, getppid and _exit take no pointers.
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        })
+        if libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
     }
+    Ok(())
+}
+
+/// This process's children (of every thread), from procfs.
+pub fn children() -> Vec<i32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            }
+        }
+    }
+    out
 }
 
 /// How a child ended and what CPU time it used (its own and that of its
@@ -97,6 +130,32 @@ pub fn wait4(pid: i32, block: bool) -> io::Result<Option<Exit>> {
             user_s: tv(ru.ru_utime),
             sys_s: tv(ru.ru_stime),
         }));
+    }
+}
+
+/// Block until the child `pid` has ended, leaving it unreaped (`waitid`
+/// with `WNOWAIT`): its pid stays its own, so it can still be signalled
+/// (a group, by its leader's pid) without hitting a reused one.
+pub fn wait_exited(pid: i32) -> io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain data the kernel fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to a local.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 

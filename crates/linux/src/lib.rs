@@ -8,7 +8,9 @@
 //! what the kernel says.
 //!
 //! Child processes are started with `PR_SET_PDEATHSIG = SIGKILL`, so if
-//! numalab dies, even by SIGKILL, no benchmark task outlives it.
+//! numalab dies, even by SIGKILL, no benchmark task outlives it; a user's
+//! program, whose descendants numalab did not start, runs under a
+//! supervisor that kills its whole tree when numalab ends ([`supervise`]).
 //!
 //! Machine settings a configuration needs (sysctls, sysfs files, the
 //! cpufreq governor, THP) are applied by `knobs` only after every
@@ -20,3 +22,4 @@ pub mod child;
 pub mod knobs;
 pub mod numa;
 pub mod procfs;
+pub mod supervise;

@@ -36,11 +36,11 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = TestArg::Mwu)]
     test: TestArg,
     /// Significance level; intervals are at 1 - alpha
-    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
+    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true, value_parser = parse_alpha)]
     alpha: f64,
     /// Changes of the means up to this many percent are noise, even when
     /// significant
-    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, value_parser = parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, allow_hyphen_values = true, value_parser = parse_percent)]
     noise: f64,
     /// Exit with status 3 when any metric is significantly worse than the
     /// baseline (beyond the noise threshold), for CI
@@ -67,7 +67,7 @@ enum TestArg {
 fn parse_alpha(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
     if !(v > 0.0 && v < 1.0) {
-        return Err("alpha must be between 0 and 1, e.g. 0.05".into());
+        return Err(format!("{s:?}: alpha must be between 0 and 1, e.g. 0.05"));
     }
     Ok(v)
 }
@@ -78,7 +78,9 @@ fn parse_percent(s: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a percentage"))?;
     if !(v.is_finite() && (0.0..100.0).contains(&v)) {
-        return Err("the noise threshold is a percentage from 0 to 100".into());
+        return Err(format!(
+            "{s:?}: the noise threshold is a percentage from 0 to 100"
+        ));
     }
     Ok(v / 100.0)
 }

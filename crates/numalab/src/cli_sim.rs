@@ -33,20 +33,42 @@ pub struct SimArgs {
     )]
     balancer: String,
     /// Seed of the simulator's random numbers (repetition r uses seed + r - 1)
-    #[arg(long, global = true, default_value_t = 1)]
+    #[arg(long, global = true, default_value_t = 1, allow_negative_numbers = true,
+          value_parser = parse_seed)]
     seed: u64,
     /// Write each run's simulated schedule as a Chrome/Perfetto trace
     /// (JSON) beside its record, as <record id>.trace
     #[arg(long, global = true)]
     trace: bool,
     /// Length of the simulation tick in microseconds
-    #[arg(long, global = true, value_name = "US", default_value_t = 1000)]
+    #[arg(long, global = true, value_name = "US", default_value_t = 1000,
+          allow_negative_numbers = true, value_parser = parse_tick_us)]
     tick_us: u64,
     /// Stop a run after this many simulated seconds (it is recorded as failed)
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 3600.0)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        default_value_t = 3600.0,
+        allow_negative_numbers = true
+    )]
     max_sim_s: f64,
     #[command(subcommand)]
     benchmark: Option<BenchCmd>,
+}
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    s.parse()
+        .map_err(|_| format!("{s:?} is not a seed: a whole number from 0 to 2^64-1"))
+}
+
+fn parse_tick_us(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if (1..=100_000).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a tick length: a whole number of microseconds from 1 to 100000"
+        )),
+    }
 }
 
 pub fn run(args: SimArgs) -> Result<ExitCode> {

@@ -65,6 +65,25 @@ fn runs_are_recorded_with_times_and_output_logs() {
 }
 
 #[test]
+fn show_says_residency_was_not_observed_and_the_record_says_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab_in(&["run", "command", "--", "sh", "-c", "echo hi"], d);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = json_records(&d.join("numalab-results"));
+    let (path, r) = &recs[0];
+    assert!(r["tasks"][0]["node_time_s"].is_null(), "{r}");
+    let o = numalab_in(&["show", path.to_str().unwrap()], d);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        out.contains("Node residency: not observed: a command's processes come and go"),
+        "{out}"
+    );
+    assert!(!out.contains("node00") && !out.contains(" 0.0 "), "{out}");
+}
+
+#[test]
 fn a_failing_command_fails_the_run_with_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -154,10 +173,12 @@ fn ctrl_c_kills_the_whole_process_tree() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let sh = wait_for_children(c.id(), 1)[0];
+    // numalab -> the supervisor -> sh -> two sleeps
+    let supervisor = wait_for_children(c.id(), 1)[0];
+    let sh = wait_for_children(supervisor, 1)[0];
     wait_for_children(sh, 2);
     let tree = descendants(c.id());
-    assert!(tree.len() >= 3, "{tree:?}");
+    assert!(tree.len() >= 4, "{tree:?}");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     let o = c.wait_with_output().unwrap();
@@ -168,10 +189,8 @@ fn ctrl_c_kills_the_whole_process_tree() {
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(
-        written
-            .iter()
-            .all(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "log")),
-        "no record of the unfinished run: {written:?}"
+        written.is_empty(),
+        "no record of the unfinished run, and no log without its record: {written:?}"
     );
 }
 
@@ -202,4 +221,92 @@ fn processes_left_behind_are_killed_and_reported() {
         .as_str()
         .unwrap()
         .contains("left 1 process"));
+}
+
+/// A full file system (ENOSPC): the command's output and the record
+/// cannot be written; numalab fails in one line and leaves no empty log
+/// behind. A tiny full tmpfs is mounted in a user and mount namespace
+/// (`unshare -rm`, util-linux), so no privileges are needed.
+#[test]
+fn a_full_file_system_leaves_no_empty_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let script = r#"mount -t tmpfs -o size=64k tmpfs "$FULL" || exit 99
+dd if=/dev/zero of="$FULL/fill" bs=4k 2>/dev/null
+"$EXE" run command --results "$FULL/res" -- sh -c 'echo hi'
+echo "exit $?"
+ls -A "$FULL/res""#;
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .env("FULL", &full)
+        .env("EXE", EXE)
+        .output()
+        .expect("this test needs util-linux's unshare");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(
+        o.status.code() != Some(99) && !err.contains("unshare failed"),
+        "this test needs user namespaces to mount a tmpfs (unshare -rm): {err}"
+    );
+    let mut lines = out.lines();
+    let exit = lines.next().unwrap_or_default();
+    assert!(
+        exit != "exit 0" && exit.starts_with("exit "),
+        "{out}\n{err}"
+    );
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].starts_with("numalab: error: ") && errors[0].contains("No space left on device"),
+        "{err}"
+    );
+    let left: Vec<&str> = lines.collect();
+    assert!(
+        left.iter()
+            .all(|f| !f.ends_with(".log") && !f.ends_with(".json")),
+        "no log without its record: {left:?}"
+    );
+}
+
+/// `make` repeated: the first run builds, the others find nothing to do.
+/// Every run exits 0; the summary warns that they did not do the same
+/// work.
+#[test]
+fn runs_that_did_not_do_the_same_work_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script =
+        "[ -e built ] && exit 0; i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; touch built";
+    let o = numalab_in(
+        &[
+            "run", "command", "--name", "make", "--runs", "3", "--", "sh", "-c", script,
+        ],
+        d,
+    );
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let recs = json_records(&d.join("numalab-results"));
+    let user = |i: usize| recs[i].1["metrics"]["user_s"]["value"].as_f64().unwrap();
+    assert!(user(0) > 0.2, "the first run worked: {}", user(0));
+    let warned: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("numalab: warning: make, label \"default\": CPU time differs more than 10x between runs (run "))
+        .collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(
+        warned[0].ends_with("did every run do the same work?"),
+        "{err}"
+    );
+    // Runs that did the same work: no warning.
+    let o = numalab_in(
+        &[
+            "run", "command", "--name", "same", "--runs", "2", "--", "sh", "-c", "exit 0",
+        ],
+        d,
+    );
+    assert!(
+        !text(&o.stderr).contains("did every run"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -243,9 +243,15 @@ pub struct TaskRecord {
     pub initial_node: Option<u32>,
     /// Node it spent most of its running time on (the seed's MSched).
     pub main_node: Option<u32>,
-    /// Seconds of running time per node, aligned with `machine.topology.nodes`.
+    /// Seconds of running time per node, aligned with `machine.topology.nodes`;
+    /// `null` when residency was not observed (a command's processes, the
+    /// message storm's), which is empty here: never zeros that read as
+    /// "ran nowhere".
+    #[serde(with = "per_node_or_null")]
+    #[schemars(with = "Option<Vec<f64>>")]
     pub node_time_s: Vec<f64>,
-    /// How node residency was observed (e.g. `getcpu every 1024 updates`).
+    /// How node residency was observed (e.g. `getcpu every 1024 updates`),
+    /// or why it was not (`not observed: ...`).
     pub residency_method: String,
     /// Number of residency observations behind `node_time_s`.
     pub residency_samples: u64,
@@ -276,6 +282,14 @@ impl TaskRecord {
         best.and_then(|(i, _)| topo.nodes.get(i).map(|n| n.id))
     }
 
+    /// Whether the task's node residency was observed. Records from
+    /// before `null` was written say "not observed" with zeros and no
+    /// residency samples; those are not observed either.
+    pub fn residency_observed(&self) -> bool {
+        !self.node_time_s.is_empty()
+            && (self.residency_samples > 0 || self.node_time_s.iter().any(|&t| t > 0.0))
+    }
+
     /// Percentage of running time on each node (the seed's table).
     pub fn node_percent(&self) -> Vec<f64> {
         let total: f64 = self.node_time_s.iter().sum();
@@ -283,6 +297,25 @@ impl TaskRecord {
             .iter()
             .map(|t| if total > 0.0 { 100.0 * t / total } else { 0.0 })
             .collect()
+    }
+}
+
+/// `node_time_s` on disk: the per-node array, or `null` for the empty
+/// vector that means "not observed".
+mod per_node_or_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[allow(clippy::ptr_arg)] // serde's `with` hands over the field itself
+    pub fn serialize<S: Serializer>(v: &Vec<f64>, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_empty() {
+            s.serialize_none()
+        } else {
+            s.serialize_some(v)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Option::<Vec<f64>>::deserialize(d)?.unwrap_or_default())
     }
 }
 
@@ -352,6 +385,15 @@ impl RunRecord {
             return Err(format!(
                 "schema version {} (this numalab reads {SCHEMA_VERSION})",
                 self.schema_version
+            ));
+        }
+        // A label names table columns and lines of text: a record whose
+        // label is empty or breaks a line would break them (`numalab run`
+        // refuses such a `--label`; this catches records made otherwise).
+        if self.label.trim().is_empty() || self.label.chars().any(char::is_control) {
+            return Err(format!(
+                "label {:?} is empty or has control characters",
+                self.label
             ));
         }
         let nodes = self.machine.topology.nodes.len();

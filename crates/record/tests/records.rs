@@ -71,6 +71,18 @@ fn inconsistent_records_are_rejected() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("per-node times for 2 nodes"), "{e}");
+    for label in ["", " ", "a\nb", "tab\there"] {
+        let r = example_record("numa_test", label, 1, 10.0);
+        let e = parse(
+            &PathBuf::from("x.json"),
+            &serde_json::to_string(&r).unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("is empty or has control characters"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -99,4 +111,28 @@ fn records_validate_against_documented_schema() {
         !validator.is_valid(&bad),
         "the schema must reject an unknown status"
     );
+}
+
+#[test]
+fn unobserved_residency_is_null_not_zeros() {
+    let mut r = example_record("configure", "A", 1, 10.0);
+    r.tasks[0].node_time_s = Vec::new();
+    r.tasks[0].residency_samples = 0;
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["tasks"][0]["node_time_s"].is_null(), "{json}");
+    assert!(json["tasks"][1]["node_time_s"].is_array(), "{json}");
+    let back = parse(&PathBuf::from("x.json"), &json.to_string()).unwrap();
+    assert_eq!(back, r);
+    assert!(!back.tasks[0].residency_observed());
+    assert!(back.tasks[1].residency_observed());
+    // A record from before null was written: zeros, no samples.
+    let mut old = r.clone();
+    old.tasks[0].node_time_s = vec![0.0, 0.0];
+    assert!(!old.tasks[0].residency_observed());
+    // The documented schema takes both.
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path()).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&json));
+    assert!(validator.is_valid(&serde_json::to_value(&old).unwrap()));
 }

@@ -312,6 +312,9 @@ pub enum NoteKind {
     Outlier,
     MachineDiffers,
     FailedRuns,
+    /// The runs' CPU time is an order of magnitude apart
+    /// ([`crate::work`]).
+    WorkDiffers,
     RunWarnings,
     Baseline,
     Interval,
@@ -709,6 +712,18 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                     g.failed.len(),
                     if g.failed.len() == 1 { "" } else { "s" },
                     first.outcome.reason.as_deref().unwrap_or("no reason recorded")
+                ),
+            ));
+        }
+        let runs: Vec<&RunRecord> = g.ok.iter().map(|&i| &ds.runs[i].record).collect();
+        if let Some(w) = crate::work::check(&runs) {
+            v.push(book.add(
+                NoteKind::WorkDiffers,
+                format!(
+                    "{} in {}: {}",
+                    ds.configs[g.config].name,
+                    ds.cases[g.case].name,
+                    w.text()
                 ),
             ));
         }

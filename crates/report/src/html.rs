@@ -473,7 +473,7 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let tasks: Vec<(String, Vec<f64>)> = r
         .tasks
         .iter()
-        .filter(|t| !t.node_time_s.is_empty())
+        .filter(|t| t.residency_observed())
         .map(|t| {
             let moved = if t.initial_node != t.main_node {
                 " *"

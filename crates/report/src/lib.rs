@@ -22,7 +22,8 @@
 //!   [`html`] writes the self-contained HTML report; [`summary`] is what
 //!   `numalab run` and `numalab sim` print after their runs.
 //! * [`autonuma`] derives `position_between_bounds` from records (it is
-//!   never read from one).
+//!   never read from one); [`work`] says when runs of one case did not do
+//!   the same work (CPU time an order of magnitude apart).
 //! * [`table`] is the one table model behind text, Markdown and HTML;
 //!   [`num`] formats numbers the same way everywhere.
 //!
@@ -43,6 +44,7 @@ pub mod svg;
 pub mod table;
 pub mod text;
 pub mod textplot;
+pub mod work;
 
 pub use compare::{compare, CompareError, CompareOptions, CompareReport, Regression};
 pub use compare_render::Layout;

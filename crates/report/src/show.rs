@@ -60,8 +60,11 @@ pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
         push_wrapped(&mut out, &format!("failed: {reason}"));
     }
     out.push('\n');
-    if !r.tasks.is_empty() {
+    if r.tasks.iter().any(|t| t.residency_observed()) {
         out.push_str(&task_table(r));
+        out.push('\n');
+    } else if let Some(t) = r.tasks.first() {
+        push_wrapped(&mut out, &not_observed(&t.residency_method));
         out.push('\n');
     }
     // Derived metrics older records carry are not the record's to show.
@@ -118,6 +121,19 @@ pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
     out
 }
 
+/// What `show` says for a run none of whose tasks had its node residency
+/// observed (a command, the message storm), instead of a table of 0.0%.
+fn not_observed(method: &str) -> String {
+    let method = method.trim();
+    if method.starts_with("not observed") {
+        format!("Node residency: {method}")
+    } else if method.is_empty() {
+        "Node residency: not observed".into()
+    } else {
+        format!("Node residency: not observed ({method})")
+    }
+}
+
 /// The per-task table: seed 000's layout when it fits 80 columns (up to 6
 /// nodes), else the same columns as a table broken into blocks.
 pub fn task_table(r: &RunRecord) -> String {
@@ -135,7 +151,11 @@ pub fn task_table(r: &RunRecord) -> String {
     let mut t = Table::new("% of running time per node", cols);
     for task in &r.tasks {
         let mut cells = vec![task.id.to_string()];
-        cells.extend(task.node_percent().iter().map(|p| format!("{p:.1}")));
+        if task.residency_observed() {
+            cells.extend(task.node_percent().iter().map(|p| format!("{p:.1}")));
+        } else {
+            cells.extend(nodes.iter().map(|_| "-".to_string()));
+        }
         let node = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
         cells.push(node(task.initial_node));
         let star = if task.initial_node != task.main_node {
@@ -486,6 +506,46 @@ mod tests {
         assert!(s.contains("fewer than 2 samples"), "{s}");
         assert!(s.contains("Pages migrated (numa_pages_migrated): 0 throughout"));
         assert!(!s.contains("+---"), "{s}");
+    }
+
+    #[test]
+    fn unobserved_residency_is_said_never_a_table_of_zeros() {
+        // A command's record (null per-node times) and one written before
+        // null was (zeros, no residency samples) read the same.
+        let mut new = example_record("configure", "A", 1, 10.0);
+        new.tasks.truncate(1);
+        new.tasks[0].node_time_s = Vec::new();
+        new.tasks[0].residency_samples = 0;
+        new.tasks[0].residency_method = "not observed: a command's processes come and go".into();
+        let mut old = new.clone();
+        old.tasks[0].node_time_s = vec![0.0, 0.0];
+        for r in [new, old] {
+            let s = record(&r, None);
+            assert!(
+                s.contains("Node residency: not observed: a command's processes come and go"),
+                "{s}"
+            );
+            assert!(!s.contains("node00") && !s.contains(" 0.0 "), "{s}");
+        }
+        // A task of several that did not report: dashes, not 0.0.
+        let mut r = example_record("numa_test", "A", 1, 10.0);
+        r.tasks[1].node_time_s = Vec::new();
+        let s = record(&r, None);
+        let row = s
+            .lines()
+            .find(|l| l.starts_with("  2  ") && l.contains('|'))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!(row.contains("     -      - |"), "{row}");
+        r.machine.topology =
+            numalab_topology::Topology::regular(8, 1, 1, 1, 1 << 20, 1 << 30, None).unwrap();
+        r.tasks[0].node_time_s = vec![1.0; 8];
+        let s = task_table(&r);
+        let row = s
+            .lines()
+            .find(|l| l.starts_with("2 "))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert_eq!(row.matches(" -").count(), 8, "{row}");
+        assert!(!row.contains("0.0"), "{row}");
     }
 
     #[test]

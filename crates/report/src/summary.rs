@@ -12,6 +12,9 @@
 //!   hackbench time when recorded) as mean(stddev).
 //!
 //! Failed runs are counted under each table, with the first reason.
+//! Runs of one case whose CPU time is an order of magnitude apart
+//! ([`crate::work`]) are warned about on standard error, as every other
+//! warning of a run is, so they do not pass silently.
 
 use crate::autonuma;
 use crate::dataset::{canonical_json, variant_text, varying_keys};
@@ -30,8 +33,12 @@ fn push_wrapped(out: &mut String, text: &str) {
 /// The summary of one invocation's records: per benchmark (first-seen
 /// order) and label (first-seen order), a heading line
 /// `numa01 summary, label "default":`, the benchmark's table, and the
-/// failed runs. Every line is at most 80 columns.
+/// failed runs. Every line is at most 80 columns. The warnings of
+/// [`work_warnings`] go to standard error, `numalab: warning: ...`.
 pub fn invocation(records: &[&RunRecord]) -> String {
+    for w in work_warnings(records) {
+        eprintln!("numalab: warning: {w}");
+    }
     let mut benches: Vec<&str> = Vec::new();
     let mut groups: Vec<((&str, &str), Vec<&RunRecord>)> = Vec::new();
     for r in records {
@@ -94,6 +101,43 @@ pub fn invocation(records: &[&RunRecord]) -> String {
                 ),
             );
         }
+    }
+    out
+}
+
+/// Per case (benchmark and parameters) and label, in first-seen order:
+/// `sh, label "default": CPU time differs more than 10x between runs
+/// (...)` when the successful runs did not do the same work
+/// ([`crate::work::check`]). A case is named by the parameters that vary
+/// between its benchmark's cases.
+pub fn work_warnings(records: &[&RunRecord]) -> Vec<String> {
+    type Key = (String, String, String);
+    let mut groups: Vec<(Key, Vec<&RunRecord>)> = Vec::new();
+    for r in records {
+        let params = canonical_json(&serde_json::to_value(&r.params).unwrap_or_default());
+        let key = (r.benchmark.clone(), r.label.clone(), params);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    let mut out = Vec::new();
+    for ((bench, label, _), recs) in &groups {
+        let Some(w) = crate::work::check(recs) else {
+            continue;
+        };
+        let maps: Vec<&BTreeMap<String, serde_json::Value>> = groups
+            .iter()
+            .filter(|((b, _, _), _)| b == bench)
+            .map(|(_, rs)| &rs[0].params)
+            .collect();
+        let variant = variant_text(&recs[0].params, &varying_keys(&maps));
+        let case = if variant.is_empty() {
+            bench.clone()
+        } else {
+            format!("{bench} {variant}")
+        };
+        out.push(format!("{case}, label {label:?}: {}", w.text()));
     }
     out
 }
@@ -334,6 +378,38 @@ mod tests {
         // One case: the benchmark's name.
         let cfg = s.split("configure summary").nth(1).unwrap();
         assert!(cfg.lines().any(|l| l.starts_with("configure ")), "{s}");
+    }
+
+    #[test]
+    fn runs_that_did_different_work_are_warned_about_per_case_and_label() {
+        let mut rs = Vec::new();
+        for (label, users) in [("A", [0.23, 0.0, 0.0]), ("B", [5.0, 5.5, 4.8])] {
+            for (i, u) in users.into_iter().enumerate() {
+                for jobs in [1, 2] {
+                    let mut r = rec("make", label, i as u32 + 1, 1.0);
+                    r.params.insert("jobs".into(), jobs.into());
+                    r.metrics.insert("user_s".into(), Metric::seconds(u));
+                    r.metrics.insert("sys_s".into(), Metric::seconds(0.0));
+                    if label == "B" && jobs == 2 && i == 1 {
+                        r.metrics.insert("user_s".into(), Metric::seconds(60.0));
+                    }
+                    rs.push(r);
+                }
+            }
+        }
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let w = work_warnings(&refs);
+        assert_eq!(
+            w,
+            vec![
+                "make jobs=1, label \"A\": CPU time differs more than 10x between runs (run 2: 0.00 s, run 1: 0.23 s): did every run do the same work?",
+                "make jobs=2, label \"A\": CPU time differs more than 10x between runs (run 2: 0.00 s, run 1: 0.23 s): did every run do the same work?",
+                "make jobs=2, label \"B\": CPU time differs more than 10x between runs (run 3: 4.80 s, run 2: 60.00 s): did every run do the same work?",
+            ]
+        );
+        // Alike runs: nothing to say.
+        let alike: Vec<&RunRecord> = rs.iter().filter(|r| r.label == "B").take(2).collect();
+        assert!(work_warnings(&alike).is_empty());
     }
 
     #[test]

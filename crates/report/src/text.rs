@@ -27,7 +27,8 @@ pub fn mean_paren_sd(v: &[f64]) -> String {
 
 /// The per-task table of seed 000: % of running time on each node, the
 /// initial and the main node (with `*` where they differ), user time; then
-/// the run's totals.
+/// the run's totals. A task whose residency was not observed has `-` for
+/// every node, never 0.0.
 pub fn numa_test_task_table(r: &RunRecord) -> String {
     let mut s = String::new();
     let nodes = r.machine.topology.node_ids();
@@ -38,8 +39,14 @@ pub fn numa_test_task_table(r: &RunRecord) -> String {
     let _ = writeln!(s, "| iSched MSched | UserTime(s)");
     for t in &r.tasks {
         let _ = write!(s, "{:>3}  ", t.id);
-        for p in t.node_percent() {
-            let _ = write!(s, " {p:5.1} ");
+        if t.residency_observed() {
+            for p in t.node_percent() {
+                let _ = write!(s, " {p:5.1} ");
+            }
+        } else {
+            for _ in &nodes {
+                let _ = write!(s, "     - ");
+            }
         }
         let fmt_node = |n: Option<u32>| n.map(|n| format!("{n:2}")).unwrap_or_else(|| " ?".into());
         let star = if t.initial_node != t.main_node {

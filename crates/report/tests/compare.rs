@@ -859,3 +859,37 @@ fn geomean_only_over_cases_every_configuration_has() {
         .text
         .starts_with("elapsed_s: no geomean: no case has a value for every configuration")));
 }
+
+#[test]
+fn runs_that_did_different_work_are_a_footnote() {
+    // A build done once, then nothing: each run exited 0.
+    let mut v = runs("A", "h", 4, &[0.3, 0.01, 0.01]);
+    v.extend(runs("B", "h", 4, &[5.0, 5.1, 4.9]));
+    for (i, user) in [0.23, 0.0, 0.0].into_iter().enumerate() {
+        let r = &mut v[i].1;
+        r.metrics.insert("user_s".into(), Metric::seconds(user));
+        r.metrics.insert("sys_s".into(), Metric::seconds(0.0));
+    }
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| n.kind == NoteKind::WorkDiffers)
+        .collect();
+    assert_eq!(notes.len(), 1, "{:#?}", r.notes);
+    assert_eq!(
+        notes[0].text,
+        "A in numa_test: CPU time differs more than 10x between runs (run 2: 0.00 s, run 1: 0.23 s): did every run do the same work?"
+    );
+    // The rows of A's case refer to it; B's do not.
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let a = t.rows.iter().find(|x| x.config == 0).unwrap();
+    let b = t.rows.iter().find(|x| x.config == 1).unwrap();
+    assert!(a.notes.contains(&notes[0].id), "{:?}", a.notes);
+    assert!(!b.notes.contains(&notes[0].id), "{:?}", b.notes);
+    let out = compare_render::to_text(&r, Layout::Full);
+    assert!(out.contains("did every run do the same work?"), "{out}");
+    let json = compare_render::to_json(&r);
+    assert!(json.contains("\"work_differs\""), "{json}");
+}

@@ -19,6 +19,9 @@
 //! [`placement`] derives the CPU sets of placement experiments (spread,
 //! packed, with or without SMT siblings) from the same description.
 //!
+//! [`size`] is the one parser of sizes (`512M`, `3G`): every size flag
+//! and the cache sizes of sysfs.
+//!
 //! [`MachineInfo`] adds what else shapes a NUMA result: kernel, CPU model,
 //! `kernel.numa_balancing` and its scan tunables, THP, governor and SMT.
 //! A value that cannot be read is absent, never guessed.
@@ -26,6 +29,7 @@
 pub mod cpulist;
 pub mod placement;
 pub mod probe;
+pub mod size;
 mod topology;
 
 pub use probe::{MachineInfo, Roots, Tuning};

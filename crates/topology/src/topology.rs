@@ -91,16 +91,10 @@ fn parse_num<T: std::str::FromStr>(path: &Path, text: &str) -> Result<T, Topolog
     })
 }
 
-/// Parse a cache size such as `32768K`, `2M` or `512` (bytes).
+/// Parse a size such as sysfs writes a cache size (`32768K`, `2M`) or
+/// `512` (bytes): [`crate::size::parse`], the one size parser.
 pub fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()? {
-        'K' | 'k' => (&t[..t.len() - 1], 1u64 << 10),
-        'M' | 'm' => (&t[..t.len() - 1], 1u64 << 20),
-        'G' | 'g' => (&t[..t.len() - 1], 1u64 << 30),
-        _ => (t, 1),
-    };
-    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+    crate::size::parse(text, crate::size::Bare::Bytes).ok()
 }
 
 /// Ids of the `prefix<N>` directories under `dir`, sorted.

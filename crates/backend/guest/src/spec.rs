@@ -76,35 +76,11 @@ fn err(flag: &'static str, msg: impl Into<String>) -> SpecError {
 
 /// Parse a memory size: a whole number with a unit `K`, `M`, `G` or `T`
 /// (binary multiples; `Ki`/`KiB`/`KB` spellings accepted). A bare number is
-/// refused: QEMU reads it as MiB, most people as bytes.
+/// refused: QEMU reads it as MiB, most people as bytes. numalab's one size
+/// parser ([`numalab_topology::size`]), so `--bytes` and `--mem-per-node`
+/// refuse a size in the same words.
 pub fn parse_mem_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits_end);
-    if num.is_empty() {
-        return Err(format!(
-            "{text:?} is not a size (write e.g. 512M, 1G or 2048K)"
-        ));
-    }
-    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
-        "K" | "KB" | "KI" | "KIB" => 1 << 10,
-        "M" | "MB" | "MI" | "MIB" => 1 << 20,
-        "G" | "GB" | "GI" | "GIB" => 1 << 30,
-        "T" | "TB" | "TI" | "TIB" => 1 << 40,
-        "" => {
-            return Err(format!(
-                "{text:?} has no unit (write e.g. {num}M or {num}G)"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "{text:?} is not a size (write e.g. 512M, 1G or 2048K)"
-            ))
-        }
-    };
-    let n: u64 = num.parse().map_err(|_| format!("{text:?} is too large"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{text:?} is too large"))
+    numalab_topology::size::parse(text, numalab_topology::size::Bare::Refused)
 }
 
 /// Parse `10,20;20,10` into rows. Only the syntax is checked here.

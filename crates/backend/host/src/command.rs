@@ -15,14 +15,21 @@
 //!   tail of the command's output in the reason. The output itself goes to
 //!   a log file beside the record.
 //!
-//! Per-task residency is not recorded: the processes of a configure script
-//! live for milliseconds, and sampling them would measure the sampler.
+//! Per-task residency is not observed: the processes of a configure
+//! script live for milliseconds, and sampling them would measure the
+//! sampler.
 //!
-//! The command runs in its own process group, and numalab is its
-//! subreaper (`PR_SET_CHILD_SUBREAPER`): on Ctrl-C, or when the command
-//! exits leaving background processes behind, the whole group and every
-//! orphan that was reparented to numalab are killed and reaped, so nothing
+//! The command runs under a supervisor ([`numalab_linux::supervise`]),
+//! the subreaper of its whole tree: on Ctrl-C, when the command exits
+//! leaving background processes behind, and when numalab dies however it
+//! dies (SIGKILL included: the supervisor sees the pipe from numalab
+//! close), every process of the tree is killed and reaped, so nothing
 //! outlives the run.
+//!
+//! The log is kept only beside its record: a run that is interrupted or
+//! cannot start removes it, and an empty log (a silent command, or a full
+//! file system that took none of the output) is not kept either, so no
+//! orphan or empty `<id>.log` is left in the results directory.
 
 use crate::observe::Observer;
 use crate::pace::{thread_cpu_s, Pacer};
@@ -31,66 +38,30 @@ use crate::{Error, Result};
 use numalab_bench::command::Params;
 use numalab_bench::metrics::metric;
 use numalab_bench::Case;
-use numalab_linux::child::{self, Exit};
+use numalab_linux::child::Exit;
+use numalab_linux::supervise::{Event, Supervisor};
 use numalab_record::{Outcome, ProcessInfo, RunRecord, TaskRecord};
 use numalab_topology::MachineInfo;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 /// Lines of the command's output quoted in a failed run's reason.
 const TAIL_LINES: usize = 10;
 
-/// Make numalab the subreaper of its descendants, so the orphans of a
-/// command (background jobs, daemons) become its children to reap.
-fn become_subreaper() {
-    // SAFETY: prctl with integer arguments.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
+/// The run's log file, removed on drop unless kept.
+struct Log {
+    path: PathBuf,
+    keep: bool,
 }
 
-/// Kill the process group `pgid` and every child left to numalab, and
-/// reap them. Returns how many processes were still there.
-fn kill_leftovers(pgid: i32) -> usize {
-    // SAFETY: kill has no memory effects; a negative pid names a group.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
-    let mut n = 0;
-    for c in children() {
-        child::signal(c, libc::SIGKILL);
-    }
-    // Reap what is ours: the group's processes and reparented orphans.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let mut status = 0;
-        // SAFETY: valid pointer to a local.
-        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if r > 0 {
-            n += 1;
-            continue;
-        }
-        if r < 0 || Instant::now() > deadline {
-            break; // ECHILD: nothing left
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    n
-}
-
-/// numalab's child processes (of every thread), from procfs.
-fn children() -> Vec<i32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-        for t in tasks.flatten() {
-            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-            }
+impl Drop for Log {
+    fn drop(&mut self) {
+        let empty = std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0);
+        if !self.keep || empty {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
-    out
 }
 
 /// The last `n` lines of the file at `path`.
@@ -103,54 +74,36 @@ fn tail(path: &Path, n: usize) -> String {
 
 /// Run the command once; its output goes to `<record id>.log` in
 /// `results`, beside the record (not in the record's parameters, which
-/// name the case that runs are grouped by). A failed command is a
-/// `failed` record; an interruption is an error ([`Interrupted`]); a
-/// command that cannot be started is an error naming it. `on_tick` is
-/// called with the elapsed seconds while it runs (for progress).
+/// name the case that runs are grouped by). `exe` is numalab itself (the
+/// supervisor). A failed command is a `failed` record; an interruption is
+/// an error ([`Interrupted`]); a command that cannot be started is an
+/// error naming it. `on_tick` is called with the elapsed seconds while it
+/// runs (for progress).
 pub fn run_once(
+    exe: &Path,
     machine: &MachineInfo,
     p: &Params,
     spec: &RunSpec,
     mut on_tick: impl FnMut(f64),
 ) -> Result<RunRecord> {
     let topo = &machine.topology;
-    let results = spec.results;
     let mut rec = spec.new_record(&Case::Command(p.clone()), machine);
-    let log = &results.join(format!("{}.log", rec.id));
-    let out = std::fs::File::create(log)
-        .map_err(|e| Error::io(format!("creating the log file {}", log.display()), e))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| Error::io("duplicating the log file", e))?;
-    become_subreaper();
+    let mut log = Log {
+        path: spec.results.join(format!("{}.log", rec.id)),
+        keep: false,
+    };
+    let out = std::fs::File::create(&log.path)
+        .map_err(|e| Error::io(format!("creating the log file {}", log.path.display()), e))?;
     let observer = Observer::start(topo);
-    let mut cmd = Command::new(&p.argv[0]);
-    cmd.args(&p.argv[1..])
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0);
-    if let Some(c) = &p.cwd {
-        cmd.current_dir(c);
-    }
-    child::die_with_parent(&mut cmd);
     let start = Instant::now();
-    let c = cmd
-        .spawn()
-        .map_err(|e| Error::io(format!("starting {}", p.argv[0]), e))?;
-    let pid = c.id() as i32;
-    // A thread blocks in wait4, so the end is timed exactly, not at the
-    // next poll.
-    let (tx, ended) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let r = child::wait4(pid, true);
-        let _ = tx.send((r, Instant::now()));
-    });
+    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), &log.path, out)
+        .map_err(|e| Error::io(format!("starting the supervisor of {}", p.argv[0]), e))?;
+    let mut pid = None;
     let mut pacer = Pacer::new(spec.interval);
-    let (exit, end): (Exit, Instant) = loop {
+    let (exit, elapsed): (Exit, f64) = loop {
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
-            kill_leftovers(pid);
+            let _ = sup.stop();
             return Err(Error::Interrupted);
         }
         if pacer.due(now) {
@@ -165,29 +118,32 @@ pub fn run_once(
         if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
             wait = wait.min(due);
         }
-        match ended.recv_timeout(wait) {
-            Ok((Ok(Some(e)), at)) => break (e, at),
-            Ok((Ok(None), _)) => {
-                kill_leftovers(pid);
-                return Err(Error::Other(
-                    "waiting for the command: wait4 returned no status".into(),
-                ));
+        match sup.recv_timeout(wait) {
+            Ok(Event::Started(p)) => pid = Some(p),
+            Ok(Event::Exited { exit, elapsed_s }) => break (exit, elapsed_s),
+            Ok(Event::Left(_)) => {}
+            Ok(Event::Failed(why)) => {
+                let _ = sup.stop();
+                return Err(Error::Other(why));
             }
-            Ok((Err(e), _)) => {
-                kill_leftovers(pid);
-                return Err(Error::io("waiting for the command", e));
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                kill_leftovers(pid);
-                return Err(Error::Other("lost the command's waiter thread".into()));
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                let why = match sup.stop() {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "it ended".into(),
+                };
+                return Err(Error::Other(format!(
+                    "the supervisor of {} ended before the command: {why}",
+                    p.argv[0]
+                )));
             }
         }
     };
-    let elapsed = end.duration_since(start).as_secs_f64();
     rec.series.interval_s = pacer.longest_s();
     let vm = observer.vmstat_delta();
-    let left = kill_leftovers(pid);
+    let left = sup
+        .finish()
+        .map_err(|e| Error::io(format!("the supervisor of {}", p.argv[0]), e))?;
     if left > 0 {
         rec.warnings.push(format!(
             "the command left {left} process(es) running after it exited; numalab killed them"
@@ -204,16 +160,16 @@ pub fn run_once(
     rec.processes.push(ProcessInfo {
         index: 0,
         name: p.argv.join(" "),
-        pid: Some(pid),
+        pid,
     });
     rec.tasks.push(TaskRecord {
         id: 1,
         name: p.name.clone(),
-        pid: Some(pid),
+        pid,
         process: Some(0),
         initial_node: None,
         main_node: None,
-        node_time_s: vec![0.0; topo.nodes.len()],
+        node_time_s: Vec::new(),
         residency_method: "not observed: a command's processes come and go".into(),
         residency_samples: 0,
         user_s: exit.user_s,
@@ -223,7 +179,7 @@ pub fn run_once(
         exit: exit.describe(),
     });
     if !exit.success() {
-        let t = tail(log, TAIL_LINES);
+        let t = tail(&log.path, TAIL_LINES);
         rec.outcome = Outcome::failed(if t.is_empty() {
             format!("the command ended with {} (no output)", exit.describe())
         } else {
@@ -233,5 +189,6 @@ pub fn run_once(
             )
         });
     }
+    log.keep = true;
     Ok(rec)
 }

@@ -7,11 +7,23 @@
 //! elapsed time (first message to last process exit) is numa_test's `H`.
 //!
 //! It runs as its own process (`numalab __hackbench GROUPS LOOPS [FDS
-//! SIZE]`), which
-//! is single-threaded, so `fork` without `exec` is safe there. Every
-//! process it forks dies with it (PR_SET_PDEATHSIG), and it dies with
-//! numalab.
+//! SIZE]`), which is single-threaded, so `fork` without `exec` is safe
+//! there. Nothing of a storm outlives it, and it reaps what it forks:
+//!
+//! - SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C reaches the whole
+//!   process group; numalab stops it with SIGTERM, and it is started with
+//!   `PR_SET_PDEATHSIG = SIGTERM`, so numalab's death is one too) make it
+//!   SIGKILL every process it forked, reap each, and exit: no worker is
+//!   left a zombie for init to reap. The handler knows every worker
+//!   because signals are blocked from each `fork` until the child's pid
+//!   is recorded, and a reaped worker's pid is forgotten before it could
+//!   be reused.
+//! - Every worker carries `PR_SET_PDEATHSIG = SIGKILL` and exits at once
+//!   if the storm died between its `fork` and that `prctl`, so even a
+//!   SIGKILLed storm leaves no worker running (as zombies they go to
+//!   init then; only then).
 
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// numa_test's storm: senders and receivers per group, message bytes.
@@ -27,28 +39,132 @@ pub struct Storm {
     pub size: usize,
 }
 
+/// The storm's workers, for [`stop`]: a slot per worker (its pid, 0 once
+/// reaped), `FORKED` of them filled. The slots never move: they are
+/// allocated for every worker before the first fork.
+static SLOTS: AtomicPtr<AtomicI32> = AtomicPtr::new(std::ptr::null_mut());
+static FORKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The signals that stop a storm.
+const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// SIGKILL every worker not yet reaped, reap them, and `_exit(code)`.
+/// Async-signal-safe (kill, waitpid, _exit on atomics): the handler of
+/// [`STOP_SIGNALS`], and the end of a storm that failed.
+fn kill_workers_and_exit(code: i32) -> ! {
+    let base = SLOTS.load(Ordering::SeqCst);
+    let n = FORKED.load(Ordering::SeqCst);
+    let slots: &[AtomicI32] = if base.is_null() {
+        &[]
+    } else {
+        // SAFETY: SLOTS points at a live array of at least FORKED slots.
+        unsafe { std::slice::from_raw_parts(base, n) }
+    };
+    for s in slots {
+        let pid = s.load(Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: kill has no memory effects.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    for s in slots {
+        let pid = s.load(Ordering::SeqCst);
+        if pid > 0 {
+            // SAFETY: waitpid with a null status pointer; errno read
+            // through its location.
+            unsafe {
+                while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+            }
+        }
+    }
+    // SAFETY: terminating the process.
+    unsafe { libc::_exit(code) }
+}
+
+extern "C" fn stop(sig: libc::c_int) {
+    kill_workers_and_exit(128 + sig)
+}
+
+/// Block (or with `false` unblock) [`STOP_SIGNALS`] in this thread.
+fn block_stop_signals(block: bool) {
+    // SAFETY: a sigset on the stack, filled by sigemptyset/sigaddset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in STOP_SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// Make [`STOP_SIGNALS`] stop the storm (the `__hackbench` process only).
+fn install_stop_handler() {
+    // SAFETY: a sigaction with a handler that only makes async-signal-safe
+    // calls; every stop signal is blocked while it runs.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = stop as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for s in STOP_SIGNALS {
+            libc::sigaddset(&mut sa.sa_mask, s);
+        }
+        for s in STOP_SIGNALS {
+            libc::sigaction(s, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
 fn fail(what: &str) -> ! {
     let e = std::io::Error::last_os_error();
     eprintln!("numalab: hackbench: {what}: {e}");
-    // SAFETY: terminating the process.
-    unsafe { libc::_exit(1) }
+    kill_workers_and_exit(1)
 }
 
-/// Fork a child that runs `f` and exits; returns its pid.
+/// Fork a child that runs `f` and exits; returns its pid, recorded in
+/// the next slot before any stop signal can be handled.
 fn fork_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: getpid has no memory effects.
+    let parent = unsafe { libc::getpid() };
+    block_stop_signals(true);
     // SAFETY: called from a single-threaded process; the child only makes
     // system calls and exits with _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
+        block_stop_signals(false);
         fail("fork");
     }
     if pid == 0 {
+        // The child: no workers of its own, the default actions back, and
+        // dead with the storm, even if it died already.
+        FORKED.store(0, Ordering::SeqCst);
+        // SAFETY: signal takes no pointers.
         unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            for s in STOP_SIGNALS {
+                libc::signal(s, libc::SIG_DFL);
+            }
+        }
+        block_stop_signals(false);
+        if numalab_linux::child::pdeathsig_or_exit(libc::SIGKILL, parent).is_err() {
+            // SAFETY: terminating the child.
+            unsafe { libc::_exit(1) }
         }
         let code = f();
         unsafe { libc::_exit(code) }
     }
+    let base = SLOTS.load(Ordering::SeqCst);
+    let n = FORKED.load(Ordering::SeqCst);
+    // SAFETY: run() allocated a slot for every worker it forks.
+    unsafe { (*base.add(n)).store(pid, Ordering::SeqCst) };
+    FORKED.store(n + 1, Ordering::SeqCst);
+    block_stop_signals(false);
     pid
 }
 
@@ -124,7 +240,13 @@ pub fn run(storm: Storm) -> f64 {
             fail("pipe");
         }
     }
-    let mut pids = Vec::with_capacity(groups * 2 * fds);
+    // A slot for every worker, allocated before the first fork and never
+    // moved or freed: the stop handler reads them.
+    let workers = groups * 2 * fds;
+    let slots: &'static [AtomicI32] = Box::leak((0..workers).map(|_| AtomicI32::new(0)).collect());
+    FORKED.store(0, Ordering::SeqCst);
+    SLOTS.store(slots.as_ptr() as *mut AtomicI32, Ordering::SeqCst);
+    let mut pids = Vec::with_capacity(workers);
     for _ in 0..groups {
         let mut pairs = vec![[0i32; 2]; fds];
         for p in pairs.iter_mut() {
@@ -167,8 +289,16 @@ pub fn run(storm: Storm) -> f64 {
         fail("wake write");
     }
     let mut failed = 0;
-    for pid in pids {
-        match numalab_linux::child::wait4(pid, true) {
+    for (i, pid) in pids.into_iter().enumerate() {
+        // Wait for its end unreaped (a stop signal can still find it),
+        // then reap it and forget it with the stop signals blocked, so the
+        // handler never kills a pid that may have been reused.
+        let ended = numalab_linux::child::wait_exited(pid);
+        block_stop_signals(true);
+        let exit = ended.and_then(|()| numalab_linux::child::wait4(pid, true));
+        slots[i].store(0, Ordering::SeqCst);
+        block_stop_signals(false);
+        match exit {
             Ok(Some(e)) if e.success() => {}
             _ => failed += 1,
         }
@@ -195,6 +325,7 @@ pub fn hackbench_main(args: &[String]) -> i32 {
         eprintln!("numalab: internal: hackbench needs positive counts");
         return 2;
     }
+    install_stop_handler();
     let h = run(Storm {
         groups,
         fds,

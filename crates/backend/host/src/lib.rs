@@ -8,6 +8,42 @@
 //! [`command`] is the exception: it runs the user's program as it is (a
 //! configure script, say), in its own process group, and times the tree.
 //!
+//! ## Nothing left behind
+//!
+//! Whatever ends numalab (a run's end, Ctrl-C, SIGTERM, a crash, `kill
+//! -9`), no process of a benchmark may outlive it: a leftover spinning
+//! task or message storm skews every run after it, on a machine whose
+//! point is to be measured. Two mechanisms, one per kind of process:
+//!
+//! - **numalab's own tasks** (numa_test's, the autonuma processes, spin,
+//!   the storm) carry `PR_SET_PDEATHSIG`, and each checks right after
+//!   setting it that its parent did not die between its `fork` and the
+//!   `prctl` (the kernel signals only a later death; a storm worker caught
+//!   there ran on forever, found by the tests). These programs are ours:
+//!   they fork nothing but their own workers, which carry it too, so one
+//!   generation at a time the whole tree dies with numalab. The storm
+//!   (`__hackbench`) gets SIGTERM, not SIGKILL, for numalab's death and
+//!   for Ctrl-C or a stop from numalab: it kills its workers and reaps
+//!   them before it exits, so none is left a zombie for init.
+//! - **A user's program** ([`command`]) forks what it likes, and its
+//!   grandchildren would be reparented to init. It runs under a
+//!   supervisor ([`numalab_linux::supervise`]): a child of numalab that
+//!   is the program's parent and the subreaper of its tree, outlives
+//!   numalab, and kills the whole tree when the pipe from numalab closes
+//!   (numalab died, however) or numalab tells it to stop.
+//!
+//! Why a supervisor and not a cgroup with `cgroup.kill`: a cgroup only
+//! finds the tree; a process must still outlive numalab to kill it, so the
+//! supervisor is needed either way. A cgroup also needs a writable,
+//! delegated cgroup v2 subtree, which unprivileged users, containers and
+//! cgroup v1 machines often lack (a fallback would be needed anyway),
+//! while a subreaper works for every user on every kernel numalab runs on
+//! and catches every descendant: a double fork or a `setsid` daemon
+//! cannot leave it. Why not the supervisor for numalab's own tasks too:
+//! numalab reads each task's exact CPU time with `wait4`, which only
+//! their parent can; the supervisor would have to relay it, for nothing
+//! PDEATHSIG does not already give.
+//!
 //! A run is only a result if the work was done: every task must exit 0 and
 //! report that it completed all its passes or iterations. Anything else
 //! makes the run's record `failed` with the reason, and the command exits
@@ -143,7 +179,7 @@ impl Backend for HostBackend {
             Case::Hackbench(p) => placement_run::run_hackbench(&self.exe, m, p, ctx),
             Case::Command(p) => {
                 let t0 = std::time::Instant::now();
-                command::run_once(m, p, ctx, |_| {
+                command::run_once(&self.exe, m, p, ctx, |_| {
                     // A command's length is unknown: progress shows time.
                     let t = t0.elapsed().as_secs_f64();
                     (ctx.progress)(t / (t + 10.0));
@@ -173,6 +209,7 @@ pub fn internal_main(args: &[String]) -> i32 {
             }
         },
         Some("__hackbench") => hackbench::hackbench_main(&args[1..]),
+        Some(numalab_linux::supervise::SUBCOMMAND) => numalab_linux::supervise::main(&args[1..]),
         other => {
             eprintln!("numalab: internal: unknown entry {other:?}");
             2

@@ -45,7 +45,9 @@ fn kill_all(tasks: &mut [Task], extra: Option<i32>) {
         child::signal(t.pid, libc::SIGKILL);
     }
     if let Some(h) = extra {
-        child::signal(h, libc::SIGKILL);
+        // SIGTERM, not SIGKILL: the storm kills and reaps its senders and
+        // receivers before it exits (crate::hackbench).
+        child::signal(h, libc::SIGTERM);
         let _ = child::wait4(h, true);
     }
     for t in tasks.iter_mut() {
@@ -131,7 +133,8 @@ pub fn run_once(
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit());
-            child::die_with_parent(&mut cmd);
+            // SIGTERM: it kills and reaps what it forked, then exits.
+            child::die_with_parent_by(&mut cmd, libc::SIGTERM);
             match cmd.spawn() {
                 Ok(c) => hackbench = Some((c, Instant::now())),
                 Err(e) => {
@@ -154,7 +157,7 @@ pub fn run_once(
             use std::io::Read;
             loop {
                 if interrupt.is_set() {
-                    child::signal(pid, libc::SIGKILL);
+                    child::signal(pid, libc::SIGTERM);
                 }
                 let mut buf = [0u8; 256];
                 match so.read(&mut buf) {
@@ -192,7 +195,6 @@ pub fn run_once(
     }
 
     // Per-task results, checked: every task must exit 0 and report all passes.
-    let nodes = topo.nodes.len();
     for (i, t) in tasks.iter().enumerate() {
         let id = i as u32 + 1;
         let exit = t.exit.unwrap_or(Exit {
@@ -204,7 +206,7 @@ pub fn run_once(
         let report = &reports[i];
         let (node_time, main) = match report {
             Some(r) => node_residency(topo, &r.cpu_time_ns),
-            None => (vec![0.0; nodes], None),
+            None => (Vec::new(), None),
         };
         let initial = report
             .as_ref()

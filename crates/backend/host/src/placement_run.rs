@@ -228,7 +228,6 @@ pub fn run_spin(
     }
     rec.series.interval_s = pacer.longest_s();
     let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
-    let nodes = topo.nodes.len();
     let mut failures = Vec::new();
     let mut elapsed: f64 = 0.0;
     let (mut user, mut sys) = (0.0, 0.0);
@@ -250,7 +249,7 @@ pub fn run_spin(
         }
         let (node_time, main) = match report {
             Some(r) => node_residency(topo, &r.cpu_time_ns),
-            None => (vec![0.0; nodes], None),
+            None => (Vec::new(), None),
         };
         rec.processes.push(ProcessInfo {
             index: i as u32,
@@ -306,7 +305,8 @@ pub fn run_hackbench(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    child::die_with_parent(&mut cmd);
+    // SIGTERM: it kills and reaps what it forked, then exits.
+    child::die_with_parent_by(&mut cmd, libc::SIGTERM);
     with_affinity(&mut cmd, &p.set.cpus);
     let start = Instant::now();
     let mut c = cmd
@@ -329,8 +329,8 @@ pub fn run_hackbench(
     let exit = loop {
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
-            // Its forked senders and receivers die with it (PDEATHSIG).
-            child::signal(pid, libc::SIGKILL);
+            // It kills and reaps its senders and receivers, then exits.
+            child::signal(pid, libc::SIGTERM);
             let _ = child::wait4(pid, true);
             return Err(Error::Interrupted);
         }
@@ -366,7 +366,7 @@ pub fn run_hackbench(
         process: Some(0),
         initial_node: None,
         main_node: None,
-        node_time_s: vec![0.0; topo.nodes.len()],
+        node_time_s: Vec::new(),
         residency_method: "not observed: thousands of short message-passing processes".into(),
         residency_samples: 0,
         user_s: exit.user_s,

@@ -1,0 +1,360 @@
+//! Nothing of a benchmark outlives numalab: `kill -9` of numalab in the
+//! middle of every host benchmark leaves no process of it running one
+//! second later, and Ctrl-C during numa_test's message storm leaves no
+//! zombie either.
+//!
+//! Every numalab started here carries a unique marker in its environment,
+//! which everything it starts inherits (the storm's workers are forked
+//! without exec; a command's children get numalab's environment), so the
+//! benchmark's processes are found wherever they were reparented. This
+//! test process makes itself a subreaper: what numalab's tree leaves
+//! behind is reparented here instead of to init, which on some machines
+//! reaps zombies at once and would hide them, so a zombie numalab failed
+//! to reap stays visible, and is reaped here once looked at.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::EXE;
+
+const MARK_VAR: &str = "NUMALAB_LEFT_BEHIND_MARK";
+
+/// One benchmark at a time: a 2-core machine, and a second benchmark's
+/// load should not slow the one being checked.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn setup() -> std::sync::MutexGuard<'static, ()> {
+    static SUBREAPER: Once = Once::new();
+    SUBREAPER.call_once(|| {
+        // SAFETY: prctl with integer arguments.
+        let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        assert_eq!(r, 0, "PR_SET_CHILD_SUBREAPER");
+    });
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A process carrying a mark: its pid, state letter and arguments.
+#[derive(Debug)]
+struct Proc {
+    pid: i32,
+    state: char,
+    ppid: i32,
+    argv: Vec<String>,
+}
+
+/// `/proc/PID`'s state, parent and arguments, if it still exists.
+fn proc_info(pid: i32) -> Option<Proc> {
+    let dir = Path::new("/proc").join(pid.to_string());
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let after = stat.rsplit_once(')').map_or("", |(_, a)| a).trim_start();
+    let mut f = after.split_whitespace();
+    let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
+    let ppid = f.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let argv = std::fs::read(dir.join("cmdline"))
+        .map(|c| {
+            c.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Proc {
+        pid,
+        state,
+        ppid,
+        argv,
+    })
+}
+
+fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .collect()
+}
+
+/// Every process whose environment holds `MARK_VAR=mark`, wherever it
+/// was reparented.
+fn marked(mark: &str) -> Vec<Proc> {
+    let want = format!("{MARK_VAR}={mark}");
+    pids()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
+        })
+        .filter_map(proc_info)
+        .collect()
+}
+
+/// The running descendants of `root` (a cheaper look than [`marked`], fast
+/// enough to catch a storm that lasts a second on a busy machine).
+fn running_tree(root: i32) -> Vec<Proc> {
+    let all: Vec<Proc> = pids().into_iter().filter_map(proc_info).collect();
+    let mut tree = std::collections::HashSet::from([root]);
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for p in &all {
+            if tree.contains(&p.ppid) && tree.insert(p.pid) {
+                grew = true;
+            }
+        }
+    }
+    all.into_iter()
+        .filter(|p| tree.contains(&p.pid) && p.state != 'Z')
+        .collect()
+}
+
+/// A zombie no longer runs.
+fn running(mark: &str) -> Vec<Proc> {
+    marked(mark)
+        .into_iter()
+        .filter(|p| p.state != 'Z')
+        .collect()
+}
+
+/// Kill whatever of `mark` is left and reap what was reparented here, so
+/// a failing test leaves nothing behind either.
+fn clean_up(mark: &str) {
+    for p in marked(mark) {
+        if p.state != 'Z' {
+            // SAFETY: signalling a process of this test's benchmark.
+            unsafe { libc::kill(p.pid, libc::SIGKILL) };
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: getpid has no memory effects.
+    let me = unsafe { libc::getpid() };
+    for p in marked(mark) {
+        if p.ppid == me {
+            // SAFETY: reaping a child of this process.
+            unsafe { libc::waitpid(p.pid, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    }
+}
+
+/// numalab `args` with a fresh mark, in `dir`, its output in files there
+/// (a pipe held by a leftover would block reading it).
+fn start(args: &[&str], dir: &Path, env: &[(&str, &str)], own_group: bool) -> (Child, String) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mark = format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut cmd = Command::new(EXE);
+    cmd.args(args)
+        .env(MARK_VAR, &mark)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("stdout")).unwrap())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap());
+    if own_group {
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    }
+    (cmd.spawn().unwrap(), mark)
+}
+
+/// Wait (up to 2 minutes, the machine may be busy) until the running
+/// processes of `mark` satisfy `ready`; numalab (`c`, writing its
+/// standard error to `dir/stderr`) ending first is a failure saying why.
+fn wait_for(c: &mut Child, dir: &Path, mark: &str, what: &str, ready: impl Fn(&[Proc]) -> bool) {
+    let t0 = Instant::now();
+    loop {
+        let now = running_tree(c.id() as i32);
+        if ready(&now) {
+            return;
+        }
+        let ended = c.try_wait().unwrap();
+        if ended.is_some() || t0.elapsed() > Duration::from_secs(120) {
+            clean_up(mark);
+            let err = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+            panic!(
+                "{what} was not seen running (numalab: {}); running: {now:#?}\nstderr: {err}",
+                ended.map_or("still running after 2 minutes".into(), |s| s.to_string())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How many of `ps` run `numalab WORDS...` (numalab's own hidden
+/// subcommands: `__task spin`, `__hackbench`), by their arguments after
+/// the program, never matching numalab's own command line.
+fn count(ps: &[Proc], words: &[&str]) -> usize {
+    ps.iter()
+        .filter(|p| p.argv.len() > words.len() && p.argv[1..=words.len()] == *words)
+        .count()
+}
+
+/// How many of `ps` run exactly `argv`.
+fn count_exact(ps: &[Proc], argv: &[&str]) -> usize {
+    ps.iter().filter(|p| p.argv == argv).count()
+}
+
+/// Start `args`, wait until `ready` says the benchmark is in full swing,
+/// `kill -9` numalab, and check one second later that none of its
+/// processes is running.
+fn killed_mid_run(
+    args: &[&str],
+    env: &[(&str, &str)],
+    what: &str,
+    ready: impl Fn(&[Proc]) -> bool,
+) {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, mark) = start(args, dir.path(), env, false);
+    wait_for(&mut c, dir.path(), &mark, what, ready);
+    let before = running(&mark).len();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
+    c.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let left = running(&mark);
+    clean_up(&mark);
+    assert!(
+        left.is_empty(),
+        "{what}: {} of {before} processes still running 1 s after kill -9 of numalab: {left:#?}",
+        left.len()
+    );
+}
+
+#[test]
+fn kill_9_during_numa_tests_message_storm_leaves_nothing_running() {
+    killed_mid_run(
+        &["run", "numa_test", "--tasks", "2", "--size", "4000000"],
+        &[("NUMALAB_NUMA_TEST_PEAK_AT", "0.2")],
+        "numa_test's tasks and its storm",
+        // 2 tasks, the storm and (some of) its 800 workers
+        |ps| count(ps, &["__task", "randupdt"]) == 2 && count(ps, &["__hackbench"]) >= 100,
+    );
+}
+
+#[test]
+fn kill_9_during_numa01_leaves_nothing_running() {
+    killed_mid_run(
+        &["run", "numa01", "--bytes", "8M", "--threads", "1"],
+        &[],
+        "numa01's two processes",
+        |ps| count(ps, &["__task", "autonuma"]) == 2,
+    )
+}
+
+#[test]
+fn kill_9_during_twohalves_leaves_nothing_running() {
+    killed_mid_run(
+        &["run", "twohalves", "--bytes", "8M", "--threads", "1"],
+        &[],
+        "twohalves's process",
+        |ps| count(ps, &["__task", "autonuma"]) == 1,
+    )
+}
+
+#[test]
+fn kill_9_during_spin_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "2",
+            "--iterations",
+            "100000000000",
+            "--placement",
+            "default",
+        ],
+        &[],
+        "spin's two tasks",
+        |ps| count(ps, &["__task", "spin"]) == 2,
+    )
+}
+
+#[test]
+fn kill_9_during_hackbench_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            "run",
+            "hackbench",
+            "--groups",
+            "2",
+            "--fds",
+            "10",
+            "--loops",
+            "10000000",
+            "--placement",
+            "default",
+        ],
+        &[],
+        "hackbench and its 40 senders and receivers",
+        |ps| count(ps, &["__hackbench"]) == 41,
+    )
+}
+
+#[test]
+fn kill_9_during_a_command_with_background_children_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            "run",
+            "command",
+            "--",
+            "sh",
+            "-c",
+            "sleep 300 & sleep 301; wait",
+        ],
+        &[],
+        "the command's sh and its two sleeps",
+        |ps| {
+            count_exact(ps, &["sh", "-c", "sleep 300 & sleep 301; wait"]) == 1
+                && count_exact(ps, &["sleep", "300"]) == 1
+                && count_exact(ps, &["sleep", "301"]) == 1
+        },
+    );
+}
+
+/// Ctrl-C during the storm: numalab exits 130 having reaped every worker.
+/// Nothing of the benchmark may exist afterwards, not even a zombie (a
+/// zombie left behind is reparented to this subreaper and stays visible).
+fn interrupted_during_the_storm(whole_group: bool) {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, mark) = start(
+        &["run", "numa_test", "--tasks", "2", "--size", "4000000"],
+        dir.path(),
+        &[("NUMALAB_NUMA_TEST_PEAK_AT", "0.2")],
+        whole_group,
+    );
+    wait_for(&mut c, dir.path(), &mark, "numa_test's storm", |ps| {
+        count(ps, &["__task", "randupdt"]) == 2 && count(ps, &["__hackbench"]) >= 100
+    });
+    let pid = c.id() as i32;
+    // A terminal's Ctrl-C signals the whole foreground process group.
+    let target = if whole_group { -pid } else { pid };
+    // SAFETY: signalling our own child (and its process group).
+    unsafe { libc::kill(target, libc::SIGINT) };
+    let status = c.wait().unwrap();
+    let left = marked(&mark);
+    clean_up(&mark);
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        left.is_empty(),
+        "after numalab exited, {} of its processes remain (Z: zombies it did not reap): {left:#?}",
+        left.len()
+    );
+}
+
+#[test]
+fn ctrl_c_during_the_storm_reaps_every_worker() {
+    interrupted_during_the_storm(true);
+}
+
+#[test]
+fn sigint_to_numalab_alone_during_the_storm_reaps_every_worker() {
+    interrupted_during_the_storm(false);
+}

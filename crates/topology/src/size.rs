@@ -1,0 +1,126 @@
+//! Sizes in bytes as people and the kernel write them: `512M`, `3G`,
+//! `2048K`, `1GiB`, `32768K`. This is the one size parser of numalab:
+//! every size flag (`--bytes` of `run` and `sim`, `--mem-per-node` of
+//! `vm`) and the cache sizes of sysfs go through [`parse`], so a size means
+//! the same everywhere and a bad one is refused with the same words.
+//!
+//! A size is a whole number, optionally followed by a unit: `K`, `M`, `G`
+//! or `T` (binary multiples, any case, with or without `B`, `i` or `iB`
+//! after it). Whether a number without a unit is bytes or refused is the
+//! caller's choice ([`Bare`]): QEMU reads `--mem-per-node 512` as MiB,
+//! most people as bytes, so `vm` refuses it.
+
+/// What a number without a unit means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bare {
+    /// Bytes: `65536`.
+    Bytes,
+    /// Refused, naming the units to write.
+    Refused,
+}
+
+/// Parse a size. The error says what is wrong with the text, quoting it,
+/// e.g. `"99999999999G" is too large (more than 2^64 bytes)`.
+pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
+    let t = text.trim();
+    let not_a_size = || format!("{text:?} is not a size (e.g. 512M or 3G)");
+    if t.starts_with('-') {
+        return Err(format!(
+            "{text:?} is not a size: a size cannot be negative (e.g. 512M or 3G)"
+        ));
+    }
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, rest) = t.split_at(digits_end);
+    if num.is_empty() {
+        return Err(not_a_size());
+    }
+    if rest.starts_with(['.', ',']) {
+        return Err(format!(
+            "{text:?} is not a whole number of bytes, K, M, G or T (e.g. 1536M for 1.5G)"
+        ));
+    }
+    let unit = rest.trim().to_ascii_uppercase();
+    let shift = match unit.as_str() {
+        "" => match bare {
+            Bare::Bytes => 0,
+            Bare::Refused => {
+                return Err(format!(
+                    "{text:?} has no unit (write e.g. {num}M or {num}G)"
+                ))
+            }
+        },
+        u => {
+            let (letter, suffix) = u.split_at(1);
+            if !matches!(suffix, "" | "B" | "I" | "IB") {
+                return Err(not_a_size());
+            }
+            match letter {
+                "K" => 10,
+                "M" => 20,
+                "G" => 30,
+                "T" => 40,
+                _ => return Err(not_a_size()),
+            }
+        }
+    };
+    let too_large = || format!("{text:?} is too large (more than 2^64 bytes)");
+    let n: u64 = num.parse().map_err(|_| too_large())?;
+    n.checked_mul(1u64 << shift).ok_or_else(too_large)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_spellings() {
+        for (text, bytes) in [
+            ("512M", 512u64 << 20),
+            ("1G", 1 << 30),
+            ("2048K", 2 << 20),
+            ("1GiB", 1 << 30),
+            ("64mb", 64 << 20),
+            ("3 G", 3 << 30),
+            ("1Ti", 1 << 40),
+            (" 32768K\n", 32 << 20),
+            ("0M", 0),
+        ] {
+            assert_eq!(parse(text, Bare::Refused), Ok(bytes), "{text}");
+            assert_eq!(parse(text, Bare::Bytes), Ok(bytes), "{text}");
+        }
+        assert_eq!(parse("65536", Bare::Bytes), Ok(65536));
+    }
+
+    #[test]
+    fn every_refusal_says_what_is_wrong() {
+        let e = |t: &str, bare| parse(t, bare).unwrap_err();
+        assert_eq!(
+            e("512", Bare::Refused),
+            "\"512\" has no unit (write e.g. 512M or 512G)"
+        );
+        assert!(e("-1G", Bare::Bytes).contains("cannot be negative"));
+        assert!(e("-1", Bare::Bytes).contains("cannot be negative"));
+        assert!(e("1.5G", Bare::Bytes).contains("not a whole number"));
+        for bad in ["", "M", "12Q", "1GG", "1Gx", "G1", "1 2G"] {
+            assert_eq!(
+                e(bad, Bare::Bytes),
+                format!("{bad:?} is not a size (e.g. 512M or 3G)"),
+                "{bad}"
+            );
+        }
+        // Too large: one wording, whether the number or the product
+        // overflows, whatever the caller.
+        for big in ["99999999999G", "18000000000000T", "99999999999999999999"] {
+            for bare in [Bare::Bytes, Bare::Refused] {
+                if big.ends_with('9') && bare == Bare::Refused {
+                    continue; // refused for its missing unit first
+                }
+                assert_eq!(
+                    e(big, bare),
+                    format!("{big:?} is too large (more than 2^64 bytes)")
+                );
+            }
+        }
+        assert!(e("99999999999999999999K", Bare::Refused).contains("too large"));
+    }
+}
