@@ -143,8 +143,10 @@ impl Table {
         let keys: Vec<usize> = (0..ncols).filter(|&i| self.columns[i].key).collect();
         let others: Vec<usize> = (0..ncols).filter(|&i| !self.columns[i].key).collect();
         let key_width: usize = keys.iter().map(|&i| widths[i] + 2).sum();
-        // Pack the other columns into blocks that fit beside the keys.
-        let budget = width.saturating_sub(key_width).max(1);
+        // Pack the other columns into blocks that fit beside the keys:
+        // each takes its width and the 2 spaces before it, and the keys'
+        // width counts 2 spaces after the last key too.
+        let budget = (width + 2).saturating_sub(key_width).max(1);
         let mut blocks: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
         let mut used = 0;
