@@ -61,6 +61,7 @@ pub struct CompareArgs {
 enum Format {
     Text,
     Markdown,
+    Asciidoc,
     Csv,
     Json,
 }
@@ -117,6 +118,7 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
     let out = match a.format {
         Format::Text => compare_render::to_text(&report, layout),
         Format::Markdown => compare_render::to_markdown(&report, layout),
+        Format::Asciidoc => compare_render::to_asciidoc(&report, layout),
         Format::Csv => compare_render::to_csv(&report)?,
         Format::Json => compare_render::to_json(&report),
     };

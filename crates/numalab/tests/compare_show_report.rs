@@ -252,6 +252,35 @@ fn compare_formats_are_valid() {
         }
     }
 
+    // AsciiDoc: every row of a table has as many cells as its cols spec.
+    for flags in [&["--detailed"][..], &[][..], &["--normalized"][..]] {
+        let adoc = stdout(&numalab(
+            &[&["compare", p, "--format", "asciidoc"][..], flags].concat(),
+        ));
+        assert!(adoc.starts_with("== numalab compare\n"), "{adoc}");
+        let mut cols = None;
+        let mut tables = 0;
+        for l in adoc.lines() {
+            if let Some(spec) = l.strip_prefix("[cols=\"") {
+                cols = Some(spec.split('"').next().unwrap().split(',').count());
+            } else if l == "|===" {
+                tables += 1;
+            } else if l.starts_with('|') {
+                let cells = l.replace("\\|", "").matches('|').count();
+                assert_eq!(Some(cells), cols, "ragged AsciiDoc row: {l}\n{adoc}");
+            }
+        }
+        assert!(tables >= 2 * 3 && tables % 2 == 0, "{adoc}");
+        if flags == ["--detailed"] {
+            assert!(adoc.contains("=== Notes\n\n. "), "{adoc}");
+        }
+    }
+    let adoc = stdout(&numalab(&["compare", p, "--format", "asciidoc"]));
+    assert!(
+        adoc.contains("|elapsed_s |s |") && adoc.contains("|+10.0% |"),
+        "{adoc}"
+    );
+
     let csv_text = stdout(&numalab(&["compare", p, "--format", "csv"]));
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
     let headers = rd.headers().unwrap().clone();

@@ -1,9 +1,10 @@
-//! Rendering a [`CompareReport`]: text (80 columns), Markdown (GFM), CSV
+//! Rendering a [`CompareReport`]: text (80 columns), Markdown (GFM),
+//! AsciiDoc, CSV
 //! (RFC 4180, one row per metric, case and configuration) and JSON.
 
 use crate::compare::{test_name, CompareReport, GroupRow, MetricTable, Role};
 use crate::num;
-use crate::table::{md_inline, wrap, Column, RowKind, Table, TEXT_WIDTH};
+use crate::table::{adoc_inline, md_inline, wrap, Column, RowKind, Table, TEXT_WIDTH};
 use numalab_record::Better;
 use numalab_stats::Verdict;
 use std::fmt::Write as _;
@@ -532,13 +533,8 @@ fn shown_notes(r: &CompareReport, layout: Layout) -> Vec<String> {
         .collect()
 }
 
-/// GitHub-flavoured Markdown.
-pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "## numalab compare\n");
-    for l in header_lines(r, layout) {
-        let _ = writeln!(out, "{}\n", md_inline(&l));
-    }
+/// The configurations as a table, for Markdown and AsciiDoc.
+fn config_table(r: &CompareReport) -> Table {
     let mut cfg = Table::new(
         "",
         vec![
@@ -564,6 +560,60 @@ pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
             c.machine.as_ref().map(|m| m.describe()).unwrap_or_default(),
         ]);
     }
+    cfg
+}
+
+/// AsciiDoc (Asciidoctor): the same sections and tables as Markdown.
+pub fn to_asciidoc(r: &CompareReport, layout: Layout) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "== numalab compare\n");
+    for l in header_lines(r, layout) {
+        let _ = writeln!(out, "{}\n", adoc_inline(&l));
+    }
+    out.push_str(&config_table(r).to_asciidoc(2));
+    out.push('\n');
+    let _ = writeln!(out, "Cases:\n");
+    for l in case_lines(r, &|b| common_params(r, b)) {
+        let _ = writeln!(out, "* {}", adoc_inline(l.trim()));
+    }
+    for tab in layout_tables(r, layout, "+-") {
+        out.push('\n');
+        out.push_str(&tab.to_asciidoc(2));
+    }
+    let after = after_lines(r, layout);
+    if !after.is_empty() {
+        out.push('\n');
+        for l in &after {
+            let _ = writeln!(out, "{}\n", adoc_inline(l));
+        }
+    }
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| layout != Layout::Compact || compact_note(r, n))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n=== Notes\n");
+        for n in notes {
+            if layout == Layout::Compact {
+                let _ = writeln!(out, "* {}", adoc_inline(&n.text));
+            } else {
+                // Every note is shown, so the list numbers are the ids.
+                let _ = writeln!(out, ". {}", adoc_inline(&n.text));
+            }
+        }
+    }
+    out
+}
+
+/// GitHub-flavoured Markdown.
+pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## numalab compare\n");
+    for l in header_lines(r, layout) {
+        let _ = writeln!(out, "{}\n", md_inline(&l));
+    }
+    let cfg = config_table(r);
     out.push_str(&cfg.to_markdown(3));
     out.push('\n');
     let _ = writeln!(out, "Cases:\n");

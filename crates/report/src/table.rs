@@ -217,6 +217,61 @@ impl Table {
         out
     }
 
+    /// An AsciiDoc table, title as a section heading of `level` (`=`
+    /// repeated `level + 1` times); header row, column alignment, every
+    /// cell escaped with [`adoc_cell`].
+    pub fn to_asciidoc(&self, level: usize) -> String {
+        let mut out = String::new();
+        if !self.title.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} {}\n",
+                "=".repeat(level + 1),
+                adoc_inline(&self.title)
+            );
+        }
+        let cols: Vec<&str> = self
+            .columns
+            .iter()
+            .map(|c| match c.align {
+                Align::Left => "<",
+                Align::Right => ">",
+            })
+            .collect();
+        let _ = writeln!(out, "[cols=\"{}\",options=\"header\"]", cols.join(","));
+        let _ = writeln!(out, "|===");
+        let line = |cells: &mut dyn Iterator<Item = String>| -> String {
+            cells.map(|c| format!("|{c}")).collect::<Vec<_>>().join(" ")
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            line(&mut self.columns.iter().map(|c| adoc_cell(&c.header)))
+        );
+        out.push('\n');
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "{}",
+                line(&mut r.cells.iter().enumerate().map(|(i, c)| {
+                    if r.kind == RowKind::Summary && i == 0 && !c.is_empty() {
+                        format!("*{}*", adoc_cell(c))
+                    } else {
+                        adoc_cell(c)
+                    }
+                }))
+            );
+        }
+        let _ = writeln!(out, "|===");
+        if !self.legend.is_empty() {
+            out.push('\n');
+            for l in &self.legend {
+                let _ = writeln!(out, "{} +", adoc_inline(l));
+            }
+        }
+        out
+    }
+
     /// A GitHub-flavoured Markdown table, title as a heading of `level`.
     pub fn to_markdown(&self, level: usize) -> String {
         let mut out = String::new();
@@ -393,6 +448,29 @@ fn md_cell(s: &str) -> String {
     md_inline(s).replace('|', "\\|")
 }
 
+/// Inline AsciiDoc text: as is when nothing in it can start markup or a
+/// substitution, else `pass:c[...]`, which shows the text as is (with `]`
+/// escaped). Formatting marks (`*`, `_`, `` ` ``, `#`, `~`, `^`, `+`) work
+/// in pairs, so a single one is harmless; brackets, braces, backslashes
+/// and `<<` always pass. Line breaks become spaces.
+pub fn adoc_inline(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let paired = ['*', '_', '`', '#', '~', '^', '+']
+        .iter()
+        .any(|&m| s.matches(m).count() >= 2);
+    let always = s.contains(['[', ']', '{', '}', '\\']) || s.contains("<<");
+    if !paired && !always {
+        return s;
+    }
+    format!("pass:c[{}]", s.replace(']', "\\]"))
+}
+
+/// An AsciiDoc table cell: [`adoc_inline`] with `|` escaped, since the
+/// table is split into cells before any inline markup is read.
+pub fn adoc_cell(s: &str) -> String {
+    adoc_inline(s).replace('|', "\\|")
+}
+
 /// Inline Markdown text: characters that would start markup are escaped.
 pub fn md_inline(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -496,6 +574,19 @@ mod tests {
         }
         t.push_kind(vec!["geomean".into(), "A".into()], RowKind::Summary);
         t
+    }
+
+    #[test]
+    fn asciidoc_text_passes_through_only_what_could_be_markup() {
+        assert_eq!(adoc_inline("elapsed_s"), "elapsed_s");
+        assert_eq!(adoc_inline("22.43 +-17%"), "22.43 +-17%");
+        assert_eq!(adoc_inline("peak_at_s=3"), "pass:c[peak_at_s=3]");
+        assert_eq!(
+            adoc_inline("2.33 [0.99, 2.48]"),
+            "pass:c[2.33 [0.99, 2.48\\]]"
+        );
+        assert_eq!(adoc_cell("a|b [x]"), "pass:c[a\\|b [x\\]]");
+        assert_eq!(adoc_inline("two\nlines"), "two lines");
     }
 
     #[test]
