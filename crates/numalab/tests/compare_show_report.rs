@@ -555,6 +555,10 @@ fn find_chromium() -> Option<PathBuf> {
 /// Run headless Chromium on `url` with `mode` (`--dump-dom`), killed after
 /// 90 s. Returns stdout and stderr.
 fn chromium(exe: &Path, mode: &str, url: &str) -> (String, String) {
+    chromium_with(exe, &[mode], url)
+}
+
+fn chromium_with(exe: &Path, mode: &[&str], url: &str) -> (String, String) {
     let profile = tempdir();
     let mut child = Command::new(exe)
         .args([
@@ -569,7 +573,7 @@ fn chromium(exe: &Path, mode: &str, url: &str) -> (String, String) {
             "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(mode)
+        .args(mode)
         .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -680,6 +684,69 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
         "console messages from the report: {console:#?}"
     );
     assert!(!log.contains("Uncaught"), "{log}");
+
+    // At 1280 px nothing is cut off: every table (or the box it scrolls
+    // in), chart and figure lies within the viewport, and the page does not
+    // scroll sideways. A script added to a copy of the report measures it
+    // and writes what it found on <body>.
+    let measure = r#"<script>
+(function(){
+  var vw=document.documentElement.clientWidth, bad=[], n=0;
+  var els=document.querySelectorAll('table,svg.chart,figure,div.table-scroll,section,header');
+  for(var i=0;i<els.length;i++){
+    var e=els[i], box=e;
+    if(e.tagName==='TABLE'&&e.parentElement.classList.contains('table-scroll')){box=e.parentElement;}
+    var r=box.getBoundingClientRect();
+    n++;
+    if(r.width===0){continue;}
+    if(r.left<-0.5||r.right>vw+0.5){
+      bad.push(e.tagName.toLowerCase()+' '+(e.getAttribute('aria-label')||e.id||'')+' '+Math.round(r.left)+'..'+Math.round(r.right));
+    }
+  }
+  var sw=document.documentElement.scrollWidth;
+  if(sw>vw){bad.push('page scrolls sideways: '+sw+' px');}
+  document.body.setAttribute('data-viewport',String(vw));
+  document.body.setAttribute('data-measured',String(n));
+  document.body.setAttribute('data-overflow',bad.length?bad.join('; '):'none');
+})();
+</script></body>"#;
+    let checked = d.path().join("r-measure.html");
+    std::fs::write(&checked, html.replacen("</body>", measure, 1)).unwrap();
+    let url = format!("file://{}", checked.display());
+    let (dom, log) = chromium_with(&exe, &["--dump-dom", "--window-size=1280,2000"], &url);
+    let body = dom
+        .find("<body")
+        .map(|i| &dom[i..i + dom[i..].find('>').unwrap_or(0)])
+        .unwrap_or_else(|| panic!("no <body> in the DOM Chromium dumped:\n{dom}\n{log}"));
+    let attr = |name: &str| -> String {
+        let key = format!("{name}=\"");
+        let i = body
+            .find(&key)
+            .unwrap_or_else(|| panic!("no {name} on {body}\n{log}"));
+        body[i + key.len()..].split('"').next().unwrap().to_string()
+    };
+    let vw: u32 = attr("data-viewport").parse().unwrap();
+    assert!((1200..=1280).contains(&vw), "viewport {vw} px: {body}");
+    assert!(
+        attr("data-measured").parse::<usize>().unwrap() > charts,
+        "{body}"
+    );
+    assert_eq!(attr("data-overflow"), "none", "cut off at 1280 px");
+    // And the screenshot a user would look at.
+    let shot = d.path().join("r.png");
+    let (_, log) = chromium_with(
+        &exe,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2000",
+            "--hide-scrollbars",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot: {e}\n{log}"));
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{log}");
+    // The PNG's width, from its IHDR chunk.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1280);
 }
 
 #[test]

@@ -23,7 +23,9 @@ h3{margin:1.4em 0 .4em}h4{margin:1em 0 .3em}
 p.meta,p.legend{color:#555;font-size:.9em;margin:.3em 0}
 nav a{margin-right:1em}
 table.cmp{border-collapse:collapse;font-size:.88em;margin:.4em 0 .8em;font-variant-numeric:tabular-nums}
-table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;white-space:nowrap}
+div.table-scroll{max-width:100%;overflow-x:auto}
+table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;overflow-wrap:anywhere}
+table.cmp td.r,table.cmp th.r{white-space:nowrap}
 table.cmp th{background:#f3f3f3}table.cmp td.r,table.cmp th.r{text-align:right}
 table.cmp tr.summary td{font-weight:600;background:#fafafa}
 td.better{color:#07602f;font-weight:600}td.worse{color:#b00020;font-weight:600}
@@ -105,7 +107,35 @@ fn metric_axis_label(t: &crate::compare::MetricTable) -> String {
     }
 }
 
-/// The whole report. `inputs` names what was read (shown in the header).
+/// The header's account of the inputs: one path as is, else how many and
+/// the directory they have in common.
+fn inputs_text(inputs: &[String]) -> String {
+    match inputs {
+        [] => "no input".into(),
+        [one] => one.clone(),
+        _ => {
+            let paths: Vec<&std::path::Path> = inputs.iter().map(std::path::Path::new).collect();
+            let mut common: Vec<std::path::Component> = paths[0].components().collect();
+            for p in &paths[1..] {
+                let n = common
+                    .iter()
+                    .zip(p.components())
+                    .take_while(|(a, b)| **a == *b)
+                    .count();
+                common.truncate(n);
+            }
+            let dir: std::path::PathBuf = common.iter().collect();
+            if dir.as_os_str().is_empty() {
+                format!("{} inputs", inputs.len())
+            } else {
+                format!("{} inputs under {}", inputs.len(), dir.display())
+            }
+        }
+    }
+}
+
+/// The whole report. `inputs` names what was read (the header gives their
+/// number and common directory).
 pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     let mut p = Page {
         body: String::new(),
@@ -119,7 +149,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         cmp.ok_runs + cmp.failed_runs,
         if cmp.ok_runs + cmp.failed_runs == 1 { "" } else { "s" },
         cmp.failed_runs,
-        esc(&inputs.join(", ")),
+        esc(&inputs_text(inputs)),
         esc(&cmp.baseline)
     );
     if !cmp.group_by.is_empty() || !cmp.filters.is_empty() {
@@ -325,6 +355,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let mut migrated = Vec::new();
         let mut progress = Vec::new();
         let mut pct = true;
+        let simulated = groups.iter().all(|g| ds.configs[g.config].backend == "sim");
         for g in &groups {
             let si = g.config;
             for r in ds.ok_records(g) {
@@ -346,17 +377,36 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                 }
             }
         }
-        p.figure(
-            svg::line_chart(
-                &format!("{}: pages migrated vs time", case.name),
-                "Time (s)",
-                "pages migrated",
-                &names,
-                &migrated,
-            ),
-            &format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start."),
-            "No run of this case recorded pages migrated.",
-        );
+        let none_migrated = !migrated.is_empty()
+            && migrated
+                .iter()
+                .all(|l| l.points.iter().all(|&(_, y)| y == 0.0));
+        if none_migrated {
+            let _ = write!(
+                p.body,
+                "<p class=\"meta\">{}</p>",
+                esc(&format!(
+                    "{}: no page was migrated in any run ({PAGES_MIGRATED} stayed 0), so no chart.",
+                    case.name
+                ))
+            );
+        } else {
+            p.figure(
+                svg::line_chart(
+                    &format!("{}: pages migrated vs time", case.name),
+                    "Time (s)",
+                    "pages migrated",
+                    &names,
+                    &migrated,
+                ),
+                &if simulated {
+                    format!("{PAGES_MIGRATED} as the simulator counts it, as a delta from each run's start.")
+                } else {
+                    format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start.")
+                },
+                "No run of this case recorded pages migrated.",
+            );
+        }
         p.figure(
             svg::line_chart(
                 &format!("{}: progress vs time", case.name),

@@ -318,7 +318,9 @@ impl Table {
     /// An HTML `<table>` (no title; the caller places headings).
     pub fn to_html(&self) -> String {
         let mut out = String::new();
-        let _ = write!(out, "<table class=\"cmp\">");
+        // In a box that scrolls sideways, so a wide table never runs off
+        // the page.
+        let _ = write!(out, "<div class=\"table-scroll\"><table class=\"cmp\">");
         if !self.title.is_empty() {
             let _ = write!(out, "<caption>{}</caption>", html_escape(&self.title));
         }
@@ -358,7 +360,7 @@ impl Table {
             }
             out.push_str("</tr>");
         }
-        out.push_str("</tbody></table>");
+        out.push_str("</tbody></table></div>");
         for l in &self.legend {
             let _ = write!(out, "<p class=\"legend\">{}</p>", html_escape(l));
         }
