@@ -456,6 +456,49 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     html
 }
 
+/// Beyond this many tasks the residency chart shows groups, not tasks.
+pub const MAX_RESIDENCY_BARS: usize = 12;
+
+/// Tasks grouped by the node they spent most time on: per group the mean
+/// share on each node, named `N tasks on nodeK`.
+fn residency_by_main_node(
+    tasks: &[(String, Vec<f64>)],
+    nodes: &[String],
+) -> Vec<(String, Vec<f64>)> {
+    let mut groups: Vec<(usize, usize, Vec<f64>)> = Vec::new();
+    for (_, pct) in tasks {
+        let main = pct
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        match groups.iter_mut().find(|g| g.0 == main) {
+            Some(g) => {
+                g.1 += 1;
+                for (s, v) in g.2.iter_mut().zip(pct) {
+                    *s += v;
+                }
+            }
+            None => groups.push((main, 1, pct.clone())),
+        }
+    }
+    groups.sort_by_key(|g| g.0);
+    groups
+        .into_iter()
+        .map(|(main, n, sum)| {
+            let node = nodes
+                .get(main)
+                .cloned()
+                .unwrap_or_else(|| format!("node{main}"));
+            (
+                format!("{n} task{} on {node}", if n == 1 { "" } else { "s" }),
+                sum.into_iter().map(|v| v / n as f64).collect(),
+            )
+        })
+        .collect()
+}
+
 fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let status = if r.outcome.is_ok() { "ok" } else { "failed" };
     let _ = write!(
@@ -533,10 +576,66 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
             (format!("task {}{moved}", t.id), t.node_percent())
         })
         .collect();
+    let (tasks, caption) = if tasks.len() > MAX_RESIDENCY_BARS {
+        (
+            residency_by_main_node(&tasks, &nodes),
+            format!(
+                "{} tasks, one bar per node they spent most of their time on: the mean share of their running time on each node.",
+                tasks.len()
+            ),
+        )
+    } else {
+        (
+            tasks,
+            "Share of each task's running time on each node; * marks a task whose main node is not the node it started on.".to_string(),
+        )
+    };
     p.figure(
         svg::residency_chart(&format!("{title}: node residency per task"), &nodes, &tasks),
-        "Share of each task's running time on each node; * marks a task whose main node is not the node it started on.",
+        &caption,
         "This run recorded no per-task residency.",
     );
     p.body.push_str("</div></details>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_tasks_residency_is_one_bar_per_main_node() {
+        let nodes = vec!["node0".to_string(), "node1".to_string()];
+        let tasks: Vec<(String, Vec<f64>)> = (0..20)
+            .map(|i| {
+                let v = if i % 4 == 0 {
+                    vec![20.0, 80.0]
+                } else {
+                    vec![90.0, 10.0]
+                };
+                (format!("task {i}"), v)
+            })
+            .collect();
+        let g = residency_by_main_node(&tasks, &nodes);
+        assert_eq!(
+            g,
+            vec![
+                ("15 tasks on node0".to_string(), vec![90.0, 10.0]),
+                ("5 tasks on node1".to_string(), vec![20.0, 80.0]),
+            ]
+        );
+    }
+
+    #[test]
+    fn inputs_are_counted_under_their_common_directory() {
+        assert_eq!(inputs_text(&["res".into()]), "res");
+        assert_eq!(
+            inputs_text(&[
+                "res/a/x.json".into(),
+                "res/a/y.json".into(),
+                "res/b.json".into()
+            ]),
+            "3 inputs under res"
+        );
+        assert_eq!(inputs_text(&["a.json".into(), "b.json".into()]), "2 inputs");
+    }
 }
