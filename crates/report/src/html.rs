@@ -456,6 +456,19 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     html
 }
 
+/// The unit of a memory axis whose largest value is `max_mib` MiB, and
+/// what to divide MiB by for it: MiB below 10 000 MiB (ticks without a
+/// decimal suffix), GiB below 10 000 GiB, else TiB.
+pub fn memory_axis_unit(max_mib: f64) -> (f64, &'static str) {
+    if max_mib < 10_000.0 {
+        (1.0, "MiB")
+    } else if max_mib < 10_000.0 * 1024.0 {
+        (1024.0, "GiB")
+    } else {
+        (1024.0 * 1024.0, "TiB")
+    }
+}
+
 /// Beyond this many tasks the residency chart shows groups, not tasks.
 pub const MAX_RESIDENCY_BARS: usize = 12;
 
@@ -536,12 +549,19 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let title = format!("{case}, {cfg}, run {}", r.repetition.index);
     let mem = series::memory_per_node(r);
     let names: Vec<String> = mem.iter().map(|l| l.name.clone()).collect();
+    // Ticks are written in the axis's unit: from 10 000 MiB on, the axis
+    // is in GiB, so that no tick reads "20k" on a MiB axis.
+    let max_mib = mem
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0_f64, f64::max);
+    let (scale, unit) = memory_axis_unit(max_mib);
     let lines: Vec<SvgLine> = mem
         .iter()
         .enumerate()
         .map(|(i, l)| SvgLine {
             series: i,
-            points: l.points.clone(),
+            points: l.points.iter().map(|&(t, v)| (t, v / scale)).collect(),
             tooltip: l.name.clone(),
         })
         .collect();
@@ -549,7 +569,7 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
         svg::line_chart(
             &format!("{title}: memory per node"),
             "Time (s)",
-            "resident memory (MiB)",
+            &format!("resident memory ({unit})"),
             &names,
             &lines,
         ),
@@ -623,6 +643,15 @@ mod tests {
                 ("5 tasks on node1".to_string(), vec![20.0, 80.0]),
             ]
         );
+    }
+
+    #[test]
+    fn memory_axes_change_unit_before_ticks_would_need_a_suffix() {
+        assert_eq!(memory_axis_unit(9_999.0), (1.0, "MiB"));
+        assert_eq!(memory_axis_unit(20_000.0), (1024.0, "GiB"));
+        assert_eq!(memory_axis_unit(2e7).1, "TiB");
+        // 9 999 MiB is the largest MiB tick: num::axis writes it plain.
+        assert_eq!(crate::num::axis(9_000.0, 1_000.0), "9000");
     }
 
     #[test]
