@@ -28,10 +28,19 @@ pub struct CompareArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// The detailed layout: per metric, n, mean(sd), the median and the
+    /// ratio with intervals, change, p, verdict and footnotes (default: one
+    /// line per metric)
+    #[arg(long, conflicts_with = "normalized")]
+    detailed: bool,
     /// Seed 003's layout: each configuration's mean divided by the
     /// baseline's, with a "Better" (L/H) column
     #[arg(long)]
     normalized: bool,
+    /// Also compare metrics that are zero in every run (counters that
+    /// never moved), which are left out by default
+    #[arg(long)]
+    all_metrics: bool,
     /// Significance test: Mann-Whitney U (rank test, robust) or Welch's t
     #[arg(long, value_enum, default_value_t = TestArg::Mwu)]
     test: TestArg,
@@ -52,6 +61,7 @@ pub struct CompareArgs {
 enum Format {
     Text,
     Markdown,
+    Asciidoc,
     Csv,
     Json,
 }
@@ -96,17 +106,21 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
         },
         alpha: a.alpha,
         noise_threshold: a.noise,
+        hide_zero_metrics: !a.all_metrics,
         ..CompareOptions::default()
     };
     let report = compare(&ds, &opts)?;
     let layout = if a.normalized {
         Layout::Normalized
-    } else {
+    } else if a.detailed {
         Layout::Full
+    } else {
+        Layout::Compact
     };
     let out = match a.format {
         Format::Text => compare_render::to_text(&report, layout),
         Format::Markdown => compare_render::to_markdown(&report, layout),
+        Format::Asciidoc => compare_render::to_asciidoc(&report, layout),
         Format::Csv => compare_render::to_csv(&report)?,
         Format::Json => compare_render::to_json(&report),
     };

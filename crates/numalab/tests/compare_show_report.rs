@@ -76,7 +76,13 @@ fn compare_prints_tables_markers_and_footnotes() {
     let d = tempdir();
     let res = d.path().join("numalab-results");
     write_set(&res, &[("A", 1.0), ("B", 1.10)], 5, "tux");
-    let o = numalab(&["compare", res.to_str().unwrap(), "--baseline", "A"]);
+    let o = numalab(&[
+        "compare",
+        res.to_str().unwrap(),
+        "--baseline",
+        "A",
+        "--detailed",
+    ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
@@ -94,10 +100,56 @@ fn compare_prints_tables_markers_and_footnotes() {
     assert!(out.contains("geomean"), "{out}");
     assert!(out.contains("\nNotes\n[1] "), "{out}");
 
+    // The default: one line per metric, benchstat-like.
+    let o = numalab(&["compare", res.to_str().unwrap(), "--baseline", "A"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
+    assert!(
+        out.starts_with(
+            "numalab compare: 20 runs (0 failed) of 2 configurations in 2 cases; baseline A"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("elapsed_s (s, lower is better)"), "{out}");
+    for case in ["tasks=2", "tasks=4"] {
+        assert!(
+            out.contains(&format!("numa_test {case}: B vs A\n")),
+            "{out}"
+        );
+    }
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("metric "))
+        .expect("a header row");
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        ["metric", "unit", "A", "B", "change", "p", "verdict"],
+        "{out}"
+    );
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("elapsed_s "))
+        .collect();
+    assert!(rows.len() >= 2, "one row per case: {out}");
+    for row in &rows[..2] {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[1], "s", "{row}");
+        assert!(
+            cells[3].starts_with("+-") && cells[5].starts_with("+-"),
+            "{row}"
+        );
+        assert_eq!(cells[6], "+10.0%", "{row}");
+        assert_eq!(cells.last(), Some(&"worse"), "{row}");
+    }
+    assert!(out.contains("geomean over the cases: B vs A"), "{out}");
+    assert!(!out.contains("Verdict: none"), "{out}");
+
     // 3 runs per side: "~", "too few runs" and the footnote saying why.
     let d3 = tempdir();
     write_set(d3.path(), &[("A", 1.0), ("B", 1.10)], 3, "tux");
-    let o = numalab(&["compare", d3.path().to_str().unwrap()]);
+    let o = numalab(&["compare", d3.path().to_str().unwrap(), "--detailed"]);
     let out = stdout(&o);
     assert!(o.status.success());
     assert!(
@@ -108,6 +160,24 @@ fn compare_prints_tables_markers_and_footnotes() {
         out.contains("Mann-Whitney U cannot reach p < 0.05 with 3 vs 3 runs"),
         "{out}"
     );
+    // By default, a verdict in plain words: why not, and how many runs would.
+    let o = numalab(&["compare", d3.path().to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success());
+    assert!(out.lines().all(|l| l.len() <= 80 && l.is_ascii()), "{out}");
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "Verdict: none with 3 runs per side. Mann-Whitney U cannot reach significance with so few: the smallest p-value it can give is 0.100, not below 0.05. 4 runs per side can"
+        ),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("elapsed_s ")).unwrap();
+    assert!(row.ends_with("  ~  0.100  ?"), "{row}");
+    // At alpha 0.01 it takes 5 runs per side.
+    let o = numalab(&["compare", d3.path().to_str().unwrap(), "--alpha", "0.01"]);
+    let flat = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("5 runs per side can"), "{flat}");
 
     // --metric, --test welch, --noise.
     let o = numalab(&[
@@ -119,6 +189,7 @@ fn compare_prints_tables_markers_and_footnotes() {
         "welch",
         "--noise",
         "2",
+        "--detailed",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -140,6 +211,7 @@ fn compare_prints_tables_markers_and_footnotes() {
         "--metric",
         "user_s",
         d3.path().to_str().unwrap(),
+        "--detailed",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -155,24 +227,59 @@ fn compare_formats_are_valid() {
     write_set(d.path(), &[("A", 1.0), ("B", 1.10)], 5, "tux");
     let p = d.path().to_str().unwrap();
 
-    let md = stdout(&numalab(&["compare", p, "--format", "markdown"]));
-    assert!(md.starts_with("## numalab compare\n"), "{md}");
-    let tables: Vec<&str> = md.lines().filter(|l| l.starts_with("| :---")).collect();
-    assert!(tables.len() >= 5, "{md}");
-    let mut expect = 0;
-    let mut prev_table = false;
-    for l in md.lines() {
-        let is = l.starts_with('|');
-        if is {
-            let n = l.replace("\\|", "").matches('|').count();
-            if !prev_table {
-                expect = n;
+    // The detailed layout: a table per metric; the default: a table per
+    // case (and one of geomeans).
+    for (flags, min_tables) in [(&["--detailed"][..], 5), (&[][..], 4)] {
+        let md = stdout(&numalab(
+            &[&["compare", p, "--format", "markdown"][..], flags].concat(),
+        ));
+        assert!(md.starts_with("## numalab compare\n"), "{md}");
+        let tables: Vec<&str> = md.lines().filter(|l| l.starts_with("| :---")).collect();
+        assert!(tables.len() >= min_tables, "{md}");
+        let mut expect = 0;
+        let mut prev_table = false;
+        for l in md.lines() {
+            let is = l.starts_with('|');
+            if is {
+                let n = l.replace("\\|", "").matches('|').count();
+                if !prev_table {
+                    expect = n;
+                }
+                assert_eq!(n, expect, "ragged Markdown row: {l}");
+                assert!(l.ends_with('|'));
             }
-            assert_eq!(n, expect, "ragged Markdown row: {l}");
-            assert!(l.ends_with('|'));
+            prev_table = is;
         }
-        prev_table = is;
     }
+
+    // AsciiDoc: every row of a table has as many cells as its cols spec.
+    for flags in [&["--detailed"][..], &[][..], &["--normalized"][..]] {
+        let adoc = stdout(&numalab(
+            &[&["compare", p, "--format", "asciidoc"][..], flags].concat(),
+        ));
+        assert!(adoc.starts_with("== numalab compare\n"), "{adoc}");
+        let mut cols = None;
+        let mut tables = 0;
+        for l in adoc.lines() {
+            if let Some(spec) = l.strip_prefix("[cols=\"") {
+                cols = Some(spec.split('"').next().unwrap().split(',').count());
+            } else if l == "|===" {
+                tables += 1;
+            } else if l.starts_with('|') {
+                let cells = l.replace("\\|", "").matches('|').count();
+                assert_eq!(Some(cells), cols, "ragged AsciiDoc row: {l}\n{adoc}");
+            }
+        }
+        assert!(tables >= 2 * 3 && tables % 2 == 0, "{adoc}");
+        if flags == ["--detailed"] {
+            assert!(adoc.contains("=== Notes\n\n. "), "{adoc}");
+        }
+    }
+    let adoc = stdout(&numalab(&["compare", p, "--format", "asciidoc"]));
+    assert!(
+        adoc.contains("|elapsed_s |s |") && adoc.contains("|+10.0% |"),
+        "{adoc}"
+    );
 
     let csv_text = stdout(&numalab(&["compare", p, "--format", "csv"]));
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
@@ -321,6 +428,7 @@ fn directories_from_several_hosts_merge() {
         d.path().to_str().unwrap(),
         "--metric",
         "elapsed_s",
+        "--detailed",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -447,6 +555,10 @@ fn find_chromium() -> Option<PathBuf> {
 /// Run headless Chromium on `url` with `mode` (`--dump-dom`), killed after
 /// 90 s. Returns stdout and stderr.
 fn chromium(exe: &Path, mode: &str, url: &str) -> (String, String) {
+    chromium_with(exe, &[mode], url)
+}
+
+fn chromium_with(exe: &Path, mode: &[&str], url: &str) -> (String, String) {
     let profile = tempdir();
     let mut child = Command::new(exe)
         .args([
@@ -461,7 +573,7 @@ fn chromium(exe: &Path, mode: &str, url: &str) -> (String, String) {
             "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(mode)
+        .args(mode)
         .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -572,6 +684,69 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
         "console messages from the report: {console:#?}"
     );
     assert!(!log.contains("Uncaught"), "{log}");
+
+    // At 1280 px nothing is cut off: every table (or the box it scrolls
+    // in), chart and figure lies within the viewport, and the page does not
+    // scroll sideways. A script added to a copy of the report measures it
+    // and writes what it found on <body>.
+    let measure = r#"<script>
+(function(){
+  var vw=document.documentElement.clientWidth, bad=[], n=0;
+  var els=document.querySelectorAll('table,svg.chart,figure,div.table-scroll,section,header');
+  for(var i=0;i<els.length;i++){
+    var e=els[i], box=e;
+    if(e.tagName==='TABLE'&&e.parentElement.classList.contains('table-scroll')){box=e.parentElement;}
+    var r=box.getBoundingClientRect();
+    n++;
+    if(r.width===0){continue;}
+    if(r.left<-0.5||r.right>vw+0.5){
+      bad.push(e.tagName.toLowerCase()+' '+(e.getAttribute('aria-label')||e.id||'')+' '+Math.round(r.left)+'..'+Math.round(r.right));
+    }
+  }
+  var sw=document.documentElement.scrollWidth;
+  if(sw>vw){bad.push('page scrolls sideways: '+sw+' px');}
+  document.body.setAttribute('data-viewport',String(vw));
+  document.body.setAttribute('data-measured',String(n));
+  document.body.setAttribute('data-overflow',bad.length?bad.join('; '):'none');
+})();
+</script></body>"#;
+    let checked = d.path().join("r-measure.html");
+    std::fs::write(&checked, html.replacen("</body>", measure, 1)).unwrap();
+    let url = format!("file://{}", checked.display());
+    let (dom, log) = chromium_with(&exe, &["--dump-dom", "--window-size=1280,2000"], &url);
+    let body = dom
+        .find("<body")
+        .map(|i| &dom[i..i + dom[i..].find('>').unwrap_or(0)])
+        .unwrap_or_else(|| panic!("no <body> in the DOM Chromium dumped:\n{dom}\n{log}"));
+    let attr = |name: &str| -> String {
+        let key = format!("{name}=\"");
+        let i = body
+            .find(&key)
+            .unwrap_or_else(|| panic!("no {name} on {body}\n{log}"));
+        body[i + key.len()..].split('"').next().unwrap().to_string()
+    };
+    let vw: u32 = attr("data-viewport").parse().unwrap();
+    assert!((1200..=1280).contains(&vw), "viewport {vw} px: {body}");
+    assert!(
+        attr("data-measured").parse::<usize>().unwrap() > charts,
+        "{body}"
+    );
+    assert_eq!(attr("data-overflow"), "none", "cut off at 1280 px");
+    // And the screenshot a user would look at.
+    let shot = d.path().join("r.png");
+    let (_, log) = chromium_with(
+        &exe,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2000",
+            "--hide-scrollbars",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot: {e}\n{log}"));
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{log}");
+    // The PNG's width, from its IHDR chunk.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 1280);
 }
 
 #[test]
@@ -603,6 +778,20 @@ fn real_numa_test_runs_compare_and_report() {
     let o = numalab(&["compare", res.to_str().unwrap(), "--baseline", "A"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.lines().all(|l| l.len() <= 80), "{out}");
+    assert!(
+        out.contains("\nVerdict: none with 3 runs per side. Mann-Whitney U cannot"),
+        "{out}"
+    );
+    let o = numalab(&[
+        "compare",
+        res.to_str().unwrap(),
+        "--baseline",
+        "A",
+        "--detailed",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         out.starts_with(
             "numalab compare: 6 runs (0 failed) of 2 configurations in 1 case; baseline A"
@@ -628,4 +817,53 @@ fn real_numa_test_runs_compare_and_report() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(text.contains("data-kind=\"line\"") && text.contains("data-kind=\"residency\""));
+}
+
+#[test]
+fn compare_hides_counters_that_stayed_zero_unless_asked() {
+    let d = tempdir();
+    for (label, k) in [("A", 1.0), ("B", 1.10)] {
+        for rep in 1..=5u32 {
+            let mut r = record(label, "tux", 2, rep, k * 12.0 * (1.0 + 0.004 * rep as f64));
+            r.metrics.insert(
+                "numa_pages_migrated".into(),
+                Metric::new(0.0, "pages", Better::Lower),
+            );
+            write_atomic(d.path(), &r).unwrap();
+        }
+    }
+    let p = d.path().to_str().unwrap();
+    for flags in [&[][..], &["--detailed"][..], &["--format", "markdown"][..]] {
+        let out = stdout(&numalab(&[&["compare", p][..], flags].concat()));
+        let flat = out
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("\\_", "_");
+        assert!(
+            flat.contains(
+                "Not shown, zero in every run: numa_pages_migrated (--all-metrics shows them)."
+            ),
+            "{out}"
+        );
+        assert!(
+            !out.lines()
+                .any(|l| l.starts_with("numa_pages_migrated")
+                    || l.starts_with("| numa_pages_migrated")),
+            "{out}"
+        );
+        assert!(flat.contains("elapsed_s"), "{out}");
+    }
+    let out = stdout(&numalab(&["compare", p, "--all-metrics"]));
+    assert!(
+        out.lines().any(|l| l.starts_with("numa_pages_migrated ")),
+        "{out}"
+    );
+    assert!(!out.contains("Not shown"), "{out}");
+    // Named with --metric, it is shown.
+    let out = stdout(&numalab(&["compare", p, "--metric", "numa_pages_migrated"]));
+    assert!(
+        out.lines().any(|l| l.starts_with("numa_pages_migrated ")),
+        "{out}"
+    );
 }

@@ -94,7 +94,16 @@ fn real_and_simulated_runs_of_every_benchmark_share_one_case() {
             }
         }
         let o = numalab(
-            &["compare", &res, "--baseline", "host", "--format", "csv"],
+            // numa_pages_migrated can be 0 in every run: ask for it.
+            &[
+                "compare",
+                &res,
+                "--baseline",
+                "host",
+                "--format",
+                "csv",
+                "--all-metrics",
+            ],
             d,
         );
         let out = text(&o.stdout);

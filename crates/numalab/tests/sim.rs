@@ -420,7 +420,15 @@ fn compare_works_unchanged_over_sim_records_of_two_schedulers() {
     assert_eq!(params.len(), 1);
     // `numalab compare` reads sim records like any others.
     let o = numalab(
-        &["compare", "res", "--baseline", "A", "--metric", "user_s"],
+        &[
+            "compare",
+            "res",
+            "--baseline",
+            "A",
+            "--metric",
+            "user_s",
+            "--detailed",
+        ],
         dir.path(),
     );
     let out = text(&o.stdout);

@@ -70,6 +70,10 @@ pub struct CompareOptions {
     pub noise_threshold: f64,
     /// Coefficient of variation above which a group is flagged.
     pub high_cv: f64,
+    /// Leave out metrics that are 0 in every successful run (counters that
+    /// never moved), unless named in `metrics`; they are listed in
+    /// [`CompareReport::hidden_metrics`].
+    pub hide_zero_metrics: bool,
 }
 
 impl Default for CompareOptions {
@@ -81,6 +85,7 @@ impl Default for CompareOptions {
             alpha: 0.05,
             noise_threshold: 0.01,
             high_cv: DEFAULT_HIGH_CV,
+            hide_zero_metrics: false,
         }
     }
 }
@@ -343,6 +348,9 @@ pub struct CompareReport {
     pub configurations: Vec<ConfigSummary>,
     pub cases: Vec<crate::dataset::Case>,
     pub tables: Vec<MetricTable>,
+    /// Metrics left out because they are 0 in every successful run
+    /// ([`CompareOptions::hide_zero_metrics`]).
+    pub hidden_metrics: Vec<String>,
     /// `position_between_bounds`, derived from the runs' elapsed times.
     pub positions: Vec<BoundsPosition>,
     pub notes: Vec<Note>,
@@ -595,8 +603,28 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             }
         }
     }
+    let mut hidden_metrics = Vec::new();
     let metric_names: Vec<String> = if opts.metrics.is_empty() {
-        present.keys().cloned().collect()
+        let mut names: Vec<String> = present.keys().cloned().collect();
+        if opts.hide_zero_metrics {
+            let all_zero = |name: &str| {
+                ds.runs
+                    .iter()
+                    .filter(|run| run.record.outcome.is_ok())
+                    .filter_map(|run| run.record.metrics.get(name))
+                    .all(|m| m.value == 0.0)
+            };
+            let (zero, rest): (Vec<String>, Vec<String>) =
+                names.into_iter().partition(|n| all_zero(n));
+            // Never hide everything: a table of zeros says more than none.
+            if rest.is_empty() {
+                names = zero;
+            } else {
+                hidden_metrics = zero;
+                names = rest;
+            }
+        }
+        names
     } else {
         for m in &opts.metrics {
             if is_derived_metric(m) {
@@ -1164,6 +1192,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         configurations,
         cases: ds.cases.clone(),
         tables,
+        hidden_metrics,
         positions: bounds_positions(ds),
         notes: book.notes,
         ok_runs,

@@ -1,9 +1,10 @@
-//! Rendering a [`CompareReport`]: text (80 columns), Markdown (GFM), CSV
+//! Rendering a [`CompareReport`]: text (80 columns), Markdown (GFM),
+//! AsciiDoc, CSV
 //! (RFC 4180, one row per metric, case and configuration) and JSON.
 
 use crate::compare::{test_name, CompareReport, GroupRow, MetricTable, Role};
 use crate::num;
-use crate::table::{md_inline, wrap, Column, RowKind, Table, TEXT_WIDTH};
+use crate::table::{adoc_inline, md_inline, wrap, Column, RowKind, Table, TEXT_WIDTH};
 use numalab_record::Better;
 use numalab_stats::Verdict;
 use std::fmt::Write as _;
@@ -11,6 +12,9 @@ use std::fmt::Write as _;
 /// Which tabular layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
+    /// One line per metric, benchstat-like: each side's mean and its
+    /// variation, the change, p and the verdict; the default text view.
+    Compact,
     /// n, mean(stddev), median with CI, ratio with CI, change, p, verdict.
     Full,
     /// Seed 003: each configuration's mean divided by the baseline's, with
@@ -356,6 +360,11 @@ pub fn explanation(r: &CompareReport, layout: Layout) -> String {
             conf_pct(r),
             noise_pct(r)
         ),
+        Layout::Compact => format!(
+            "Each row: mean +-CV (stddev/mean) of each side's runs; change of the means, or \"~\" when not significant ({} test, p >= {alpha}); verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold, ~ is within noise, ? too few runs to test. --detailed shows medians and intervals.",
+            test_name(r.settings.test),
+            noise_pct(r)
+        ),
         Layout::Normalized => format!(
             "Each configuration's mean divided by its baseline's in the same case. * significant ({} test, p < {alpha}) and beyond the {} noise threshold; ~ not significant or within noise; ? too few runs to test. Better: L lower is better, H higher is better.",
             test_name(r.settings.test),
@@ -466,31 +475,66 @@ pub fn to_text(r: &CompareReport, layout: Layout) -> String {
     for l in case_lines(r, &|b| common_params(r, b)) {
         push(&mut out, &l);
     }
-    for t in &r.tables {
+    for tab in layout_tables(r, layout, "+-") {
         out.push('\n');
-        let tab = match layout {
-            Layout::Full => metric_table(r, t),
-            Layout::Normalized => normalized_table(r, t),
-        };
         out.push_str(&tab.to_text());
     }
-    if !r.notes.is_empty() {
+    let after = after_lines(r, layout);
+    if !after.is_empty() {
+        out.push('\n');
+        for l in &after {
+            push(&mut out, l);
+        }
+    }
+    let notes = shown_notes(r, layout);
+    if !notes.is_empty() {
         out.push('\n');
         push(&mut out, "Notes");
-        for n in &r.notes {
-            push(&mut out, &format!("[{}] {}", n.id, n.text));
+        for n in notes {
+            push(&mut out, &n);
         }
     }
     out
 }
 
-/// GitHub-flavoured Markdown.
-pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "## numalab compare\n");
-    for l in header_lines(r, layout) {
-        let _ = writeln!(out, "{}\n", md_inline(&l));
+/// The tables of a layout.
+fn layout_tables(r: &CompareReport, layout: Layout, pm: &str) -> Vec<Table> {
+    match layout {
+        Layout::Compact => compact_tables(r, pm),
+        Layout::Full => r.tables.iter().map(|t| metric_table(r, t)).collect(),
+        Layout::Normalized => r.tables.iter().map(|t| normalized_table(r, t)).collect(),
     }
+}
+
+/// Lines under the tables: the compact layout's verdicts on too few runs,
+/// and the metrics left out.
+fn after_lines(r: &CompareReport, layout: Layout) -> Vec<String> {
+    let mut v = Vec::new();
+    if layout == Layout::Compact {
+        v.extend(too_few_lines(r));
+    }
+    v.extend(hidden_line(r));
+    v
+}
+
+/// The footnotes as printed: `[n] text`, or in the compact layout (which
+/// refers to none by number) `- text` for those it has use for.
+fn shown_notes(r: &CompareReport, layout: Layout) -> Vec<String> {
+    r.notes
+        .iter()
+        .filter(|n| layout != Layout::Compact || compact_note(r, n))
+        .map(|n| {
+            if layout == Layout::Compact {
+                format!("- {}", n.text)
+            } else {
+                format!("[{}] {}", n.id, n.text)
+            }
+        })
+        .collect()
+}
+
+/// The configurations as a table, for Markdown and AsciiDoc.
+fn config_table(r: &CompareReport) -> Table {
     let mut cfg = Table::new(
         "",
         vec![
@@ -516,24 +560,90 @@ pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
             c.machine.as_ref().map(|m| m.describe()).unwrap_or_default(),
         ]);
     }
+    cfg
+}
+
+/// AsciiDoc (Asciidoctor): the same sections and tables as Markdown.
+pub fn to_asciidoc(r: &CompareReport, layout: Layout) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "== numalab compare\n");
+    for l in header_lines(r, layout) {
+        let _ = writeln!(out, "{}\n", adoc_inline(&l));
+    }
+    out.push_str(&config_table(r).to_asciidoc(2));
+    out.push('\n');
+    let _ = writeln!(out, "Cases:\n");
+    for l in case_lines(r, &|b| common_params(r, b)) {
+        let _ = writeln!(out, "* {}", adoc_inline(l.trim()));
+    }
+    for tab in layout_tables(r, layout, "+-") {
+        out.push('\n');
+        out.push_str(&tab.to_asciidoc(2));
+    }
+    let after = after_lines(r, layout);
+    if !after.is_empty() {
+        out.push('\n');
+        for l in &after {
+            let _ = writeln!(out, "{}\n", adoc_inline(l));
+        }
+    }
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| layout != Layout::Compact || compact_note(r, n))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n=== Notes\n");
+        for n in notes {
+            if layout == Layout::Compact {
+                let _ = writeln!(out, "* {}", adoc_inline(&n.text));
+            } else {
+                // Every note is shown, so the list numbers are the ids.
+                let _ = writeln!(out, ". {}", adoc_inline(&n.text));
+            }
+        }
+    }
+    out
+}
+
+/// GitHub-flavoured Markdown.
+pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## numalab compare\n");
+    for l in header_lines(r, layout) {
+        let _ = writeln!(out, "{}\n", md_inline(&l));
+    }
+    let cfg = config_table(r);
     out.push_str(&cfg.to_markdown(3));
     out.push('\n');
     let _ = writeln!(out, "Cases:\n");
     for l in case_lines(r, &|b| common_params(r, b)) {
         let _ = writeln!(out, "- {}", md_inline(l.trim()));
     }
-    for t in &r.tables {
+    for tab in layout_tables(r, layout, "+-") {
         out.push('\n');
-        let tab = match layout {
-            Layout::Full => metric_table(r, t),
-            Layout::Normalized => normalized_table(r, t),
-        };
         out.push_str(&tab.to_markdown(3));
     }
-    if !r.notes.is_empty() {
+    let after = after_lines(r, layout);
+    if !after.is_empty() {
+        out.push('\n');
+        for l in &after {
+            let _ = writeln!(out, "{}\n", md_inline(l));
+        }
+    }
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .filter(|n| layout != Layout::Compact || compact_note(r, n))
+        .collect();
+    if !notes.is_empty() {
         let _ = writeln!(out, "\n### Notes\n");
-        for n in &r.notes {
-            let _ = writeln!(out, "{}. {}", n.id, md_inline(&n.text));
+        for n in notes {
+            if layout == Layout::Compact {
+                let _ = writeln!(out, "- {}", md_inline(&n.text));
+            } else {
+                let _ = writeln!(out, "{}. {}", n.id, md_inline(&n.text));
+            }
         }
     }
     out
@@ -671,4 +781,251 @@ pub fn to_csv(r: &CompareReport) -> Result<String, csv::Error> {
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
     Ok(String::from_utf8(bytes).expect("CSV of UTF-8 strings is UTF-8"))
+}
+
+/// `19.13 +-10%` (`±` outside plain text): a mean and its coefficient of variation, the compact
+/// layout's cell; `0` for a metric that was zero in every run.
+fn mean_cv(s: &numalab_stats::Summary, pm: &str) -> String {
+    if s.mean == 0.0 && s.stddev.is_none_or(|sd| sd == 0.0) {
+        return "0".into();
+    }
+    match (s.cv, s.stddev) {
+        (Some(cv), _) => format!("{} {pm}{:.0}%", num::short(s.mean), cv * 100.0),
+        (None, Some(sd)) => num::mean_sd(s.mean, Some(sd)),
+        (None, None) => num::short(s.mean),
+    }
+}
+
+fn compact_verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::WithinNoise => "~",
+        Verdict::TooFewSamples => "?",
+    }
+}
+
+/// The blocks of the compact layout: for each case, each configuration
+/// that is not its own baseline there, with the baseline it is compared
+/// with (`None`: no baseline in that case).
+fn compact_blocks(r: &CompareReport) -> Vec<(usize, usize, Option<usize>)> {
+    let mut blocks: Vec<(usize, usize, Option<usize>)> = Vec::new();
+    for t in &r.tables {
+        for row in &t.rows {
+            if row.role == Role::Baseline {
+                continue;
+            }
+            let key = (row.case, row.config, row.baseline_config);
+            if !blocks.contains(&key) {
+                blocks.push(key);
+            }
+        }
+    }
+    blocks.sort();
+    blocks
+}
+
+/// One compact table: a row per metric of `config` in `case` against its
+/// baseline. Its title names the case and the two configurations.
+pub fn compact_table(
+    r: &CompareReport,
+    case: usize,
+    config: usize,
+    base: Option<usize>,
+    pm: &str,
+) -> Table {
+    let cand = &r.configurations[config];
+    let base_name = base.map(|b| r.configurations[b].name.clone());
+    let title = match &base_name {
+        Some(b) => format!("{}: {} vs {b}", r.cases[case].name, cand.name),
+        None => format!("{}: {} (no baseline)", r.cases[case].name, cand.name),
+    };
+    let mut tab = Table::new(
+        title,
+        vec![
+            Column::key("metric"),
+            Column::left("unit"),
+            Column::right(base_name.as_deref().unwrap_or("baseline")),
+            Column::right(&cand.name),
+            Column::right("change"),
+            Column::right("p"),
+            Column::left("verdict"),
+        ],
+    );
+    for t in &r.tables {
+        let Some(row) = t
+            .rows
+            .iter()
+            .find(|x| x.case == case && x.config == config && x.baseline_config == base)
+        else {
+            continue;
+        };
+        let base_row = base.and_then(|b| t.rows.iter().find(|x| x.case == case && x.config == b));
+        let cell = |row: Option<&GroupRow>| {
+            row.and_then(|x| x.summary.as_ref())
+                .map(|s| mean_cv(s, pm))
+                .unwrap_or_else(|| "-".into())
+        };
+        let (change, p, verdict) = match (row.role, &row.comparison) {
+            (Role::Candidate, Some(c)) => (
+                match c.relative_change {
+                    Some(rel) if c.significant => num::percent_change(rel),
+                    Some(_) | None
+                        if c.p_value.is_some() || c.verdict == Verdict::TooFewSamples =>
+                    {
+                        "~".into()
+                    }
+                    _ => "-".into(),
+                },
+                c.p_value.map(num::p_value).unwrap_or_else(|| "-".into()),
+                compact_verdict(c.verdict).to_string(),
+            ),
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
+        tab.push(vec![
+            t.metric.clone(),
+            t.unit.clone(),
+            cell(base_row),
+            cell(Some(row)),
+            change,
+            p,
+            verdict,
+        ]);
+    }
+    tab
+}
+
+/// Geometric means over the cases, one table per candidate configuration
+/// (only when there is more than one case).
+fn compact_geomean_tables(r: &CompareReport) -> Vec<Table> {
+    if r.cases.len() < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (k, cfg) in r.configurations.iter().enumerate() {
+        let rows: Vec<(&MetricTable, &crate::compare::GeomeanRow)> = r
+            .tables
+            .iter()
+            .filter(|t| {
+                t.rows
+                    .iter()
+                    .any(|x| x.config == k && x.role == Role::Candidate)
+            })
+            .filter_map(|t| t.geomean.iter().find(|g| g.config == k).map(|g| (t, g)))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let mut tab = Table::new(
+            format!("geomean over the cases: {} vs {}", cfg.name, r.baseline),
+            vec![
+                Column::key("metric"),
+                Column::left("unit"),
+                Column::right(&cfg.name),
+                Column::right("ratio"),
+                Column::right("change"),
+                Column::right("cases"),
+            ],
+        );
+        for (t, g) in rows {
+            tab.push(vec![
+                t.metric.clone(),
+                t.unit.clone(),
+                g.mean.map(num::short).unwrap_or_else(|| "-".into()),
+                g.ratio.map(num::ratio).unwrap_or_else(|| "-".into()),
+                g.ratio
+                    .map(|q| num::percent_change(q - 1.0))
+                    .unwrap_or_else(|| "-".into()),
+                g.cases.to_string(),
+            ]);
+        }
+        out.push(tab);
+    }
+    out
+}
+
+/// Plain sentences for comparisons the test could not decide for want of
+/// runs: how many runs were there, why no test can be significant with
+/// them, and how many runs per side could be.
+pub fn too_few_lines(r: &CompareReport) -> Vec<String> {
+    let mut sizes: Vec<(usize, usize)> = r
+        .tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .filter_map(|x| x.comparison.as_ref())
+        .filter(|c| c.verdict == Verdict::TooFewSamples)
+        .map(|c| (c.n_baseline, c.n_candidate))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let test = r.settings.test;
+    let alpha = r.settings.alpha;
+    let need = numalab_stats::min_samples_for_test(test, alpha).unwrap_or(0);
+    sizes
+        .into_iter()
+        .map(|(nb, nc)| {
+            let runs = if nb == nc {
+                format!("{nb} runs per side")
+            } else {
+                format!("{nb} vs {nc} runs")
+            };
+            if nb < 2 || nc < 2 {
+                format!(
+                    "Verdict: none with {runs}: a test needs at least 2 runs on each side, and {} needs {need} per side to reach p < {alpha}.",
+                    test_name(test)
+                )
+            } else {
+                format!(
+                    "Verdict: none with {runs}. {} cannot reach significance with so few: the smallest p-value it can give is {}, not below {alpha}. {need} runs per side can (--runs {need}).",
+                    test_name(test),
+                    num::p_value(numalab_stats::min_achievable_p(test, nb, nc))
+                )
+            }
+        })
+        .collect()
+}
+
+/// The line naming the metrics left out for being zero in every run.
+pub fn hidden_line(r: &CompareReport) -> Option<String> {
+    if r.hidden_metrics.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Not shown, zero in every run: {} (--all-metrics shows them).",
+        r.hidden_metrics.join(", ")
+    ))
+}
+
+/// Whether the compact layout prints a note: it shows no intervals, says
+/// in its verdict lines why a comparison could not be tested, and shows
+/// geometric means only over more than one case.
+fn compact_note(r: &CompareReport, n: &crate::compare::Note) -> bool {
+    use crate::compare::NoteKind;
+    if matches!(n.kind, NoteKind::Interval | NoteKind::TooFewRuns) {
+        return false;
+    }
+    if r.cases.len() < 2 {
+        let in_rows = r
+            .tables
+            .iter()
+            .flat_map(|t| &t.rows)
+            .any(|x| x.notes.contains(&n.id));
+        let in_geomean = r
+            .tables
+            .iter()
+            .flat_map(|t| &t.geomean)
+            .any(|g| g.notes.contains(&n.id));
+        return in_rows || !in_geomean;
+    }
+    true
+}
+
+/// The compact layout's tables, in order.
+fn compact_tables(r: &CompareReport, pm: &str) -> Vec<Table> {
+    let mut v: Vec<Table> = compact_blocks(r)
+        .into_iter()
+        .map(|(c, k, b)| compact_table(r, c, k, b, pm))
+        .collect();
+    v.extend(compact_geomean_tables(r));
+    v
 }

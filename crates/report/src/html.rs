@@ -23,7 +23,9 @@ h3{margin:1.4em 0 .4em}h4{margin:1em 0 .3em}
 p.meta,p.legend{color:#555;font-size:.9em;margin:.3em 0}
 nav a{margin-right:1em}
 table.cmp{border-collapse:collapse;font-size:.88em;margin:.4em 0 .8em;font-variant-numeric:tabular-nums}
-table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;white-space:nowrap}
+div.table-scroll{max-width:100%;overflow-x:auto}
+table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;overflow-wrap:anywhere}
+table.cmp td.r,table.cmp th.r{white-space:nowrap}
 table.cmp th{background:#f3f3f3}table.cmp td.r,table.cmp th.r{text-align:right}
 table.cmp tr.summary td{font-weight:600;background:#fafafa}
 td.better{color:#07602f;font-weight:600}td.worse{color:#b00020;font-weight:600}
@@ -105,7 +107,35 @@ fn metric_axis_label(t: &crate::compare::MetricTable) -> String {
     }
 }
 
-/// The whole report. `inputs` names what was read (shown in the header).
+/// The header's account of the inputs: one path as is, else how many and
+/// the directory they have in common.
+fn inputs_text(inputs: &[String]) -> String {
+    match inputs {
+        [] => "no input".into(),
+        [one] => one.clone(),
+        _ => {
+            let paths: Vec<&std::path::Path> = inputs.iter().map(std::path::Path::new).collect();
+            let mut common: Vec<std::path::Component> = paths[0].components().collect();
+            for p in &paths[1..] {
+                let n = common
+                    .iter()
+                    .zip(p.components())
+                    .take_while(|(a, b)| **a == *b)
+                    .count();
+                common.truncate(n);
+            }
+            let dir: std::path::PathBuf = common.iter().collect();
+            if dir.as_os_str().is_empty() {
+                format!("{} inputs", inputs.len())
+            } else {
+                format!("{} inputs under {}", inputs.len(), dir.display())
+            }
+        }
+    }
+}
+
+/// The whole report. `inputs` names what was read (the header gives their
+/// number and common directory).
 pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     let mut p = Page {
         body: String::new(),
@@ -119,7 +149,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         cmp.ok_runs + cmp.failed_runs,
         if cmp.ok_runs + cmp.failed_runs == 1 { "" } else { "s" },
         cmp.failed_runs,
-        esc(&inputs.join(", ")),
+        esc(&inputs_text(inputs)),
         esc(&cmp.baseline)
     );
     if !cmp.group_by.is_empty() || !cmp.filters.is_empty() {
@@ -325,6 +355,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let mut migrated = Vec::new();
         let mut progress = Vec::new();
         let mut pct = true;
+        let simulated = groups.iter().all(|g| ds.configs[g.config].backend == "sim");
         for g in &groups {
             let si = g.config;
             for r in ds.ok_records(g) {
@@ -346,17 +377,36 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                 }
             }
         }
-        p.figure(
-            svg::line_chart(
-                &format!("{}: pages migrated vs time", case.name),
-                "Time (s)",
-                "pages migrated",
-                &names,
-                &migrated,
-            ),
-            &format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start."),
-            "No run of this case recorded pages migrated.",
-        );
+        let none_migrated = !migrated.is_empty()
+            && migrated
+                .iter()
+                .all(|l| l.points.iter().all(|&(_, y)| y == 0.0));
+        if none_migrated {
+            let _ = write!(
+                p.body,
+                "<p class=\"meta\">{}</p>",
+                esc(&format!(
+                    "{}: no page was migrated in any run ({PAGES_MIGRATED} stayed 0), so no chart.",
+                    case.name
+                ))
+            );
+        } else {
+            p.figure(
+                svg::line_chart(
+                    &format!("{}: pages migrated vs time", case.name),
+                    "Time (s)",
+                    "pages migrated",
+                    &names,
+                    &migrated,
+                ),
+                &if simulated {
+                    format!("{PAGES_MIGRATED} as the simulator counts it, as a delta from each run's start.")
+                } else {
+                    format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start.")
+                },
+                "No run of this case recorded pages migrated.",
+            );
+        }
         p.figure(
             svg::line_chart(
                 &format!("{}: progress vs time", case.name),
@@ -406,6 +456,62 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     html
 }
 
+/// The unit of a memory axis whose largest value is `max_mib` MiB, and
+/// what to divide MiB by for it: MiB below 10 000 MiB (ticks without a
+/// decimal suffix), GiB below 10 000 GiB, else TiB.
+pub fn memory_axis_unit(max_mib: f64) -> (f64, &'static str) {
+    if max_mib < 10_000.0 {
+        (1.0, "MiB")
+    } else if max_mib < 10_000.0 * 1024.0 {
+        (1024.0, "GiB")
+    } else {
+        (1024.0 * 1024.0, "TiB")
+    }
+}
+
+/// Beyond this many tasks the residency chart shows groups, not tasks.
+pub const MAX_RESIDENCY_BARS: usize = 12;
+
+/// Tasks grouped by the node they spent most time on: per group the mean
+/// share on each node, named `N tasks on nodeK`.
+fn residency_by_main_node(
+    tasks: &[(String, Vec<f64>)],
+    nodes: &[String],
+) -> Vec<(String, Vec<f64>)> {
+    let mut groups: Vec<(usize, usize, Vec<f64>)> = Vec::new();
+    for (_, pct) in tasks {
+        let main = pct
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        match groups.iter_mut().find(|g| g.0 == main) {
+            Some(g) => {
+                g.1 += 1;
+                for (s, v) in g.2.iter_mut().zip(pct) {
+                    *s += v;
+                }
+            }
+            None => groups.push((main, 1, pct.clone())),
+        }
+    }
+    groups.sort_by_key(|g| g.0);
+    groups
+        .into_iter()
+        .map(|(main, n, sum)| {
+            let node = nodes
+                .get(main)
+                .cloned()
+                .unwrap_or_else(|| format!("node{main}"));
+            (
+                format!("{n} task{} on {node}", if n == 1 { "" } else { "s" }),
+                sum.into_iter().map(|v| v / n as f64).collect(),
+            )
+        })
+        .collect()
+}
+
 fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let status = if r.outcome.is_ok() { "ok" } else { "failed" };
     let _ = write!(
@@ -443,12 +549,19 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let title = format!("{case}, {cfg}, run {}", r.repetition.index);
     let mem = series::memory_per_node(r);
     let names: Vec<String> = mem.iter().map(|l| l.name.clone()).collect();
+    // Ticks are written in the axis's unit: from 10 000 MiB on, the axis
+    // is in GiB, so that no tick reads "20k" on a MiB axis.
+    let max_mib = mem
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0_f64, f64::max);
+    let (scale, unit) = memory_axis_unit(max_mib);
     let lines: Vec<SvgLine> = mem
         .iter()
         .enumerate()
         .map(|(i, l)| SvgLine {
             series: i,
-            points: l.points.clone(),
+            points: l.points.iter().map(|&(t, v)| (t, v / scale)).collect(),
             tooltip: l.name.clone(),
         })
         .collect();
@@ -456,7 +569,7 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
         svg::line_chart(
             &format!("{title}: memory per node"),
             "Time (s)",
-            "resident memory (MiB)",
+            &format!("resident memory ({unit})"),
             &names,
             &lines,
         ),
@@ -483,10 +596,75 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
             (format!("task {}{moved}", t.id), t.node_percent())
         })
         .collect();
+    let (tasks, caption) = if tasks.len() > MAX_RESIDENCY_BARS {
+        (
+            residency_by_main_node(&tasks, &nodes),
+            format!(
+                "{} tasks, one bar per node they spent most of their time on: the mean share of their running time on each node.",
+                tasks.len()
+            ),
+        )
+    } else {
+        (
+            tasks,
+            "Share of each task's running time on each node; * marks a task whose main node is not the node it started on.".to_string(),
+        )
+    };
     p.figure(
         svg::residency_chart(&format!("{title}: node residency per task"), &nodes, &tasks),
-        "Share of each task's running time on each node; * marks a task whose main node is not the node it started on.",
+        &caption,
         "This run recorded no per-task residency.",
     );
     p.body.push_str("</div></details>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_tasks_residency_is_one_bar_per_main_node() {
+        let nodes = vec!["node0".to_string(), "node1".to_string()];
+        let tasks: Vec<(String, Vec<f64>)> = (0..20)
+            .map(|i| {
+                let v = if i % 4 == 0 {
+                    vec![20.0, 80.0]
+                } else {
+                    vec![90.0, 10.0]
+                };
+                (format!("task {i}"), v)
+            })
+            .collect();
+        let g = residency_by_main_node(&tasks, &nodes);
+        assert_eq!(
+            g,
+            vec![
+                ("15 tasks on node0".to_string(), vec![90.0, 10.0]),
+                ("5 tasks on node1".to_string(), vec![20.0, 80.0]),
+            ]
+        );
+    }
+
+    #[test]
+    fn memory_axes_change_unit_before_ticks_would_need_a_suffix() {
+        assert_eq!(memory_axis_unit(9_999.0), (1.0, "MiB"));
+        assert_eq!(memory_axis_unit(20_000.0), (1024.0, "GiB"));
+        assert_eq!(memory_axis_unit(2e7).1, "TiB");
+        // 9 999 MiB is the largest MiB tick: num::axis writes it plain.
+        assert_eq!(crate::num::axis(9_000.0, 1_000.0), "9000");
+    }
+
+    #[test]
+    fn inputs_are_counted_under_their_common_directory() {
+        assert_eq!(inputs_text(&["res".into()]), "res");
+        assert_eq!(
+            inputs_text(&[
+                "res/a/x.json".into(),
+                "res/a/y.json".into(),
+                "res/b.json".into()
+            ]),
+            "3 inputs under res"
+        );
+        assert_eq!(inputs_text(&["a.json".into(), "b.json".into()]), "2 inputs");
+    }
 }

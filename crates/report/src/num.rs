@@ -42,6 +42,29 @@ pub fn value(x: f64) -> String {
     format!("{x:.*}", decimals_for(x))
 }
 
+/// A value in at most about 7 characters, as benchstat writes them:
+/// [`value`] below 10 000, else four significant digits and a decimal
+/// suffix (`15.73k`, `1.573M`, `2.000G`).
+pub fn short(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a < 10_000.0 {
+        return value(x);
+    }
+    let (div, suffix) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(d, _)| a >= *d)
+        .unwrap_or((1.0, ""));
+    let v = x / div;
+    let d = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.d$}{suffix}")
+}
+
 /// Seed 001's `mean(stddev)`, both with the mean's decimals; `mean(-)`
 /// when there is no standard deviation (a single run).
 pub fn mean_sd(mean: f64, sd: Option<f64>) -> String {
@@ -141,6 +164,15 @@ pub fn mib(bytes: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_values_take_a_decimal_suffix_from_10k() {
+        assert_eq!(short(9999.0), "9999.0");
+        assert_eq!(short(15_728.64), "15.73k");
+        assert_eq!(short(1_572_864.0), "1.573M");
+        assert_eq!(short(-250_000_000.0), "-250.0M");
+        assert_eq!(short(19.133), "19.13");
+    }
 
     #[test]
     fn magnitudes() {

@@ -143,8 +143,10 @@ impl Table {
         let keys: Vec<usize> = (0..ncols).filter(|&i| self.columns[i].key).collect();
         let others: Vec<usize> = (0..ncols).filter(|&i| !self.columns[i].key).collect();
         let key_width: usize = keys.iter().map(|&i| widths[i] + 2).sum();
-        // Pack the other columns into blocks that fit beside the keys.
-        let budget = width.saturating_sub(key_width).max(1);
+        // Pack the other columns into blocks that fit beside the keys:
+        // each takes its width and the 2 spaces before it, and the keys'
+        // width counts 2 spaces after the last key too.
+        let budget = (width + 2).saturating_sub(key_width).max(1);
         let mut blocks: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
         let mut used = 0;
@@ -215,6 +217,61 @@ impl Table {
         out
     }
 
+    /// An AsciiDoc table, title as a section heading of `level` (`=`
+    /// repeated `level + 1` times); header row, column alignment, every
+    /// cell escaped with [`adoc_cell`].
+    pub fn to_asciidoc(&self, level: usize) -> String {
+        let mut out = String::new();
+        if !self.title.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} {}\n",
+                "=".repeat(level + 1),
+                adoc_inline(&self.title)
+            );
+        }
+        let cols: Vec<&str> = self
+            .columns
+            .iter()
+            .map(|c| match c.align {
+                Align::Left => "<",
+                Align::Right => ">",
+            })
+            .collect();
+        let _ = writeln!(out, "[cols=\"{}\",options=\"header\"]", cols.join(","));
+        let _ = writeln!(out, "|===");
+        let line = |cells: &mut dyn Iterator<Item = String>| -> String {
+            cells.map(|c| format!("|{c}")).collect::<Vec<_>>().join(" ")
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            line(&mut self.columns.iter().map(|c| adoc_cell(&c.header)))
+        );
+        out.push('\n');
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "{}",
+                line(&mut r.cells.iter().enumerate().map(|(i, c)| {
+                    if r.kind == RowKind::Summary && i == 0 && !c.is_empty() {
+                        format!("*{}*", adoc_cell(c))
+                    } else {
+                        adoc_cell(c)
+                    }
+                }))
+            );
+        }
+        let _ = writeln!(out, "|===");
+        if !self.legend.is_empty() {
+            out.push('\n');
+            for l in &self.legend {
+                let _ = writeln!(out, "{} +", adoc_inline(l));
+            }
+        }
+        out
+    }
+
     /// A GitHub-flavoured Markdown table, title as a heading of `level`.
     pub fn to_markdown(&self, level: usize) -> String {
         let mut out = String::new();
@@ -261,7 +318,9 @@ impl Table {
     /// An HTML `<table>` (no title; the caller places headings).
     pub fn to_html(&self) -> String {
         let mut out = String::new();
-        let _ = write!(out, "<table class=\"cmp\">");
+        // In a box that scrolls sideways, so a wide table never runs off
+        // the page.
+        let _ = write!(out, "<div class=\"table-scroll\"><table class=\"cmp\">");
         if !self.title.is_empty() {
             let _ = write!(out, "<caption>{}</caption>", html_escape(&self.title));
         }
@@ -301,7 +360,7 @@ impl Table {
             }
             out.push_str("</tr>");
         }
-        out.push_str("</tbody></table>");
+        out.push_str("</tbody></table></div>");
         for l in &self.legend {
             let _ = write!(out, "<p class=\"legend\">{}</p>", html_escape(l));
         }
@@ -389,6 +448,29 @@ pub fn html_escape(s: &str) -> String {
 /// A table cell for GFM: pipes escaped, no line breaks, never empty-looking.
 fn md_cell(s: &str) -> String {
     md_inline(s).replace('|', "\\|")
+}
+
+/// Inline AsciiDoc text: as is when nothing in it can start markup or a
+/// substitution, else `pass:c[...]`, which shows the text as is (with `]`
+/// escaped). Formatting marks (`*`, `_`, `` ` ``, `#`, `~`, `^`, `+`) work
+/// in pairs, so a single one is harmless; brackets, braces, backslashes
+/// and `<<` always pass. Line breaks become spaces.
+pub fn adoc_inline(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let paired = ['*', '_', '`', '#', '~', '^', '+']
+        .iter()
+        .any(|&m| s.matches(m).count() >= 2);
+    let always = s.contains(['[', ']', '{', '}', '\\']) || s.contains("<<");
+    if !paired && !always {
+        return s;
+    }
+    format!("pass:c[{}]", s.replace(']', "\\]"))
+}
+
+/// An AsciiDoc table cell: [`adoc_inline`] with `|` escaped, since the
+/// table is split into cells before any inline markup is read.
+pub fn adoc_cell(s: &str) -> String {
+    adoc_inline(s).replace('|', "\\|")
 }
 
 /// Inline Markdown text: characters that would start markup are escaped.
@@ -494,6 +576,19 @@ mod tests {
         }
         t.push_kind(vec!["geomean".into(), "A".into()], RowKind::Summary);
         t
+    }
+
+    #[test]
+    fn asciidoc_text_passes_through_only_what_could_be_markup() {
+        assert_eq!(adoc_inline("elapsed_s"), "elapsed_s");
+        assert_eq!(adoc_inline("22.43 +-17%"), "22.43 +-17%");
+        assert_eq!(adoc_inline("peak_at_s=3"), "pass:c[peak_at_s=3]");
+        assert_eq!(
+            adoc_inline("2.33 [0.99, 2.48]"),
+            "pass:c[2.33 [0.99, 2.48\\]]"
+        );
+        assert_eq!(adoc_cell("a|b [x]"), "pass:c[a\\|b [x\\]]");
+        assert_eq!(adoc_inline("two\nlines"), "two lines");
     }
 
     #[test]
