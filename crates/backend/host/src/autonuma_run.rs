@@ -2,7 +2,7 @@
 //! watch them at the sampling interval, check that every thread did every
 //! loop, and turn it all into a [`RunRecord`] with its convergence.
 
-use crate::autonuma_task::{ProcessReport, CHUNK};
+use crate::autonuma_task::ProcessReport;
 use crate::observe::{Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{node_residency, progress_bar, RunSpec};
@@ -12,7 +12,7 @@ use numalab_bench::metrics::metric;
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
 use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, TaskRecord};
-use numalab_topology::{human_bytes, MachineInfo};
+use numalab_topology::MachineInfo;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -368,10 +368,7 @@ pub fn run_once(
                 initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
                 main_node: main,
                 node_time_s: node_time,
-                residency_method: format!(
-                    "the thread reads its CPU (sched_getcpu) and thread CPU time after every {} zeroed and charges the time between readings to the CPU seen at the first",
-                    human_bytes(CHUNK as u64)
-                ),
+                residency_method: "the thread reads its CPU (sched_getcpu) and thread CPU time after every loop (one memset of its slice) and charges the time between readings to the CPU seen at the first".into(),
                 residency_samples: r.map_or(0, |r| r.readings),
                 user_s: r.map_or(0.0, |r| r.user_s),
                 sys_s: r.map_or(0.0, |r| r.sys_s),
