@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What each worker thread did.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -46,8 +46,20 @@ pub struct ThreadReport {
     /// Bytes the thread zeroed in its loops (loops x its slice).
     #[serde(default)]
     pub bytes: u64,
+    /// Wall time of its loops, from the start signal to the end of the
+    /// last one.
+    #[serde(default)]
+    pub loops_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+}
+
+impl ThreadReport {
+    /// The thread's zeroing bandwidth in GB/s (`perf bench numa mem`'s
+    /// thread speed), if it ran measurably long.
+    pub fn bandwidth_gbs(&self) -> Option<f64> {
+        (self.loops_s > 0.0).then(|| self.bytes as f64 / self.loops_s / 1e9)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -202,6 +214,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                 };
                 let _ = tx.send((t, gettid(), pinned));
                 barrier.wait();
+                let t0 = Instant::now();
                 let mut res = Residency::start();
                 let initial_cpu = res.last_cpu;
                 let mut bytes = 0u64;
@@ -210,6 +223,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                     res.tick();
                     progress[t].store(k + 1, Ordering::Relaxed);
                 }
+                let loops_s = t0.elapsed().as_secs_f64();
                 let (user_s, sys_s) = thread_rusage();
                 finished.fetch_add(1, Ordering::Release);
                 ThreadReport {
@@ -219,6 +233,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                     readings: res.readings,
                     loops: progress[t].load(Ordering::Relaxed),
                     bytes,
+                    loops_s,
                     user_s,
                     sys_s,
                 }
@@ -368,6 +383,7 @@ mod tests {
                 let (_, len) = regions[plan.region_of_thread(t as u32)];
                 assert_eq!(th.bytes, 4 * len, "thread {t}: {r:?}");
                 assert_eq!(th.readings, 4, "thread {t}: {r:?}");
+                assert!(th.loops_s > 0.0 && th.bandwidth_gbs().unwrap() > 0.0);
             }
             if shared {
                 assert_eq!(regions, vec![(0, 1 << 20)]);
