@@ -20,6 +20,9 @@
 #   originals' sizes are); LOOPS (default 800, numa02's own) for numa02*
 #   and twohalves, LOOPS/4 for numa01* (2 processes of BYTES1: 4x the
 #   bytes per loop on a 2-CPU machine)
+#   CHUNKS="1M 4M ..." also times numa02's work with each memset split
+#   into calls of that size (the cause of numalab's old overhead)
+#   NUMALAB=PATH times that numalab binary instead of building this tree's
 #   Threads: numa02 one per CPU, the others half as many (twohalves: per
 #   set), as numalab's defaults.
 set -euo pipefail
@@ -33,8 +36,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 gcc -O2 -Wall -pthread -o "$work/zero-slices" scripts/zero-slices.c
-cargo build --release -q
-numalab=${CARGO_TARGET_DIR:-target}/release/numalab
+if [ -z "${NUMALAB:-}" ]; then
+    cargo build --release -q
+fi
+numalab=${NUMALAB:-${CARGO_TARGET_DIR:-target}/release/numalab}
 
 bytes() { # 256M -> bytes
     python3 -c "import sys; s=sys.argv[1]; u={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*u[s[-1]] if s[-1] in u else int(s))" "$1"
@@ -65,7 +70,7 @@ cases=(
 )
 
 echo "host: $n CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "numalab run ... --interval $interval; original pattern: scripts/zero-slices.c (gcc -O2); medians of $reps alternating runs"
+echo "$numalab run ... --interval $interval; original pattern: scripts/zero-slices.c (gcc -O2); medians of $reps alternating runs"
 echo "user: seconds of user time (median), ratio numalab/original of the medians, pairs: median of the pairs' ratios; wall: the same for elapsed time"
 printf "%-20s %-38s %9s %9s %7s %7s %9s %9s %7s\n" workload "numalab run" orig_user nl_user ratio pairs orig_wall nl_wall ratio
 for c in "${cases[@]}"; do
@@ -98,6 +103,29 @@ for c in "${cases[@]}"; do
         "$ou" "$nu" "$(echo "$nu / $ou" | bc -l)" "$pr" "$ow" "$nw" "$(echo "$nw / $ow" | bc -l)"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ -n "${CHUNKS:-}" ]; then
+    # The cause: the same work as numa02 above, each loop's memset split
+    # into calls of CHUNK bytes, against one call per slice.
+    echo
+    echo "numa02's work ($n threads, $bytes2, $loops loops) with each memset split into CHUNK-byte calls:"
+    printf "%-10s %9s %9s %7s\n" chunk one_call chunked ratio
+    for c in $CHUNKS; do
+        cb=$(bytes "$c")
+        : >"$work/ou"; : >"$work/cu"
+        for i in $(seq "$reps"); do
+            if ((i % 2)); then order=(o c); else order=(c o); fi
+            for side in "${order[@]}"; do
+                if [ "$side" = o ]; then k=0; else k=$cb; fi
+                t=$(measure "$work/zero-slices" 1 "$n" "$b2" "$loops" 0 "$k")
+                read -r u _ <<<"$t"
+                echo "$u" >>"$work/${side}u"
+            done
+        done
+        ou=$(median <"$work/ou"); cu=$(median <"$work/cu")
+        printf "%-10s %9.3f %9.3f %7.3f\n" "$c" "$ou" "$cu" "$(echo "$cu / $ou" | bc -l)"
+    done
+fi
 
 if [ "${RANDUPDT:-1}" != 0 ]; then
     echo

@@ -4,10 +4,12 @@
  * once (the first touch), then THREADS threads each zero their region
  * with one memset per loop, LOOPS times. The region is the whole buffer
  * when SHARED is 1 (numa01), else the thread's page-aligned slice, pages
- * [t*P/T, (t+1)*P/T) as numalab cuts them. Written for numalab, not
+ * [t*P/T, (t+1)*P/T) as numalab cuts them. CHUNK, if given, splits each
+ * loop's memset into calls of CHUNK bytes (numalab's old pattern: 4 MiB),
+ * to show what the size of one call costs. Written for numalab, not
  * copied from the original.
  *
- * Usage: zero-slices PROCS THREADS BYTES LOOPS SHARED
+ * Usage: zero-slices PROCS THREADS BYTES LOOPS SHARED [CHUNK]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 static char *buf;
 static size_t bytes, pages, page;
+static size_t chunk;
 static long threads, loops, shared;
 
 static void *worker(void *arg)
@@ -27,7 +30,8 @@ static void *worker(void *arg)
 	size_t a = shared ? 0 : t * pages / threads * page;
 	size_t b = shared ? bytes : (t + 1) * pages / threads * page;
 	for (long k = 0; k < loops; k++) {
-		memset(buf + a, 0, b - a);
+		for (size_t x = a; x < b; x += chunk)
+			memset(buf + x, 0, b - x < chunk ? b - x : chunk);
 		__asm__ volatile("" : : : "memory");
 	}
 	return NULL;
@@ -35,8 +39,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6) {
-		fprintf(stderr, "usage: %s PROCS THREADS BYTES LOOPS SHARED\n", argv[0]);
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: %s PROCS THREADS BYTES LOOPS SHARED [CHUNK]\n", argv[0]);
 		return 2;
 	}
 	long procs = atol(argv[1]);
@@ -46,6 +50,9 @@ int main(int argc, char **argv)
 	page = sysconf(_SC_PAGESIZE);
 	pages = (strtoull(argv[3], NULL, 10) + page - 1) / page;
 	bytes = pages * page;
+	chunk = argc == 7 ? strtoull(argv[6], NULL, 10) : bytes;
+	if (chunk == 0)
+		chunk = bytes;
 	for (long p = 1; p < procs; p++)
 		if (fork() == 0)
 			break;
