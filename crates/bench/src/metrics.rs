@@ -69,6 +69,18 @@ pub const ALL: &[MetricDef] = &[
         "bytes zeroed by all threads over the elapsed time",
     ),
     def(
+        "thread_bandwidth_gbs",
+        "GB/s",
+        Better::Higher,
+        "mean over threads of the bytes each zeroed over the wall time of its loops",
+    ),
+    def(
+        "thread_bandwidth_min_gbs",
+        "GB/s",
+        Better::Higher,
+        "the slowest thread's bytes zeroed over the wall time of its loops",
+    ),
+    def(
         "numa_pages_migrated",
         "pages",
         Better::Lower,

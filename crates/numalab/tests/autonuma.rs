@@ -80,6 +80,18 @@ fn numa02_runs_twice_and_says_whether_convergence_is_trivial() {
             .all(|t| t.work_done == 3 && t.work_expected == 3));
         assert!(r.metric("elapsed_s").unwrap() > 0.0);
         assert!(r.metrics.contains_key("numa_pages_migrated"));
+        // Bandwidth as perf bench numa mem reports it: in all, per thread
+        // on average, and the slowest thread's.
+        let (total, mean, min) = (
+            r.metric("bandwidth_gbs").unwrap(),
+            r.metric("thread_bandwidth_gbs").unwrap(),
+            r.metric("thread_bandwidth_min_gbs").unwrap(),
+        );
+        assert!(
+            total > 0.0 && min > 0.0 && min <= mean * (1.0 + 1e-9),
+            "{:?}",
+            r.metrics
+        );
         let s = r.series.samples.last().expect("observed");
         assert_eq!(s.task_memory_bytes.len(), r.tasks.len());
         assert_eq!(s.progress.len(), r.tasks.len());

@@ -2,7 +2,7 @@
 //! watch them at the sampling interval, check that every thread did every
 //! loop, and turn it all into a [`RunRecord`] with its convergence.
 
-use crate::autonuma_task::{ProcessReport, CHUNK};
+use crate::autonuma_task::ProcessReport;
 use crate::observe::{Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{node_residency, progress_bar, RunSpec};
@@ -12,7 +12,7 @@ use numalab_bench::metrics::metric;
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
 use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, TaskRecord};
-use numalab_topology::{human_bytes, MachineInfo};
+use numalab_topology::MachineInfo;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -317,6 +317,8 @@ pub fn run_once(
     let nodes = topo.nodes.len();
     let mut failures = Vec::new();
     let nprocs = procs.len();
+    // Each thread's zeroing bandwidth, None where it did not report one.
+    let mut thread_gbs: Vec<Option<f64>> = Vec::new();
     for (pi, x) in procs.iter().enumerate() {
         let exit = x.exit.unwrap_or(UNKNOWN_EXIT);
         let st = x.state.lock().expect("state lock");
@@ -346,6 +348,7 @@ pub fn run_once(
         for t in 0..pp.threads as usize {
             let id = rec.tasks.len() as u32 + 1;
             let r = st.report.as_ref().and_then(|r| r.threads.get(t));
+            thread_gbs.push(r.and_then(|r| r.bandwidth_gbs()));
             let done = r
                 .map(|r| r.loops)
                 .unwrap_or_else(|| st.progress.get(t).copied().unwrap_or(0));
@@ -368,10 +371,7 @@ pub fn run_once(
                 initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
                 main_node: main,
                 node_time_s: node_time,
-                residency_method: format!(
-                    "the thread reads its CPU (sched_getcpu) and thread CPU time after every {} zeroed and charges the time between readings to the CPU seen at the first",
-                    human_bytes(CHUNK as u64)
-                ),
+                residency_method: "the thread reads its CPU (sched_getcpu) and thread CPU time after every loop (one memset of its slice) and charges the time between readings to the CPU seen at the first".into(),
                 residency_samples: r.map_or(0, |r| r.readings),
                 user_s: r.map_or(0.0, |r| r.user_s),
                 sys_s: r.map_or(0.0, |r| r.sys_s),
@@ -408,6 +408,9 @@ pub fn run_once(
             metric("bandwidth_gbs", p.bytes_zeroed() as f64 / elapsed / 1e9),
         );
     }
+    for (name, value) in thread_bandwidth(&thread_gbs) {
+        rec.metrics.insert(name.into(), metric(name, value));
+    }
     rec.metrics.insert(
         "observer_cpu_s".into(),
         metric("observer_cpu_s", observer_cpu),
@@ -440,6 +443,25 @@ pub fn run_once(
         rec.outcome = Outcome::failed(failures.join("; "));
     }
     Ok(rec)
+}
+
+/// The per-thread bandwidth metrics, as `perf bench numa mem` reports
+/// thread speed: the mean of the threads' own GB/s
+/// (`thread_bandwidth_gbs`) and the slowest thread's
+/// (`thread_bandwidth_min_gbs`). None unless every thread reported one.
+fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> {
+    let Some(v) = gbs.iter().copied().collect::<Option<Vec<f64>>>() else {
+        return Vec::new();
+    };
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    vec![
+        ("thread_bandwidth_gbs", mean),
+        ("thread_bandwidth_min_gbs", min),
+    ]
 }
 
 /// CPU time (user + system) of this process so far, its threads included.
@@ -525,6 +547,19 @@ mod tests {
         );
         parse_line(r#"done {"process":0,"threads":[]}"#, &mut st);
         assert_eq!(st.report.unwrap().threads.len(), 0);
+    }
+
+    #[test]
+    fn thread_bandwidth_is_the_mean_and_the_slowest_of_every_thread() {
+        assert_eq!(
+            thread_bandwidth(&[Some(2.0), Some(4.0), Some(3.0)]),
+            vec![
+                ("thread_bandwidth_gbs", 3.0),
+                ("thread_bandwidth_min_gbs", 2.0)
+            ]
+        );
+        assert!(thread_bandwidth(&[Some(2.0), None]).is_empty());
+        assert!(thread_bandwidth(&[]).is_empty());
     }
 
     #[test]

@@ -2,6 +2,20 @@
 //! map the buffer, place and first-touch it as the plan says, start the
 //! threads, and zero memory loop after loop.
 //!
+//! A loop is one `memset` of the thread's whole slice (numa01: of the
+//! whole buffer), as the original's one `bzero` per loop, and nothing else
+//! happens between two loops but two cheap readings (`sched_getcpu` and
+//! the thread's CPU time, for its residency) and a relaxed store of the
+//! loop count. The size of each `memset` call is part of the workload,
+//! not a detail: glibc's `memset` is `rep stosb` for anything over 2 KiB,
+//! and the CPU streams a long `rep stosb` to memory without reading the
+//! lines first, while a short one (here, below about the 32 MiB L3) reads
+//! every line into the cache before overwriting it. Zeroing a 64 MiB slice
+//! in 4 MiB calls (as this task once did, to read its CPU every 4 MiB)
+//! moved twice the memory and took 2.3-3.7x the original's user time
+//! (docs/benchmarks.md). So the residency readings are per loop, never
+//! within one.
+//!
 //! What the process says on stdout, one line each, for the parent:
 //! - `region R ADDR LEN`: the regions threads work on, after the first touch;
 //! - `threads TID...`: the kernel thread id of each worker, in order;
@@ -18,10 +32,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
-
-/// Bytes zeroed between two residency readings.
-pub const CHUNK: usize = 4 << 20;
+use std::time::{Duration, Instant};
 
 /// What each worker thread did.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,8 +43,23 @@ pub struct ThreadReport {
     pub cpu_time_ns: BTreeMap<u32, u64>,
     pub readings: u64,
     pub loops: u64,
+    /// Bytes the thread zeroed in its loops (loops x its slice).
+    #[serde(default)]
+    pub bytes: u64,
+    /// Wall time of its loops, from the start signal to the end of the
+    /// last one.
+    #[serde(default)]
+    pub loops_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+}
+
+impl ThreadReport {
+    /// The thread's zeroing bandwidth in GB/s (`perf bench numa mem`'s
+    /// thread speed), if it ran measurably long.
+    pub fn bandwidth_gbs(&self) -> Option<f64> {
+        (self.loops_s > 0.0).then(|| self.bytes as f64 / self.loops_s / 1e9)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -77,17 +103,15 @@ impl Buffer {
     pub fn addr(&self) -> u64 {
         self.ptr as u64
     }
-    /// Set `[off, off + len)` to `value`, calling `tick` every [`CHUNK`].
-    pub fn fill(&self, off: usize, len: usize, value: u8, mut tick: impl FnMut()) {
-        let end = (off + len).min(self.len);
-        let mut a = off.min(end);
-        while a < end {
-            let b = (a + CHUNK).min(end);
-            // SAFETY: [a, b) lies within the mapping.
-            unsafe { std::ptr::write_bytes(self.ptr.add(a), value, b - a) };
-            tick();
-            a = b;
-        }
+    /// Set `[off, off + len)` (clipped to the mapping) to `value` with one
+    /// `memset` call, as the original's one `bzero`: never split it (see
+    /// the module's comment). Returns the bytes set.
+    pub fn fill(&self, off: usize, len: usize, value: u8) -> usize {
+        let end = off.saturating_add(len).min(self.len);
+        let a = off.min(end);
+        // SAFETY: [a, end) lies within the mapping.
+        unsafe { std::ptr::write_bytes(self.ptr.add(a), value, end - a) };
+        end - a
     }
     /// Apply a memory policy to `[off, off + len)`.
     pub fn bind(&self, off: usize, len: usize, mode: i32, nodes: &[u32]) -> std::io::Result<()> {
@@ -141,7 +165,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
         MemPlan::FirstTouchThenDefault { node } => {
             buf.bind(0, len, numa::MPOL_BIND, &[*node])
                 .map_err(|e| format!("binding the buffer to node {node}: {e}"))?;
-            buf.fill(0, len, 0, || {});
+            buf.fill(0, len, 0);
             buf.bind(0, len, numa::MPOL_DEFAULT, &[])
                 .map_err(|e| format!("resetting the buffer's policy: {e}"))?;
         }
@@ -157,7 +181,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                 buf.bind(off as usize, l as usize, numa::MPOL_BIND, &[*node])
                     .map_err(|e| format!("binding memory to node {node}: {e}"))?;
             }
-            buf.fill(0, len, 0, || {});
+            buf.fill(0, len, 0);
         }
     }
     for (r, &(off, l)) in regions.iter().enumerate() {
@@ -190,13 +214,16 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                 };
                 let _ = tx.send((t, gettid(), pinned));
                 barrier.wait();
+                let t0 = Instant::now();
                 let mut res = Residency::start();
                 let initial_cpu = res.last_cpu;
+                let mut bytes = 0u64;
                 for k in 0..loops {
-                    buf.fill(off as usize, l as usize, k as u8, || res.tick());
+                    bytes += buf.fill(off as usize, l as usize, 0) as u64;
+                    res.tick();
                     progress[t].store(k + 1, Ordering::Relaxed);
                 }
-                res.tick();
+                let loops_s = t0.elapsed().as_secs_f64();
                 let (user_s, sys_s) = thread_rusage();
                 finished.fetch_add(1, Ordering::Release);
                 ThreadReport {
@@ -205,6 +232,8 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                     cpu_time_ns: res.per_cpu,
                     readings: res.readings,
                     loops: progress[t].load(Ordering::Relaxed),
+                    bytes,
+                    loops_s,
                     user_s,
                     sys_s,
                 }
@@ -303,7 +332,7 @@ pub fn hold_main(args: &[String]) -> i32 {
             return 1;
         }
     };
-    buf.fill(0, bytes as usize, 1, || {});
+    buf.fill(0, bytes as usize, 1);
     println!("ready {} {bytes}", buf.addr());
     let _ = std::io::stdout().flush();
     let mut sink = Vec::new();
@@ -347,6 +376,20 @@ mod tests {
             let text = String::from_utf8(out).unwrap();
             assert_eq!(r.threads.len(), 3);
             assert!(r.threads.iter().all(|t| t.loops == 4), "{r:?}");
+            // Every loop zeroes the thread's whole region (its slice, or
+            // the whole buffer when shared), and is one residency reading.
+            let regions = plan.regions(numa::page_size() as u64);
+            for (t, th) in r.threads.iter().enumerate() {
+                let (_, len) = regions[plan.region_of_thread(t as u32)];
+                assert_eq!(th.bytes, 4 * len, "thread {t}: {r:?}");
+                assert_eq!(th.readings, 4, "thread {t}: {r:?}");
+                assert!(th.loops_s > 0.0 && th.bandwidth_gbs().unwrap() > 0.0);
+            }
+            if shared {
+                assert_eq!(regions, vec![(0, 1 << 20)]);
+            } else {
+                assert_eq!(regions.iter().map(|r| r.1).sum::<u64>(), 1 << 20);
+            }
             assert_eq!(
                 r.threads[0].cpu_time_ns.keys().copied().collect::<Vec<_>>(),
                 vec![cpus[0]]
@@ -356,6 +399,21 @@ mod tests {
             assert!(text.lines().any(|l| l.starts_with("threads ")));
             assert!(text.lines().any(|l| l == "progress 4 4 4"), "{text}");
         }
+    }
+
+    #[test]
+    fn fill_sets_exactly_the_range_in_one_call() {
+        let page = numa::page_size();
+        let buf = Buffer::map(4 * page).unwrap();
+        assert_eq!(buf.fill(0, 4 * page, 7), 4 * page);
+        assert_eq!(buf.fill(page, 2 * page, 0), 2 * page);
+        // Clipped to the mapping.
+        assert_eq!(buf.fill(3 * page, 2 * page, 0), page);
+        assert_eq!(buf.fill(5 * page, page, 0), 0);
+        // SAFETY: the whole mapping, read after the writes above.
+        let mem = unsafe { std::slice::from_raw_parts(buf.ptr, 4 * page) };
+        assert!(mem[..page].iter().all(|&b| b == 7));
+        assert!(mem[page..].iter().all(|&b| b == 0));
     }
 
     #[test]
