@@ -563,72 +563,69 @@ fn config_table(r: &CompareReport) -> Table {
     cfg
 }
 
+/// A lightweight markup a comparison is written in: Markdown or AsciiDoc.
+struct Markup {
+    /// The document title and the notes heading.
+    title: &'static str,
+    notes: &'static str,
+    /// Item markers of bulleted lists.
+    bullet: &'static str,
+    /// Numbered notes (the detailed layout shows every note, so the
+    /// numbers are their ids): `1. text` or `. text`.
+    numbered: fn(usize, &str) -> String,
+    inline: fn(&str) -> String,
+    table: fn(&Table) -> String,
+}
+
+const MARKDOWN: Markup = Markup {
+    title: "## numalab compare",
+    notes: "### Notes",
+    bullet: "-",
+    numbered: |id, t| format!("{id}. {t}"),
+    inline: md_inline,
+    table: |t| t.to_markdown(3),
+};
+
+const ASCIIDOC: Markup = Markup {
+    title: "== numalab compare",
+    notes: "=== Notes",
+    bullet: "*",
+    numbered: |_, t| format!(". {t}"),
+    inline: adoc_inline,
+    table: |t| t.to_asciidoc(2),
+};
+
 /// AsciiDoc (Asciidoctor): the same sections and tables as Markdown.
 pub fn to_asciidoc(r: &CompareReport, layout: Layout) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "== numalab compare\n");
-    for l in header_lines(r, layout) {
-        let _ = writeln!(out, "{}\n", adoc_inline(&l));
-    }
-    out.push_str(&config_table(r).to_asciidoc(2));
-    out.push('\n');
-    let _ = writeln!(out, "Cases:\n");
-    for l in case_lines(r, &|b| common_params(r, b)) {
-        let _ = writeln!(out, "* {}", adoc_inline(l.trim()));
-    }
-    for tab in layout_tables(r, layout, "+-") {
-        out.push('\n');
-        out.push_str(&tab.to_asciidoc(2));
-    }
-    let after = after_lines(r, layout);
-    if !after.is_empty() {
-        out.push('\n');
-        for l in &after {
-            let _ = writeln!(out, "{}\n", adoc_inline(l));
-        }
-    }
-    let notes: Vec<_> = r
-        .notes
-        .iter()
-        .filter(|n| layout != Layout::Compact || compact_note(r, n))
-        .collect();
-    if !notes.is_empty() {
-        let _ = writeln!(out, "\n=== Notes\n");
-        for n in notes {
-            if layout == Layout::Compact {
-                let _ = writeln!(out, "* {}", adoc_inline(&n.text));
-            } else {
-                // Every note is shown, so the list numbers are the ids.
-                let _ = writeln!(out, ". {}", adoc_inline(&n.text));
-            }
-        }
-    }
-    out
+    to_markup(r, layout, &ASCIIDOC)
 }
 
 /// GitHub-flavoured Markdown.
 pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
+    to_markup(r, layout, &MARKDOWN)
+}
+
+fn to_markup(r: &CompareReport, layout: Layout, m: &Markup) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## numalab compare\n");
+    let _ = writeln!(out, "{}\n", m.title);
     for l in header_lines(r, layout) {
-        let _ = writeln!(out, "{}\n", md_inline(&l));
+        let _ = writeln!(out, "{}\n", (m.inline)(&l));
     }
-    let cfg = config_table(r);
-    out.push_str(&cfg.to_markdown(3));
+    out.push_str(&(m.table)(&config_table(r)));
     out.push('\n');
     let _ = writeln!(out, "Cases:\n");
     for l in case_lines(r, &|b| common_params(r, b)) {
-        let _ = writeln!(out, "- {}", md_inline(l.trim()));
+        let _ = writeln!(out, "{} {}", m.bullet, (m.inline)(l.trim()));
     }
     for tab in layout_tables(r, layout, "+-") {
         out.push('\n');
-        out.push_str(&tab.to_markdown(3));
+        out.push_str(&(m.table)(&tab));
     }
     let after = after_lines(r, layout);
     if !after.is_empty() {
         out.push('\n');
         for l in &after {
-            let _ = writeln!(out, "{}\n", md_inline(l));
+            let _ = writeln!(out, "{}\n", (m.inline)(l));
         }
     }
     let notes: Vec<_> = r
@@ -637,12 +634,13 @@ pub fn to_markdown(r: &CompareReport, layout: Layout) -> String {
         .filter(|n| layout != Layout::Compact || compact_note(r, n))
         .collect();
     if !notes.is_empty() {
-        let _ = writeln!(out, "\n### Notes\n");
+        let _ = writeln!(out, "\n{}\n", m.notes);
         for n in notes {
+            let text = (m.inline)(&n.text);
             if layout == Layout::Compact {
-                let _ = writeln!(out, "- {}", md_inline(&n.text));
+                let _ = writeln!(out, "{} {text}", m.bullet);
             } else {
-                let _ = writeln!(out, "{}. {}", n.id, md_inline(&n.text));
+                let _ = writeln!(out, "{}", (m.numbered)(n.id, &text));
             }
         }
     }
