@@ -4,9 +4,12 @@
 //! `vm`) and the cache sizes of sysfs go through [`parse`], so a size means
 //! the same everywhere and a bad one is refused with the same words.
 //!
-//! A size is a whole number, optionally followed by a unit: `K`, `M`, `G`
-//! or `T` (binary multiples, any case, with or without `B`, `i` or `iB`
-//! after it). Whether a number without a unit is bytes or refused is the
+//! A size is a number, optionally followed by a unit: `K`, `M`, `G` or
+//! `T`, any case, with or without `B`, `i` or `iB` after it. Units are
+//! binary multiples whatever the spelling, as numactl and the kernel's
+//! `memparse` read them: `512MB` and `512MiB` are both 512 × 2^20 bytes.
+//! A decimal fraction is allowed when the size comes to whole bytes
+//! (`1.5G` is 1536M; `1.5` bytes is refused). Whether a number without a unit is bytes or refused is the
 //! caller's choice ([`Bare`]): QEMU reads `--mem-per-node 512` as MiB,
 //! most people as bytes, so `vm` refuses it.
 
@@ -34,9 +37,20 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
     if num.is_empty() {
         return Err(not_a_size());
     }
-    if rest.starts_with(['.', ',']) {
+    // A decimal fraction: its digits, kept to be checked for whole bytes.
+    let (frac, rest) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            if end == 0 || end > 18 {
+                return Err(not_a_size());
+            }
+            r.split_at(end)
+        }
+        None => ("", rest),
+    };
+    if rest.starts_with(',') {
         return Err(format!(
-            "{text:?} is not a whole number of bytes, K, M, G or T (e.g. 1536M for 1.5G)"
+            "{text:?} is not a size: write a decimal point, not a comma (e.g. 1.5G)"
         ));
     }
     let unit = rest.trim().to_ascii_uppercase();
@@ -65,7 +79,21 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
     };
     let too_large = || format!("{text:?} is too large (more than 2^64 bytes)");
     let n: u64 = num.parse().map_err(|_| too_large())?;
-    n.checked_mul(1u64 << shift).ok_or_else(too_large)
+    let whole = n.checked_mul(1u64 << shift).ok_or_else(too_large)?;
+    if frac.is_empty() {
+        return Ok(whole);
+    }
+    // frac / 10^digits of a unit, exactly, in whole bytes.
+    let f: u128 = frac.parse().expect("digits");
+    let scaled = f << shift;
+    let den = 10u128.pow(frac.len() as u32);
+    if scaled % den != 0 {
+        return Err(format!(
+            "{text:?} is not a whole number of bytes (e.g. 1.5G or 1536M)"
+        ));
+    }
+    let part = u64::try_from(scaled / den).map_err(|_| too_large())?;
+    whole.checked_add(part).ok_or_else(too_large)
 }
 
 #[cfg(test)]
@@ -100,7 +128,13 @@ mod tests {
         );
         assert!(e("-1G", Bare::Bytes).contains("cannot be negative"));
         assert!(e("-1", Bare::Bytes).contains("cannot be negative"));
-        assert!(e("1.5G", Bare::Bytes).contains("not a whole number"));
+        assert_eq!(parse("1.5G", Bare::Refused), Ok(3 << 29));
+        assert_eq!(parse("0.25k", Bare::Bytes), Ok(256));
+        assert_eq!(parse("512MB", Bare::Refused), Ok(512 << 20));
+        assert!(e("1.5", Bare::Bytes).contains("not a whole number of bytes"));
+        assert!(e("0.1K", Bare::Bytes).contains("not a whole number of bytes"));
+        assert!(e("1,5G", Bare::Bytes).contains("decimal point"));
+        assert!(e("1.G", Bare::Bytes).contains("not a size"));
         for bad in ["", "M", "12Q", "1GG", "1Gx", "G1", "1 2G"] {
             assert_eq!(
                 e(bad, Bare::Bytes),

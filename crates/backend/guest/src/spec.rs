@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(parse_mem_size("64mb"), Ok(64 << 20));
         assert!(parse_mem_size("512").unwrap_err().contains("no unit"));
         assert!(parse_mem_size("M").is_err());
-        assert!(parse_mem_size("1.5G").is_err());
+        assert_eq!(parse_mem_size("1.5G"), Ok(1536 << 20));
         assert!(parse_mem_size("99999999999999999999G").is_err());
         assert!(parse_mem_size("18000000000000T")
             .unwrap_err()
