@@ -87,7 +87,7 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
     let f: u128 = frac.parse().expect("digits");
     let scaled = f << shift;
     let den = 10u128.pow(frac.len() as u32);
-    if scaled % den != 0 {
+    if !scaled.is_multiple_of(den) {
         return Err(format!(
             "{text:?} is not a whole number of bytes (e.g. 1.5G or 1536M)"
         ));
