@@ -70,8 +70,11 @@ fn allowed(pid: u32) -> String {
 }
 
 /// Start `numalab ARGS`, wait for `depth` levels of child processes,
-/// read the affinity of the deepest, then interrupt it.
-fn affinity_while_running(args: &[&str], depth: usize) -> String {
+/// read the affinity of the deepest, then interrupt it. A task is seen
+/// between its fork and its `sched_setaffinity`, so the affinity is read
+/// until it is `want` (or 10 s have passed: then what it is, and the
+/// caller's assertion fails).
+fn affinity_while_running(args: &[&str], depth: usize, want: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let c = Command::new(EXE)
         .args(args)
@@ -84,7 +87,12 @@ fn affinity_while_running(args: &[&str], depth: usize) -> String {
     for _ in 0..depth {
         pid = wait_for_children(pid, 1)[0];
     }
-    let a = allowed(pid);
+    let t = std::time::Instant::now();
+    let mut a = allowed(pid);
+    while a != want && t.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        a = allowed(pid);
+    }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     let o = c.wait_with_output().unwrap();
@@ -114,6 +122,7 @@ fn the_cpu_set_is_applied_to_tasks_and_to_what_they_fork() {
             &cpu,
         ],
         1,
+        &cpu,
     );
     assert_eq!(spin, cpu);
     // hackbench's senders and receivers are its children.
@@ -131,6 +140,7 @@ fn the_cpu_set_is_applied_to_tasks_and_to_what_they_fork() {
             &cpu,
         ],
         2,
+        &cpu,
     );
     assert_eq!(hb, cpu);
 }
