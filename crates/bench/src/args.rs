@@ -288,6 +288,138 @@ impl CommandArgs {
     }
 }
 
+/// A benchmark named with its arguments, as `numalab run NAME FLAGS...`
+/// and a campaign plan's `[[benchmark]]` both give it: one parser, one
+/// meaning for every flag.
+#[derive(Clone, Debug)]
+pub enum Spec {
+    NumaTest(NumaTestArgs),
+    /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT.
+    Autonuma(Kind, AutonumaArgs),
+    TwoHalves(TwoHalvesArgs),
+    Spin(SpinArgs),
+    Hackbench(HackbenchArgs),
+    Command(CommandArgs),
+}
+
+/// Every benchmark name, as `numalab run` lists them.
+pub const NAMES: [&str; 9] = [
+    "numa_test",
+    "numa01",
+    "numa01_THREAD_ALLOC",
+    "numa02",
+    "numa02_SMT",
+    "twohalves",
+    "spin",
+    "hackbench",
+    "command",
+];
+
+/// One flag of a benchmark: its long name and whether it takes a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flag {
+    pub long: String,
+    pub takes_value: bool,
+}
+
+fn with_args<T: clap::Args>(name: &'static str) -> clap::Command {
+    T::augment_args(clap::Command::new(name).no_binary_name(true))
+}
+
+fn command_for(name: &str) -> Result<clap::Command, String> {
+    Ok(match name {
+        "numa_test" => with_args::<NumaTestArgs>("numa_test"),
+        "twohalves" => with_args::<TwoHalvesArgs>("twohalves"),
+        "spin" => with_args::<SpinArgs>("spin"),
+        "hackbench" => with_args::<HackbenchArgs>("hackbench"),
+        "command" => with_args::<CommandArgs>("command"),
+        n if Kind::from_name(n).is_some() => {
+            with_args::<AutonumaArgs>(Kind::from_name(n).expect("checked").name())
+        }
+        _ => {
+            return Err(format!(
+                "{name:?} is not a benchmark (one of {})",
+                NAMES.join(", ")
+            ))
+        }
+    })
+}
+
+/// A clap error as one line: what is wrong, without usage or tips.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    first.trim_start_matches("error: ").to_string()
+}
+
+impl Spec {
+    /// Parse `args` (flags as on the command line, program and its
+    /// arguments after `--` for `command`) as benchmark `name`'s.
+    pub fn parse(name: &str, args: &[String]) -> Result<Spec, String> {
+        use clap::FromArgMatches;
+        let m = command_for(name)?
+            .try_get_matches_from(args)
+            .map_err(|e| clap_line(&e))?;
+        let e = |e: clap::Error| clap_line(&e);
+        Ok(match name {
+            "numa_test" => Spec::NumaTest(NumaTestArgs::from_arg_matches(&m).map_err(e)?),
+            "twohalves" => Spec::TwoHalves(TwoHalvesArgs::from_arg_matches(&m).map_err(e)?),
+            "spin" => Spec::Spin(SpinArgs::from_arg_matches(&m).map_err(e)?),
+            "hackbench" => Spec::Hackbench(HackbenchArgs::from_arg_matches(&m).map_err(e)?),
+            "command" => Spec::Command(CommandArgs::from_arg_matches(&m).map_err(e)?),
+            n => Spec::Autonuma(
+                Kind::from_name(n).expect("checked by command_for"),
+                AutonumaArgs::from_arg_matches(&m).map_err(e)?,
+            ),
+        })
+    }
+
+    /// Benchmark `name`'s flags (for checking a plan's keys).
+    pub fn flags(name: &str) -> Result<Vec<Flag>, String> {
+        let cmd = command_for(name)?;
+        Ok(cmd
+            .get_arguments()
+            .filter_map(|a| {
+                Some(Flag {
+                    long: a.get_long()?.to_string(),
+                    takes_value: a.get_action().takes_values(),
+                })
+            })
+            .collect())
+    }
+
+    /// The benchmark's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Spec::NumaTest(_) => "numa_test",
+            Spec::Autonuma(k, _) => k.name(),
+            Spec::TwoHalves(_) => "twohalves",
+            Spec::Spin(_) => "spin",
+            Spec::Hackbench(_) => "hackbench",
+            Spec::Command(_) => "command",
+        }
+    }
+
+    /// The cases, every default resolved on `cal`'s machine.
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        match self {
+            Spec::NumaTest(a) => a.resolve(cal),
+            Spec::Autonuma(k, a) => a.resolve(*k, cal),
+            Spec::TwoHalves(a) => a.resolve(cal),
+            Spec::Spin(a) => a.resolve(cal),
+            Spec::Hackbench(a) => a.resolve(cal),
+            Spec::Command(a) => a.resolve(cal),
+        }
+    }
+
+    pub fn is_command(&self) -> bool {
+        matches!(self, Spec::Command(_))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +451,37 @@ mod tests {
             .contains("is too large"));
         assert_eq!(parse_bytes("2M").unwrap(), 2 << 20);
         assert!(parse_seconds("0").is_err());
+    }
+
+    #[test]
+    fn specs_by_name() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = Spec::parse("numa02", &a(&["--threads", "2", "--bytes", "64M"])).unwrap();
+        assert_eq!(s.name(), "numa02");
+        match s {
+            Spec::Autonuma(Kind::Numa02, args) => {
+                assert_eq!(args.bytes, Some(64 << 20));
+                assert_eq!(args.threads.unwrap().0, vec![2]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = Spec::parse("numa02", &a(&["--thread", "2"])).unwrap_err();
+        assert!(e.contains("--thread"), "{e}");
+        assert!(!e.contains('\n'));
+        let e = Spec::parse("numa02", &a(&["--bytes", "-1G"])).unwrap_err();
+        assert!(e.contains("cannot be negative"), "{e}");
+        assert!(Spec::parse("numa03", &[])
+            .unwrap_err()
+            .contains("not a benchmark"));
+        let c = Spec::parse("command", &a(&["--name", "t", "--", "true", "-x"])).unwrap();
+        assert!(c.is_command());
+        let flags = Spec::flags("twohalves").unwrap();
+        assert!(flags
+            .iter()
+            .any(|f| f.long == "iterations" && f.takes_value));
+        assert!(!flags.iter().any(|f| f.long == "loops"));
+        for n in NAMES {
+            assert!(Spec::flags(n).is_ok(), "{n}");
+        }
     }
 }

@@ -5,10 +5,9 @@
 
 use anyhow::{bail, Context, Result};
 use numalab_bench::args::{
-    AutonumaArgs, CommandArgs, HackbenchArgs, NumaTestArgs, SpinArgs, TwoHalvesArgs,
+    AutonumaArgs, CommandArgs, HackbenchArgs, NumaTestArgs, Spec, SpinArgs, TwoHalvesArgs,
 };
 use numalab_bench::autonuma::Kind;
-use numalab_bench::{Calibration, Resolved};
 use numalab_linux::knobs::{Guard, Knob};
 use numalab_runner::{Backend, Configuration, Interval, Output, Plan};
 use std::path::PathBuf;
@@ -223,20 +222,20 @@ impl BenchCmd {
         }
     }
 
-    /// The cases, every default resolved on the backend's machine.
-    fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, numalab_bench::BenchError> {
+    /// The benchmark and its flags, as numalab-bench defines them.
+    fn spec(&self) -> Spec {
         match self {
-            BenchCmd::NumaTest { bench, .. } => bench.resolve(cal),
-            BenchCmd::Numa01 { bench, .. } => bench.resolve(Kind::Numa01, cal),
+            BenchCmd::NumaTest { bench, .. } => Spec::NumaTest(bench.clone()),
+            BenchCmd::Numa01 { bench, .. } => Spec::Autonuma(Kind::Numa01, bench.clone()),
             BenchCmd::Numa01ThreadAlloc { bench, .. } => {
-                bench.resolve(Kind::Numa01ThreadAlloc, cal)
+                Spec::Autonuma(Kind::Numa01ThreadAlloc, bench.clone())
             }
-            BenchCmd::Numa02 { bench, .. } => bench.resolve(Kind::Numa02, cal),
-            BenchCmd::Numa02Smt { bench, .. } => bench.resolve(Kind::Numa02Smt, cal),
-            BenchCmd::Twohalves { bench, .. } => bench.resolve(cal),
-            BenchCmd::Spin { bench, .. } => bench.resolve(cal),
-            BenchCmd::Hackbench { bench, .. } => bench.resolve(cal),
-            BenchCmd::Command { bench, .. } => bench.resolve(cal),
+            BenchCmd::Numa02 { bench, .. } => Spec::Autonuma(Kind::Numa02, bench.clone()),
+            BenchCmd::Numa02Smt { bench, .. } => Spec::Autonuma(Kind::Numa02Smt, bench.clone()),
+            BenchCmd::Twohalves { bench, .. } => Spec::TwoHalves(bench.clone()),
+            BenchCmd::Spin { bench, .. } => Spec::Spin(bench.clone()),
+            BenchCmd::Hackbench { bench, .. } => Spec::Hackbench(bench.clone()),
+            BenchCmd::Command { bench, .. } => Spec::Command(bench.clone()),
         }
     }
 
@@ -267,7 +266,7 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
             bail!("{why}");
         }
     }
-    let resolved = cmd.resolve(backend)?;
+    let resolved = cmd.spec().resolve(backend)?;
     // A command's log lands beside its record whatever --cwd says.
     let results = if cmd.is_command() {
         std::path::absolute(&r.results)

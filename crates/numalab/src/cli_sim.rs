@@ -3,7 +3,6 @@
 
 use crate::cli_bench::{execute, BenchCmd};
 use anyhow::{bail, Result};
-use numalab_runner::interval::{Interval, AUTO_BASE_S};
 use numalab_sim::{SimBackend, SimConfig};
 use std::process::ExitCode;
 
@@ -88,12 +87,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         bail!("--max-sim-s must be a positive number of seconds");
     }
     cfg.max_sim_s = args.max_sim_s;
-    // Sampling costs a simulated run nothing: auto is the base interval.
-    cfg.sample_ms = match bench.interval() {
-        Interval::Fixed(s) => (s * 1000.0).round().max(1.0) as u64,
-        Interval::Auto => (AUTO_BASE_S * 1000.0) as u64,
-        Interval::Off => 3_600_000,
-    };
+    cfg.sample_ms = numalab_sim::backend::sample_ms(bench.interval());
     cfg.check()?;
     let mut backend = SimBackend::new(cfg);
     backend.trace = args.trace;

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cli_bench;
+mod cli_campaign;
 mod cli_compare;
 mod cli_install;
 mod cli_load;
@@ -38,6 +39,9 @@ pub(crate) enum Command {
     Sim(cli_sim::SimArgs),
     /// Run a numalab command in a QEMU guest with a chosen NUMA topology
     Vm(cli_vm::VmArgs),
+    /// Run a plan of benchmarks x configurations x repetitions: resumable,
+    /// here, in guests, in the simulator, or as Slurm job arrays
+    Campaign(cli_campaign::CampaignArgs),
     /// Print the JSON Schema of run records
     Schema,
     /// Compare configurations (labels, hosts, backends) from their run records
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cli_run::run(args),
         Command::Sim(args) => cli_sim::run(args),
         Command::Vm(args) => cli_vm::run(args),
+        Command::Campaign(args) => cli_campaign::run(args),
         Command::Schema => schema(),
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),

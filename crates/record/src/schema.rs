@@ -6,8 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Version of the record format. Readers accept this version only.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the record format this numalab writes. Version 3 added
+/// `campaign`; readers accept versions [`MIN_SCHEMA_VERSION`] to this one.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The oldest record format this numalab still reads (version 2 records
+/// are version 3 records without `campaign`).
+pub const MIN_SCHEMA_VERSION: u32 = 2;
 
 /// One run of one benchmark under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,6 +51,45 @@ pub struct RunRecord {
     /// settings applied (and restored afterwards) and hooks.
     #[serde(default)]
     pub applied: Applied,
+    /// The campaign cell this run is, when a campaign plan ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<CampaignTag>,
+}
+
+/// Which campaign cell a run is (`numalab campaign`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignTag {
+    /// The plan's name.
+    pub name: String,
+    /// Hash of everything in the plan that gives a cell its meaning
+    /// (benchmarks, configurations, warm-ups, interval): a results
+    /// directory holds the records of one plan hash only.
+    pub plan_hash: String,
+    /// The cell's key: the same configuration, case and repetition always
+    /// have the same key.
+    pub cell: String,
+    /// Seed of the campaign's run order.
+    pub order_seed: u64,
+    /// Set when a Slurm job array task ran the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmTag>,
+}
+
+/// The Slurm job that ran a cell (from the job's environment).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmTag {
+    /// `SLURM_JOB_ID`.
+    pub job_id: String,
+    /// `SLURM_ARRAY_JOB_ID` and `SLURM_ARRAY_TASK_ID`.
+    #[serde(default)]
+    pub array_job_id: Option<String>,
+    #[serde(default)]
+    pub array_task_id: Option<u32>,
+    /// `SLURMD_NODENAME`.
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 /// A configuration's settings and hooks, as applied to a run.
@@ -381,9 +425,9 @@ pub enum ConvergenceState {
 impl RunRecord {
     /// Consistency checks beyond what the types enforce.
     pub fn check(&self) -> Result<(), String> {
-        if self.schema_version != SCHEMA_VERSION {
+        if !(MIN_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&self.schema_version) {
             return Err(format!(
-                "schema version {} (this numalab reads {SCHEMA_VERSION})",
+                "schema version {} (this numalab reads {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION})",
                 self.schema_version
             ));
         }
@@ -556,5 +600,6 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
         }),
         warnings: vec![],
         applied: Applied::default(),
+        campaign: None,
     }
 }

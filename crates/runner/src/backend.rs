@@ -55,6 +55,7 @@ impl RunContext<'_> {
             convergence: None,
             warnings: Vec::new(),
             applied: Default::default(),
+            campaign: None,
         }
     }
 }
@@ -123,5 +124,21 @@ pub trait Backend: Calibration {
         let mut r = ctx.new_record(case, self.machine());
         r.outcome = Outcome::failed(reason);
         r
+    }
+}
+
+/// The backends of a plan's configurations: each configuration's runs go
+/// to the backend `get` returns for it. A pool may start a backend when
+/// first asked and stop the previous one (one guest up at a time).
+pub trait Backends {
+    fn get(&mut self, config: usize) -> Result<&mut dyn Backend, crate::RunnerError>;
+}
+
+/// One backend for every configuration.
+pub struct One<'a>(pub &'a mut dyn Backend);
+
+impl Backends for One<'_> {
+    fn get(&mut self, _config: usize) -> Result<&mut dyn Backend, crate::RunnerError> {
+        Ok(&mut *self.0)
     }
 }

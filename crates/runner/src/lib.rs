@@ -5,11 +5,17 @@
 //! repetitions, run by one [`Backend`]. This crate is that loop, written
 //! once:
 //!
-//! - **Order.** Repetitions outermost; within a repetition every
-//!   configuration, and within it every case, in the order given. Drift
-//!   over time (thermal state, page cache, other load) then touches every
-//!   case alike instead of biasing the ones that ran last. Warm-up runs
-//!   (`--warmup N`) come first for each case and are discarded.
+//! - **Order.** A list of [`Step`]s: by default ([`Plan::steps`])
+//!   repetitions outermost; within a repetition every configuration, and
+//!   within it every case, in the order given. Drift over time (thermal
+//!   state, page cache, other load) then touches every case alike instead
+//!   of biasing the ones that ran last. Warm-up runs (`--warmup N`) come
+//!   first for each case and are discarded. A campaign (numalab-campaign)
+//!   gives its own order (randomised blocks, only the cells still
+//!   missing) and tags each step with its cell; the loop is the same.
+//! - **Backends.** One backend for every configuration
+//!   ([`run`]), or one per configuration from a [`Backends`] pool that
+//!   starts and stops them (a campaign's guests and simulated machines).
 //! - **Configurations.** A configuration is a label plus what is set up
 //!   for it: machine settings ([`numalab_linux::knobs`]: sysctls,
 //!   governor, THP, sysfs files) applied when it becomes active and
@@ -38,13 +44,13 @@ pub mod hooks;
 pub mod interrupt;
 pub mod interval;
 
-pub use backend::{Backend, RunContext, RunError, SettingsSite};
+pub use backend::{Backend, Backends, One, RunContext, RunError, SettingsSite};
 pub use interrupt::{Interrupt, Interrupted};
 pub use interval::Interval;
 
 use numalab_bench::Case;
 use numalab_linux::knobs::{self, Knob};
-use numalab_record::{Applied, Repetition, RunRecord};
+use numalab_record::{Applied, CampaignTag, Repetition, RunRecord};
 use std::path::{Path, PathBuf};
 
 /// One configuration: what is compared.
@@ -76,6 +82,50 @@ pub struct Plan {
     pub guard: Option<knobs::Guard>,
     /// How much the runner prints.
     pub output: Output,
+}
+
+/// One run the runner does: a case of a configuration, recorded or a
+/// warm-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Index into [`Plan::configs`].
+    pub config: usize,
+    /// Index into [`Plan::cases`].
+    pub case: usize,
+    /// The repetition (from 1; of [`Plan::runs`]), or the warm-up's
+    /// number (of [`Plan::warmup`]).
+    pub index: u32,
+    /// A warm-up: run, shown, not recorded.
+    pub warmup: bool,
+    /// The campaign cell this run is, written into its record.
+    pub campaign: Option<CampaignTag>,
+}
+
+impl Plan {
+    /// The default order: repetitions outermost, then configurations,
+    /// then cases; each case's warm-ups just before its first recorded
+    /// run.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for rep in 1..=self.runs {
+            for config in 0..self.configs.len() {
+                for case in 0..self.cases.len() {
+                    let step = |index, warmup| Step {
+                        config,
+                        case,
+                        index,
+                        warmup,
+                        campaign: None,
+                    };
+                    if rep == 1 {
+                        steps.extend((1..=self.warmup).map(|w| step(w, true)));
+                    }
+                    steps.push(step(rep, false));
+                }
+            }
+        }
+        steps
+    }
 }
 
 /// How much the runner prints (`--quiet`, `--verbose`).
@@ -137,15 +187,7 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
         return Err(RunnerError::Invalid("--runs must be at least 1".into()));
     }
     for c in &plan.configs {
-        check_label(&c.label)?;
-        match (c.knobs.first(), backend.settings_site()) {
-            (Some(first), SettingsSite::Unsupported(why)) => {
-                return Err(RunnerError::Invalid(format!("{}: {why}", first.name())));
-            }
-            // Checked where they are applied, before the first run.
-            (_, SettingsSite::Backend) => {}
-            _ => knobs::check(&c.knobs, Path::new("/"))?,
-        }
+        check_config(c, &backend.settings_site())?;
     }
     for case in &plan.cases {
         if let Some(why) = backend.unsupported(case) {
@@ -156,6 +198,20 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
         dir: plan.results.display().to_string(),
         err: e.to_string(),
     })
+}
+
+/// Check one configuration's label and settings against where its
+/// backend applies settings.
+pub fn check_config(c: &Configuration, site: &SettingsSite) -> Result<(), RunnerError> {
+    check_label(&c.label)?;
+    match (c.knobs.first(), site) {
+        (Some(first), SettingsSite::Unsupported(why)) => {
+            Err(RunnerError::Invalid(format!("{}: {why}", first.name())))
+        }
+        // Checked where they are applied, before the first run.
+        (_, SettingsSite::Backend) => Ok(()),
+        _ => Ok(knobs::check(&c.knobs, Path::new("/"))?),
+    }
 }
 
 /// A label: a non-empty word of letters, digits, `_ - . + @ :` and
@@ -198,21 +254,20 @@ impl Settings {
         }
     }
 
-    /// Undo: restore this machine's files, or ask the backend to undo its
-    /// own.
-    fn undo(self, backend: &mut dyn Backend) -> Result<(), RunnerError> {
+    /// Undo: restore this machine's files, or ask configuration
+    /// `config`'s backend to undo its own.
+    fn undo(self, backends: &mut dyn Backends, config: usize) -> Result<(), RunnerError> {
         match self {
             Settings::None => Ok(()),
             Settings::Host(a) => Ok(a.restore()?),
-            Settings::Backend(_) => {
-                backend
-                    .apply_settings(&[])
-                    .map(|_| ())
-                    .map_err(|e| RunnerError::Backend {
-                        what: "restoring the settings".into(),
-                        err: e.to_string(),
-                    })
-            }
+            Settings::Backend(_) => backends
+                .get(config)?
+                .apply_settings(&[])
+                .map(|_| ())
+                .map_err(|e| RunnerError::Backend {
+                    what: "restoring the settings".into(),
+                    err: e.to_string(),
+                }),
         }
     }
 }
@@ -220,12 +275,14 @@ impl Settings {
 /// Apply a configuration's settings where the backend says they go.
 fn apply_settings(
     config: &Configuration,
+    ci: usize,
     plan: &Plan,
-    backend: &mut dyn Backend,
+    backends: &mut dyn Backends,
 ) -> Result<Settings, RunnerError> {
     if config.knobs.is_empty() {
         return Ok(Settings::None);
     }
+    let backend = backends.get(ci)?;
     match backend.settings_site() {
         SettingsSite::ThisMachine => Ok(Settings::Host(knobs::apply(
             &config.knobs,
@@ -257,147 +314,157 @@ pub fn run_with(
     backend: &mut dyn Backend,
     interrupt: &Interrupt,
 ) -> Result<Outcome, RunnerError> {
+    run_steps(plan, &plan.steps(), &mut One(backend), interrupt)
+}
+
+/// Run `steps` of `plan` in the order given, each configuration's runs
+/// on the backend `backends` gives for it. The caller has checked the
+/// plan ([`check`], [`check_config`]).
+pub fn run_steps(
+    plan: &Plan,
+    steps: &[Step],
+    backends: &mut dyn Backends,
+    interrupt: &Interrupt,
+) -> Result<Outcome, RunnerError> {
     let keys = numalab_bench::varying_keys(&plan.cases);
     let nconf = plan.configs.len();
-    let per_config = plan.cases.len() as u64 * (plan.runs + plan.warmup) as u64;
-    let total = per_config * nconf as u64;
+    let total = steps.len() as u64;
     let bar = progress::Bar::new(total, plan.output != Output::Quiet);
     let mut out = Outcome::default();
     let mut active: Option<Active> = None;
     let mut set_up = vec![false; nconf];
-    let mut step = 0u64;
     let mut error: Option<RunnerError> = None;
     // Warnings already printed: each once per invocation.
     let mut warned = std::collections::BTreeSet::new();
     // The run an interrupt cut short.
     let mut cut_short: Option<String> = None;
 
-    'all: for rep in 0..plan.runs {
-        for (ci, config) in plan.configs.iter().enumerate() {
-            // Make `config` the active configuration.
-            if active.as_ref().map(|a| a.config) != Some(ci) {
-                if let Some(a) = active.take() {
-                    if let Err(e) = a.settings.undo(backend) {
-                        error = Some(e);
-                        break 'all;
-                    }
+    for (n, st) in steps.iter().enumerate() {
+        let step = n as u64 + 1;
+        let (ci, config) = (st.config, &plan.configs[st.config]);
+        let case = &plan.cases[st.case];
+        if interrupt.is_set() {
+            out.interrupted = true;
+            break;
+        }
+        // Make `config` the active configuration.
+        if active.as_ref().map(|a| a.config) != Some(ci) {
+            if let Some(a) = active.take() {
+                if let Err(e) = a.settings.undo(backends, a.config) {
+                    error = Some(e);
+                    break;
                 }
-                let settings = match apply_settings(config, plan, backend) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        error = Some(e);
-                        break 'all;
-                    }
-                };
-                if plan.output != Output::Quiet {
-                    for (k, v) in settings.values() {
-                        bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
-                    }
+            }
+            let settings = match apply_settings(config, ci, plan, backends) {
+                Ok(s) => s,
+                Err(e) => {
+                    error = Some(e);
+                    break;
                 }
-                active = Some(Active {
-                    config: ci,
-                    settings,
-                });
-                if !set_up[ci] {
-                    set_up[ci] = true;
-                    if let Some(cmd) = &config.setup {
-                        if let Err(e) = hooks::run("setup", cmd, interrupt) {
-                            error = Some(e.into());
-                            break 'all;
-                        }
+            };
+            if plan.output != Output::Quiet {
+                for (k, v) in settings.values() {
+                    bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                }
+            }
+            active = Some(Active {
+                config: ci,
+                settings,
+            });
+            if !set_up[ci] {
+                set_up[ci] = true;
+                if let Some(cmd) = &config.setup {
+                    if let Err(e) = hooks::run("setup", cmd, interrupt) {
+                        error = Some(e.into());
+                        break;
                     }
                 }
             }
-            let applied = record_applied(config, plan.warmup, active.as_ref());
-            let reps: Vec<(u32, bool)> = if rep == 0 {
-                (0..plan.warmup)
-                    .map(|w| (w + 1, true))
-                    .chain([(1, false)])
-                    .collect()
-            } else {
-                vec![(rep + 1, false)]
-            };
-            for case in &plan.cases {
-                for &(index, warmup) in &reps {
-                    step += 1;
-                    let title = case.title(&keys);
-                    let repetition = Repetition {
-                        index,
-                        of: if warmup { plan.warmup } else { plan.runs },
-                    };
-                    let what = if warmup {
-                        format!("warmup {index}/{}", plan.warmup)
-                    } else {
-                        format!("#{index}")
-                    };
-                    let head = format!(
-                        "[{step}/{total}] {}{title} {what}",
-                        label_prefix(plan, config)
-                    );
-                    bar.start(step - 1, &head);
-                    let progress = |f: f64| bar.within(step - 1, f);
-                    let ctx = RunContext {
-                        label: &config.label,
-                        repetition,
-                        interval: plan.interval,
-                        interrupt,
-                        results: &plan.results,
-                        progress: &progress,
-                    };
-                    let result = match &config.prepare {
-                        Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
-                            Ok(()) => backend.run(case, &ctx),
-                            Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
-                            Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
-                        },
-                        None => backend.run(case, &ctx),
-                    };
-                    let mut rec = match result {
-                        Ok(r) => r,
-                        Err(RunError::Interrupted) => {
-                            out.interrupted = true;
-                            cut_short = Some(head);
-                            break 'all;
-                        }
-                        Err(RunError::Failed(e)) => {
-                            error = Some(RunnerError::Backend { what: head, err: e });
-                            break 'all;
-                        }
-                    };
-                    bar.done(step);
-                    if plan.output == Output::Quiet {
-                        // Every warning counts as printed: only run lines.
-                        warned.extend(rec.warnings.iter().cloned());
-                    }
-                    if warmup {
-                        bar.println(&run_line(&head, &rec, &mut warned));
-                        continue;
-                    }
-                    complete(&mut rec, case, plan, &applied);
-                    match numalab_record::write_atomic(&plan.results, &rec) {
-                        Ok(path) => {
-                            bar.println(&run_line(&head, &rec, &mut warned));
-                            if plan.output == Output::Verbose {
-                                bar.println(&format!("    record: {}", path.display()));
-                            }
-                            out.records.push((path, rec));
-                        }
-                        Err(e) => {
-                            error = Some(RunnerError::Results {
-                                dir: plan.results.display().to_string(),
-                                err: format!("writing the record of {head}: {e}"),
-                            });
-                            break 'all;
-                        }
-                    }
+        }
+        let backend = match backends.get(ci) {
+            Ok(b) => b,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
+        let applied = record_applied(config, plan.warmup, active.as_ref());
+        let title = case.title(&keys);
+        let repetition = Repetition {
+            index: st.index,
+            of: if st.warmup { plan.warmup } else { plan.runs },
+        };
+        let what = if st.warmup {
+            format!("warmup {}/{}", st.index, plan.warmup)
+        } else {
+            format!("#{}", st.index)
+        };
+        let head = format!(
+            "[{step}/{total}] {}{title} {what}",
+            label_prefix(plan, config)
+        );
+        bar.start(step - 1, &head);
+        let progress = |f: f64| bar.within(step - 1, f);
+        let ctx = RunContext {
+            label: &config.label,
+            repetition,
+            interval: plan.interval,
+            interrupt,
+            results: &plan.results,
+            progress: &progress,
+        };
+        let result = match &config.prepare {
+            Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
+                Ok(()) => backend.run(case, &ctx),
+                Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
+                Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
+            },
+            None => backend.run(case, &ctx),
+        };
+        let mut rec = match result {
+            Ok(r) => r,
+            Err(RunError::Interrupted) => {
+                out.interrupted = true;
+                cut_short = Some(head);
+                break;
+            }
+            Err(RunError::Failed(e)) => {
+                error = Some(RunnerError::Backend { what: head, err: e });
+                break;
+            }
+        };
+        bar.done(step);
+        if plan.output == Output::Quiet {
+            // Every warning counts as printed: only run lines.
+            warned.extend(rec.warnings.iter().cloned());
+        }
+        if st.warmup {
+            bar.println(&run_line(&head, &rec, &mut warned));
+            continue;
+        }
+        complete(&mut rec, case, plan, &applied);
+        rec.campaign = st.campaign.clone();
+        match numalab_record::write_atomic(&plan.results, &rec) {
+            Ok(path) => {
+                bar.println(&run_line(&head, &rec, &mut warned));
+                if plan.output == Output::Verbose {
+                    bar.println(&format!("    record: {}", path.display()));
                 }
+                out.records.push((path, rec));
+            }
+            Err(e) => {
+                error = Some(RunnerError::Results {
+                    dir: plan.results.display().to_string(),
+                    err: format!("writing the record of {head}: {e}"),
+                });
+                break;
             }
         }
     }
     bar.finish();
     // Settings back, then the cleanups, whatever happened.
     if let Some(a) = active.take() {
-        if let Err(e) = a.settings.undo(backend) {
+        if let Err(e) = a.settings.undo(backends, a.config) {
             eprintln!("numalab: error: {e}");
             error.get_or_insert(e);
         }

@@ -348,6 +348,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         convergence: None,
         warnings: vec![],
         applied: Default::default(),
+        campaign: None,
     };
     let record_path =
         numalab_record::write_atomic(&p.results, &record).map_err(|e| e.to_string())?;

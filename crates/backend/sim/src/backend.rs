@@ -25,6 +25,17 @@ pub struct SimBackend {
     pub traces: Vec<PathBuf>,
 }
 
+/// The simulator's sampling period for the runner's `--interval`:
+/// sampling costs a simulated run nothing, so `auto` is the base interval.
+pub fn sample_ms(interval: numalab_runner::Interval) -> u64 {
+    use numalab_runner::interval::{Interval, AUTO_BASE_S};
+    match interval {
+        Interval::Fixed(s) => (s * 1000.0).round().max(1.0) as u64,
+        Interval::Auto => (AUTO_BASE_S * 1000.0) as u64,
+        Interval::Off => 3_600_000,
+    }
+}
+
 impl SimBackend {
     pub fn new(cfg: SimConfig) -> SimBackend {
         SimBackend {

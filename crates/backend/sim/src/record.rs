@@ -332,6 +332,7 @@ pub fn build(
         convergence: conv,
         warnings,
         applied: Default::default(),
+        campaign: None,
     }
 }
 

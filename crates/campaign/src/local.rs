@@ -1,0 +1,337 @@
+//! Running a campaign's cells here: the backends of its configurations
+//! ([`Pool`]), pinning the sizes, and handing the steps to the runner.
+
+use crate::plan::{ConfigSpec, GuestSpec, Plan, SimSpec, Target};
+use crate::state::{Campaign, CellState, Lock, LockGroup, LockInstance, Scan};
+use crate::CampaignError;
+use numalab_runner::{Backend, Backends, Interrupt, Output, RunnerError};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A status line on standard error, within 80 columns.
+fn say(text: &str) {
+    for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
+        eprintln!("{l}");
+    }
+}
+
+/// The backend each configuration needs, started when first asked for;
+/// asking for another identity stops the one before (one guest up at a
+/// time).
+pub struct Pool<'a> {
+    configs: &'a [ConfigSpec],
+    results: PathBuf,
+    interval: numalab_runner::Interval,
+    output: Output,
+    current: Option<(String, Box<dyn Backend>)>,
+    /// Backends already described (each once).
+    described: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Pool<'a> {
+    pub fn new(plan: &'a Plan, output: Output) -> Pool<'a> {
+        Pool {
+            configs: &plan.configs,
+            results: plan.results.clone(),
+            interval: plan.interval,
+            output,
+            current: None,
+            described: Default::default(),
+        }
+    }
+
+    fn start(&mut self, c: &ConfigSpec) -> Result<Box<dyn Backend>, String> {
+        let b: Box<dyn Backend> = match &c.target {
+            Target::Host => {
+                let exe = std::env::current_exe().map_err(|e| format!("numalab's path: {e}"))?;
+                Box::new(numalab_host::HostBackend::new(exe).map_err(|e| e.to_string())?)
+            }
+            Target::Sim(s) => Box::new(sim_backend(s, self.interval)?),
+            Target::Guest(g) => Box::new(
+                numalab_guest::GuestBackend::start(&vm_options(g, &self.results), &self.results)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        if self.output != Output::Quiet && self.described.insert(c.backend_identity()) {
+            say(&format!("{}: on {}", c.label, b.describe()));
+        }
+        Ok(b)
+    }
+
+    /// Stop the current backend (a guest powers off).
+    pub fn stop(&mut self) {
+        self.current = None;
+    }
+}
+
+impl Backends for Pool<'_> {
+    fn get(&mut self, config: usize) -> Result<&mut dyn Backend, RunnerError> {
+        let c = &self.configs[config];
+        let id = c.backend_identity();
+        if self.current.as_ref().map(|(i, _)| i) != Some(&id) {
+            self.current = None;
+            let b = self.start(c).map_err(|err| RunnerError::Backend {
+                what: format!("starting the backend of {:?}", c.label),
+                err,
+            })?;
+            self.current = Some((id, b));
+        }
+        Ok(self.current.as_mut().expect("just set").1.as_mut())
+    }
+}
+
+fn sim_backend(
+    s: &SimSpec,
+    interval: numalab_runner::Interval,
+) -> Result<numalab_sim::SimBackend, String> {
+    let mut cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)
+        .map_err(|e| e.to_string())?;
+    cfg.tick_us = s.tick_us;
+    cfg.max_sim_s = s.max_sim_s;
+    cfg.sample_ms = numalab_sim::backend::sample_ms(interval);
+    cfg.check().map_err(|e| e.to_string())?;
+    Ok(numalab_sim::SimBackend::new(cfg))
+}
+
+/// `numalab vm`'s options for a guest configuration (its console to a
+/// log under the results directory).
+pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
+    use numalab_guest::{AccelChoice, Rootfs};
+    numalab_guest::VmOptions {
+        spec: numalab_guest::VmSpec::parse(&crate::plan::guest_spec_input(g))
+            .expect("checked when the plan was read"),
+        kernel: g.kernel.clone(),
+        sysctls: Vec::new(),
+        accel: match g.accel.as_deref() {
+            Some("kvm") => AccelChoice::Kvm,
+            Some("tcg") => AccelChoice::Tcg,
+            _ => AccelChoice::Auto,
+        },
+        timeout: Duration::from_secs(g.timeout_s.unwrap_or(24 * 3600)),
+        quiet: true,
+        results: Some(results.to_path_buf()),
+        command: Vec::new(),
+        append: g.append.clone().unwrap_or_default(),
+        exe: None,
+        rootfs: match g.rootfs.as_deref() {
+            Some("host") => Rootfs::Host,
+            Some("initramfs") => Rootfs::Initramfs,
+            _ => Rootfs::Auto,
+        },
+        modules: g.modules.clone(),
+        shares: g.shares.clone(),
+        cwd: g.cwd.clone(),
+        keep_workdir: false,
+        shell: false,
+    }
+}
+
+/// What this machine must have for the plan's configurations, checked
+/// before anything runs: QEMU and the kernel images for guests; with
+/// `here`, the settings of configurations that run on this machine.
+pub fn preflight(plan: &Plan, here: bool) -> Result<(), CampaignError> {
+    for c in &plan.configs {
+        if here && matches!(c.target, Target::Host) {
+            let conf = c.configuration().map_err(CampaignError::Other)?;
+            numalab_runner::check_config(&conf, &numalab_runner::SettingsSite::ThisMachine)
+                .map_err(|e| {
+                    CampaignError::Plan(format!(
+                        "{}:{}: configuration {:?}: {e}",
+                        plan.path.display(),
+                        c.line,
+                        c.label
+                    ))
+                })?;
+        }
+        if let Target::Guest(g) = &c.target {
+            numalab_guest::qemu::find_qemu().map_err(|e| {
+                CampaignError::Plan(format!(
+                    "{}:{}: configuration {:?} needs a guest: {e}",
+                    plan.path.display(),
+                    c.line,
+                    c.label
+                ))
+            })?;
+            if let Some(k) = &g.kernel {
+                std::fs::File::open(k).map_err(|e| {
+                    CampaignError::Plan(format!(
+                        "{}:{}: configuration {:?}: kernel {}: {e}",
+                        plan.path.display(),
+                        c.line,
+                        c.label,
+                        k.display()
+                    ))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The plan's lock: read back, or resolved now (every benchmark on the
+/// first configuration of each machine) and written.
+pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, CampaignError> {
+    if let Some(lock) = Lock::read(plan)? {
+        return Ok(lock);
+    }
+    numalab_record::ensure_writable_dir(&plan.results).map_err(|e| {
+        CampaignError::Results(format!("results directory {}: {e}", plan.results.display()))
+    })?;
+    let mut groups: Vec<LockGroup> = Vec::new();
+    let mut said = BTreeSet::new();
+    for (ci, c) in plan.configs.iter().enumerate() {
+        let machine = c.machine_group();
+        if groups.iter().any(|g| g.machine == machine) {
+            continue;
+        }
+        let backend = pool.get(ci)?;
+        let mut instances = Vec::new();
+        for b in &plan.benchmarks {
+            let r = b.spec.resolve(backend).map_err(|e| {
+                CampaignError::Plan(format!(
+                    "{}:{}: {} on {machine}: {e}",
+                    plan.path.display(),
+                    b.line,
+                    b.title
+                ))
+            })?;
+            if let Some(why) = r.cases.iter().find_map(|case| backend.unsupported(case)) {
+                return Err(CampaignError::Plan(format!(
+                    "{}:{}: {} on {:?}: {why}",
+                    plan.path.display(),
+                    b.line,
+                    b.title,
+                    c.label
+                )));
+            }
+            if output != Output::Quiet {
+                for n in &r.notes {
+                    if said.insert(format!("{}: {n}", b.name)) {
+                        say(&format!("{machine}: {}: {n}", b.name));
+                    }
+                }
+                for w in &r.warnings {
+                    if said.insert(format!("{}: warning: {w}", b.name)) {
+                        say(&format!("{machine}: {}: warning: {w}", b.name));
+                    }
+                }
+            }
+            instances.push(LockInstance {
+                instance: b.title.clone(),
+                cases: r.cases,
+                notes: r.notes,
+                warnings: r.warnings,
+            });
+        }
+        groups.push(LockGroup {
+            machine,
+            resolved_on: c.label.clone(),
+            instances,
+        });
+    }
+    let lock = Lock {
+        format: 1,
+        name: plan.name.clone(),
+        plan_hash: plan.hash.clone(),
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        numalab_version: numalab_record::VERSION.to_string(),
+        groups,
+    };
+    lock.write(&plan.results)?;
+    Ok(lock)
+}
+
+/// The runner's plan for a campaign: every configuration and case.
+pub fn runner_plan(c: &Campaign, output: Output) -> Result<numalab_runner::Plan, CampaignError> {
+    let configs = c
+        .plan
+        .configs
+        .iter()
+        .map(|x| {
+            x.configuration().map_err(|e| {
+                CampaignError::Plan(format!(
+                    "{}:{}: configuration {:?}: {e}",
+                    c.plan.path.display(),
+                    x.line,
+                    x.label
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Settings of this machine are checked where they are applied.
+    for (x, conf) in c.plan.configs.iter().zip(&configs) {
+        if matches!(x.target, Target::Host) {
+            numalab_runner::check_config(conf, &numalab_runner::SettingsSite::ThisMachine)?;
+        }
+    }
+    Ok(numalab_runner::Plan {
+        configs,
+        cases: c.cases.clone(),
+        runs: c.plan.runs,
+        warmup: c.plan.warmup,
+        interval: c.plan.interval,
+        results: c.plan.results.clone(),
+        notes: Vec::new(),
+        guard: Some(numalab_linux::knobs::Guard::this_executable()),
+        output,
+    })
+}
+
+/// How a local run of cells ended.
+pub struct Ran {
+    pub outcome: numalab_runner::Outcome,
+    /// Cells asked for.
+    pub asked: usize,
+}
+
+/// Run the cells `todo` (indices into `c.cells`) here, in the campaign's
+/// order, through the runner.
+pub fn run_cells(
+    c: &Campaign,
+    todo: &BTreeSet<usize>,
+    pool: &mut Pool,
+    output: Output,
+    interrupt: &Interrupt,
+) -> Result<Ran, CampaignError> {
+    let plan = runner_plan(c, output)?;
+    let steps = c.steps(todo, crate::state::slurm_from_env());
+    let outcome = numalab_runner::run_steps(&plan, &steps, pool, interrupt)?;
+    pool.stop();
+    Ok(Ran {
+        outcome,
+        asked: todo.len(),
+    })
+}
+
+/// Counts of a scan over the cells.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub done: usize,
+    pub failed: usize,
+    pub missing: usize,
+}
+
+impl Counts {
+    pub fn of(c: &Campaign, scan: &Scan) -> Counts {
+        let mut n = Counts::default();
+        for cell in &c.cells {
+            match scan.state(&cell.key) {
+                CellState::Done(_) => n.done += 1,
+                CellState::Failed(_) => n.failed += 1,
+                CellState::Missing => n.missing += 1,
+            }
+        }
+        n
+    }
+}
+
+/// The cells that are not done (missing or failed).
+pub fn not_done(c: &Campaign, scan: &Scan) -> BTreeSet<usize> {
+    c.cells
+        .iter()
+        .enumerate()
+        .filter(|(_, cell)| !matches!(scan.state(&cell.key), CellState::Done(_)))
+        .map(|(i, _)| i)
+        .collect()
+}

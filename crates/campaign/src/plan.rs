@@ -1,0 +1,967 @@
+//! The plan file (TOML): what a campaign runs.
+//!
+//! ```toml
+//! name = "numa-balancing-ab"        # default: the file's stem
+//! results = "results/nb-ab"         # relative to the plan's directory
+//! runs = 3                          # recorded repetitions of every cell
+//! warmup = 0                        # discarded runs before a case's first
+//! order = "interleaved"             # or "sequential"
+//! seed = 1                          # of the interleaved order
+//! interval = "auto"                 # observation interval, as --interval
+//!
+//! [[benchmark]]
+//! name = "numa02"
+//! threads = 2
+//! bytes = "128M"
+//! loops = [200, 400]                # a list: one benchmark per value
+//!
+//! [[config]]
+//! label = "balancing {nb}"
+//! matrix = { nb = [0, 1] }          # one configuration per value
+//! sysctl = { "kernel.numa_balancing" = "{nb}" }
+//! guest = { nodes = 2, cpus_per_node = 1, mem_per_node = "1G" }
+//! ```
+//!
+//! Every key is checked; an error names the file and line. A benchmark's
+//! keys are its `numalab run` flags without the dashes (`argv` is a
+//! command's program and arguments), parsed by the benchmark's own
+//! argument set (numalab-bench), so a plan means exactly what the
+//! command line would. A list value expands into one benchmark per value
+//! (a matrix over all the lists). A configuration runs on this machine,
+//! in a guest (`guest = {...}`, `numalab vm`'s flags) or on a simulated
+//! machine (`sim = {...}`, `numalab sim`'s); `matrix` expands it over
+//! variables substituted as `{name}` in its strings. `slurm = {...}` says
+//! where Slurm runs it (partition, constraint, nodelist).
+
+use crate::CampaignError;
+use numalab_bench::args::Spec;
+use numalab_runner::Interval;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::{Spanned, Table, Value};
+
+/// A parsed, checked and expanded plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The plan file.
+    pub path: PathBuf,
+    pub name: String,
+    /// The results directory (absolute, or relative to the current
+    /// directory when the plan's path was).
+    pub results: PathBuf,
+    pub runs: u32,
+    pub warmup: u32,
+    pub order: Order,
+    pub seed: u64,
+    pub interval: Interval,
+    pub benchmarks: Vec<Instance>,
+    pub configs: Vec<ConfigSpec>,
+    /// Hash of everything that gives a cell its meaning.
+    pub hash: String,
+}
+
+/// How cells are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Randomised blocks: repetition r of every cell before repetition
+    /// r + 1 of any; within a block the configurations, and within each
+    /// the cases, in a seeded random order.
+    Interleaved,
+    /// Configuration by configuration, case by case, repetitions
+    /// innermost (what a shell loop does; drift biases it).
+    Sequential,
+}
+
+/// One benchmark with one value for every list: what `numalab run NAME
+/// ARGS...` would run.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub name: String,
+    /// Its flags, as on the command line.
+    pub args: Vec<String>,
+    /// `numa02 threads=2 loops=200`: the keys as written.
+    pub title: String,
+    pub spec: Spec,
+    pub line: usize,
+}
+
+/// One configuration, expanded.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigSpec {
+    pub label: String,
+    pub sysctl: BTreeMap<String, String>,
+    pub governor: Option<String>,
+    pub thp: Option<String>,
+    pub sysfs: BTreeMap<String, String>,
+    pub prepare: Option<String>,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    pub target: Target,
+    /// Where Slurm runs it: not part of its meaning.
+    #[serde(skip)]
+    pub slurm: SlurmPlace,
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// Where a configuration's cases run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// The machine numalab runs on.
+    Host,
+    Guest(GuestSpec),
+    Sim(SimSpec),
+}
+
+/// A guest, as `numalab vm`'s flags give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestSpec {
+    #[serde(default = "two")]
+    pub nodes: u32,
+    #[serde(default = "one")]
+    pub cpus_per_node: u32,
+    #[serde(default = "default_mem")]
+    pub mem_per_node: String,
+    #[serde(default)]
+    pub distances: Option<String>,
+    #[serde(default)]
+    pub memory_only_nodes: Option<String>,
+    /// Kernel image (default: the newest readable /boot/vmlinuz-*).
+    #[serde(default)]
+    pub kernel: Option<PathBuf>,
+    /// Extra kernel command line.
+    #[serde(default)]
+    pub append: Option<String>,
+    /// auto, kvm or tcg.
+    #[serde(default)]
+    pub accel: Option<String>,
+    /// host or initramfs.
+    #[serde(default)]
+    pub rootfs: Option<String>,
+    #[serde(default)]
+    pub modules: Option<PathBuf>,
+    #[serde(default)]
+    pub shares: Vec<PathBuf>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Longest a guest may stay up (it runs one configuration's block).
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+fn two() -> u32 {
+    2
+}
+fn one() -> u32 {
+    1
+}
+fn default_mem() -> String {
+    "512M".into()
+}
+
+/// A simulated machine, as `numalab sim`'s flags give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimSpec {
+    /// A preset or a machine file.
+    pub machine: String,
+    #[serde(default = "linux")]
+    pub scheduler: String,
+    #[serde(default = "none")]
+    pub balancer: String,
+    /// Seed of repetition 1 (repetition r uses seed + r - 1).
+    #[serde(default = "seed1")]
+    pub seed: u64,
+    #[serde(default = "tick")]
+    pub tick_us: u64,
+    #[serde(default = "max_sim")]
+    pub max_sim_s: f64,
+}
+
+fn linux() -> String {
+    "linux".into()
+}
+fn none() -> String {
+    "none".into()
+}
+fn seed1() -> u64 {
+    1
+}
+fn tick() -> u64 {
+    1000
+}
+fn max_sim() -> f64 {
+    3600.0
+}
+
+/// Where Slurm may run a configuration's cells.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmPlace {
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// Node features (sbatch --constraint).
+    #[serde(default)]
+    pub constraint: Option<String>,
+    /// Nodes (sbatch --nodelist).
+    #[serde(default)]
+    pub nodelist: Option<String>,
+    /// A node to itself for each cell [default: yes on this machine and
+    /// in guests, no for the simulator].
+    #[serde(default)]
+    pub exclusive: Option<bool>,
+    /// Time limit of one cell (sbatch --time).
+    #[serde(default)]
+    pub time: Option<String>,
+    /// CPUs of one cell (sbatch --cpus-per-task) [default: 1 for the
+    /// simulator, else the whole node].
+    #[serde(default)]
+    pub cpus_per_task: Option<u32>,
+}
+
+impl ConfigSpec {
+    /// The configuration as the runner takes it.
+    pub fn configuration(&self) -> Result<numalab_runner::Configuration, String> {
+        use numalab_linux::knobs::Knob;
+        let mut knobs = Vec::new();
+        for (k, v) in &self.sysctl {
+            knobs.push(Knob::parse_sysctl(&format!("{k}={v}")).map_err(|e| e.to_string())?);
+        }
+        if let Some(g) = &self.governor {
+            knobs.push(Knob::governor(g).map_err(|e| e.to_string())?);
+        }
+        if let Some(t) = &self.thp {
+            knobs.push(Knob::thp(t).map_err(|e| e.to_string())?);
+        }
+        for (k, v) in &self.sysfs {
+            knobs.push(Knob::parse_sysfs(&format!("{k}={v}")).map_err(|e| e.to_string())?);
+        }
+        Ok(numalab_runner::Configuration {
+            label: self.label.clone(),
+            knobs,
+            prepare: self.prepare.clone(),
+            setup: self.setup.clone(),
+            cleanup: self.cleanup.clone(),
+        })
+    }
+
+    /// Configurations with the same machine share pinned sizes: this
+    /// machine, a guest shape (not its kernel or command line: two kernels
+    /// are compared on identical work), a simulated machine (not its
+    /// policies).
+    pub fn machine_group(&self) -> String {
+        match &self.target {
+            Target::Host => "this machine".into(),
+            Target::Guest(g) => {
+                let mut s = format!(
+                    "guest {} nodes x {} CPUs, {} per node",
+                    g.nodes, g.cpus_per_node, g.mem_per_node
+                );
+                if let Some(d) = &g.distances {
+                    s.push_str(&format!(", distances {d}"));
+                }
+                if let Some(m) = &g.memory_only_nodes {
+                    s.push_str(&format!(", memory-only nodes {m}"));
+                }
+                s
+            }
+            Target::Sim(s) => format!("simulated {}", s.machine),
+        }
+    }
+
+    /// Configurations with the same identity share one backend: one
+    /// guest boot serves both labels of a sysctl A/B.
+    pub fn backend_identity(&self) -> String {
+        match &self.target {
+            Target::Host => "host".into(),
+            Target::Guest(g) => format!("guest {}", canonical(g)),
+            Target::Sim(s) => format!("sim {}", canonical(s)),
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self.target {
+            Target::Host => "real",
+            Target::Guest(_) => "guest",
+            Target::Sim(_) => "sim",
+        }
+    }
+}
+
+/// Canonical JSON of a value (maps sorted), for hashing.
+pub fn canonical<T: Serialize>(v: &T) -> String {
+    // serde_json::Value's maps are sorted (no preserve_order feature).
+    serde_json::to_value(v)
+        .expect("plan types serialise")
+        .to_string()
+}
+
+/// SHA-256 of `text`, hex, first `n` digits.
+pub fn hash_hex(text: &str, n: usize) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(text.as_bytes());
+    let mut s = String::with_capacity(64);
+    for b in d {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s.truncate(n);
+    s
+}
+
+/// The top level of a plan file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    results: Option<String>,
+    runs: Option<Spanned<i64>>,
+    warmup: Option<Spanned<i64>>,
+    order: Option<Spanned<String>>,
+    seed: Option<u64>,
+    interval: Option<Spanned<Value>>,
+    #[serde(default)]
+    benchmark: Vec<BTreeMap<Spanned<String>, Spanned<Value>>>,
+    #[serde(default)]
+    config: Vec<Spanned<Table>>,
+}
+
+/// Where in the file: `path:line: what`.
+struct Loc<'a> {
+    path: &'a Path,
+    src: &'a str,
+}
+
+impl Loc<'_> {
+    fn line(&self, offset: usize) -> usize {
+        self.src[..offset.min(self.src.len())]
+            .bytes()
+            .filter(|&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, line: usize, msg: impl std::fmt::Display) -> CampaignError {
+        CampaignError::Plan(format!("{}:{line}: {msg}", self.path.display()))
+    }
+
+    /// The line of `key = ...` within the byte range `span`, else the
+    /// range's first line.
+    fn key_line(&self, span: std::ops::Range<usize>, key: &str) -> usize {
+        let end = span.end.min(self.src.len());
+        let mut off = span.start.min(end);
+        for l in self.src[off..end].split_inclusive('\n') {
+            let t = l.trim_start().trim_start_matches('"');
+            if let Some(rest) = t.strip_prefix(key) {
+                let rest = rest.trim_start_matches('"').trim_start();
+                if rest.starts_with('=') || rest.starts_with('.') {
+                    return self.line(off);
+                }
+            }
+            off += l.len();
+        }
+        self.line(span.start)
+    }
+}
+
+/// Read and check a plan file.
+pub fn load(path: &Path) -> Result<Plan, CampaignError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CampaignError::Plan(format!("{}: {e}", path.display())))?;
+    parse(path, &src)
+}
+
+/// Check and expand a plan's text (`path` names it in errors and anchors
+/// its relative results directory).
+pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
+    let loc = Loc { path, src };
+    let file: File = toml::from_str(src).map_err(|e| {
+        let line = e.span().map(|s| loc.line(s.start)).unwrap_or(1);
+        loc.err(line, e.message().replace('\n', " ").trim_end())
+    })?;
+    let count = |v: &Option<Spanned<i64>>, what: &str, min: i64, max: i64, default: u32| match v {
+        None => Ok(default),
+        Some(s) if (min..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),
+        Some(s) => Err(loc.err(
+            loc.line(s.span().start),
+            format!("{what} = {}: use {min} to {max}", s.get_ref()),
+        )),
+    };
+    let runs = count(&file.runs, "runs", 1, 10_000, 1)?;
+    let warmup = count(&file.warmup, "warmup", 0, 1000, 0)?;
+    let order = match &file.order {
+        None => Order::Interleaved,
+        Some(o) => match o.get_ref().as_str() {
+            "interleaved" => Order::Interleaved,
+            "sequential" => Order::Sequential,
+            other => {
+                return Err(loc.err(
+                    loc.line(o.span().start),
+                    format!("order = {other:?}: use \"interleaved\" or \"sequential\""),
+                ))
+            }
+        },
+    };
+    let interval = match &file.interval {
+        None => Interval::Auto,
+        Some(v) => {
+            let text = match v.get_ref() {
+                Value::String(s) => s.clone(),
+                Value::Integer(i) => i.to_string(),
+                Value::Float(f) => f.to_string(),
+                other => show(other),
+            };
+            Interval::parse(&text)
+                .map_err(|e| loc.err(loc.line(v.span().start), format!("interval: {e}")))?
+        }
+    };
+    let name = match file.name {
+        Some(n) => n,
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| "campaign".into()),
+    };
+    if name.trim().is_empty() || name.chars().any(char::is_control) || name.len() > 64 {
+        return Err(loc.err(1, format!("name = {name:?}: 1 to 64 printable characters")));
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let results = match &file.results {
+        Some(r) if r.trim().is_empty() => {
+            return Err(loc.err(1, "results = \"\": name a directory"))
+        }
+        Some(r) => dir.join(r),
+        None => dir.join(format!("{name}-results")),
+    };
+
+    if file.benchmark.is_empty() {
+        return Err(loc.err(1, "no [[benchmark]]: a plan runs at least one"));
+    }
+    let mut benchmarks = Vec::new();
+    for table in &file.benchmark {
+        benchmarks.extend(expand_benchmark(&loc, table)?);
+    }
+    let mut configs = Vec::new();
+    if file.config.is_empty() {
+        configs.push(ConfigSpec {
+            label: "default".into(),
+            sysctl: BTreeMap::new(),
+            governor: None,
+            thp: None,
+            sysfs: BTreeMap::new(),
+            prepare: None,
+            setup: None,
+            cleanup: None,
+            target: Target::Host,
+            slurm: SlurmPlace::default(),
+            line: 1,
+        });
+    }
+    for table in &file.config {
+        configs.extend(expand_config(&loc, table)?);
+    }
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &configs {
+        if let Some(first) = seen.insert(&c.label, c.line) {
+            return Err(loc.err(
+                c.line,
+                format!(
+                    "label {:?} is also the label of the configuration on line {first}: labels name the configurations compared",
+                    c.label
+                ),
+            ));
+        }
+    }
+    let mut titles: BTreeMap<String, usize> = BTreeMap::new();
+    for b in &benchmarks {
+        if let Some(first) = titles.insert(format!("{} {:?}", b.name, b.args), b.line) {
+            return Err(loc.err(
+                b.line,
+                format!("{} is also the benchmark on line {first}", b.title),
+            ));
+        }
+    }
+    for c in &configs {
+        if matches!(c.target, Target::Sim(_)) {
+            if let Some(b) = benchmarks.iter().find(|b| b.spec.is_command()) {
+                return Err(loc.err(
+                    b.line,
+                    format!(
+                        "{}: the simulator cannot run a program (configuration {:?}, line {})",
+                        b.title, c.label, c.line
+                    ),
+                ));
+            }
+        }
+    }
+    let hash = hash_hex(
+        &serde_json::json!({
+            "benchmarks": benchmarks.iter().map(|b| (&b.name, &b.args)).collect::<Vec<_>>(),
+            "configs": configs,
+            "warmup": warmup,
+            "interval": interval,
+        })
+        .to_string(),
+        16,
+    );
+    Ok(Plan {
+        path: path.to_path_buf(),
+        name,
+        results,
+        runs,
+        warmup,
+        order,
+        seed: file.seed.unwrap_or(1),
+        interval,
+        benchmarks,
+        configs,
+        hash,
+    })
+}
+
+/// A value as the plan wrote it, roughly (for messages).
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Boolean(b) => b.to_string(),
+        Value::Array(a) => format!("[{}]", a.iter().map(show).collect::<Vec<_>>().join(", ")),
+        Value::Table(_) => "{...}".into(),
+        other => scalar_text(other).unwrap_or_else(|| format!("{other:?}")),
+    }
+}
+
+/// A scalar as a flag's value.
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+fn expand_benchmark(
+    loc: &Loc,
+    table: &BTreeMap<Spanned<String>, Spanned<Value>>,
+) -> Result<Vec<Instance>, CampaignError> {
+    let name_entry = table.iter().find(|(k, _)| k.get_ref() == "name");
+    let first_line = table
+        .keys()
+        .map(|k| loc.line(k.span().start))
+        .min()
+        .unwrap_or(1);
+    let Some((_, name)) = name_entry else {
+        return Err(loc.err(
+            first_line,
+            format!(
+                "[[benchmark]] without a name (one of {})",
+                numalab_bench::args::NAMES.join(", ")
+            ),
+        ));
+    };
+    let line = loc.line(name.span().start);
+    let Value::String(name_s) = name.get_ref() else {
+        return Err(loc.err(line, "name: a benchmark's name is a string"));
+    };
+    let flags = numalab_bench::args::Spec::flags(name_s).map_err(|e| loc.err(line, e))?;
+    // Each key: its flag, and its values (a list is a matrix axis).
+    let mut axes: Vec<(String, Vec<Option<String>>, usize)> = Vec::new();
+    let mut argv: Option<Vec<String>> = None;
+    for (k, v) in table {
+        let key = k.get_ref();
+        let kline = loc.line(k.span().start);
+        if key == "name" {
+            continue;
+        }
+        if key == "argv" {
+            if name_s != "command" {
+                return Err(loc.err(kline, format!("{name_s} takes no argv (only command does)")));
+            }
+            let items = match v.get_ref() {
+                Value::Array(a) if !a.is_empty() => a
+                    .iter()
+                    .map(|x| x.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>(),
+                _ => None,
+            };
+            argv = Some(items.ok_or_else(|| {
+                loc.err(
+                    kline,
+                    "argv: the program and its arguments, a list of strings, e.g. [\"make\", \"-j4\"]",
+                )
+            })?);
+            continue;
+        }
+        let flag_name = key.replace('_', "-");
+        let Some(flag) = flags.iter().find(|f| f.long == flag_name) else {
+            let known: Vec<String> = flags
+                .iter()
+                .filter(|f| f.long != "help")
+                .map(|f| f.long.replace('-', "_"))
+                .collect();
+            let mut known = known;
+            if name_s == "command" {
+                known.push("argv".into());
+            }
+            return Err(loc.err(
+                kline,
+                format!(
+                    "{name_s} has no parameter {key:?} (it has: {})",
+                    known.join(", ")
+                ),
+            ));
+        };
+        let vline = loc.line(v.span().start);
+        let values: Vec<&Value> = match v.get_ref() {
+            Value::Array(a) if a.is_empty() => {
+                return Err(loc.err(vline, format!("{key} = []: an empty list runs nothing")))
+            }
+            Value::Array(a) => a.iter().collect(),
+            one => vec![one],
+        };
+        let mut out = Vec::new();
+        for val in values {
+            let text = if flag.takes_value {
+                Some(scalar_text(val).ok_or_else(|| {
+                    loc.err(
+                        vline,
+                        format!("{key}: {} is not a value of --{flag_name}", show(val)),
+                    )
+                })?)
+            } else {
+                match val {
+                    Value::Boolean(true) => Some(String::new()),
+                    Value::Boolean(false) => None,
+                    _ => {
+                        return Err(loc.err(
+                            vline,
+                            format!("{key}: --{flag_name} is a switch: true or false"),
+                        ))
+                    }
+                }
+            };
+            out.push(text);
+        }
+        axes.push((flag_name, out, vline));
+    }
+    if name_s == "command" && argv.is_none() {
+        return Err(loc.err(line, "command needs argv = [\"program\", \"arg\", ...]"));
+    }
+    // The matrix: every combination, the last key varying fastest.
+    let mut combos: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    for (ai, (_, values, _)) in axes.iter().enumerate() {
+        let mut next = Vec::new();
+        for c in &combos {
+            for vi in 0..values.len() {
+                let mut c = c.clone();
+                c.push((ai, vi));
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    let mut out = Vec::new();
+    for combo in combos {
+        let mut args = Vec::new();
+        let mut title = name_s.clone();
+        let mut at = line;
+        for &(ai, vi) in &combo {
+            let (flag, values, vline) = &axes[ai];
+            if let Some(v) = &values[vi] {
+                args.push(format!("--{flag}"));
+                title.push_str(&format!(" {}", flag.replace('-', "_")));
+                if !v.is_empty() {
+                    args.push(v.clone());
+                    title.push_str(&format!("={v}"));
+                }
+            }
+            if values.len() > 1 {
+                at = *vline;
+            }
+        }
+        if let Some(a) = &argv {
+            args.push("--".into());
+            args.extend(a.iter().cloned());
+            title.push_str(&format!(" -- {}", a.join(" ")));
+        }
+        let spec = Spec::parse(name_s, &args).map_err(|e| loc.err(at, format!("{name_s}: {e}")))?;
+        out.push(Instance {
+            name: name_s.clone(),
+            args,
+            title,
+            spec,
+            line,
+        });
+    }
+    Ok(out)
+}
+
+/// Replace `{var}` in every string of `v`; a string that is exactly
+/// `{var}` takes the variable's value with its type.
+fn substitute(v: &Value, vars: &[(String, Value)]) -> Value {
+    match v {
+        Value::String(s) => {
+            for (k, val) in vars {
+                if s == &format!("{{{k}}}") {
+                    return val.clone();
+                }
+            }
+            let mut s = s.clone();
+            for (k, val) in vars {
+                let text = scalar_text(val).unwrap_or_else(|| show(val));
+                s = s.replace(&format!("{{{k}}}"), &text);
+            }
+            Value::String(s)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, vars)).collect()),
+        Value::Table(t) => Value::Table(
+            t.iter()
+                .map(|(k, x)| (substitute_key(k, vars), substitute(x, vars)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn substitute_key(k: &str, vars: &[(String, Value)]) -> String {
+    let mut s = k.to_string();
+    for (name, val) in vars {
+        let text = scalar_text(val).unwrap_or_else(|| show(val));
+        s = s.replace(&format!("{{{name}}}"), &text);
+    }
+    s
+}
+
+const CONFIG_KEYS: [&str; 12] = [
+    "label", "matrix", "sysctl", "governor", "thp", "sysfs", "prepare", "setup", "cleanup",
+    "guest", "sim", "slurm",
+];
+
+fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, CampaignError> {
+    let span = table.span();
+    let t = table.get_ref();
+    let line = loc.line(span.start);
+    let at = |key: &str| loc.key_line(span.clone(), key);
+    for k in t.keys() {
+        if !CONFIG_KEYS.contains(&k.as_str()) {
+            return Err(loc.err(
+                at(k),
+                format!(
+                    "[[config]] has no key {k:?} (it has: {})",
+                    CONFIG_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+    // The matrix's variables, every combination (in the keys' order).
+    let mut combos: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    if let Some(m) = t.get("matrix") {
+        let Value::Table(m) = m else {
+            return Err(loc.err(
+                at("matrix"),
+                "matrix: a table of lists, e.g. { nb = [0, 1] }",
+            ));
+        };
+        if m.is_empty() {
+            return Err(loc.err(at("matrix"), "matrix = {}: an empty matrix runs nothing"));
+        }
+        for (var, values) in m {
+            let values = match values {
+                Value::Array(a) if a.is_empty() => {
+                    return Err(loc.err(
+                        at("matrix"),
+                        format!("matrix: {var} = []: an empty list runs nothing"),
+                    ))
+                }
+                Value::Array(a) => a.clone(),
+                one => vec![one.clone()],
+            };
+            let mut next = Vec::new();
+            for c in &combos {
+                for v in &values {
+                    let mut c = c.clone();
+                    c.push((var.clone(), v.clone()));
+                    next.push(c);
+                }
+            }
+            combos = next;
+        }
+    }
+    let mut out = Vec::new();
+    for vars in combos {
+        let mut t = t.clone();
+        t.remove("matrix");
+        let Value::Table(t) = substitute(&Value::Table(t), &vars) else {
+            unreachable!("a table stays a table")
+        };
+        let text = |key: &str| -> Result<Option<String>, CampaignError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(loc.err(
+                    at(key),
+                    format!("{key} = {}: a string, e.g. {key} = \"...\"", show(other)),
+                )),
+            }
+        };
+        let map = |key: &str| -> Result<BTreeMap<String, String>, CampaignError> {
+            match t.get(key) {
+                None => Ok(BTreeMap::new()),
+                Some(Value::Table(m)) => m
+                    .iter()
+                    .map(|(k, v)| {
+                        scalar_text(v).map(|s| (k.clone(), s)).ok_or_else(|| {
+                            loc.err(at(key), format!("{key}: {k} = {} is not a value", show(v)))
+                        })
+                    })
+                    .collect(),
+                Some(_) => Err(loc.err(
+                    at(key),
+                    format!("{key}: a table, e.g. {key} = {{ \"name\" = \"value\" }}"),
+                )),
+            }
+        };
+        let label = text("label")?.ok_or_else(|| {
+            loc.err(
+                line,
+                "[[config]] without a label (it names the configuration in tables)",
+            )
+        })?;
+        numalab_runner::check_label(&label)
+            .map_err(|e| loc.err(at("label"), e.to_string().replace("--label", "label")))?;
+        let typed = |key: &str| -> Option<Value> { t.get(key).cloned() };
+        let guest: Option<GuestSpec> =
+            typed("guest")
+                .map(|v| v.try_into())
+                .transpose()
+                .map_err(|e: toml::de::Error| {
+                    loc.err(at("guest"), format!("guest: {}", e.message().trim_end()))
+                })?;
+        let sim: Option<SimSpec> =
+            typed("sim")
+                .map(|v| v.try_into())
+                .transpose()
+                .map_err(|e: toml::de::Error| {
+                    loc.err(at("sim"), format!("sim: {}", e.message().trim_end()))
+                })?;
+        let slurm: SlurmPlace = typed("slurm")
+            .map(|v| v.try_into())
+            .transpose()
+            .map_err(|e: toml::de::Error| {
+                loc.err(at("slurm"), format!("slurm: {}", e.message().trim_end()))
+            })?
+            .unwrap_or_default();
+        // Files named relative to the plan are found from anywhere.
+        let base = loc.path.parent().unwrap_or(Path::new(""));
+        let guest = guest.map(|mut g| {
+            if let Some(k) = &g.kernel {
+                g.kernel = Some(base.join(k));
+            }
+            if let Some(m) = &g.modules {
+                g.modules = Some(base.join(m));
+            }
+            g
+        });
+        let sim = sim.map(|mut s| {
+            if s.machine.contains('/') || s.machine.ends_with(".toml") {
+                s.machine = base.join(&s.machine).to_string_lossy().to_string();
+            }
+            s
+        });
+        let target = match (guest, sim) {
+            (Some(_), Some(_)) => {
+                return Err(loc.err(
+                    line,
+                    format!("configuration {label:?}: a guest or a simulated machine, not both"),
+                ))
+            }
+            (Some(g), None) => {
+                check_guest(&g).map_err(|e| loc.err(at("guest"), format!("guest: {e}")))?;
+                Target::Guest(g)
+            }
+            (None, Some(s)) => {
+                check_sim(&s).map_err(|e| loc.err(at("sim"), format!("sim: {e}")))?;
+                Target::Sim(s)
+            }
+            (None, None) => Target::Host,
+        };
+        let c = ConfigSpec {
+            label: label.clone(),
+            sysctl: map("sysctl")?,
+            governor: text("governor")?,
+            thp: text("thp")?,
+            sysfs: map("sysfs")?,
+            prepare: text("prepare")?,
+            setup: text("setup")?,
+            cleanup: text("cleanup")?,
+            target,
+            slurm,
+            line,
+        };
+        let runner = c
+            .configuration()
+            .map_err(|e| loc.err(line, format!("configuration {label:?}: {e}")))?;
+        let site = match c.target {
+            Target::Host => numalab_runner::SettingsSite::ThisMachine,
+            Target::Guest(_) => numalab_runner::SettingsSite::Backend,
+            Target::Sim(_) => numalab_runner::SettingsSite::Unsupported(
+                "the simulator has no machine settings".into(),
+            ),
+        };
+        // This machine's settings are checked where they are applied (a
+        // Slurm node, not the machine that reads the plan).
+        if !matches!(c.target, Target::Host) {
+            numalab_runner::check_config(&runner, &site)
+                .map_err(|e| loc.err(line, format!("configuration {label:?}: {e}")))?;
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+fn check_guest(g: &GuestSpec) -> Result<(), String> {
+    numalab_guest::VmSpec::parse(&guest_spec_input(g)).map_err(|e| e.to_string())?;
+    if let Some(a) = &g.accel {
+        if !["auto", "kvm", "tcg"].contains(&a.as_str()) {
+            return Err(format!("accel = {a:?}: auto, kvm or tcg"));
+        }
+    }
+    if let Some(r) = &g.rootfs {
+        if !["host", "initramfs"].contains(&r.as_str()) {
+            return Err(format!("rootfs = {r:?}: host or initramfs"));
+        }
+    }
+    if g.timeout_s == Some(0) {
+        return Err("timeout_s = 0: at least 1 second".into());
+    }
+    Ok(())
+}
+
+/// A guest spec as `numalab vm`'s shape flags.
+pub fn guest_spec_input(g: &GuestSpec) -> numalab_guest::SpecInput {
+    numalab_guest::SpecInput {
+        nodes: g.nodes,
+        cpus_per_node: g.cpus_per_node,
+        mem_per_node: g.mem_per_node.clone(),
+        distances: g.distances.clone(),
+        memory_only_nodes: g.memory_only_nodes.clone(),
+    }
+}
+
+fn check_sim(s: &SimSpec) -> Result<(), String> {
+    let cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)
+        .map_err(|e| e.to_string())?;
+    if !(1..=100_000).contains(&s.tick_us) {
+        return Err(format!("tick_us = {}: 1 to 100000", s.tick_us));
+    }
+    if !(s.max_sim_s.is_finite() && s.max_sim_s > 0.0) {
+        return Err(format!(
+            "max_sim_s = {}: a positive number of seconds",
+            s.max_sim_s
+        ));
+    }
+    cfg.check().map_err(|e| e.to_string())
+}

@@ -1,0 +1,432 @@
+//! `numalab campaign run|status|run-cell PLAN`: glue between the command
+//! line and numalab-campaign.
+
+use anyhow::{bail, Context, Result};
+use numalab_campaign::local::{self, Counts, Pool};
+use numalab_campaign::slurm::{self, SubmitOptions, TaskState};
+use numalab_campaign::{plan, Campaign, CellState};
+use numalab_runner::{Interrupt, Output};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "A plan (TOML) lists benchmarks, configurations and repetitions; see \
+                  examples/campaigns/ and docs/campaigns.md. Running a plan again runs only \
+                  the cells that are missing or failed."
+)]
+pub struct CampaignArgs {
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Run every cell of a plan not done yet, here or as a Slurm job array
+    Run(RunArgs),
+    /// Done, failed, pending and missing cells of a plan
+    Status(StatusArgs),
+    /// Run one cell (what a Slurm array task runs)
+    #[command(name = "run-cell")]
+    RunCell(CellArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The plan file
+    plan: PathBuf,
+    /// Where the cells run: here, one after another, or as Slurm job
+    /// arrays (sbatch; one per configuration)
+    #[arg(long, value_enum, default_value_t = Executor::Local)]
+    executor: Executor,
+    /// Slurm partition for every array (default: the plan's, else Slurm's default)
+    #[arg(long, value_name = "P", requires_if("slurm", "executor"))]
+    partition: Option<String>,
+    /// At most N cells of a configuration at once on Slurm (the array's
+    /// %N throttle: N nodes with exclusive cells)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    nodes_per_config: Option<u32>,
+    /// The numalab Slurm's tasks run, on a path every node sees (default: this one)
+    #[arg(long, value_name = "PATH")]
+    numalab: Option<PathBuf>,
+    /// One line per run and the summary: no notes or progress bar
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also print each record's path as it is written
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Executor {
+    Local,
+    Slurm,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// The plan file
+    plan: PathBuf,
+    /// List every cell, not only those not done
+    #[arg(long)]
+    cells: bool,
+}
+
+#[derive(clap::Args)]
+struct CellArgs {
+    /// The plan file
+    plan: PathBuf,
+    /// The cell's key (as `campaign status --cells` lists them)
+    #[arg(long, value_name = "KEY")]
+    cell: String,
+    /// One line per run: no notes or progress bar
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+pub fn run(a: CampaignArgs) -> Result<ExitCode> {
+    match a.cmd {
+        Sub::Run(r) => run_plan(r),
+        Sub::Status(s) => status(s),
+        Sub::RunCell(c) => run_cell(c),
+    }
+}
+
+fn output(quiet: bool, verbose: bool) -> Output {
+    match (quiet, verbose) {
+        (true, _) => Output::Quiet,
+        (false, true) => Output::Verbose,
+        _ => Output::Normal,
+    }
+}
+
+fn say(text: &str) {
+    for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
+        eprintln!("{l}");
+    }
+}
+
+fn run_plan(a: RunArgs) -> Result<ExitCode> {
+    let out = output(a.quiet, a.verbose);
+    let plan = plan::load(&a.plan)?;
+    if a.executor == Executor::Slurm {
+        slurm::require("sbatch")?;
+        slurm::require("squeue")?;
+    }
+    local::preflight(&plan, a.executor == Executor::Local)?;
+    // Records of anything else in the results directory: refused before
+    // anything runs (the lock is checked by pin).
+    numalab_campaign::Lock::read(&plan)?;
+    numalab_campaign::state::scan(&plan, |_| true)?;
+    let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
+    let mut pool = Pool::new(&plan, out);
+    let lock = local::pin(&plan, &mut pool, out)?;
+    drop(pool);
+    let c = Campaign::new(plan.clone(), lock)?;
+    let scan = c.scan()?;
+    let n = Counts::of(&c, &scan);
+    let mut todo = local::not_done(&c, &scan);
+    let total = c.cells.len();
+    if a.executor == Executor::Slurm {
+        let view = slurm::view(&c.plan.results)?;
+        let queued: BTreeSet<usize> = todo
+            .iter()
+            .copied()
+            .filter(|&i| {
+                view.cells
+                    .get(&c.cells[i].key)
+                    .is_some_and(|(_, s)| s.is_queued())
+            })
+            .collect();
+        todo = todo.difference(&queued).copied().collect();
+        say(&format!(
+            "campaign {}: {total} cells: {} done, {} failed, {} queued in Slurm, {} to submit",
+            c.plan.name,
+            n.done,
+            n.failed,
+            queued.len(),
+            todo.len()
+        ));
+        if todo.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let exe = match a.numalab {
+            Some(p) => p,
+            None => std::env::current_exe().context("locating the numalab executable")?,
+        };
+        let opts = SubmitOptions {
+            partition: a.partition,
+            nodes_per_config: a.nodes_per_config,
+            numalab: std::path::absolute(&exe).context("the numalab path")?,
+        };
+        for s in slurm::submit(&c, &todo, &opts)? {
+            println!(
+                "submitted job array {} ({:?}): {} cell(s), tasks 0-{}",
+                s.job_id,
+                s.config,
+                s.cells.len(),
+                s.cells.len() - 1
+            );
+        }
+        println!(
+            "progress: numalab campaign status {}",
+            shell_word(&a.plan.to_string_lossy())
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if todo.is_empty() {
+        say(&format!(
+            "campaign {}: all {total} cells done; nothing to run",
+            c.plan.name
+        ));
+    } else {
+        let resumed = if n.done + n.failed > 0 {
+            format!(
+                " ({} done before{})",
+                n.done,
+                if n.failed > 0 {
+                    format!("; {} failed before, run again", n.failed)
+                } else {
+                    String::new()
+                }
+            )
+        } else {
+            String::new()
+        };
+        say(&format!(
+            "campaign {}: running {} of {total} cells{resumed}; order {}, seed {}; records in {}",
+            c.plan.name,
+            todo.len(),
+            match c.plan.order {
+                numalab_campaign::Order::Interleaved => "interleaved",
+                numalab_campaign::Order::Sequential => "sequential",
+            },
+            c.plan.seed,
+            c.plan.results.display()
+        ));
+    }
+    let mut ran = None;
+    if !todo.is_empty() {
+        let mut pool = Pool::new(&c.plan, out);
+        ran = Some(local::run_cells(&c, &todo, &mut pool, out, &interrupt)?);
+    }
+    let scan = c.scan()?;
+    let after = Counts::of(&c, &scan);
+    let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
+    if !records.is_empty() {
+        println!();
+        crate::print_stdout(&summary(&c, &scan)?)?;
+        println!("records: {}", c.plan.results.display());
+    }
+    println!(
+        "campaign {}: {} of {total} cells done, {} failed, {} missing",
+        c.plan.name, after.done, after.failed, after.missing
+    );
+    if ran.as_ref().is_some_and(|r| r.outcome.interrupted) {
+        eprintln!(
+            "numalab: run the plan again to finish the {} cell(s) not done",
+            after.failed + after.missing
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if after.failed > 0 {
+        bail!(
+            "{} cell(s) failed (numalab campaign status {} names them); running the plan again retries them",
+            after.failed,
+            a.plan.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The campaign's table: `compare` of every configuration against the
+/// plan's first, or the summary of one configuration.
+fn summary(c: &Campaign, scan: &numalab_campaign::state::Scan) -> Result<String> {
+    let labels: BTreeSet<&str> = scan.records.iter().map(|(_, r)| r.label.as_str()).collect();
+    if labels.len() < 2 {
+        let refs: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
+        return Ok(numalab_report::summary::invocation(&refs));
+    }
+    let ds = numalab_report::Dataset::new(scan.records.clone());
+    let baseline = c
+        .plan
+        .configs
+        .iter()
+        .map(|x| x.label.clone())
+        .find(|l| labels.contains(l.as_str()));
+    let opts = numalab_report::CompareOptions {
+        baseline,
+        hide_zero_metrics: true,
+        ..Default::default()
+    };
+    let report = numalab_report::compare(&ds, &opts)?;
+    Ok(numalab_report::compare_render::to_text(
+        &report,
+        numalab_report::compare_render::Layout::Compact,
+    ))
+}
+
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn load_pinned(path: &std::path::Path) -> Result<Option<Campaign>> {
+    let plan = plan::load(path)?;
+    match numalab_campaign::Lock::read(&plan)? {
+        Some(lock) => Ok(Some(Campaign::new(plan, lock)?)),
+        None => Ok(None),
+    }
+}
+
+fn status(a: StatusArgs) -> Result<ExitCode> {
+    let Some(c) = load_pinned(&a.plan)? else {
+        let plan = plan::load(&a.plan)?;
+        println!(
+            "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) x {} configuration(s) x {} run(s)",
+            plan.name,
+            plan.results.display(),
+            plan.benchmarks.len(),
+            plan.configs.len(),
+            plan.runs
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let scan = c.scan()?;
+    let view = if slurm::submissions(&c.plan.results)?.is_empty() {
+        None
+    } else {
+        match slurm::view(&c.plan.results) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("numalab: warning: {e}");
+                None
+            }
+        }
+    };
+    for u in &scan.unreadable {
+        eprintln!("numalab: warning: {u}");
+    }
+    let mut text = String::new();
+    let (mut done, mut failed, mut queued, mut missing) = (0, 0, 0, 0);
+    for i in c.order() {
+        let cell = &c.cells[i];
+        let slurm_state = view.as_ref().and_then(|v| v.cells.get(&cell.key));
+        let (word, more) = match scan.state(&cell.key) {
+            CellState::Done(_) => {
+                done += 1;
+                ("done", String::new())
+            }
+            CellState::Failed(why) => {
+                failed += 1;
+                ("failed", why)
+            }
+            CellState::Missing => match slurm_state {
+                Some((task, TaskState::Queued { state, reason })) => {
+                    queued += 1;
+                    let r = if reason.is_empty() || reason == "None" {
+                        String::new()
+                    } else {
+                        format!(" ({reason})")
+                    };
+                    (
+                        if state == "RUNNING" {
+                            "running"
+                        } else {
+                            "pending"
+                        },
+                        format!("slurm {task} {state}{r}"),
+                    )
+                }
+                Some((task, TaskState::Ended(state))) => {
+                    failed += 1;
+                    ("failed", format!("slurm {task} {state}, no record"))
+                }
+                Some((task, TaskState::Unknown)) => {
+                    missing += 1;
+                    ("missing", format!("slurm {task}: no longer known"))
+                }
+                None => {
+                    missing += 1;
+                    ("missing", String::new())
+                }
+            },
+        };
+        if a.cells || word != "done" {
+            let line = format!("{:<8} {}  {}", word, cell.key, c.cell_title(cell));
+            let line = if more.is_empty() {
+                line
+            } else {
+                format!("{line}: {more}")
+            };
+            for l in numalab_report::table::wrap(&line, 80) {
+                text.push_str(&l);
+                text.push('\n');
+            }
+        }
+    }
+    let total = c.cells.len();
+    text.push_str(&format!(
+        "campaign {}: {done} of {total} done, {failed} failed, {queued} queued, {missing} missing\n",
+        c.plan.name
+    ));
+    if let Some(v) = &view {
+        text.push_str(&format!("slurm: ended tasks from {}\n", v.accounting));
+    }
+    crate::print_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_cell(a: CellArgs) -> Result<ExitCode> {
+    let out = if a.quiet {
+        Output::Quiet
+    } else {
+        Output::Normal
+    };
+    let Some(c) = load_pinned(&a.plan)? else {
+        bail!(
+            "{}: no pinned sizes yet: `numalab campaign run` pins them before it runs or submits cells",
+            a.plan.display()
+        );
+    };
+    let Some(i) = c.cells.iter().position(|x| x.key == a.cell) else {
+        bail!(
+            "{}: no cell {:?} (numalab campaign status --cells lists them)",
+            a.plan.display(),
+            a.cell
+        );
+    };
+    let scan = c.scan()?;
+    if let CellState::Done(p) = scan.state(&a.cell) {
+        println!(
+            "cell {} ({}) is done already: {}",
+            a.cell,
+            c.cell_title(&c.cells[i]),
+            p.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
+    let mut pool = Pool::new(&c.plan, out);
+    let ran = local::run_cells(&c, &BTreeSet::from([i]), &mut pool, out, &interrupt)?;
+    if ran.outcome.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    if let Some(f) = ran.outcome.failed().first() {
+        bail!(
+            "cell {} failed: {}",
+            a.cell,
+            f.outcome.reason.as_deref().unwrap_or("unknown")
+        );
+    }
+    if ran.outcome.records.is_empty() {
+        bail!("cell {} wrote no record", a.cell);
+    }
+    Ok(ExitCode::SUCCESS)
+}
