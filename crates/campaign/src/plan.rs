@@ -348,13 +348,17 @@ impl Loc<'_> {
         CampaignError::Plan(format!("{}:{line}: {msg}", self.path.display()))
     }
 
-    /// The line of `key = ...` within the byte range `span`, else the
-    /// range's first line.
+    /// The line of `key = ...` in the table that starts at `span` (up
+    /// to the next table header), else the table's first line.
     fn key_line(&self, span: std::ops::Range<usize>, key: &str) -> usize {
-        let end = span.end.min(self.src.len());
-        let mut off = span.start.min(end);
-        for l in self.src[off..end].split_inclusive('\n') {
-            let t = l.trim_start().trim_start_matches('"');
+        let start = span.start.min(self.src.len());
+        let mut off = start;
+        for (i, l) in self.src[start..].split_inclusive('\n').enumerate() {
+            let t = l.trim_start();
+            if i > 0 && t.starts_with('[') {
+                break;
+            }
+            let t = t.trim_start_matches('"');
             if let Some(rest) = t.strip_prefix(key) {
                 let rest = rest.trim_start_matches('"').trim_start();
                 if rest.starts_with('=') || rest.starts_with('.') {

@@ -89,7 +89,7 @@ impl Lock {
                 return Ok(None);
             }
             return Err(CampaignError::Results(format!(
-                "{} was used by another plan, or by this plan before a change that gives its cells another meaning (plan {:?} hash {}, now {}): use a new results directory",
+                "{} holds records of another plan, or of this plan before a change that gives its cells another meaning (plan {:?} hash {}, now {}): use a new results directory",
                 plan.results.display(),
                 lock.name,
                 lock.plan_hash,
