@@ -24,7 +24,7 @@
 //!
 //! Every key is checked; an error names the file and line. A benchmark's
 //! keys are its `numalab run` flags without the dashes (`argv` is a
-//! command's program and arguments), parsed by the benchmark's own
+//! command's program and arguments, `record_name` its `--name`), parsed by the benchmark's own
 //! argument set (numalab-bench), so a plan means exactly what the
 //! command line would. A list value expands into one benchmark per value
 //! (a matrix over all the lists). A configuration runs on this machine,
@@ -599,12 +599,23 @@ fn expand_benchmark(
             })?);
             continue;
         }
-        let flag_name = key.replace('_', "-");
+        // `name` names the benchmark; a command's own --name (its name in
+        // records and tables) is `record_name`.
+        let flag_name = if name_s == "command" && key == "record_name" {
+            "name".to_string()
+        } else if key == "name" {
+            String::new()
+        } else {
+            key.replace('_', "-")
+        };
         let Some(flag) = flags.iter().find(|f| f.long == flag_name) else {
             let known: Vec<String> = flags
                 .iter()
                 .filter(|f| f.long != "help")
-                .map(|f| f.long.replace('-', "_"))
+                .map(|f| match (name_s.as_str(), f.long.as_str()) {
+                    ("command", "name") => "record_name".to_string(),
+                    (_, l) => l.replace('-', "_"),
+                })
                 .collect();
             let mut known = known;
             if name_s == "command" {

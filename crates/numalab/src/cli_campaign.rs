@@ -240,31 +240,51 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The campaign's table: `compare` of every configuration against the
-/// plan's first, or the summary of one configuration.
+/// The campaign's tables: per machine, `compare` of its configurations
+/// against its first, or the summary of a lone configuration.
 fn summary(c: &Campaign, scan: &numalab_campaign::state::Scan) -> Result<String> {
-    let labels: BTreeSet<&str> = scan.records.iter().map(|(_, r)| r.label.as_str()).collect();
-    if labels.len() < 2 {
-        let refs: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
-        return Ok(numalab_report::summary::invocation(&refs));
+    let mut out = String::new();
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for x in &c.plan.configs {
+        let g = x.machine_group();
+        match groups.iter_mut().find(|(m, _)| *m == g) {
+            Some((_, labels)) => labels.push(x.label.clone()),
+            None => groups.push((g, vec![x.label.clone()])),
+        }
     }
-    let ds = numalab_report::Dataset::new(scan.records.clone());
-    let baseline = c
-        .plan
-        .configs
-        .iter()
-        .map(|x| x.label.clone())
-        .find(|l| labels.contains(l.as_str()));
-    let opts = numalab_report::CompareOptions {
-        baseline,
-        hide_zero_metrics: true,
-        ..Default::default()
-    };
-    let report = numalab_report::compare(&ds, &opts)?;
-    Ok(numalab_report::compare_render::to_text(
-        &report,
-        numalab_report::compare_render::Layout::Compact,
-    ))
+    for (machine, labels) in &groups {
+        let records: Vec<(PathBuf, numalab_record::RunRecord)> = scan
+            .records
+            .iter()
+            .filter(|(_, r)| labels.contains(&r.label))
+            .cloned()
+            .collect();
+        let present: BTreeSet<String> = records.iter().map(|(_, r)| r.label.clone()).collect();
+        if records.is_empty() {
+            continue;
+        }
+        if groups.len() > 1 {
+            out.push_str(&format!("=== {machine}\n\n"));
+        }
+        if present.len() < 2 {
+            let refs: Vec<&numalab_record::RunRecord> = records.iter().map(|(_, r)| r).collect();
+            out.push_str(&numalab_report::summary::invocation(&refs));
+        } else {
+            let ds = numalab_report::Dataset::new(records);
+            let opts = numalab_report::CompareOptions {
+                baseline: labels.iter().find(|l| present.contains(*l)).cloned(),
+                hide_zero_metrics: true,
+                ..Default::default()
+            };
+            let report = numalab_report::compare(&ds, &opts)?;
+            out.push_str(&numalab_report::compare_render::to_text(
+                &report,
+                numalab_report::compare_render::Layout::Compact,
+            ));
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn shell_word(s: &str) -> String {
@@ -288,7 +308,7 @@ fn load_pinned(path: &std::path::Path) -> Result<Option<Campaign>> {
 fn status(a: StatusArgs) -> Result<ExitCode> {
     let Some(c) = load_pinned(&a.plan)? else {
         let plan = plan::load(&a.plan)?;
-        println!(
+        let line = format!(
             "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) x {} configuration(s) x {} run(s)",
             plan.name,
             plan.results.display(),
@@ -296,6 +316,7 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
             plan.configs.len(),
             plan.runs
         );
+        crate::print_stdout(&(numalab_report::table::wrap(&line, 80).join("\n") + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     };
     let scan = c.scan()?;

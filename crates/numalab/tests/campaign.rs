@@ -448,3 +448,47 @@ guest = {{ nodes = 2, kernel = "vmlinuz-copy" }}
     assert_eq!(lock["groups"].as_array().unwrap().len(), 1);
     assert_eq!(lock["groups"][0]["resolved_on"], "stock");
 }
+
+#[test]
+fn the_example_plans_parse_and_the_sim_sweep_runs_its_75_cells() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/campaigns");
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(&examples).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            // A copy: results land beside it, in the temporary directory.
+            let copy = dir.path().join(p.file_name().unwrap());
+            std::fs::copy(&p, &copy).unwrap();
+            let plan = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                plan.starts_with('#'),
+                "{}: starts with what it shows",
+                p.display()
+            );
+            let o = campaign(dir.path(), &["status", copy.to_str().unwrap()]);
+            assert!(o.status.success(), "{}: {}", p.display(), show(&o));
+            assert!(
+                text(&o.stdout).contains("nothing has run yet"),
+                "{}",
+                show(&o)
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "{n} example plans");
+    let o = campaign(dir.path(), &["run", "sim-sweep.toml", "--quiet"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("campaign sim-sweep: 75 of 75 cells done"),
+        "{out}"
+    );
+    assert!(out.contains("=== simulated tx7"), "{out}");
+    let st = campaign(dir.path(), &["status", "sim-sweep.toml"]);
+    assert!(
+        text(&st.stdout).contains("75 of 75 done, 0 failed"),
+        "{}",
+        show(&st)
+    );
+}
