@@ -422,6 +422,15 @@ pub fn run_steps(
             None => backend.run(case, &ctx),
         };
         let mut rec = match result {
+            // A run that failed while an interrupt arrived was failed by
+            // it (Ctrl-C or scancel signal the benchmark's tasks too): an
+            // interrupted run, not a result. The signal may reach numalab
+            // a moment after its tasks.
+            Ok(r) if !r.outcome.is_ok() && interrupted_now(interrupt) => {
+                out.interrupted = true;
+                cut_short = Some(head);
+                break;
+            }
             Ok(r) => r,
             Err(RunError::Interrupted) => {
                 out.interrupted = true;
@@ -499,6 +508,17 @@ pub fn run_steps(
         return Err(e);
     }
     Ok(out)
+}
+
+/// Whether an interrupt is set, or arrives within 100 ms.
+fn interrupted_now(interrupt: &Interrupt) -> bool {
+    for _ in 0..10 {
+        if interrupt.is_set() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    interrupt.is_set()
 }
 
 fn label_of(c: &Configuration) -> String {
