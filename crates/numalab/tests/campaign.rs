@@ -116,6 +116,23 @@ fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
         .unwrap();
     assert_one_line_error(&o, "sbatch is not on PATH");
     assert!(!dir.path().join("ok-results").exists());
+    // A guest configuration on a machine without QEMU.
+    write(
+        dir.path(),
+        "g.toml",
+        "[[benchmark]]\nname = \"numa02\"\n[[config]]\nlabel = \"g\"\nguest = { nodes = 2 }\n",
+    );
+    let o = Command::new(common::EXE)
+        .args(["campaign", "run", "g.toml"])
+        .current_dir(dir.path())
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &o,
+        "g.toml:3: configuration \"g\" needs a guest: qemu-system-x86_64 not found",
+    );
+    assert!(!dir.path().join("g-results").exists());
 }
 
 #[test]
