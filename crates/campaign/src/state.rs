@@ -347,6 +347,26 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// Count a record just written (instead of reading the directory
+    /// again).
+    pub fn add(&mut self, path: PathBuf, rec: RunRecord) {
+        if let Some(tag) = &rec.campaign {
+            let state = if rec.outcome.is_ok() {
+                CellState::Done(path.clone())
+            } else {
+                CellState::Failed(first_line(rec.outcome.reason.as_deref()))
+            };
+            let entry = self
+                .states
+                .entry(tag.cell.clone())
+                .or_insert(CellState::Missing);
+            if !matches!(entry, CellState::Done(_)) {
+                *entry = state;
+            }
+        }
+        self.records.push((path, rec));
+    }
+
     pub fn state(&self, key: &str) -> CellState {
         self.states.get(key).cloned().unwrap_or(CellState::Missing)
     }
@@ -388,30 +408,18 @@ pub fn scan(plan: &Plan, known: impl Fn(&str) -> bool) -> Result<Scan, CampaignE
             out.records.push((path, rec));
             continue;
         }
-        let state = if rec.outcome.is_ok() {
-            CellState::Done(path.clone())
-        } else {
-            CellState::Failed(
-                rec.outcome
-                    .reason
-                    .as_deref()
-                    .unwrap_or("failed")
-                    .lines()
-                    .next()
-                    .unwrap_or("failed")
-                    .to_string(),
-            )
-        };
-        let entry = out
-            .states
-            .entry(tag.cell.clone())
-            .or_insert(CellState::Missing);
-        if !matches!(entry, CellState::Done(_)) {
-            *entry = state;
-        }
-        out.records.push((path, rec));
+        out.add(path, rec);
     }
     Ok(out)
+}
+
+fn first_line(reason: Option<&str>) -> String {
+    reason
+        .unwrap_or("failed")
+        .lines()
+        .next()
+        .unwrap_or("failed")
+        .to_string()
 }
 
 /// The Slurm job this process runs in, from its environment.

@@ -207,11 +207,15 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         ));
     }
     let mut ran = None;
+    let mut scan = scan;
     if !todo.is_empty() {
         let mut pool = Pool::new(&c.plan, out);
-        ran = Some(local::run_cells(&c, &todo, &mut pool, out, &interrupt)?);
+        let r = local::run_cells(&c, &todo, &mut pool, out, &interrupt)?;
+        for (path, rec) in &r.outcome.records {
+            scan.add(path.clone(), rec.clone());
+        }
+        ran = Some(r);
     }
-    let scan = c.scan()?;
     let after = Counts::of(&c, &scan);
     let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
     if !records.is_empty() {
