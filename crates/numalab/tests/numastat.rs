@@ -4,34 +4,12 @@
 //! Without numastat this test fails, naming the package, unless
 //! `NUMALAB_SKIP_NUMASTAT_TEST=1` is set.
 
+mod common;
+
+use common::parse_numastat;
 use numalab_host::observe::{Observer, Region};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-
-/// Per-node MB from the `Total` row of `numastat -p PID` (its columns are
-/// `Node N` ... `Total`; MB there are MiB).
-fn parse_numastat(text: &str) -> Vec<(u32, f64)> {
-    let header = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("Node "))
-        .unwrap_or_else(|| panic!("no header in numastat output:\n{text}"));
-    let nodes: Vec<u32> = header
-        .split("Node")
-        .skip(1)
-        .filter_map(|w| w.split_whitespace().next()?.parse().ok())
-        .collect();
-    let total = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Total"))
-        .unwrap_or_else(|| panic!("no Total row:\n{text}"));
-    let vals: Vec<f64> = total
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    nodes.into_iter().zip(vals).collect()
-}
 
 #[test]
 fn parses_numastat_output() {

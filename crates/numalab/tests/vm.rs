@@ -1086,3 +1086,94 @@ fn the_shell_runs_what_is_typed_and_exits_with_its_status() {
     assert!(out.contains("2 nodes, 2 CPUs"), "{out}\n{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// In a 2-node guest, `numastat -p` of a numalab workload's process,
+/// taken while it runs, agrees with the memory per node of that run's
+/// record to within 1% of the process's memory. Balancing is off, so the
+/// pages stay where the bind placement put them.
+#[test]
+fn numastat_in_the_guest_agrees_with_the_records_memory_per_node() {
+    if !guests_enabled("numastat in the guest") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let script = "numalab run numa02 --placement bind --threads 2 --bytes 64M --duration 8 \
+                    --interval 0.5 --results /tmp/inner --quiet >/dev/null &
+                  nl=$!
+                  sleep 4
+                  pid=$(pgrep -f '^[^ ]*numalab __task autonuma' | head -n 1)
+                  echo \"numastat of $pid\"
+                  numastat -p \"$pid\"
+                  wait $nl || exit 1
+                  echo '@@record'
+                  cat /tmp/inner/*.json";
+    let o = vm(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+            "--mem-per-node",
+            "512M",
+            "--sysctl",
+            "kernel.numa_balancing=0",
+        ],
+        &[
+            "run", "command", "--name", "numastat", "--", "sh", "-c", script,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let log_path = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .unwrap_or_else(|| panic!("no log: {}", text(&o)));
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let (before, record) = log
+        .split_once("@@record")
+        .unwrap_or_else(|| panic!("{log}"));
+    let pid: u64 = before
+        .lines()
+        .find_map(|l| l.strip_prefix("numastat of "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{log}"));
+    let theirs = common::parse_numastat(before);
+    let rec: Value = serde_json::from_str(record.trim()).unwrap_or_else(|e| panic!("{e}: {log}"));
+    let proc_ix = rec["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("pid {pid} not in {}", rec["processes"]))["index"]
+        .as_u64()
+        .unwrap() as usize;
+    let nodes: Vec<u64> = rec["machine"]["topology"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 2);
+    let last = rec["series"]["samples"].as_array().unwrap().last().unwrap();
+    let ours: Vec<f64> = last["memory_bytes"][proc_ix]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_f64().unwrap() / (1u64 << 20) as f64)
+        .collect();
+    let total: f64 = theirs.iter().map(|t| t.1).sum();
+    assert!(total >= 64.0, "{theirs:?}");
+    // Bind placement: both nodes hold a slice.
+    assert!(ours.iter().all(|&mb| mb >= 16.0), "{ours:?}");
+    for (id, mb) in &theirs {
+        let ix = nodes.iter().position(|n| n == &(*id as u64)).unwrap();
+        assert!(
+            (ours[ix] - mb).abs() <= 0.01 * total,
+            "node {id}: record {:.2} MiB, numastat {mb:.2} MiB (of {total:.2}); {log}",
+            ours[ix]
+        );
+    }
+}

@@ -132,3 +132,28 @@ pub fn wait_for_children(pid: u32, n: usize) -> Vec<u32> {
     }
     panic!("{pid} did not start {n} child processes within 30 s");
 }
+
+/// Per-node MB from the `Total` row of `numastat -p PID` (its columns are
+/// `Node N` ... `Total`; MB there are MiB).
+pub fn parse_numastat(text: &str) -> Vec<(u32, f64)> {
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Node "))
+        .unwrap_or_else(|| panic!("no header in numastat output:\n{text}"));
+    let nodes: Vec<u32> = header
+        .split("Node")
+        .skip(1)
+        .filter_map(|w| w.split_whitespace().next()?.parse().ok())
+        .collect();
+    let total = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Total"))
+        .unwrap_or_else(|| panic!("no Total row:\n{text}"));
+    let vals: Vec<f64> = total
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    nodes.into_iter().zip(vals).collect()
+}
