@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # numalab's whole test suite: formatting, lints, and every test, including
 # the ones that boot QEMU guests and render the HTML report in Chromium.
-# Installs the Debian packages those tests need when they are missing.
+# Installs the Debian packages those tests need when they are missing
+# (the Slurm test's scripts/slurm-cluster.sh installs slurmctld, slurmd,
+# slurm-client and munge itself, without starting Debian's own daemons,
+# and starts and stops its throwaway cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
