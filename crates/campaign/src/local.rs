@@ -275,6 +275,7 @@ pub fn runner_plan(c: &Campaign, output: Output) -> Result<numalab_runner::Plan,
         notes: Vec::new(),
         guard: Some(numalab_linux::knobs::Guard::this_executable()),
         output,
+        trace: false,
     })
 }
 

@@ -21,5 +21,6 @@
 pub mod child;
 pub mod knobs;
 pub mod numa;
+pub mod perf;
 pub mod procfs;
 pub mod supervise;

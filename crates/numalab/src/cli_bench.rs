@@ -63,6 +63,11 @@ pub struct RunnerArgs {
     /// Also print each record's path as it is written
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Record every scheduling event of the benchmark's tasks (switches,
+    /// forks, execs, exits, wakeups) and derive exact per-task facts; the
+    /// simulator writes its schedule as a trace (see docs/trace.md)
+    #[arg(long)]
+    pub trace: bool,
 }
 
 fn parse_sysctl(s: &str) -> Result<Knob, String> {
@@ -284,6 +289,7 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         notes: resolved.notes.clone(),
         guard: Some(Guard::this_executable()),
         output: r.output(),
+        trace: r.trace,
     };
     numalab_runner::check(&plan, backend)?;
     if plan.output != Output::Quiet {

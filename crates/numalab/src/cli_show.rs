@@ -13,6 +13,10 @@ pub struct ShowArgs {
     /// With several runs, also print every run in full
     #[arg(long)]
     each: bool,
+    /// The exact scheduling facts of traced runs (run with --trace): time
+    /// per node, migrations, wakeup placements, CPUs chosen for new tasks
+    #[arg(long)]
+    sched: bool,
     #[command(flatten)]
     select: crate::cli_load::SelectArgs,
 }
@@ -20,6 +24,17 @@ pub struct ShowArgs {
 pub fn run(a: ShowArgs) -> Result<ExitCode> {
     let ds = crate::cli_load::load(&a.paths, &a.select)?;
     let mut out = String::new();
+    if a.sched {
+        for (i, run) in ds.runs.iter().enumerate() {
+            if i > 0 {
+                out.push_str(&"=".repeat(78));
+                out.push('\n');
+            }
+            out.push_str(&numalab_report::sched::text(&run.record));
+        }
+        crate::print_stdout(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if ds.runs.len() == 1 {
         let run = &ds.runs[0];
         out.push_str(&show::record(&run.record, Some(&run.path)));

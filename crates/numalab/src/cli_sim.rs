@@ -35,10 +35,6 @@ pub struct SimArgs {
     #[arg(long, global = true, default_value_t = 1, allow_negative_numbers = true,
           value_parser = parse_seed)]
     seed: u64,
-    /// Write each run's simulated schedule as a Chrome/Perfetto trace
-    /// (JSON) beside its record, as <record id>.trace
-    #[arg(long, global = true)]
-    trace: bool,
     /// Length of the simulation tick in microseconds
     #[arg(long, global = true, value_name = "US", default_value_t = 1000,
           allow_negative_numbers = true, value_parser = parse_tick_us)]
@@ -90,6 +86,5 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     cfg.sample_ms = numalab_sim::backend::sample_ms(bench.interval());
     cfg.check()?;
     let mut backend = SimBackend::new(cfg);
-    backend.trace = args.trace;
     execute(&bench, &mut backend)
 }

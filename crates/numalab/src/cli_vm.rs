@@ -268,6 +268,7 @@ pub fn guest_op(args: &[String]) -> i32 {
             label,
             repetition,
             interval,
+            trace,
         } => {
             let mut backend = backend;
             let results = Path::new(numalab_guest::job::GUEST_RESULTS);
@@ -287,14 +288,19 @@ pub fn guest_op(args: &[String]) -> i32 {
                 interrupt: &interrupt,
                 results,
                 progress: &progress,
+                trace,
             };
             match backend.run(&case, &ctx) {
                 Ok(rec) => match numalab_record::write_atomic(results, &rec) {
                     Ok(path) => {
                         say("record", &path.to_string_lossy());
-                        let log = results.join(format!("{}.log", rec.id));
-                        if log.exists() {
-                            say("log", &log.to_string_lossy());
+                        // Files beside the record: a command's output, the
+                        // raw scheduling events.
+                        for extra in [format!("{}.log", rec.id), format!("{}.sched.tsv", rec.id)] {
+                            let f = results.join(extra);
+                            if f.exists() {
+                                say("log", &f.to_string_lossy());
+                            }
                         }
                         value(serde_json::Value::Null);
                     }

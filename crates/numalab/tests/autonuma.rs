@@ -347,6 +347,7 @@ fn a_failing_process_fails_the_run_loudly() {
         interrupt: &interrupt,
         results: dir.path(),
         progress: &|_| {},
+        trace: false,
     };
     let r = run_once(
         Path::new(env!("CARGO_BIN_EXE_numalab")),

@@ -54,6 +54,102 @@ pub struct RunRecord {
     /// The campaign cell this run is, when a campaign plan ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaign: Option<CampaignTag>,
+    /// Exact scheduling facts of every task of the run, from traced
+    /// events (`--trace`); absent for sampled runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<SchedTrace>,
+}
+
+/// What the scheduler did with every task of a traced run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedTrace {
+    /// How the events were recorded.
+    pub method: String,
+    /// Records the kernel dropped (a full ring buffer): when not 0, the
+    /// facts below miss some switches.
+    pub lost_events: u64,
+    /// Why wakers' CPUs are unknown, when they are.
+    #[serde(default)]
+    pub waker_cpu_unavailable: Option<String>,
+    /// The raw events, a file beside the record (`<id>.sched.tsv`).
+    #[serde(default)]
+    pub events_file: Option<String>,
+    /// The CPU each new task first ran on, in order of creation (the
+    /// sequence of CPUs the kernel chose for new tasks).
+    pub new_task_cpus: Vec<u32>,
+    /// Migrations of all tasks from node to node: `[from][to]`, positions
+    /// as in `machine.topology.nodes` (the diagonal: moves within a node).
+    #[serde(default)]
+    pub migration_matrix: Vec<Vec<u32>>,
+    pub tasks: Vec<SchedTask>,
+}
+
+/// One task (process or thread) of a traced run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedTask {
+    pub tid: u32,
+    /// Its process.
+    pub pid: u32,
+    /// The task that created it (absent for the first task).
+    #[serde(default)]
+    pub parent_tid: Option<u32>,
+    /// Its last command name.
+    pub comm: String,
+    /// Seconds from the start of the run: created, last exec, exited.
+    #[serde(default)]
+    pub forked_s: Option<f64>,
+    #[serde(default)]
+    pub exec_s: Option<f64>,
+    #[serde(default)]
+    pub exited_s: Option<f64>,
+    /// Seconds on a CPU in all.
+    pub run_s: f64,
+    /// Seconds on each CPU it ran on (CPU id -> seconds).
+    pub cpu_s: BTreeMap<u32, f64>,
+    /// Seconds on each node (aligned with `machine.topology.nodes`).
+    pub node_s: Vec<f64>,
+    /// The CPU it first ran on.
+    #[serde(default)]
+    pub first_cpu: Option<u32>,
+    /// Times it ran on another CPU than last time, by how far it moved.
+    pub migrations: Relations,
+    /// Wakeups (a run after a sleep): the CPU it woke on relative to the
+    /// CPU it last ran on.
+    pub wakeups: Relations,
+    /// For wakeups by a traced task: the CPU it woke on relative to the
+    /// waker's CPU.
+    pub woken_near_waker: Relations,
+    /// Times it was preempted (switched out while runnable).
+    pub preemptions: u32,
+}
+
+/// Counts by how two CPUs relate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Relations {
+    pub same_cpu: u32,
+    pub smt_sibling: u32,
+    pub same_llc: u32,
+    /// Another LLC of the same node.
+    pub same_node: u32,
+    pub cross_node: u32,
+}
+
+impl Relations {
+    pub fn total(&self) -> u32 {
+        self.same_cpu + self.smt_sibling + self.same_llc + self.same_node + self.cross_node
+    }
+
+    /// Add `other` to these counts.
+    pub fn add(&mut self, other: &Relations) {
+        self.same_cpu += other.same_cpu;
+        self.smt_sibling += other.smt_sibling;
+        self.same_llc += other.same_llc;
+        self.same_node += other.same_node;
+        self.cross_node += other.cross_node;
+    }
 }
 
 /// Which campaign cell a run is (`numalab campaign`).
@@ -601,5 +697,6 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
         warnings: vec![],
         applied: Applied::default(),
         campaign: None,
+        sched: None,
     }
 }

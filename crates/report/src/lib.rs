@@ -37,6 +37,7 @@ pub mod compare_render;
 pub mod dataset;
 pub mod html;
 pub mod num;
+pub mod sched;
 pub mod series;
 pub mod show;
 pub mod summary;

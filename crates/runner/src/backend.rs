@@ -28,6 +28,9 @@ pub struct RunContext<'a> {
     /// Report the fraction of this run done so far (0 to 1), for the
     /// progress bar and its ETA.
     pub progress: &'a dyn Fn(f64),
+    /// Record the exact scheduling events of the run's tasks (`--trace`);
+    /// a backend that cannot fails the run with the reason.
+    pub trace: bool,
 }
 
 impl RunContext<'_> {
@@ -56,6 +59,7 @@ impl RunContext<'_> {
             warnings: Vec::new(),
             applied: Default::default(),
             campaign: None,
+            sched: None,
         }
     }
 }

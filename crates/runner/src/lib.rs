@@ -82,6 +82,8 @@ pub struct Plan {
     pub guard: Option<knobs::Guard>,
     /// How much the runner prints.
     pub output: Output,
+    /// Trace every run's scheduling events (`--trace`).
+    pub trace: bool,
 }
 
 /// One run the runner does: a case of a configuration, recorded or a
@@ -412,6 +414,7 @@ pub fn run_steps(
             interrupt,
             results: &plan.results,
             progress: &progress,
+            trace: plan.trace,
         };
         let result = match &config.prepare {
             Some(cmd) => match hooks::run("prepare", cmd, interrupt) {

@@ -33,4 +33,4 @@ pub mod size;
 mod topology;
 
 pub use probe::{MachineInfo, Roots, Tuning};
-pub use topology::{human_bytes, parse_size, Cpu, Llc, Node, Topology, TopologyError};
+pub use topology::{human_bytes, parse_size, Cpu, Llc, Node, Relation, Topology, TopologyError};

@@ -30,6 +30,18 @@ pub struct Cpu {
     pub llc: Option<u32>,
 }
 
+/// How two CPUs relate, nearest first ([`Topology::relation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Relation {
+    SameCpu,
+    SmtSibling,
+    /// Another core under the same last-level cache.
+    SameLlc,
+    /// Another LLC on the same node.
+    SameNode,
+    CrossNode,
+}
+
 /// A last-level cache and the CPUs that share it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Llc {
@@ -476,6 +488,24 @@ impl Topology {
         let mut v: Vec<Vec<u32>> = by_core.into_values().collect();
         v.sort_by_key(|c| c[0]);
         v
+    }
+
+    /// How CPU `b` relates to CPU `a`: the same CPU, an SMT sibling, a
+    /// CPU sharing the last-level cache, one on the same node, or one on
+    /// another node (`None` if either is unknown).
+    pub fn relation(&self, a: u32, b: u32) -> Option<Relation> {
+        let (x, y) = (self.cpu(a)?, self.cpu(b)?);
+        Some(if a == b {
+            Relation::SameCpu
+        } else if x.core == y.core {
+            Relation::SmtSibling
+        } else if x.llc.is_some() && x.llc == y.llc {
+            Relation::SameLlc
+        } else if x.node == y.node {
+            Relation::SameNode
+        } else {
+            Relation::CrossNode
+        })
     }
 
     /// SMT siblings of `cpu`, itself included.

@@ -55,6 +55,9 @@ pub enum Request {
         label: String,
         repetition: Repetition,
         interval: Interval,
+        /// Trace the run's scheduling events.
+        #[serde(default)]
+        trace: bool,
     },
     /// Power off.
     Quit,

@@ -342,6 +342,7 @@ impl Backend for GuestBackend {
             label: ctx.label.to_string(),
             repetition: ctx.repetition,
             interval: ctx.interval,
+            trace: ctx.trace,
         };
         let Answer {
             reply,

@@ -349,6 +349,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         warnings: vec![],
         applied: Default::default(),
         campaign: None,
+        sched: None,
     };
     let record_path =
         numalab_record::write_atomic(&p.results, &record).map_err(|e| e.to_string())?;

@@ -67,6 +67,7 @@ pub mod pace;
 pub mod placement_run;
 pub mod randupdt;
 pub mod run;
+pub mod trace;
 
 use numalab_bench::{Calibration, Case};
 use numalab_record::RunRecord;
@@ -172,6 +173,10 @@ impl Backend for HostBackend {
 
     fn run(&mut self, case: &Case, ctx: &RunContext) -> std::result::Result<RunRecord, RunError> {
         let m = &self.machine;
+        let traced = match ctx.trace {
+            true => Some(trace::Session::start(&m.topology).map_err(RunError::Failed)?),
+            false => None,
+        };
         let r = match case {
             Case::NumaTest(p) => numa_test::run_once(&self.exe, m, p, ctx),
             Case::Autonuma(p) => autonuma_run::run_once(&self.exe, m, p, ctx),
@@ -186,10 +191,15 @@ impl Backend for HostBackend {
                 })
             }
         };
-        match r {
-            Ok(rec) => Ok(rec),
-            Err(Error::Interrupted) => Err(RunError::Interrupted),
-            Err(e) => Err(RunError::Failed(e.to_string())),
+        match (r, traced) {
+            (Ok(mut rec), Some(t)) => {
+                t.finish(&mut rec, ctx.results, &m.topology)
+                    .map_err(RunError::Failed)?;
+                Ok(rec)
+            }
+            (Ok(rec), None) => Ok(rec),
+            (Err(Error::Interrupted), _) => Err(RunError::Interrupted),
+            (Err(e), _) => Err(RunError::Failed(e.to_string())),
         }
     }
 }

@@ -120,7 +120,7 @@ impl Backend for SimBackend {
     fn run(&mut self, case: &Case, ctx: &RunContext) -> Result<RunRecord, RunError> {
         let mut cfg = self.cfg.clone();
         cfg.seed = self.seed.wrapping_add(ctx.repetition.index as u64 - 1);
-        cfg.trace = self.trace;
+        cfg.trace = self.trace || ctx.trace;
         let interrupt = ctx.interrupt;
         let mut progress = |fraction: f64| (ctx.progress)(fraction);
         if interrupt.is_set() {

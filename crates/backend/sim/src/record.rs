@@ -333,6 +333,7 @@ pub fn build(
         warnings,
         applied: Default::default(),
         campaign: None,
+        sched: None,
     }
 }
 

@@ -1,0 +1,84 @@
+//! `--trace` on this machine: a [`Tracer`] attached to the thread that
+//! starts the benchmark's tasks, drained every 10 ms by a thread of its
+//! own while the run goes on, and the events turned into the record's
+//! exact scheduling facts (numalab-trace) when it ends.
+
+use numalab_linux::perf::{self, Event, Tracer};
+use numalab_record::RunRecord;
+use numalab_topology::Topology;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A traced run in progress.
+pub struct Session {
+    stop: Arc<AtomicBool>,
+    drainer: JoinHandle<(Tracer, Vec<Event>)>,
+    start_ns: u64,
+    waker: Option<String>,
+}
+
+impl Session {
+    /// Attach to the calling thread: every task it starts from now on is
+    /// traced. The error says why tracing is not allowed here.
+    pub fn start(topo: &Topology) -> Result<Session, String> {
+        let cpus: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
+        let mut tracer = Tracer::attach(&cpus).map_err(|e| format!("--trace: {e}"))?;
+        let waker = tracer.waker_cpu_unavailable().map(str::to_string);
+        let start_ns = perf::monotonic_ns();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let drainer = std::thread::Builder::new()
+            .name("numalab-trace".into())
+            .spawn(move || {
+                let mut events = Vec::new();
+                while !flag.load(Ordering::Relaxed) {
+                    tracer.drain(&mut events);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                (tracer, events)
+            })
+            .map_err(|e| format!("--trace: starting its reader: {e}"))?;
+        Ok(Session {
+            stop,
+            drainer,
+            start_ns,
+            waker,
+        })
+    }
+
+    /// Stop tracing, add the facts and metrics to `rec` and write the raw
+    /// events beside it as `<id>.sched.tsv`.
+    pub fn finish(
+        self,
+        rec: &mut RunRecord,
+        results: &Path,
+        topo: &Topology,
+    ) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let (tracer, mut events) = self
+            .drainer
+            .join()
+            .map_err(|_| "--trace: its reader failed".to_string())?;
+        tracer.stop(&mut events);
+        let mut t =
+            numalab_trace::analyse(&events, std::process::id(), self.start_ns, topo, self.waker);
+        let name = format!("{}.sched.tsv", rec.id);
+        numalab_trace::write_events(&results.join(&name), &events, self.start_ns)
+            .map_err(|e| format!("--trace: writing {}: {e}", results.join(&name).display()))?;
+        t.events_file = Some(name);
+        if t.lost_events > 0 {
+            rec.warnings.push(format!(
+                "the trace lost {} events (a ring buffer was full): its per-task facts miss some switches",
+                t.lost_events
+            ));
+        }
+        for (k, v) in numalab_trace::metrics(&t) {
+            rec.metrics.insert(k, v);
+        }
+        rec.sched = Some(t);
+        Ok(())
+    }
+}

@@ -1,0 +1,589 @@
+//! Exact scheduling events of a task tree, from `perf_event_open`.
+//!
+//! A [`Tracer`] attaches to the calling thread with `inherit`, one event
+//! per CPU, before the benchmark's tasks are started: every process and
+//! thread the thread creates afterwards, and theirs, carries the same
+//! events, and nothing else on the machine is recorded. The event is the
+//! software `dummy` event with `context_switch`, `task` and `comm`
+//! records, which give, for every task of the tree:
+//!
+//! - each switch in and out, with its CPU and time, and whether a switch
+//!   out was a preemption (the task stayed runnable) or a sleep;
+//! - its fork (parent, time), its execs (new command name) and its exit.
+//!
+//! Where `sched_waking` can be opened (tracefs readable, or mountable by
+//! root, and the tracepoint permitted: root or `perf_event_paranoid` -1),
+//! its samples add, for wakeups done by a task of the tree, the waker's
+//! CPU. Everything is read from per-CPU ring buffers by the caller
+//! ([`Tracer::drain`], often, from any thread); lost records are counted.
+
+use perf_event_open_sys as sys;
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
+
+/// One scheduling event of a traced task. Times are CLOCK_MONOTONIC
+/// nanoseconds (the perf clock of these events, `use_clockid`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// `tid` started running on `cpu`.
+    SwitchIn {
+        time: u64,
+        cpu: u32,
+        pid: u32,
+        tid: u32,
+    },
+    /// `tid` stopped running on `cpu`; `preempted`: it stayed runnable.
+    SwitchOut {
+        time: u64,
+        cpu: u32,
+        pid: u32,
+        tid: u32,
+        preempted: bool,
+    },
+    /// `tid` (of process `pid`) was created by `ptid` (of `ppid`).
+    Fork {
+        time: u64,
+        cpu: u32,
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+    },
+    /// `tid` set its command name; `exec`: by an exec.
+    Comm {
+        time: u64,
+        cpu: u32,
+        pid: u32,
+        tid: u32,
+        comm: String,
+        exec: bool,
+    },
+    Exit {
+        time: u64,
+        cpu: u32,
+        pid: u32,
+        tid: u32,
+    },
+    /// `waker` (on `cpu`) woke `wakee`, which last ran on `prev_cpu`.
+    Waking {
+        time: u64,
+        cpu: u32,
+        waker: u32,
+        wakee: u32,
+        prev_cpu: u32,
+    },
+    /// The kernel dropped this many records (a ring buffer was full).
+    Lost { count: u64 },
+}
+
+/// Why tracing cannot be used here, in one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TraceError(pub String);
+
+const RING_PAGES: usize = 256; // 1 MiB of records per CPU
+
+struct Ring {
+    fd: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    page: usize,
+    /// The sched_waking event writing into this ring, if any.
+    _waking: Option<OwnedFd>,
+}
+
+// The mapping is only touched through &mut self.
+unsafe impl Send for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// Where a `sched_waking` sample keeps its fields.
+#[derive(Debug, Clone, Copy)]
+struct WakingFormat {
+    id: u64,
+    pid: usize,
+    target_cpu: usize,
+}
+
+/// The events of the calling thread's future descendants.
+pub struct Tracer {
+    rings: Vec<Ring>,
+    waking: Option<String>,
+    partial: Vec<u8>,
+}
+
+impl Tracer {
+    /// Attach to the calling thread, one event per CPU in `cpus`. Errors
+    /// say why tracing is not allowed here.
+    pub fn attach(cpus: &[u32]) -> Result<Tracer, TraceError> {
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let (waking, why_not) = match waking_format() {
+            Ok(f) => (Some(f), None),
+            Err(e) => (None, Some(e)),
+        };
+        let mut rings = Vec::new();
+        let mut waking_ok = waking.is_some();
+        for &cpu in cpus {
+            let fd = open_dummy(cpu)?;
+            let len = (1 + RING_PAGES) * page;
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return Err(TraceError(format!(
+                    "mapping the perf ring buffer of CPU {cpu}: {} (raise /proc/sys/kernel/perf_event_mlock_kb)",
+                    io::Error::last_os_error()
+                )));
+            }
+            let mut ring = Ring {
+                fd,
+                base: base as *mut u8,
+                len,
+                page,
+                _waking: None,
+            };
+            if let (Some(w), true) = (waking, waking_ok) {
+                match open_waking(w, cpu, &ring.fd) {
+                    Ok(fd) => ring._waking = Some(fd),
+                    Err(_) => waking_ok = false,
+                }
+            }
+            rings.push(ring);
+        }
+        if !waking_ok {
+            for r in &mut rings {
+                r._waking = None;
+            }
+        }
+        for r in &rings {
+            if let Some(w) = &r._waking {
+                ioctl(w, sys::bindings::ENABLE)?;
+            }
+            ioctl(&r.fd, sys::bindings::ENABLE)?;
+        }
+        let waking_note = match (waking_ok, why_not) {
+            (true, _) => None,
+            (false, Some(e)) => Some(e),
+            (false, None) => Some("sched_waking could not be opened".to_string()),
+        };
+        Ok(Tracer {
+            rings,
+            waking: waking_note,
+            partial: Vec::new(),
+        })
+    }
+
+    /// Why wakers' CPUs are not traced, when they are not.
+    pub fn waker_cpu_unavailable(&self) -> Option<&str> {
+        self.waking.as_deref()
+    }
+
+    /// Read every record written so far.
+    pub fn drain(&mut self, out: &mut Vec<Event>) {
+        for i in 0..self.rings.len() {
+            let waking = self.rings[i]._waking.is_some();
+            let wf = if waking { WAKING.get().copied() } else { None };
+            let ring = &mut self.rings[i];
+            read_ring(ring, &mut self.partial, wf, out);
+        }
+    }
+
+    /// Stop recording (children created from now on are not traced) and
+    /// read what is left.
+    pub fn stop(mut self, out: &mut Vec<Event>) {
+        for r in &self.rings {
+            if let Some(w) = &r._waking {
+                let _ = ioctl(w, sys::bindings::DISABLE);
+            }
+            let _ = ioctl(&r.fd, sys::bindings::DISABLE);
+        }
+        self.drain(out);
+    }
+}
+
+static WAKING: std::sync::OnceLock<WakingFormat> = std::sync::OnceLock::new();
+
+fn ioctl(fd: &OwnedFd, req: u32) -> Result<(), TraceError> {
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, 0) };
+    if r < 0 {
+        return Err(TraceError(format!(
+            "perf ioctl: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+fn base_attr() -> sys::bindings::perf_event_attr {
+    let mut a = sys::bindings::perf_event_attr {
+        size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+        sample_type: (sys::bindings::PERF_SAMPLE_TID
+            | sys::bindings::PERF_SAMPLE_TIME
+            | sys::bindings::PERF_SAMPLE_CPU) as u64,
+        ..Default::default()
+    };
+    a.set_disabled(1);
+    a.set_inherit(1);
+    a.set_sample_id_all(1);
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
+    a
+}
+
+fn perf_open(
+    attr: &mut sys::bindings::perf_event_attr,
+    cpu: u32,
+    group: i32,
+) -> io::Result<OwnedFd> {
+    let fd = unsafe {
+        sys::perf_event_open(
+            attr,
+            0,
+            cpu as i32,
+            group,
+            sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn open_dummy(cpu: u32) -> Result<OwnedFd, TraceError> {
+    let mut a = base_attr();
+    a.type_ = sys::bindings::PERF_TYPE_SOFTWARE;
+    a.config = sys::bindings::PERF_COUNT_SW_DUMMY as u64;
+    a.set_context_switch(1);
+    a.set_task(1);
+    a.set_comm(1);
+    a.set_comm_exec(1);
+    a.__bindgen_anon_2.wakeup_events = 0;
+    match perf_open(&mut a, cpu, -1) {
+        Ok(fd) => Ok(fd),
+        Err(e)
+            if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) =>
+        {
+            // perf_event_paranoid 2: user-space only.
+            a.set_exclude_kernel(1);
+            a.set_exclude_hv(1);
+            perf_open(&mut a, cpu, -1).map_err(|e2| {
+                TraceError(format!(
+                    "perf_event_open is not allowed here ({e2}; /proc/sys/kernel/perf_event_paranoid is {}): run as root or lower it",
+                    fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_else(|_| "unreadable".into())
+                ))
+            })
+        }
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOSYS) || e.raw_os_error() == Some(libc::ENOENT) =>
+        {
+            Err(TraceError(format!(
+                "this kernel has no perf events ({e}): it needs CONFIG_PERF_EVENTS"
+            )))
+        }
+        Err(e) => Err(TraceError(format!("perf_event_open on CPU {cpu}: {e}"))),
+    }
+}
+
+fn open_waking(w: WakingFormat, cpu: u32, ring: &OwnedFd) -> io::Result<OwnedFd> {
+    let mut a = base_attr();
+    a.type_ = sys::bindings::PERF_TYPE_TRACEPOINT;
+    a.config = w.id;
+    a.sample_type |= sys::bindings::PERF_SAMPLE_RAW as u64;
+    a.__bindgen_anon_1.sample_period = 1;
+    let fd = perf_open(&mut a, cpu, -1)?;
+    let r = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            sys::bindings::SET_OUTPUT as _,
+            ring.as_raw_fd(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// The tracepoint's id and field offsets, from tracefs; mounted for the
+/// moment of reading (and unmounted again) when it is not mounted and
+/// numalab may mount it.
+fn waking_format() -> Result<WakingFormat, String> {
+    if let Some(w) = WAKING.get() {
+        return Ok(*w);
+    }
+    let read = |root: &Path| -> Option<(String, String)> {
+        let d = root.join("events/sched/sched_waking");
+        Some((
+            fs::read_to_string(d.join("id")).ok()?,
+            fs::read_to_string(d.join("format")).ok()?,
+        ))
+    };
+    let roots = [
+        PathBuf::from("/sys/kernel/tracing"),
+        PathBuf::from("/sys/kernel/debug/tracing"),
+    ];
+    let mut found = roots.iter().find_map(|r| read(r));
+    if found.is_none() && unsafe { libc::geteuid() } == 0 {
+        let target = std::ffi::CString::new("/sys/kernel/tracing").expect("no NUL");
+        let kind = std::ffi::CString::new("tracefs").expect("no NUL");
+        let r = unsafe {
+            libc::mount(
+                kind.as_ptr(),
+                target.as_ptr(),
+                kind.as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            )
+        };
+        if r == 0 {
+            found = read(&roots[0]);
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+    let (id, format) = found.ok_or_else(|| {
+        "tracefs is not mounted and could not be mounted (sched_waking's id and format are read there)".to_string()
+    })?;
+    let id: u64 = id
+        .trim()
+        .parse()
+        .map_err(|_| format!("sched_waking id {id:?}"))?;
+    let offset = |name: &str| -> Option<usize> {
+        format.lines().find_map(|l| {
+            let l = l.trim();
+            let decl = l.strip_prefix("field:")?.split(';').next()?;
+            if decl.split_whitespace().last()? != name {
+                return None;
+            }
+            l.split(';')
+                .find_map(|p| p.trim().strip_prefix("offset:"))?
+                .parse()
+                .ok()
+        })
+    };
+    let w = WakingFormat {
+        id,
+        pid: offset("pid").ok_or("sched_waking has no pid field")?,
+        target_cpu: offset("target_cpu").ok_or("sched_waking has no target_cpu field")?,
+    };
+    let _ = WAKING.set(w);
+    Ok(w)
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes")))
+        .unwrap_or(0)
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    b.get(o..o + 8)
+        .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+        .unwrap_or(0)
+}
+
+/// Copy out every complete record between tail and head, then release
+/// them to the kernel.
+fn read_ring(ring: &mut Ring, buf: &mut Vec<u8>, wf: Option<WakingFormat>, out: &mut Vec<Event>) {
+    let meta = ring.base as *mut sys::bindings::perf_event_mmap_page;
+    let data = unsafe { ring.base.add(ring.page) };
+    let size = (ring.len - ring.page) as u64;
+    let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
+    fence(Ordering::Acquire);
+    let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
+    while tail + 8 <= head {
+        let at = |off: u64| (off % size) as usize;
+        // The header may wrap like the rest: copy byte by byte.
+        let mut hdr = [0u8; 8];
+        for (i, b) in hdr.iter_mut().enumerate() {
+            *b = unsafe { *data.add(at(tail + i as u64)) };
+        }
+        let kind = u32::from_ne_bytes(hdr[0..4].try_into().expect("4"));
+        let misc = u16::from_ne_bytes(hdr[4..6].try_into().expect("2"));
+        let len = u16::from_ne_bytes(hdr[6..8].try_into().expect("2")) as u64;
+        if len < 8 || tail + len > head {
+            break;
+        }
+        buf.clear();
+        let start = at(tail);
+        let end = start + len as usize;
+        unsafe {
+            if end <= size as usize {
+                buf.extend_from_slice(std::slice::from_raw_parts(data.add(start), len as usize));
+            } else {
+                let first = size as usize - start;
+                buf.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
+                buf.extend_from_slice(std::slice::from_raw_parts(data, len as usize - first));
+            }
+        }
+        if let Some(e) = parse(kind, misc, buf, wf) {
+            out.push(e);
+        }
+        tail += len;
+    }
+    fence(Ordering::SeqCst);
+    unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+}
+
+/// One record (header included) as an event. Non-sample records end
+/// with the sample id: pid, tid (u32 each), time (u64), cpu, res (u32).
+fn parse(kind: u32, misc: u16, b: &[u8], wf: Option<WakingFormat>) -> Option<Event> {
+    let n = b.len();
+    let id = |b: &[u8]| {
+        let s = n.checked_sub(24)?;
+        Some((
+            u32_at(b, s),
+            u32_at(b, s + 4),
+            u64_at(b, s + 8),
+            u32_at(b, s + 16),
+        ))
+    };
+    let misc = misc as u32;
+    match kind {
+        sys::bindings::PERF_RECORD_SWITCH => {
+            let (pid, tid, time, cpu) = id(b)?;
+            if misc & sys::bindings::PERF_RECORD_MISC_SWITCH_OUT != 0 {
+                Some(Event::SwitchOut {
+                    time,
+                    cpu,
+                    pid,
+                    tid,
+                    preempted: misc & sys::bindings::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0,
+                })
+            } else {
+                Some(Event::SwitchIn {
+                    time,
+                    cpu,
+                    pid,
+                    tid,
+                })
+            }
+        }
+        sys::bindings::PERF_RECORD_FORK => {
+            let (_, _, _, cpu) = id(b)?;
+            Some(Event::Fork {
+                pid: u32_at(b, 8),
+                ppid: u32_at(b, 12),
+                tid: u32_at(b, 16),
+                ptid: u32_at(b, 20),
+                time: u64_at(b, 24),
+                cpu,
+            })
+        }
+        sys::bindings::PERF_RECORD_EXIT => {
+            let (_, _, _, cpu) = id(b)?;
+            Some(Event::Exit {
+                pid: u32_at(b, 8),
+                tid: u32_at(b, 16),
+                time: u64_at(b, 24),
+                cpu,
+            })
+        }
+        sys::bindings::PERF_RECORD_COMM => {
+            let (_, _, time, cpu) = id(b)?;
+            let name = b.get(16..n.saturating_sub(24))?;
+            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            Some(Event::Comm {
+                pid: u32_at(b, 8),
+                tid: u32_at(b, 12),
+                comm: String::from_utf8_lossy(&name[..end]).into_owned(),
+                exec: misc & sys::bindings::PERF_RECORD_MISC_COMM_EXEC != 0,
+                time,
+                cpu,
+            })
+        }
+        sys::bindings::PERF_RECORD_LOST => Some(Event::Lost {
+            count: u64_at(b, 16),
+        }),
+        sys::bindings::PERF_RECORD_SAMPLE => {
+            let wf = wf?;
+            // tid: pid, tid; time; cpu, res; raw: size, data.
+            let waker = u32_at(b, 12);
+            let time = u64_at(b, 16);
+            let cpu = u32_at(b, 24);
+            let raw = b.get(36..)?;
+            Some(Event::Waking {
+                time,
+                cpu,
+                waker,
+                wakee: u32_at(raw, wf.pid),
+                prev_cpu: u32_at(raw, wf.target_cpu),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds (the clock of the events).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forked_child_is_traced_from_fork_to_exit() {
+        let cpus: Vec<u32> =
+            (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).collect();
+        let t = match Tracer::attach(&cpus) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("tracing not allowed here, skipped: {e}");
+                return;
+            }
+        };
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(child.success());
+        let waking = t.waker_cpu_unavailable().map(str::to_string);
+        let mut ev = Vec::new();
+        t.stop(&mut ev);
+        let me = std::process::id();
+        let wakings = ev
+            .iter()
+            .filter(|e| matches!(e, Event::Waking { .. }))
+            .count();
+        eprintln!("{} events, {wakings} wakings ({waking:?})", ev.len());
+        let fork = ev
+            .iter()
+            .find_map(|e| match e {
+                Event::Fork { pid, ppid, .. } if *ppid == me && *pid != me => Some(*pid),
+                _ => None,
+            })
+            .expect("the child's fork");
+        assert!(ev.iter().any(|e| matches!(e, Event::Comm { pid, exec: true, comm, .. } if *pid == fork && comm == "sh")), "{ev:?}");
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, Event::Exit { pid, .. } if *pid == fork)));
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, Event::SwitchIn { pid, .. } if *pid == fork)));
+    }
+}

@@ -1,0 +1,195 @@
+//! `--trace`: exact scheduling facts of every task of a real run, from
+//! perf events on the benchmark's task tree.
+
+mod common;
+
+use common::{numalab_in, text};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn records(dir: &Path) -> Vec<Value> {
+    let mut v: Vec<Value> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    v.sort_by_key(|r| r["repetition"]["index"].as_u64());
+    v
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!("{:?}\n{}\n{}", o.status, text(&o.stdout), text(&o.stderr))
+}
+
+#[test]
+fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--trace",
+            "--runs",
+            "3",
+            "--quiet",
+            "--results",
+            "r",
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 500); do /bin/true; done",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let recs = records(&dir.path().join("r"));
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        let s = &r["sched"];
+        assert_eq!(s["lost_events"], 0, "{}", s["method"]);
+        let tasks = s["tasks"].as_array().unwrap();
+        let trues: Vec<&Value> = tasks.iter().filter(|t| t["comm"] == "true").collect();
+        assert_eq!(trues.len(), 500, "every /bin/true");
+        for t in &trues {
+            assert!(t["first_cpu"].as_u64().is_some(), "{t}");
+            let (f, e) = (
+                t["forked_s"].as_f64().unwrap(),
+                t["exited_s"].as_f64().unwrap(),
+            );
+            assert!(t["exec_s"].as_f64().unwrap() >= f && e > f, "{t}");
+            assert!(t["run_s"].as_f64().unwrap() > 0.0, "{t}");
+            let per_cpu: f64 = t["cpu_s"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            assert!((per_cpu - t["run_s"].as_f64().unwrap()).abs() < 1e-6);
+        }
+        assert!(s["new_task_cpus"].as_array().unwrap().len() + 1 >= 500);
+        // On-CPU time from the switches against the tree's user + sys
+        // (wait4): never more; the gap is what the switches miss around
+        // fork, exec and exit of short-lived processes (docs/trace.md).
+        let traced: f64 = tasks.iter().map(|t| t["run_s"].as_f64().unwrap()).sum();
+        let m = &r["metrics"];
+        let rusage = m["user_s"]["value"].as_f64().unwrap() + m["sys_s"]["value"].as_f64().unwrap();
+        assert!(
+            traced <= rusage * 1.02 + 0.005,
+            "traced {traced} vs user+sys {rusage}"
+        );
+        assert!(
+            traced >= rusage * 0.75,
+            "traced {traced} vs user+sys {rusage}"
+        );
+        assert!(m["sched_tasks"]["value"].as_f64().unwrap() >= 500.0);
+        // The raw events beside the record.
+        let f = s["events_file"].as_str().unwrap();
+        let events = std::fs::read_to_string(dir.path().join("r").join(f)).unwrap();
+        assert!(events.lines().filter(|l| l.contains("\texec\t")).count() >= 500);
+    }
+}
+
+#[test]
+fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "run",
+            "hackbench",
+            "--trace",
+            "--groups",
+            "2",
+            "--fds",
+            "4",
+            "--loops",
+            "50",
+            "--placement",
+            "default",
+            "--quiet",
+            "--results",
+            "h",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let o = numalab_in(&["show", "--sched", "h"], dir.path());
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    for l in out.lines() {
+        assert!(l.chars().count() <= 80, "{l:?}");
+    }
+    assert!(
+        out.contains("Wakeups, CPU woken on vs CPU slept on:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("CPUs chosen for new tasks, in order: "),
+        "{out}"
+    );
+    assert!(out.contains("traced: 17 tasks"), "{out}");
+    // An untraced record says how to get the facts.
+    let o = numalab_in(
+        &["run", "command", "--quiet", "--results", "u", "--", "true"],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let o = numalab_in(&["show", "--sched", "u"], dir.path());
+    assert!(
+        text(&o.stdout).contains("not traced (run it with --trace"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn without_permission_trace_is_a_one_line_error_or_says_what_it_lacks() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: dropping to another user needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            common::EXE,
+        ])
+        .args([
+            "run",
+            "command",
+            "--trace",
+            "--quiet",
+            "--results",
+            "r",
+            "--",
+            "true",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    if o.status.success() {
+        // Allowed for one's own tasks (perf_event_paranoid <= 2): the
+        // switches are traced; the sched_waking tracepoint is not, and
+        // the record says so.
+        let r = &records(&dir.path().join("r"))[0];
+        let why = r["sched"]["waker_cpu_unavailable"].as_str();
+        assert!(why.is_some(), "paranoid {paranoid}: {}", r["sched"]);
+    } else {
+        common::assert_one_line_error(&o, "--trace: ");
+        assert!(
+            text(&o.stderr).contains("perf_event_paranoid"),
+            "{}",
+            show(&o)
+        );
+    }
+}

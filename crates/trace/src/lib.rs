@@ -1,0 +1,598 @@
+//! # numalab-trace: what the scheduler did, exactly
+//!
+//! Sampling says where a task was every so often; it cannot say which CPU
+//! the kernel picked at a wakeup, or anything about a task that lives for
+//! a millisecond. A traced run (`--trace`, numalab-linux's `perf::Tracer`)
+//! has every switch of every task of the benchmark's tree, with its CPU
+//! and time, and every fork, exec and exit. This crate turns those events
+//! into the record's [`SchedTrace`]:
+//!
+//! - **time per CPU and per node**, summed from run intervals (switch in
+//!   to switch out, or to exit): on-CPU time, the same quantity as the
+//!   run's user + system time;
+//! - **migrations**: a run on another CPU than the task's last, counted by
+//!   how far it moved (an SMT sibling, another core of the LLC, another
+//!   LLC of the node, another node: [`numalab_topology::Relation`]);
+//! - **wakeup placements**: after a sleep (a switch out that was not a
+//!   preemption), the CPU the task woke on relative to the CPU it slept
+//!   on, and, when a traced task woke it (`sched_waking`), relative to the
+//!   waker's CPU;
+//! - **lifetimes** and the **sequence of CPUs chosen for new tasks** (each
+//!   task's first CPU, in order of creation), the CPU-selection analysis
+//!   of the NEST evaluation (Chaloyard, 2022).
+//!
+//! The events are sorted by time before analysis: each CPU's ring buffer
+//! is in order, the buffers are not in order with each other. Numalab's
+//! own process (the observer, the runner) is left out; its children are
+//! the benchmark.
+
+use numalab_linux::perf::Event;
+use numalab_record::{Better, Metric, Relations, SchedTask, SchedTrace};
+use numalab_topology::{Relation, Topology};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// How `--trace` records, as a record's `sched.method` says it.
+pub const METHOD: &str = "perf_event_open on the benchmark's task tree (inherited dummy event: context switches, forks, execs, exits; sched_waking for wakers' CPUs)";
+
+fn count(r: &mut Relations, rel: Option<Relation>) {
+    match rel {
+        Some(Relation::SameCpu) => r.same_cpu += 1,
+        Some(Relation::SmtSibling) => r.smt_sibling += 1,
+        Some(Relation::SameLlc) => r.same_llc += 1,
+        Some(Relation::SameNode) => r.same_node += 1,
+        Some(Relation::CrossNode) => r.cross_node += 1,
+        None => {}
+    }
+}
+
+#[derive(Default)]
+struct Task {
+    pid: u32,
+    parent: Option<u32>,
+    comm: String,
+    forked: Option<u64>,
+    exec: Option<u64>,
+    exit: Option<u64>,
+    running: Option<(u32, u64)>,
+    last_cpu: Option<u32>,
+    sleeping: bool,
+    waker_cpu: Option<u32>,
+    cpu_ns: BTreeMap<u32, u64>,
+    first_cpu: Option<u32>,
+    migrations: Relations,
+    wakeups: Relations,
+    near_waker: Relations,
+    preemptions: u32,
+    order: usize,
+}
+
+/// The time an event happened.
+pub fn time_of(e: &Event) -> u64 {
+    match e {
+        Event::SwitchIn { time, .. }
+        | Event::SwitchOut { time, .. }
+        | Event::Fork { time, .. }
+        | Event::Comm { time, .. }
+        | Event::Exit { time, .. }
+        | Event::Waking { time, .. } => *time,
+        Event::Lost { .. } => 0,
+    }
+}
+
+/// The facts of every task of the tree, from `events` (any order) of a
+/// run that started at `start_ns`, leaving out process `numalab_pid`.
+pub fn analyse(
+    events: &[Event],
+    numalab_pid: u32,
+    start_ns: u64,
+    topo: &Topology,
+    waker_cpu_unavailable: Option<String>,
+) -> SchedTrace {
+    let mut ev: Vec<&Event> = events.iter().collect();
+    ev.sort_by_key(|e| time_of(e));
+    let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
+    let mut lost = 0;
+    let mut created = 0usize;
+    let nn = topo.nodes.len();
+    let mut matrix = vec![vec![0u32; nn]; nn];
+    let node_ix = |cpu: u32| topo.node_of_cpu(cpu).and_then(|n| topo.node_index(n));
+    let mut task = |tasks: &mut BTreeMap<u32, Task>, tid: u32, pid: u32| -> bool {
+        if pid == numalab_pid || tid == 0 {
+            return false;
+        }
+        tasks.entry(tid).or_insert_with(|| {
+            created += 1;
+            Task {
+                pid,
+                order: created,
+                ..Default::default()
+            }
+        });
+        true
+    };
+    let close = |t: &mut Task, at: u64| {
+        if let Some((cpu, since)) = t.running.take() {
+            *t.cpu_ns.entry(cpu).or_default() += at.saturating_sub(since);
+            t.last_cpu = Some(cpu);
+        }
+    };
+    for e in ev {
+        match *e {
+            Event::Fork {
+                time,
+                pid,
+                tid,
+                ptid,
+                ..
+            } => {
+                if task(&mut tasks, tid, pid) {
+                    let t = tasks.get_mut(&tid).expect("just made");
+                    t.forked = Some(time);
+                    if ptid != 0 {
+                        t.parent = Some(ptid);
+                    }
+                    // A new thread inherits its creator's name.
+                    if let Some(name) = tasks.get(&ptid).map(|p| p.comm.clone()) {
+                        tasks.get_mut(&tid).expect("made").comm = name;
+                    }
+                }
+            }
+            Event::Comm {
+                time,
+                pid,
+                tid,
+                ref comm,
+                exec,
+                ..
+            } => {
+                if task(&mut tasks, tid, pid) {
+                    let t = tasks.get_mut(&tid).expect("made");
+                    t.comm = comm.clone();
+                    if exec {
+                        t.exec = Some(time);
+                    }
+                }
+            }
+            Event::SwitchIn {
+                time,
+                cpu,
+                pid,
+                tid,
+            } => {
+                if task(&mut tasks, tid, pid) {
+                    let t = tasks.get_mut(&tid).expect("made");
+                    t.first_cpu.get_or_insert(cpu);
+                    if let Some(last) = t.last_cpu {
+                        if last != cpu {
+                            count(&mut t.migrations, topo.relation(last, cpu));
+                            if let (Some(a), Some(b)) = (node_ix(last), node_ix(cpu)) {
+                                matrix[a][b] += 1;
+                            }
+                        }
+                        if t.sleeping {
+                            count(&mut t.wakeups, topo.relation(last, cpu));
+                        }
+                    }
+                    if let Some(w) = t.waker_cpu.take() {
+                        count(&mut t.near_waker, topo.relation(w, cpu));
+                    }
+                    t.sleeping = false;
+                    t.running = Some((cpu, time));
+                }
+            }
+            Event::SwitchOut {
+                time,
+                cpu,
+                pid,
+                tid,
+                preempted,
+            } => {
+                if task(&mut tasks, tid, pid) {
+                    let t = tasks.get_mut(&tid).expect("made");
+                    if t.running.is_none() {
+                        // Running since before the trace saw it.
+                        t.running = Some((cpu, time));
+                    }
+                    close(t, time);
+                    if preempted {
+                        t.preemptions += 1;
+                    }
+                    t.sleeping = !preempted;
+                }
+            }
+            Event::Waking { cpu, wakee, .. } => {
+                if let Some(t) = tasks.get_mut(&wakee) {
+                    t.waker_cpu = Some(cpu);
+                }
+            }
+            Event::Exit { time, pid, tid, .. } => {
+                if let Some(t) = tasks.get_mut(&tid) {
+                    if t.pid == pid {
+                        close(t, time);
+                        t.exit = Some(time);
+                    }
+                }
+            }
+            Event::Lost { count } => lost += count,
+        }
+    }
+    let secs = |t: Option<u64>| t.map(|t| t.saturating_sub(start_ns) as f64 / 1e9);
+    let mut out: Vec<(usize, SchedTask)> = tasks
+        .into_iter()
+        .map(|(tid, t)| {
+            let mut node_s = vec![0.0; topo.nodes.len()];
+            let cpu_s: BTreeMap<u32, f64> = t
+                .cpu_ns
+                .iter()
+                .map(|(&c, &ns)| {
+                    if let Some(ix) = topo.node_of_cpu(c).and_then(|n| topo.node_index(n)) {
+                        node_s[ix] += ns as f64 / 1e9;
+                    }
+                    (c, ns as f64 / 1e9)
+                })
+                .collect();
+            let task = SchedTask {
+                tid,
+                pid: t.pid,
+                parent_tid: t.parent,
+                comm: t.comm,
+                forked_s: secs(t.forked),
+                exec_s: secs(t.exec),
+                exited_s: secs(t.exit),
+                run_s: cpu_s.values().sum(),
+                cpu_s,
+                node_s,
+                first_cpu: t.first_cpu,
+                migrations: t.migrations,
+                wakeups: t.wakeups,
+                woken_near_waker: t.near_waker,
+                preemptions: t.preemptions,
+            };
+            (t.order, task)
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        let key = |t: &SchedTask| t.forked_s.unwrap_or(f64::NEG_INFINITY);
+        key(&a.1).total_cmp(&key(&b.1)).then(a.0.cmp(&b.0))
+    });
+    let tasks: Vec<SchedTask> = out.into_iter().map(|(_, t)| t).collect();
+    let new_task_cpus = tasks
+        .iter()
+        .filter(|t| t.forked_s.is_some())
+        .filter_map(|t| t.first_cpu)
+        .collect();
+    SchedTrace {
+        method: METHOD.to_string(),
+        lost_events: lost,
+        waker_cpu_unavailable,
+        events_file: None,
+        new_task_cpus,
+        migration_matrix: matrix,
+        tasks,
+    }
+}
+
+/// Run-level figures of a trace, as metrics `compare` takes: counts of
+/// tasks, migrations and wakeups, and where wakeups landed.
+pub fn metrics(t: &SchedTrace) -> BTreeMap<String, Metric> {
+    let mut mig = Relations::default();
+    let mut wake = Relations::default();
+    for task in &t.tasks {
+        mig.add(&task.migrations);
+        wake.add(&task.wakeups);
+    }
+    let mut m = BTreeMap::new();
+    let n = |v: u32| v as f64;
+    m.insert(
+        "sched_tasks".into(),
+        Metric::new(t.tasks.len() as f64, "tasks", Better::Lower),
+    );
+    m.insert(
+        "sched_migrations".into(),
+        Metric::new(n(mig.total()), "migrations", Better::Lower),
+    );
+    m.insert(
+        "sched_migrations_cross_llc".into(),
+        Metric::new(
+            n(mig.same_node + mig.cross_node),
+            "migrations",
+            Better::Lower,
+        ),
+    );
+    m.insert(
+        "sched_migrations_cross_node".into(),
+        Metric::new(n(mig.cross_node), "migrations", Better::Lower),
+    );
+    m.insert(
+        "sched_wakeups".into(),
+        Metric::new(n(wake.total()), "wakeups", Better::Lower),
+    );
+    if wake.total() > 0 {
+        let pct = |v: u32| 100.0 * v as f64 / wake.total() as f64;
+        m.insert(
+            "sched_wakeup_prev_cpu_pct".into(),
+            Metric::new(pct(wake.same_cpu), "%", Better::Higher),
+        );
+        m.insert(
+            "sched_wakeup_prev_llc_pct".into(),
+            Metric::new(
+                pct(wake.same_cpu + wake.smt_sibling + wake.same_llc),
+                "%",
+                Better::Higher,
+            ),
+        );
+        m.insert(
+            "sched_wakeup_cross_node_pct".into(),
+            Metric::new(pct(wake.cross_node), "%", Better::Lower),
+        );
+    }
+    m.insert(
+        "sched_lost_events".into(),
+        Metric::new(t.lost_events as f64, "events", Better::Lower),
+    );
+    m
+}
+
+/// The raw events as tab-separated text, one per line, times in
+/// nanoseconds from the run's start: `t_ns cpu kind tid pid a b`.
+pub fn write_events(path: &Path, events: &[Event], start_ns: u64) -> std::io::Result<()> {
+    let mut ev: Vec<&Event> = events.iter().collect();
+    ev.sort_by_key(|e| time_of(e));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(f, "# numalab sched events: t_ns cpu kind tid pid a b")?;
+    let rel = |t: u64| t as i64 - start_ns as i64;
+    for e in ev {
+        match e {
+            Event::SwitchIn {
+                time,
+                cpu,
+                pid,
+                tid,
+            } => writeln!(f, "{}\t{cpu}\tin\t{tid}\t{pid}\t-\t-", rel(*time))?,
+            Event::SwitchOut {
+                time,
+                cpu,
+                pid,
+                tid,
+                preempted,
+            } => writeln!(
+                f,
+                "{}\t{cpu}\tout\t{tid}\t{pid}\t{}\t-",
+                rel(*time),
+                if *preempted { "R" } else { "S" }
+            )?,
+            Event::Fork {
+                time,
+                cpu,
+                pid,
+                tid,
+                ptid,
+                ppid,
+            } => writeln!(
+                f,
+                "{}\t{cpu}\tfork\t{tid}\t{pid}\t{ptid}\t{ppid}",
+                rel(*time)
+            )?,
+            Event::Comm {
+                time,
+                cpu,
+                pid,
+                tid,
+                comm,
+                exec,
+            } => writeln!(
+                f,
+                "{}\t{cpu}\t{}\t{tid}\t{pid}\t{}\t-",
+                rel(*time),
+                if *exec { "exec" } else { "comm" },
+                comm.replace(['\t', '\n'], " ")
+            )?,
+            Event::Exit {
+                time,
+                cpu,
+                pid,
+                tid,
+            } => writeln!(f, "{}\t{cpu}\texit\t{tid}\t{pid}\t-\t-", rel(*time))?,
+            Event::Waking {
+                time,
+                cpu,
+                waker,
+                wakee,
+                prev_cpu,
+            } => writeln!(
+                f,
+                "{}\t{cpu}\twaking\t{wakee}\t-\t{waker}\t{prev_cpu}",
+                rel(*time)
+            )?,
+            Event::Lost { count } => writeln!(f, "-\t-\tlost\t-\t-\t{count}\t-")?,
+        }
+    }
+    f.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_topology::{Cpu, Llc, Node};
+
+    /// 2 nodes x 2 cores x 2 threads; one LLC per node.
+    fn topo() -> Topology {
+        let cpus = (0..8)
+            .map(|i| Cpu {
+                id: i,
+                node: i / 4,
+                package: i / 4,
+                core: i / 2,
+                llc: Some(i / 4),
+            })
+            .collect();
+        Topology {
+            nodes: vec![
+                Node {
+                    id: 0,
+                    cpus: vec![0, 1, 2, 3],
+                    memory_bytes: 1 << 30,
+                },
+                Node {
+                    id: 1,
+                    cpus: vec![4, 5, 6, 7],
+                    memory_bytes: 1 << 30,
+                },
+            ],
+            cpus,
+            llcs: vec![
+                Llc {
+                    id: 0,
+                    level: 3,
+                    size_bytes: 1 << 20,
+                    cpus: vec![0, 1, 2, 3],
+                },
+                Llc {
+                    id: 1,
+                    level: 3,
+                    size_bytes: 1 << 20,
+                    cpus: vec![4, 5, 6, 7],
+                },
+            ],
+            distances: vec![vec![10, 20], vec![20, 10]],
+        }
+    }
+
+    #[test]
+    fn times_migrations_wakeups_and_new_task_cpus() {
+        use Event::*;
+        let ms = 1_000_000u64;
+        let start = 1000 * ms;
+        let numalab = 10;
+        let ev = vec![
+            // numalab itself: left out.
+            SwitchIn {
+                time: start,
+                cpu: 0,
+                pid: numalab,
+                tid: numalab,
+            },
+            Fork {
+                time: start + ms,
+                cpu: 0,
+                pid: 20,
+                ppid: numalab,
+                tid: 20,
+                ptid: numalab,
+            },
+            Comm {
+                time: start + 2 * ms,
+                cpu: 1,
+                pid: 20,
+                tid: 20,
+                comm: "work".into(),
+                exec: true,
+            },
+            // out of order on purpose: sorted by the analysis
+            SwitchOut {
+                time: start + 5 * ms,
+                cpu: 1,
+                pid: 20,
+                tid: 20,
+                preempted: false,
+            },
+            SwitchIn {
+                time: start + ms,
+                cpu: 1,
+                pid: 20,
+                tid: 20,
+            },
+            Waking {
+                time: start + 9 * ms,
+                cpu: 4,
+                waker: 21,
+                wakee: 20,
+                prev_cpu: 1,
+            },
+            // woke on its SMT sibling (1 -> 0), 2 ms
+            SwitchIn {
+                time: start + 10 * ms,
+                cpu: 0,
+                pid: 20,
+                tid: 20,
+            },
+            SwitchOut {
+                time: start + 12 * ms,
+                cpu: 0,
+                pid: 20,
+                tid: 20,
+                preempted: true,
+            },
+            // preempted, then resumed on node 1: a cross-node migration,
+            // not a wakeup
+            SwitchIn {
+                time: start + 13 * ms,
+                cpu: 5,
+                pid: 20,
+                tid: 20,
+            },
+            Exit {
+                time: start + 16 * ms,
+                cpu: 5,
+                pid: 20,
+                tid: 20,
+            },
+            Fork {
+                time: start + 3 * ms,
+                cpu: 1,
+                pid: 20,
+                ppid: numalab,
+                tid: 21,
+                ptid: 20,
+            },
+            SwitchIn {
+                time: start + 4 * ms,
+                cpu: 4,
+                pid: 20,
+                tid: 21,
+            },
+            Exit {
+                time: start + 9 * ms,
+                cpu: 4,
+                pid: 20,
+                tid: 21,
+            },
+            Lost { count: 3 },
+        ];
+        let t = analyse(&ev, numalab, start, &topo(), None);
+        assert_eq!(t.lost_events, 3);
+        assert_eq!(t.tasks.len(), 2);
+        let a = &t.tasks[0];
+        assert_eq!((a.tid, a.comm.as_str()), (20, "work"));
+        assert!((a.run_s - 0.009).abs() < 1e-9, "{}", a.run_s); // 4 + 2 + 3 ms
+        assert!((a.cpu_s[&1] - 0.004).abs() < 1e-9);
+        assert!((a.node_s[0] - 0.006).abs() < 1e-9 && (a.node_s[1] - 0.003).abs() < 1e-9);
+        assert_eq!(a.migrations.smt_sibling, 1);
+        assert_eq!(a.migrations.cross_node, 1);
+        assert_eq!(a.wakeups.total(), 1);
+        assert_eq!(a.wakeups.smt_sibling, 1);
+        assert_eq!(a.woken_near_waker.cross_node, 1); // waker on CPU 4
+        assert_eq!(a.preemptions, 1);
+        assert_eq!(a.forked_s, Some(0.001));
+        assert_eq!(a.exited_s, Some(0.016));
+        let b = &t.tasks[1];
+        assert_eq!((b.tid, b.pid, b.parent_tid), (21, 20, Some(20)));
+        assert_eq!(b.comm, "work", "a thread is named as its creator");
+        assert_eq!(t.new_task_cpus, vec![1, 4]);
+        assert_eq!(t.migration_matrix, vec![vec![1, 1], vec![0, 0]]);
+        let m = metrics(&t);
+        assert_eq!(m["sched_migrations"].value, 2.0);
+        assert_eq!(m["sched_migrations_cross_node"].value, 1.0);
+        assert_eq!(m["sched_wakeup_prev_llc_pct"].value, 100.0);
+        let dir = std::env::temp_dir().join(format!("numalab-trace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("e.tsv");
+        write_events(&p, &ev, start).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), ev.len() + 1);
+        assert!(text.contains("1000000\t0\tfork\t20\t20\t10\t10"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
