@@ -1177,3 +1177,63 @@ fn numastat_in_the_guest_agrees_with_the_records_memory_per_node() {
         );
     }
 }
+
+/// `--trace` in a 2-node guest: the record comes back with the exact
+/// scheduling facts of the guest's tasks and its raw events beside it,
+/// and `show --sched` prints the node-to-node migration table.
+#[test]
+fn a_traced_run_in_a_guest_brings_back_its_events() {
+    if !guests_enabled("traced run in a guest") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let o = vm(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+            "--mem-per-node",
+            "512M",
+        ],
+        &[
+            "run",
+            "numa01",
+            "--trace",
+            "--threads",
+            "1",
+            "--bytes",
+            "64M",
+            "--duration",
+            "3",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    let r = &recs[0].1;
+    let s = &r["sched"];
+    let tasks = s["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", r["sched"]));
+    // 2 processes of 1 thread each, at least.
+    assert!(tasks.len() >= 2, "{s}");
+    assert_eq!(s["migration_matrix"].as_array().unwrap().len(), 2);
+    let events = dir.path().join(s["events_file"].as_str().unwrap());
+    let text_ev = std::fs::read_to_string(&events).unwrap();
+    assert!(text_ev.lines().count() > 10);
+    let o = Command::new(EXE)
+        .args(["show", "--sched"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Migrations, node to node"), "{out}");
+    assert!(
+        out.contains("Wakeups, CPU woken on vs CPU slept on"),
+        "{out}"
+    );
+}
