@@ -15,6 +15,7 @@ mod cli_run;
 mod cli_show;
 mod cli_sim;
 mod cli_topology;
+mod cli_trace;
 mod cli_vm;
 
 #[derive(Parser)]
@@ -50,6 +51,8 @@ pub(crate) enum Command {
     Show(cli_show::ShowArgs),
     /// Write a self-contained HTML report with tables and SVG charts
     Report(cli_report::ReportArgs),
+    /// Export a traced run's schedule (Perfetto / Chrome trace JSON)
+    Trace(cli_trace::TraceArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions(cli_install::CompletionsArgs),
     /// Print or install the man pages
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),
         Command::Report(args) => cli_report::run(args),
+        Command::Trace(args) => cli_trace::run(args),
         Command::Completions(args) => cli_install::completions(args),
         Command::Man(args) => cli_install::man(args),
         Command::GuestInit => cli_vm::guest_init(),

@@ -193,3 +193,140 @@ fn without_permission_trace_is_a_one_line_error_or_says_what_it_lacks() {
         );
     }
 }
+
+/// Checks the trace-event JSON as Perfetto reads it: metadata naming a
+/// track per CPU under its node, complete slices on those tracks, every
+/// flow's start matched by its end, counters with values.
+fn check_trace_json(json: &Value, ncpus: usize) -> std::collections::BTreeMap<String, usize> {
+    let evs = json["traceEvents"].as_array().expect("traceEvents");
+    let mut kinds = std::collections::BTreeMap::new();
+    let mut cpus = std::collections::BTreeSet::new();
+    let mut flows: std::collections::BTreeMap<u64, (u32, u32)> = Default::default();
+    for e in evs {
+        let ph = e["ph"].as_str().unwrap();
+        *kinds.entry(ph.to_string()).or_default() += 1;
+        match ph {
+            "M" if e["name"] == "thread_name" => {
+                cpus.insert(e["tid"].as_u64().unwrap());
+                assert!(e["args"]["name"].as_str().unwrap().starts_with("CPU "));
+            }
+            "X" => {
+                assert!(
+                    e["dur"].as_f64().unwrap() >= 0.0 && e["ts"].as_f64().unwrap() >= 0.0,
+                    "{e}"
+                );
+                assert!(
+                    cpus.contains(&e["tid"].as_u64().unwrap()),
+                    "a slice on a named CPU: {e}"
+                );
+            }
+            "s" => flows.entry(e["id"].as_u64().unwrap()).or_default().0 += 1,
+            "f" => flows.entry(e["id"].as_u64().unwrap()).or_default().1 += 1,
+            "C" => assert!(!e["args"].as_object().unwrap().is_empty(), "{e}"),
+            "i" => assert_eq!(e["s"], "t"),
+            "M" => {}
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
+    assert_eq!(cpus.len(), ncpus);
+    assert!(flows.values().all(|&(s, f)| s == 1 && f == 1), "{flows:?}");
+    kinds
+}
+
+#[test]
+fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "run",
+            "numa02",
+            "--trace",
+            "--threads",
+            "2",
+            "--bytes",
+            "16M",
+            "--duration",
+            "1",
+            "--interval",
+            "0.2",
+            "--quiet",
+            "--results",
+            "r",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let rec = std::fs::read_dir(dir.path().join("r"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let o = numalab_in(
+        &["trace", "export", rec.to_str().unwrap(), "-o", "t.json"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let ncpus = std::thread::available_parallelism().unwrap().get();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let kinds = check_trace_json(&json, ncpus);
+    assert!(kinds["X"] >= 2, "{kinds:?}");
+    assert!(
+        kinds.get("C").copied().unwrap_or(0) >= 1,
+        "memory counters: {kinds:?}"
+    );
+    // The simulator writes the same format through the same code.
+    let o = numalab_in(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "numa02",
+            "--threads",
+            "2",
+            "--bytes",
+            "16M",
+            "--loops",
+            "4",
+            "--trace",
+            "--quiet",
+            "--results",
+            "s",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_dir(dir.path().join("s"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "trace"))
+        .unwrap();
+    let sim: Value = serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
+    let sim_rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.with_extension("json")).unwrap()).unwrap();
+    let sim_cpus = sim_rec["machine"]["topology"]["cpus"]
+        .as_array()
+        .unwrap()
+        .len();
+    let kinds = check_trace_json(&sim, sim_cpus);
+    assert!(kinds["X"] >= 2 && kinds.get("C").is_some(), "{kinds:?}");
+    // An untraced record: one line saying so.
+    let o = numalab_in(
+        &["run", "command", "--quiet", "--results", "u", "--", "true"],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let u = std::fs::read_dir(dir.path().join("u"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let o = numalab_in(
+        &["trace", "export", u.to_str().unwrap(), "-o", "x.json"],
+        dir.path(),
+    );
+    common::assert_one_line_error(&o, "the run was not traced (run it with --trace)");
+}

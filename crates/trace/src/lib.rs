@@ -26,6 +26,8 @@
 //! own process (the observer, the runner) is left out; its children are
 //! the benchmark.
 
+pub mod export;
+
 use numalab_linux::perf::Event;
 use numalab_record::{Better, Metric, Relations, SchedTask, SchedTrace};
 use numalab_topology::{Relation, Topology};
@@ -66,6 +68,19 @@ struct Task {
     near_waker: Relations,
     preemptions: u32,
     order: usize,
+}
+
+/// Whether `e` is an event of process `pid` (switches, forks, execs,
+/// exits of its threads).
+pub fn of_process(e: &Event, pid: u32) -> bool {
+    match e {
+        Event::SwitchIn { pid: p, .. }
+        | Event::SwitchOut { pid: p, .. }
+        | Event::Comm { pid: p, .. }
+        | Event::Exit { pid: p, .. } => *p == pid,
+        Event::Fork { pid: p, .. } => *p == pid,
+        _ => false,
+    }
 }
 
 /// The time an event happened.
@@ -335,10 +350,19 @@ pub fn metrics(t: &SchedTrace) -> BTreeMap<String, Metric> {
     m
 }
 
-/// The raw events as tab-separated text, one per line, times in
-/// nanoseconds from the run's start: `t_ns cpu kind tid pid a b`.
-pub fn write_events(path: &Path, events: &[Event], start_ns: u64) -> std::io::Result<()> {
-    let mut ev: Vec<&Event> = events.iter().collect();
+/// The raw events of the tree (not of process `numalab_pid`) as
+/// tab-separated text, one per line, times in nanoseconds from the run's
+/// start: `t_ns cpu kind tid pid a b`.
+pub fn write_events(
+    path: &Path,
+    events: &[Event],
+    start_ns: u64,
+    numalab_pid: u32,
+) -> std::io::Result<()> {
+    let mut ev: Vec<&Event> = events
+        .iter()
+        .filter(|e| !of_process(e, numalab_pid))
+        .collect();
     ev.sort_by_key(|e| time_of(e));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(f, "# numalab sched events: t_ns cpu kind tid pid a b")?;
@@ -589,9 +613,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("numalab-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("e.tsv");
-        write_events(&p, &ev, start).unwrap();
+        write_events(&p, &ev, start, numalab).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
-        assert_eq!(text.lines().count(), ev.len() + 1);
+        // numalab's own switch is left out.
+        assert_eq!(text.lines().count(), ev.len());
+        let back = export::read_events(&text).unwrap();
+        assert_eq!(back.len(), ev.len() - 1);
+        let sched = export::from_events(&back, 0, 0);
+        assert_eq!(sched.slices.len(), 4, "{:?}", sched.slices);
+        assert_eq!(sched.migrations.len(), 2);
+        assert_eq!(sched.wakeups.len(), 1);
+        assert_eq!(sched.wakeups[0].from_cpu, 4);
+        let json = export::chrome_json(&topo(), "t", &sched);
+        assert!(json.contains("\"ph\":\"X\",\"name\":\"work\""), "{json}");
+        assert!(json.contains("\"ph\":\"s\"") && json.contains("\"ph\":\"f\""));
         assert!(text.contains("1000000\t0\tfork\t20\t20\t10\t10"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -66,8 +66,13 @@ impl Session {
         let mut t =
             numalab_trace::analyse(&events, std::process::id(), self.start_ns, topo, self.waker);
         let name = format!("{}.sched.tsv", rec.id);
-        numalab_trace::write_events(&results.join(&name), &events, self.start_ns)
-            .map_err(|e| format!("--trace: writing {}: {e}", results.join(&name).display()))?;
+        numalab_trace::write_events(
+            &results.join(&name),
+            &events,
+            self.start_ns,
+            std::process::id(),
+        )
+        .map_err(|e| format!("--trace: writing {}: {e}", results.join(&name).display()))?;
         t.events_file = Some(name);
         if t.lost_events > 0 {
             rec.warnings.push(format!(

@@ -299,7 +299,7 @@ pub fn run(
         .w
         .trace
         .as_ref()
-        .map(|spans| trace::chrome_json(&eng.w, spans, &record.id));
+        .map(|spans| trace::chrome_json(&eng.w, spans, &record));
     Ok(SimOutput {
         record,
         trace_json,

@@ -1,68 +1,42 @@
-//! `--trace FILE`: the simulated schedule in the Chrome / Perfetto JSON
-//! trace event format (one "complete" event per run span, one track per
-//! CPU, tracks grouped by node), openable in ui.perfetto.dev or
-//! chrome://tracing.
+//! `--trace`: the simulated schedule written by the same exporter as a
+//! real traced run (numalab-trace's `export`): a track per CPU grouped by
+//! node, a slice per stretch a task ran, migrations as instants, and the
+//! record's memory per node and pages migrated as counters, so a
+//! simulated and a real schedule open side by side in Perfetto.
 
 use crate::engine::{Span, World};
-use std::fmt::Write as _;
-
-fn esc(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
-}
+use numalab_record::RunRecord;
+use numalab_trace::export::{self, Migration, Schedule, Slice};
+use std::collections::BTreeMap;
 
 /// Render the spans of a finished run.
-pub fn chrome_json(w: &World, spans: &[Span], title: &str) -> String {
-    let mut out = String::with_capacity(64 + spans.len() * 120);
-    out.push_str("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":");
-    out.push_str(&esc(title));
-    out.push_str("},\"traceEvents\":[\n");
-    let mut first = true;
-    let mut push = |out: &mut String, ev: String| {
-        if !first {
-            out.push_str(",\n");
+pub fn chrome_json(w: &World, spans: &[Span], rec: &RunRecord) -> String {
+    let mut order: Vec<&Span> = spans.iter().collect();
+    order.sort_by_key(|s| (s.start, s.cpu));
+    let mut s = Schedule::default();
+    let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+    for sp in order {
+        let t = &w.tasks[sp.task];
+        if let Some(&from) = last.get(&sp.task) {
+            if from != sp.cpu {
+                s.migrations.push(Migration {
+                    cpu: sp.cpu as u32,
+                    at_ns: sp.start,
+                    tid: sp.task as u32,
+                    from_cpu: from as u32,
+                });
+            }
         }
-        first = false;
-        out.push_str(&ev);
-    };
-    for n in 0..w.m.nnodes {
-        push(
-            &mut out,
-            format!(
-                "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{n},\"args\":{{\"name\":\"node {n}\"}}}}"
-            ),
-        );
+        last.insert(sp.task, sp.cpu);
+        s.slices.push(Slice {
+            cpu: sp.cpu as u32,
+            tid: sp.task as u32,
+            pid: t.process as u32,
+            name: t.name.clone(),
+            start_ns: sp.start,
+            end_ns: sp.end,
+        });
     }
-    for cpu in 0..w.m.ncpus {
-        let n = w.m.cpu_node[cpu];
-        push(
-            &mut out,
-            format!(
-                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{n},\"tid\":{cpu},\"args\":{{\"name\":\"CPU {cpu}\"}}}}"
-            ),
-        );
-        push(
-            &mut out,
-            format!(
-                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{n},\"tid\":{cpu},\"args\":{{\"sort_index\":{cpu}}}}}"
-            ),
-        );
-    }
-    for s in spans {
-        let t = &w.tasks[s.task];
-        let mut ev = String::new();
-        let _ = write!(
-            ev,
-            "{{\"ph\":\"X\",\"name\":{},\"cat\":\"task\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"task\":{},\"process\":{}}}}}",
-            esc(&t.name),
-            w.m.cpu_node[s.cpu],
-            s.cpu,
-            s.start as f64 / 1e3,
-            (s.end - s.start) as f64 / 1e3,
-            s.task,
-            t.process
-        );
-        push(&mut out, ev);
-    }
-    out.push_str("\n]}\n");
-    out
+    s.counters = export::counters(rec);
+    export::chrome_json(&w.m.topology, &rec.id, &s)
 }

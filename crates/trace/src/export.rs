@@ -1,0 +1,376 @@
+//! A schedule as Chrome / Perfetto trace-event JSON, the same for a real
+//! traced run (`numalab trace export`) and a simulated one (`numalab sim
+//! ... --trace`): one track per CPU, the tracks of a node grouped as one
+//! "process"; a slice per stretch a task ran on a CPU; wakeups as flows
+//! from the waker's CPU to the wakee's next slice; migrations as instants
+//! on the CPU a task arrived at; counters for memory per node and pages
+//! migrated over time. Opens in ui.perfetto.dev and chrome://tracing.
+
+use crate::time_of;
+use numalab_linux::perf::Event;
+use numalab_record::RunRecord;
+use numalab_topology::Topology;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A task on a CPU from `start_ns` to `end_ns`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slice {
+    pub cpu: u32,
+    pub tid: u32,
+    pub pid: u32,
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// A wakeup: the waker on `from_cpu` at `at_ns`; the wakee next ran on
+/// `to_cpu` from `to_ns`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wakeup {
+    pub from_cpu: u32,
+    pub at_ns: u64,
+    pub to_cpu: u32,
+    pub to_ns: u64,
+    pub wakee: u32,
+}
+
+/// A task arriving on `cpu` from another CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Migration {
+    pub cpu: u32,
+    pub at_ns: u64,
+    pub tid: u32,
+    pub from_cpu: u32,
+}
+
+/// A counter track: its name and values over time (several series).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counter {
+    pub name: String,
+    pub points: Vec<(u64, Vec<(String, f64)>)>,
+}
+
+/// Everything a trace file shows.
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    pub slices: Vec<Slice>,
+    pub wakeups: Vec<Wakeup>,
+    pub migrations: Vec<Migration>,
+    pub counters: Vec<Counter>,
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// The schedule of a real run, from its raw events (times in the events'
+/// clock, `start_ns` the run's start), with the record's counters.
+pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedule {
+    let mut ev: Vec<&Event> = events.iter().collect();
+    ev.sort_by_key(|e| time_of(e));
+    let mut s = Schedule::default();
+    let mut names: BTreeMap<u32, String> = BTreeMap::new();
+    let mut running: BTreeMap<u32, (u32, u32, u64)> = BTreeMap::new(); // tid -> (cpu, pid, since)
+    let mut last_cpu: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut waking: BTreeMap<u32, (u32, u64)> = BTreeMap::new(); // wakee -> (waker cpu, at)
+    let rel = |t: u64| t.saturating_sub(start_ns);
+    let end = |s: &mut Schedule,
+               names: &BTreeMap<u32, String>,
+               tid: u32,
+               at: u64,
+               running: &mut BTreeMap<u32, (u32, u32, u64)>| {
+        if let Some((cpu, pid, since)) = running.remove(&tid) {
+            s.slices.push(Slice {
+                cpu,
+                tid,
+                pid,
+                name: names
+                    .get(&tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!("task {tid}")),
+                start_ns: rel(since),
+                end_ns: rel(at),
+            });
+        }
+    };
+    for e in ev {
+        match e {
+            Event::Fork { pid, tid, ptid, .. } if *pid != numalab_pid => {
+                if let Some(n) = names.get(ptid).cloned() {
+                    names.insert(*tid, n);
+                }
+            }
+            Event::Comm { tid, comm, pid, .. } if *pid != numalab_pid => {
+                names.insert(*tid, comm.clone());
+            }
+            Event::SwitchIn {
+                time,
+                cpu,
+                pid,
+                tid,
+            } if *pid != numalab_pid => {
+                if let Some(&from) = last_cpu.get(tid) {
+                    if from != *cpu {
+                        s.migrations.push(Migration {
+                            cpu: *cpu,
+                            at_ns: rel(*time),
+                            tid: *tid,
+                            from_cpu: from,
+                        });
+                    }
+                }
+                if let Some((wcpu, at)) = waking.remove(tid) {
+                    s.wakeups.push(Wakeup {
+                        from_cpu: wcpu,
+                        at_ns: rel(at),
+                        to_cpu: *cpu,
+                        to_ns: rel(*time),
+                        wakee: *tid,
+                    });
+                }
+                running.insert(*tid, (*cpu, *pid, *time));
+            }
+            Event::SwitchOut {
+                time,
+                cpu,
+                tid,
+                pid,
+                ..
+            } if *pid != numalab_pid => {
+                end(&mut s, &names, *tid, *time, &mut running);
+                last_cpu.insert(*tid, *cpu);
+            }
+            Event::Exit { time, tid, .. } => {
+                end(&mut s, &names, *tid, *time, &mut running);
+            }
+            Event::Waking {
+                time, cpu, wakee, ..
+            } => {
+                waking.insert(*wakee, (*cpu, *time));
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Counter tracks from a record's samples: memory per node (MiB, all
+/// processes) and pages migrated (from the start).
+pub fn counters(r: &RunRecord) -> Vec<Counter> {
+    let nodes: Vec<u32> = r.machine.topology.nodes.iter().map(|n| n.id).collect();
+    let mut mem = Counter {
+        name: "memory per node (MiB)".into(),
+        points: Vec::new(),
+    };
+    let mut mig = Counter {
+        name: "pages migrated".into(),
+        points: Vec::new(),
+    };
+    for s in &r.series.samples {
+        let t = (s.t_s * 1e9) as u64;
+        if !s.memory_bytes.is_empty() {
+            let mut per = vec![0u64; nodes.len()];
+            for p in &s.memory_bytes {
+                for (i, b) in p.iter().enumerate() {
+                    if let Some(x) = per.get_mut(i) {
+                        *x += b;
+                    }
+                }
+            }
+            mem.points.push((
+                t,
+                per.iter()
+                    .zip(&nodes)
+                    .map(|(b, n)| (format!("node {n}"), *b as f64 / (1u64 << 20) as f64))
+                    .collect(),
+            ));
+        }
+        if let Some(v) = s.vmstat.get("numa_pages_migrated") {
+            mig.points.push((t, vec![("pages".into(), *v as f64)]));
+        }
+    }
+    [mem, mig]
+        .into_iter()
+        .filter(|c| !c.points.is_empty())
+        .collect()
+}
+
+/// The trace-event JSON of `s` on `topo`.
+pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
+    let node_of = |cpu: u32| topo.node_of_cpu(cpu).unwrap_or(0);
+    let mut ev: Vec<String> = Vec::new();
+    for n in &topo.nodes {
+        ev.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"node {}\"}}}}",
+            n.id, n.id
+        ));
+        ev.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+            n.id, n.id
+        ));
+    }
+    for c in &topo.cpus {
+        ev.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"CPU {}\"}}}}",
+            c.node, c.id, c.id
+        ));
+        ev.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+            c.node, c.id, c.id
+        ));
+    }
+    let us = |ns: u64| ns as f64 / 1e3;
+    for x in &s.slices {
+        ev.push(format!(
+            "{{\"ph\":\"X\",\"name\":{},\"cat\":\"task\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"tid\":{},\"pid\":{}}}}}",
+            esc(&x.name),
+            node_of(x.cpu),
+            x.cpu,
+            us(x.start_ns),
+            us(x.end_ns.saturating_sub(x.start_ns)),
+            x.tid,
+            x.pid
+        ));
+    }
+    for (i, w) in s.wakeups.iter().enumerate() {
+        // A flow from the waker's CPU to the slice the wakee starts.
+        ev.push(format!(
+            "{{\"ph\":\"s\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{:.3}}}",
+            node_of(w.from_cpu),
+            w.from_cpu,
+            us(w.at_ns)
+        ));
+        ev.push(format!(
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{:.3},\"args\":{{\"wakee\":{}}}}}",
+            node_of(w.to_cpu),
+            w.to_cpu,
+            us(w.to_ns),
+            w.wakee
+        ));
+    }
+    for m in &s.migrations {
+        ev.push(format!(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"migration\",\"cat\":\"migration\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"args\":{{\"tid\":{},\"from_cpu\":{}}}}}",
+            node_of(m.cpu),
+            m.cpu,
+            us(m.at_ns),
+            m.tid,
+            m.from_cpu
+        ));
+    }
+    // Counters in a "process" of their own, after the nodes.
+    let cpid = topo.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+    if !s.counters.is_empty() {
+        ev.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{cpid},\"args\":{{\"name\":\"memory\"}}}}"
+        ));
+    }
+    for c in &s.counters {
+        for (t, values) in &c.points {
+            let args: Vec<String> = values
+                .iter()
+                .map(|(k, v)| format!("{}:{v}", esc(k)))
+                .collect();
+            ev.push(format!(
+                "{{\"ph\":\"C\",\"name\":{},\"pid\":{cpid},\"ts\":{:.3},\"args\":{{{}}}}}",
+                esc(&c.name),
+                us(*t),
+                args.join(",")
+            ));
+        }
+    }
+    let mut out = String::with_capacity(ev.iter().map(|e| e.len() + 2).sum::<usize>() + 128);
+    let _ = write!(
+        out,
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":{}}},\"traceEvents\":[\n",
+        esc(title)
+    );
+    out.push_str(&ev.join(",\n"));
+    out.push_str("\n]}\n");
+    out
+}
+
+/// Parse a `<id>.sched.tsv` file back into events (times relative to the
+/// run's start, so `start_ns` is 0 for them).
+pub fn read_events(text: &str) -> Result<Vec<Event>, String> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.starts_with('#') || l.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = l.split('\t').collect();
+        let bad = || format!("line {}: {l:?} is not an event", i + 1);
+        if f.len() < 7 {
+            return Err(bad());
+        }
+        let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+        let n32 = |s: &str| s.parse::<u32>().map_err(|_| bad());
+        if f[2] == "lost" {
+            out.push(Event::Lost { count: num(f[5])? });
+            continue;
+        }
+        let time = f[0].parse::<i64>().map_err(|_| bad())?.max(0) as u64;
+        let cpu = n32(f[1])?;
+        let tid = n32(f[3])?;
+        out.push(match f[2] {
+            "in" => Event::SwitchIn {
+                time,
+                cpu,
+                pid: n32(f[4])?,
+                tid,
+            },
+            "out" => Event::SwitchOut {
+                time,
+                cpu,
+                pid: n32(f[4])?,
+                tid,
+                preempted: f[5] == "R",
+            },
+            "fork" => Event::Fork {
+                time,
+                cpu,
+                pid: n32(f[4])?,
+                tid,
+                ptid: n32(f[5])?,
+                ppid: n32(f[6])?,
+            },
+            "exec" | "comm" => Event::Comm {
+                time,
+                cpu,
+                pid: n32(f[4])?,
+                tid,
+                comm: f[5].to_string(),
+                exec: f[2] == "exec",
+            },
+            "exit" => Event::Exit {
+                time,
+                cpu,
+                pid: n32(f[4])?,
+                tid,
+            },
+            "waking" => Event::Waking {
+                time,
+                cpu,
+                wakee: tid,
+                waker: n32(f[5])?,
+                prev_cpu: n32(f[6])?,
+            },
+            _ => return Err(bad()),
+        });
+    }
+    Ok(out)
+}
