@@ -294,9 +294,9 @@ pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
         }
     }
     let mut out = String::with_capacity(ev.iter().map(|e| e.len() + 2).sum::<usize>() + 128);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":{}}},\"traceEvents\":[\n",
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":{}}},\"traceEvents\":[",
         esc(title)
     );
     out.push_str(&ev.join(",\n"));
