@@ -111,6 +111,69 @@ pub fn vmstat_metrics(rec: &mut RunRecord, delta: &BTreeMap<String, i64>) {
     }
 }
 
+/// Each node's allocation counters (`/sys/devices/system/node/nodeN/numastat`:
+/// numa_hit, numa_miss, numa_foreign, interleave_hit, local_node,
+/// other_node), by node id; nodes or files that cannot be read are left
+/// out.
+pub fn node_numastat(topo: &numalab_topology::Topology) -> BTreeMap<u32, BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    for n in &topo.nodes {
+        let path = format!("/sys/devices/system/node/node{}/numastat", n.id);
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let m: BTreeMap<String, u64> = text
+                .lines()
+                .filter_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    Some((k.to_string(), v.trim().parse().ok()?))
+                })
+                .collect();
+            out.insert(n.id, m);
+        }
+    }
+    out
+}
+
+/// The machine-wide numastat counters' change over a run, as metrics
+/// (summed over nodes) and per node in `backend.details.numastat`. They
+/// count every allocation on the machine, not only the benchmark's.
+pub fn numastat_delta(
+    rec: &mut RunRecord,
+    before: &BTreeMap<u32, BTreeMap<String, u64>>,
+    after: &BTreeMap<u32, BTreeMap<String, u64>>,
+) {
+    let mut per_node = serde_json::Map::new();
+    let mut total: BTreeMap<String, u64> = BTreeMap::new();
+    for (node, a) in after {
+        let Some(b) = before.get(node) else { continue };
+        let mut d = serde_json::Map::new();
+        for (k, v) in a {
+            let delta = v.saturating_sub(*b.get(k).unwrap_or(v));
+            d.insert(k.clone(), delta.into());
+            *total.entry(k.clone()).or_default() += delta;
+        }
+        per_node.insert(format!("node{node}"), d.into());
+    }
+    if per_node.is_empty() {
+        return;
+    }
+    for k in ["numa_hit", "numa_miss", "local_node", "other_node"] {
+        if let Some(v) = total.get(k) {
+            let better = if k == "numa_hit" || k == "local_node" {
+                numalab_record::Better::Higher
+            } else {
+                numalab_record::Better::Lower
+            };
+            rec.metrics.insert(
+                format!("numastat_{k}"),
+                numalab_record::Metric::new(*v as f64, "pages", better),
+            );
+        }
+    }
+    rec.backend
+        .details_mut()
+        .insert("numastat".into(), per_node.into());
+}
+
 /// Runs cases on this machine.
 pub struct HostBackend {
     exe: PathBuf,
@@ -177,6 +240,7 @@ impl Backend for HostBackend {
             true => Some(trace::Session::start(&m.topology).map_err(RunError::Failed)?),
             false => None,
         };
+        let numastat_before = node_numastat(&m.topology);
         let r = match case {
             Case::NumaTest(p) => numa_test::run_once(&self.exe, m, p, ctx),
             Case::Autonuma(p) => autonuma_run::run_once(&self.exe, m, p, ctx),
@@ -191,6 +255,10 @@ impl Backend for HostBackend {
                 })
             }
         };
+        let r = r.map(|mut rec| {
+            numastat_delta(&mut rec, &numastat_before, &node_numastat(&m.topology));
+            rec
+        });
         match (r, traced) {
             (Ok(mut rec), Some(t)) => {
                 t.finish(&mut rec, ctx.results, &m.topology)
