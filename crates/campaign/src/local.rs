@@ -268,7 +268,7 @@ pub fn runner_plan(c: &Campaign, output: Output) -> Result<numalab_runner::Plan,
     Ok(numalab_runner::Plan {
         configs,
         cases: c.cases.clone(),
-        runs: c.plan.runs,
+        runs: numalab_runner::Runs::Fixed(c.plan.runs),
         warmup: c.plan.warmup,
         interval: c.plan.interval,
         results: c.plan.results.clone(),

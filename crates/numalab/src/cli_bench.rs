@@ -9,16 +9,31 @@ use numalab_bench::args::{
 };
 use numalab_bench::autonuma::Kind;
 use numalab_linux::knobs::{Guard, Knob};
-use numalab_runner::{Backend, Configuration, Interval, Output, Plan};
+use numalab_runner::{Auto, Backend, Configuration, Interval, Output, Plan, Runs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Options of the runner, the same for every benchmark and backend.
 #[derive(clap::Args, Clone, Debug)]
 pub struct RunnerArgs {
-    /// Recorded repetitions of every case
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10000))]
-    pub runs: u32,
+    /// Recorded repetitions of every case, or auto: at least --min-runs,
+    /// then as many as fit in --max-time by the first round's time, at
+    /// most --max-runs
+    #[arg(long, value_name = "N|auto", default_value = "1", allow_negative_numbers = true, value_parser = parse_runs)]
+    pub runs: RunsArg,
+    /// With --runs auto: the fewest runs of every case [default: 5, the
+    /// fewest with which compare's rank test can still tell two
+    /// configurations apart when their runs overlap a little]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub min_runs: Option<u32>,
+    /// With --runs auto: the most runs of every case [default: 30]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub max_runs: Option<u32>,
+    /// With --runs auto: seconds all the runs may take, estimated from the
+    /// first round's time; more than --min-runs only as they fit
+    /// [default: 300]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = parse_max_time)]
+    pub max_time: Option<f64>,
     /// Discarded runs of every case before the recorded ones
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub warmup: u32,
@@ -70,6 +85,31 @@ pub struct RunnerArgs {
     pub trace: bool,
 }
 
+/// `--runs`: a count, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunsArg {
+    Fixed(u32),
+    Auto,
+}
+
+fn parse_runs(s: &str) -> Result<RunsArg, String> {
+    if s == "auto" {
+        return Ok(RunsArg::Auto);
+    }
+    match s.parse::<i64>() {
+        Ok(n) if (1..=10000).contains(&n) => Ok(RunsArg::Fixed(n as u32)),
+        _ => Err("give a number of runs from 1 to 10000, or auto".into()),
+    }
+}
+
+fn parse_max_time(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) if v < 0.0 => Err("a time cannot be negative".into()),
+        _ => Err("give a number of seconds, 0 or more".into()),
+    }
+}
+
 fn parse_sysctl(s: &str) -> Result<Knob, String> {
     Knob::parse_sysctl(s).map_err(|e| e.to_string())
 }
@@ -84,6 +124,29 @@ fn parse_thp(s: &str) -> Result<Knob, String> {
 }
 
 impl RunnerArgs {
+    /// The runs asked for: `--min-runs`, `--max-runs` and `--max-time`
+    /// bound `--runs auto` and mean nothing with a count.
+    fn runs(&self) -> Result<Runs> {
+        match self.runs {
+            RunsArg::Fixed(n) => {
+                let given = [
+                    ("--min-runs", self.min_runs.is_some()),
+                    ("--max-runs", self.max_runs.is_some()),
+                    ("--max-time", self.max_time.is_some()),
+                ];
+                if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+                    bail!("{flag} is for --runs auto, not --runs {n}");
+                }
+                Ok(Runs::Fixed(n))
+            }
+            RunsArg::Auto => Ok(Runs::Auto(Auto::new(
+                self.min_runs,
+                self.max_runs,
+                self.max_time,
+            )?)),
+        }
+    }
+
     fn output(&self) -> Output {
         match (self.quiet, self.verbose) {
             (true, _) => Output::Quiet,
@@ -260,6 +323,7 @@ fn say(text: &str) {
 /// run` and `numalab sim` once the backend exists.
 pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     let r = cmd.runner();
+    let runs = r.runs()?;
     if cmd.is_command() {
         if let Some(why) = backend.unsupported(&numalab_bench::Case::Command(
             numalab_bench::command::Params {
@@ -282,7 +346,7 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     let plan = Plan {
         configs: vec![r.configuration()],
         cases: resolved.cases,
-        runs: r.runs,
+        runs,
         warmup: r.warmup,
         interval: r.interval,
         results,
@@ -296,6 +360,12 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         say(&format!("on {}", backend.describe()));
         for n in &resolved.notes {
             say(n);
+        }
+        if let Runs::Auto(a) = runs {
+            say(&format!(
+                "runs: {} to {} of every case, as many as fit in {} s by the first round's time (--runs auto)",
+                a.min, a.max, a.max_time_s
+            ));
         }
         for w in &resolved.warnings {
             say(&format!("warning: {w}"));

@@ -149,3 +149,57 @@ fn a_size_too_large_is_refused_in_the_same_words_everywhere() {
         refused(args, &[flag, "\"12Q\" is not a size (e.g. 512M or 3G)"]);
     }
 }
+
+#[test]
+fn runs_auto_bounds_that_make_no_sense_are_refused() {
+    let sim = ["sim", "--machine", "azusa16", "numa02", "--threads", "2"];
+    let with =
+        |more: &[&'static str]| -> Vec<&'static str> { sim.iter().chain(more).copied().collect() };
+    let cases: [(Vec<&str>, &[&str]); 9] = [
+        (
+            with(&["--runs", "auto", "--min-runs", "0"]),
+            &["--min-runs", "0 is not in 1..=10000"],
+        ),
+        (
+            with(&["--runs", "auto", "--max-runs", "-3"]),
+            &["--max-runs", "-3"],
+        ),
+        (
+            with(&["--runs", "auto", "--min-runs", "5", "--max-runs", "3"]),
+            &["--min-runs 5 is more than --max-runs 3"],
+        ),
+        (
+            with(&["--runs", "3", "--min-runs", "2"]),
+            &["--min-runs is for --runs auto, not --runs 3"],
+        ),
+        (
+            with(&["--runs", "3", "--max-runs", "4"]),
+            &["--max-runs is for --runs auto, not --runs 3"],
+        ),
+        // Without --runs, a count (1): the bounds of auto mean nothing.
+        (
+            with(&["--max-time", "60"]),
+            &["--max-time is for --runs auto, not --runs 1"],
+        ),
+        (
+            with(&["--runs", "auto", "--max-time", "-1"]),
+            &["--max-time", "a time cannot be negative"],
+        ),
+        (
+            with(&["--runs", "auto", "--max-time", "soon"]),
+            &["--max-time", "give a number of seconds, 0 or more"],
+        ),
+        (
+            with(&["--runs", "often"]),
+            &["--runs", "give a number of runs from 1 to 10000, or auto"],
+        ),
+    ];
+    for (args, needles) in &cases {
+        refused(args, needles);
+    }
+    // The same flags on this machine, refused before anything runs.
+    refused(
+        &["run", "numa02", "--runs", "2", "--min-runs", "2"],
+        &["--min-runs is for --runs auto, not --runs 2"],
+    );
+}

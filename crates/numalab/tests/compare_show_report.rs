@@ -168,7 +168,7 @@ fn compare_prints_tables_markers_and_footnotes() {
     let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(
-            "Verdict: none with 3 runs per side. Mann-Whitney U cannot reach significance with so few: the smallest p-value it can give is 0.100, not below 0.05. 4 runs per side can"
+            "Verdict: none with 3 runs per side. Mann-Whitney U cannot reach significance with so few: the smallest p-value it can give is 0.100, not below 0.05. 4 runs per side can (--runs 4, or --runs auto)."
         ),
         "{out}"
     );
@@ -177,7 +177,17 @@ fn compare_prints_tables_markers_and_footnotes() {
     // At alpha 0.01 it takes 5 runs per side.
     let o = numalab(&["compare", d3.path().to_str().unwrap(), "--alpha", "0.01"]);
     let flat = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("5 runs per side can"), "{flat}");
+    assert!(
+        flat.contains("5 runs per side can (--runs 5, or --runs auto)."),
+        "{flat}"
+    );
+    // At 0.001, 7: more than --runs auto's default minimum.
+    let o = numalab(&["compare", d3.path().to_str().unwrap(), "--alpha", "0.001"]);
+    let flat = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("7 runs per side can (--runs 7, or --runs auto --min-runs 7)."),
+        "{flat}"
+    );
 
     // --metric, --test welch, --noise.
     let o = numalab(&[

@@ -156,7 +156,8 @@ fn balancing_off(bench: &str, args: &[&str]) {
     // node the threads run on.)
     let mut seen = 0;
     for s in r["series"]["samples"].as_array().unwrap() {
-        for m in s["task_memory_bytes"].as_array().unwrap() {
+        // None in the last sample, taken when the tasks had exited.
+        for m in s["task_memory_bytes"].as_array().into_iter().flatten() {
             let m: Vec<u64> = m
                 .as_array()
                 .unwrap()
@@ -290,7 +291,9 @@ fn check_placed(r: &Value) {
         if s["t_s"].as_f64().unwrap() < started {
             continue;
         }
-        let mem = s["task_memory_bytes"].as_array().unwrap();
+        let Some(mem) = s["task_memory_bytes"].as_array() else {
+            continue; // the last sample, taken when the tasks had exited
+        };
         for (t, task) in tasks.iter().enumerate() {
             let p = task["process"].as_u64().unwrap() as usize;
             let within = t - tasks

@@ -48,6 +48,9 @@ fn spin_runs_every_placement_and_records_each() {
         let t = &r["tasks"][0];
         assert_eq!(t["work_done"], 20000000);
         assert_eq!(t["work_expected"], 20000000);
+        // The last sample, taken when the task had ended: all its work.
+        let samples = r["series"]["samples"].as_array().unwrap();
+        assert_eq!(samples.last().unwrap()["progress"][0], 20000000);
         let on_nodes: f64 = t["node_time_s"]
             .as_array()
             .unwrap()

@@ -96,6 +96,9 @@ fn numa_test_writes_one_valid_record_per_run() {
         for m in ["elapsed_s", "user_s", "sys_s", "avg_user_s"] {
             assert!(r.metric(m).is_some_and(|v| v >= 0.0), "metric {m}");
         }
+        // The last sample, taken when every task had ended: all passes.
+        let last = r.series.samples.last().expect("observed");
+        assert_eq!(last.progress, vec![100; n as usize]);
         assert!(!r.machine.kernel.is_empty());
     }
     assert_eq!(per_n.into_iter().collect::<Vec<_>>(), vec![(2, 3), (4, 3)]);

@@ -542,3 +542,83 @@ fn spin_placements_are_the_real_runs_cpu_sets() {
         "SMT",
     );
 }
+
+/// `--runs auto`: whole rounds of every case, as many as fit in
+/// `--max-time` by the first round's time, between `--min-runs` and
+/// `--max-runs`; every record says the count decided.
+#[test]
+fn runs_auto_runs_whole_rounds_within_its_bounds() {
+    let run = |more: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec![
+            "sim",
+            "--machine",
+            "azusa16",
+            "numa02",
+            "--threads",
+            "1,2",
+            "--bytes",
+            "16M",
+            "--loops",
+            "2",
+            "--runs",
+            "auto",
+            "--min-runs",
+            "2",
+            "--max-runs",
+            "4",
+        ];
+        a.extend_from_slice(more);
+        let o = numalab(&a, dir.path());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let loaded = numalab_record::load_paths(&[dir.path().join("numalab-results")]);
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let mut per_case = std::collections::BTreeMap::<u64, Vec<(u32, u32)>>::new();
+        for (_, r) in &loaded.records {
+            let threads = r.params["threads"].as_u64().unwrap();
+            let rep = (r.repetition.index, r.repetition.of);
+            per_case.entry(threads).or_default().push(rep);
+        }
+        // Run lines: rounds in the blocked order, each whole.
+        let out = text(&o.stdout);
+        let lines: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with('['))
+            .map(String::from)
+            .collect();
+        (per_case, lines, text(&o.stderr))
+    };
+    // A simulated round takes well under a second: the default 300 s
+    // would allow hundreds, --max-runs stops at 4; with no time at all,
+    // --min-runs still runs 2.
+    for (more, want) in [(&[][..], 4), (&["--max-time", "0"][..], 2)] {
+        let (per_case, lines, err) = run(more);
+        assert_eq!(per_case.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        let count = per_case[&1].len() as u32;
+        assert_eq!(count, want, "{per_case:?}");
+        for reps in per_case.values() {
+            let mut reps = reps.clone();
+            reps.sort();
+            let want: Vec<(u32, u32)> = (1..=count).map(|i| (i, count)).collect();
+            assert_eq!(reps, want, "{per_case:?}");
+        }
+        assert_eq!(lines.len(), 2 * count as usize, "{lines:?}");
+        for (k, l) in lines.iter().enumerate() {
+            let (rep, threads) = (k / 2 + 1, k % 2 + 1);
+            assert!(
+                l.contains(&format!("threads={threads} #{rep}:")),
+                "{lines:?}"
+            );
+        }
+        // The first round shows the range, the rest the count decided.
+        let n = 2 * count;
+        assert!(lines[0].starts_with("[1/4..8] "), "{lines:?}");
+        let last = format!("[{n}/{n}] ");
+        assert!(lines[n as usize - 1].starts_with(&last), "{lines:?}");
+        let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(&format!("--runs auto: {count} runs of every case")),
+            "{err}"
+        );
+    }
+}

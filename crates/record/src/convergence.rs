@@ -178,7 +178,12 @@ pub fn evaluate(
         });
     }
     let started = started_s?;
-    let eligible: Vec<&Sample> = samples.iter().filter(|s| s.t_s >= started).collect();
+    // Samples that saw where tasks ran: not a real run's last one, taken
+    // when its tasks had exited.
+    let eligible: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.t_s >= started && !s.task_node.is_empty())
+        .collect();
     if eligible.is_empty() {
         return None;
     }
@@ -242,7 +247,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.state, ConvergenceState::Converged { at_s: 2.0 });
-        let c = evaluate(Rule::Process, &t, &procs, &[start, half], Some(0.0)).unwrap();
+        let c = evaluate(
+            Rule::Process,
+            &t,
+            &procs,
+            &[start.clone(), half.clone()],
+            Some(0.0),
+        )
+        .unwrap();
+        assert_eq!(c.state, ConvergenceState::NotConverged { within_s: 1.0 });
+        // A real run's last sample, taken when its tasks had exited, saw
+        // no placement: it neither converges nor extends the time watched.
+        let end = Sample {
+            t_s: 2.5,
+            progress: vec![10; 4],
+            ..Default::default()
+        };
+        let c = evaluate(Rule::Process, &t, &procs, &[start, half, end], Some(0.0)).unwrap();
         assert_eq!(c.state, ConvergenceState::NotConverged { within_s: 1.0 });
         // Both processes on one node with their memory is not converged.
         let same = sample(3.0, &[Some(0); 4], &[[100, 0]; 4]);

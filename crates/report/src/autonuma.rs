@@ -11,24 +11,12 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-/// `text` wrapped at `width` columns, each line after the first indented.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let mut out = String::new();
-    let lead = &text[..text.len() - text.trim_start().len()];
-    let mut line = lead.to_string();
-    for w in text.split_whitespace() {
-        if !line.trim().is_empty() && line.len() + 1 + w.len() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line = indent.to_string();
-        } else if !line.trim().is_empty() && line != indent {
-            line.push(' ');
-        }
-        line.push_str(w);
+/// `text` as lines of at most 78 columns, each after the first indented
+/// by 2 more than the text.
+fn push_wrapped(s: &mut String, text: &str) {
+    for l in crate::table::wrap(text, 78) {
+        let _ = writeln!(s, "{l}");
     }
-    out.push_str(&line);
-    out.push('\n');
-    out
 }
 
 /// One line on the run's convergence.
@@ -66,9 +54,9 @@ pub fn run_summary(r: &RunRecord) -> String {
         count("numa_hint_faults"),
         count("numa_pte_updates")
     );
-    s += &wrap(&format!("convergence: {}", convergence_line(r)), 78, "  ");
+    push_wrapped(&mut s, &format!("convergence: {}", convergence_line(r)));
     if let Some(c) = &r.convergence {
-        s += &wrap(&format!("  criterion: {}", c.definition), 78, "    ");
+        push_wrapped(&mut s, &format!("  criterion: {}", c.definition));
     }
     s
 }
@@ -196,7 +184,7 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
     let several = fams.len() > 1;
     for (variant, recs) in &fams {
         if several {
-            s += &wrap(&format!("{variant}:"), 78, "  ");
+            push_wrapped(&mut s, &format!("{variant}:"));
         }
         s += &placement_rows(recs);
         s += &position_lines(recs);
@@ -614,12 +602,5 @@ mod tests {
         assert!(s.lines().all(|l| l.len() <= 80), "{s}");
         r.convergence = None;
         assert!(run_summary(&r).contains("not observed"));
-    }
-
-    #[test]
-    fn wraps_at_width() {
-        let w = wrap("aaa bbb ccc ddd", 8, "  ");
-        assert_eq!(w, "aaa bbb\n  ccc\n  ddd\n");
-        assert_eq!(wrap("  aaa bbb", 8, "    "), "  aaa\n    bbb\n");
     }
 }

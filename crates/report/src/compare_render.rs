@@ -973,8 +973,14 @@ pub fn too_few_lines(r: &CompareReport) -> Vec<String> {
                     test_name(test)
                 )
             } else {
+                // --runs auto runs at least AUTO_MIN_RUNS by default.
+                let auto = if need <= numalab_stats::AUTO_MIN_RUNS {
+                    "--runs auto".to_string()
+                } else {
+                    format!("--runs auto --min-runs {need}")
+                };
                 format!(
-                    "Verdict: none with {runs}. {} cannot reach significance with so few: the smallest p-value it can give is {}, not below {alpha}. {need} runs per side can (--runs {need}).",
+                    "Verdict: none with {runs}. {} cannot reach significance with so few: the smallest p-value it can give is {}, not below {alpha}. {need} runs per side can (--runs {need}, or {auto}).",
                     test_name(test),
                     num::p_value(numalab_stats::min_achievable_p(test, nb, nc))
                 )

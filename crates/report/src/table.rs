@@ -489,8 +489,12 @@ pub fn md_inline(s: &str) -> String {
     o
 }
 
-/// Greedy word wrap at `width`. Continuation lines are indented past a
-/// leading footnote marker like `[12] `, else by 2.
+/// `text` wrapped at `width` columns, greedily at spaces, with a hanging
+/// indent: continuation lines are indented past the text's own leading
+/// spaces, and then past a footnote marker like `[12] ` (at most 8), else
+/// by 2. Runs of spaces inside a line are kept (they align columns). A
+/// word longer than the line (a path, a URL) is never broken: it gets a
+/// line of its own, however long.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     if text.is_empty() {
         return Vec::new();
@@ -499,62 +503,25 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         return vec![text.to_string()];
     }
     let lead = text.len() - text.trim_start_matches(' ').len();
-    let indent = lead
-        + if text.trim_start().starts_with('[') {
-            text.trim_start()
-                .find(']')
-                .map(|i| i + 2)
-                .unwrap_or(2)
-                .min(8)
-        } else {
-            2
-        };
-    let mut lines = Vec::new();
-    let mut cur = " ".repeat(lead);
-    let mut has_word = false;
-    // Runs of spaces inside a line are kept (they align columns).
-    let mut extra = 0usize;
-    for word in text[lead..].split(' ') {
-        if word.is_empty() {
-            if has_word {
-                extra += 1;
-            }
-            continue;
-        }
-        let mut w = word.to_string();
-        loop {
-            let cl = cur.chars().count();
-            let sep = if has_word { 1 + extra } else { 0 };
-            if cl + sep + w.chars().count() <= width {
-                cur.push_str(&" ".repeat(sep));
-                cur.push_str(&w);
-                has_word = true;
-                break;
-            }
-            if has_word {
-                lines.push(std::mem::take(&mut cur));
-                cur = " ".repeat(indent);
-                has_word = false;
-                continue;
-            }
-            // A single word longer than the line is cut hard.
-            let room = width.saturating_sub(cl).max(1);
-            let head: String = w.chars().take(room).collect();
-            let tail: String = w.chars().skip(room).collect();
-            cur.push_str(&head);
-            lines.push(std::mem::take(&mut cur));
-            cur = " ".repeat(indent);
-            w = tail;
-            if w.is_empty() {
-                break;
-            }
-        }
-        extra = 0;
-    }
-    if has_word {
-        lines.push(cur);
-    }
-    lines
+    let body = &text[lead..];
+    let hang = if body.starts_with('[') {
+        body.find(']').map(|i| i + 2).unwrap_or(2).min(8)
+    } else {
+        2
+    };
+    let first = " ".repeat(lead);
+    let rest = " ".repeat(lead + hang);
+    let options = textwrap::Options::new(width)
+        .initial_indent(&first)
+        .subsequent_indent(&rest)
+        .break_words(false)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
+    textwrap::wrap(body, options)
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect()
 }
 
 #[cfg(test)]
@@ -681,11 +648,28 @@ mod tests {
         assert!(w.len() > 2);
         assert!(w.iter().all(|l| l.len() <= 40), "{w:?}");
         assert!(w[1].starts_with("     word"), "{w:?}");
-        let w = wrap(&"y".repeat(100), 30);
-        assert!(w.iter().all(|l| l.chars().count() <= 30), "{w:?}");
-        assert_eq!(w.concat().replace(' ', "").len(), 100);
         let w = wrap(&format!("  A  {}", "word ".repeat(30)), 40);
         assert!(w[0].starts_with("  A  word"), "{w:?}");
         assert!(w[1].starts_with("    word"), "{w:?}");
+    }
+
+    #[test]
+    fn wraps_at_width() {
+        assert_eq!(wrap("aaa bbb ccc ddd", 8), ["aaa bbb", "  ccc", "  ddd"]);
+        assert_eq!(wrap("  aaa bbb", 8), ["  aaa", "    bbb"]);
+        assert_eq!(wrap("short", 8), ["short"]);
+        assert!(wrap("", 8).is_empty());
+    }
+
+    #[test]
+    fn long_words_and_hyphens_are_never_broken() {
+        let path = "/home/user/numalab-results/20260101T000000Z-numa01-default-r1.json";
+        let w = wrap(&format!("numalab: wrote {path} (4 runs)"), 40);
+        assert_eq!(w, ["numalab: wrote", &format!("  {path}"), "  (4 runs)"]);
+        let w = wrap(&"y".repeat(100), 30);
+        assert_eq!(w, ["y".repeat(100)]);
+        // Hyphenated words stay whole: flags, placements, paths.
+        let w = wrap("use --placement default,inverse-bind here", 20);
+        assert_eq!(w, ["use --placement", "  default,inverse-bind", "  here"]);
     }
 }

@@ -893,3 +893,38 @@ fn runs_that_did_different_work_are_a_footnote() {
     let json = compare_render::to_json(&r);
     assert!(json.contains("\"work_differs\""), "{json}");
 }
+
+/// The HTML report's line under "Comparison" says how to read the tables,
+/// whatever the text header looks like: it once took the second line of
+/// the text rendering, which is the summary line's continuation when that
+/// wraps ("  default", the baseline's label).
+#[test]
+fn the_line_under_comparison_explains_the_tables_when_the_summary_wraps() {
+    let mut v = runs("default", "h", 4, &BASE);
+    v.extend(runs("candidate", "h", 4, &scaled(1.10)));
+    let ds = Dataset::new(v);
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("default".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    // The text's summary line wraps, and its continuation is a label.
+    let text = compare_render::to_text(&r, Layout::Full);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("numalab compare: 12 runs"), "{text}");
+    assert_eq!(lines[1], "  default", "{text}");
+
+    let html = numalab_report::html::report(&ds, &r, &["x".into()]);
+    let head = "<h2>Comparison</h2><p class=\"meta\">";
+    let at = html.find(head).expect("a Comparison section") + head.len();
+    let under = &html[at..at + html[at..].find("</p>").unwrap()];
+    let want = numalab_report::table::html_escape(&compare_render::explanation(&r, Layout::Full));
+    assert_eq!(under, want);
+    assert!(
+        under.starts_with("Mann-Whitney U test, 95% intervals."),
+        "{under}"
+    );
+}

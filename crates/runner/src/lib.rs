@@ -24,12 +24,20 @@
 //!   `--setup` once before its first run, `--cleanup` once after its
 //!   last, `--prepare` before every run (untimed; a failing prepare fails
 //!   that run). What was applied is written into every record.
-//! - **One record per run, written once.** The backend returns the
+//! - **How many.** `--runs N` ([`Runs::Fixed`]), or `--runs auto`
+//!   ([`Runs::Auto`], [`Auto`]): the first round (one run of every case
+//!   in every configuration) runs, its time decides how many rounds fit
+//!   in the time budget within the bounds, and whole rounds follow, so the
+//!   order stays blocked.
+//! - **One record per run, written as it ends.** The backend returns the
 //!   record; the runner adds what only it knows (the configuration's
 //!   settings and hooks, the sizing notes, how the case was realised) and
-//!   writes it atomically before the next run starts. Nothing is derived
-//!   across runs here: ratios, positions between bounds and summaries are
-//!   the report layer's, computed from the records.
+//!   writes it atomically before the next run starts. With `--runs auto`
+//!   the first round's records are written once more when the count is
+//!   decided, so that their `repetition.of` is it, as the later ones' is.
+//!   Nothing is derived across runs here: ratios, positions between
+//!   bounds and summaries are the report layer's, computed from the
+//!   records.
 //! - **Progress.** One bar on standard error for the whole invocation,
 //!   with an ETA from the runs done and the current run's own progress;
 //!   one line per finished run on standard output; at the end a summary
@@ -69,7 +77,7 @@ pub struct Plan {
     pub configs: Vec<Configuration>,
     pub cases: Vec<Case>,
     /// Recorded repetitions of every case in every configuration.
-    pub runs: u32,
+    pub runs: Runs,
     /// Discarded runs of every case before the recorded ones.
     pub warmup: u32,
     pub interval: Interval,
@@ -86,6 +94,94 @@ pub struct Plan {
     pub trace: bool,
 }
 
+/// How many recorded repetitions of every case a plan has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Runs {
+    /// Exactly this many (`--runs N`).
+    Fixed(u32),
+    /// As many as a time budget allows, within bounds (`--runs auto`).
+    Auto(Auto),
+}
+
+/// Default `--max-runs` of `--runs auto`: past about 30 runs per side
+/// the intervals and the rank test gain little, and drift over a long
+/// invocation starts to weigh more than noise.
+pub const AUTO_MAX_RUNS: u32 = 30;
+
+/// Default `--max-time` of `--runs auto`, in seconds: hyperfine's 3 s
+/// budget is for commands of milliseconds; NUMA benchmarks run for
+/// seconds to minutes, so five minutes buys tens of runs of a run of a
+/// few seconds, and for runs of a minute or more the minimum decides.
+pub const AUTO_MAX_TIME_S: f64 = 300.0;
+
+/// `--runs auto`: at least `min` rounds (a round is one recorded run of
+/// every case in every configuration, in the blocked order), then as many
+/// more as fit in `max_time_s` by the first round's time, at most `max`
+/// in all. The count is decided once, when the first round has run, so
+/// the order stays blocked and every round is whole.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Auto {
+    pub min: u32,
+    pub max: u32,
+    /// Seconds the recorded rounds may take in all, as estimated from the
+    /// first (warm-ups, setup and cleanup not counted).
+    pub max_time_s: f64,
+}
+
+impl Auto {
+    /// The bounds from the flags given (`None`: not given). A default
+    /// bound yields to the other bound given (`--max-runs 3` alone runs 3);
+    /// two bounds given the wrong way round are an error.
+    pub fn new(
+        min: Option<u32>,
+        max: Option<u32>,
+        max_time_s: Option<f64>,
+    ) -> Result<Auto, RunnerError> {
+        let default_min = numalab_stats::AUTO_MIN_RUNS as u32;
+        let (min, max) = match (min, max) {
+            (Some(a), Some(b)) if a > b => {
+                return Err(RunnerError::Invalid(format!(
+                    "--min-runs {a} is more than --max-runs {b}"
+                )))
+            }
+            (Some(a), Some(b)) => (a, b),
+            (Some(a), None) => (a, a.max(AUTO_MAX_RUNS)),
+            (None, Some(b)) => (default_min.min(b), b),
+            (None, None) => (default_min, AUTO_MAX_RUNS),
+        };
+        if min == 0 {
+            return Err(RunnerError::Invalid("--min-runs must be at least 1".into()));
+        }
+        let max_time_s = max_time_s.unwrap_or(AUTO_MAX_TIME_S);
+        if !(max_time_s.is_finite() && max_time_s >= 0.0) {
+            return Err(RunnerError::Invalid(format!(
+                "--max-time {max_time_s}: give seconds, 0 or more"
+            )));
+        }
+        Ok(Auto {
+            min,
+            max,
+            max_time_s,
+        })
+    }
+
+    /// Rounds in all, once the first took `round_s` seconds: as many as
+    /// fit in the time budget at that pace, within the bounds; the
+    /// minimum when a run of the first round failed (its time says
+    /// nothing of a run's).
+    pub fn count(&self, round_s: f64, failed: bool) -> u32 {
+        if failed {
+            return self.min;
+        }
+        let fit = if round_s > 0.0 {
+            (self.max_time_s / round_s).floor().min(u32::MAX as f64) as u32
+        } else {
+            u32::MAX
+        };
+        fit.clamp(self.min, self.max)
+    }
+}
+
 /// One run the runner does: a case of a configuration, recorded or a
 /// warm-up.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +190,8 @@ pub struct Step {
     pub config: usize,
     /// Index into [`Plan::cases`].
     pub case: usize,
-    /// The repetition (from 1; of [`Plan::runs`]), or the warm-up's
-    /// number (of [`Plan::warmup`]).
+    /// The repetition (from 1), or the warm-up's number (of
+    /// [`Plan::warmup`]).
     pub index: u32,
     /// A warm-up: run, shown, not recorded.
     pub warmup: bool,
@@ -106,24 +202,33 @@ pub struct Step {
 impl Plan {
     /// The default order: repetitions outermost, then configurations,
     /// then cases; each case's warm-ups just before its first recorded
-    /// run.
+    /// run. With `--runs auto`, the first round only: [`run_with`] adds
+    /// the others once it has run.
     pub fn steps(&self) -> Vec<Step> {
+        let rounds = match self.runs {
+            Runs::Fixed(n) => n,
+            Runs::Auto(_) => 1,
+        };
+        (1..=rounds).flat_map(|rep| self.round(rep)).collect()
+    }
+
+    /// Repetition `rep` of every case in every configuration, in order;
+    /// the first round has each case's warm-ups just before its run.
+    pub fn round(&self, rep: u32) -> Vec<Step> {
         let mut steps = Vec::new();
-        for rep in 1..=self.runs {
-            for config in 0..self.configs.len() {
-                for case in 0..self.cases.len() {
-                    let step = |index, warmup| Step {
-                        config,
-                        case,
-                        index,
-                        warmup,
-                        campaign: None,
-                    };
-                    if rep == 1 {
-                        steps.extend((1..=self.warmup).map(|w| step(w, true)));
-                    }
-                    steps.push(step(rep, false));
+        for config in 0..self.configs.len() {
+            for case in 0..self.cases.len() {
+                let step = |index, warmup| Step {
+                    config,
+                    case,
+                    index,
+                    warmup,
+                    campaign: None,
+                };
+                if rep == 1 {
+                    steps.extend((1..=self.warmup).map(|w| step(w, true)));
                 }
+                steps.push(step(rep, false));
             }
         }
         steps
@@ -185,8 +290,15 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
     if plan.cases.is_empty() || plan.configs.is_empty() {
         return Err(RunnerError::Invalid("nothing to run".into()));
     }
-    if plan.runs == 0 {
-        return Err(RunnerError::Invalid("--runs must be at least 1".into()));
+    match plan.runs {
+        Runs::Fixed(0) => return Err(RunnerError::Invalid("--runs must be at least 1".into())),
+        Runs::Auto(a) if a.min == 0 || a.min > a.max => {
+            return Err(RunnerError::Invalid(format!(
+                "--runs auto: --min-runs {} and --max-runs {} make no count",
+                a.min, a.max
+            )))
+        }
+        _ => {}
     }
     for c in &plan.configs {
         check_config(c, &backend.settings_site())?;
@@ -316,7 +428,11 @@ pub fn run_with(
     backend: &mut dyn Backend,
     interrupt: &Interrupt,
 ) -> Result<Outcome, RunnerError> {
-    run_steps(plan, &plan.steps(), &mut One(backend), interrupt)
+    let auto = match plan.runs {
+        Runs::Auto(a) => Some(a),
+        Runs::Fixed(_) => None,
+    };
+    run_planned(plan, plan.steps(), auto, &mut One(backend), interrupt)
 }
 
 /// Run `steps` of `plan` in the order given, each configuration's runs
@@ -328,9 +444,63 @@ pub fn run_steps(
     backends: &mut dyn Backends,
     interrupt: &Interrupt,
 ) -> Result<Outcome, RunnerError> {
+    run_planned(plan, steps.to_vec(), None, backends, interrupt)
+}
+
+/// Where `--runs auto` stands: the first round runs, then the count is
+/// decided and the other rounds are added.
+struct AutoState {
+    auto: Auto,
+    /// Steps of the first round (its warm-ups included).
+    first_round: usize,
+    /// Seconds the first round's recorded runs took, hooks included.
+    round_s: f64,
+    /// A run of the first round failed.
+    failed: bool,
+    /// The count, once decided.
+    decided: Option<u32>,
+}
+
+/// [`run_steps`], and with `auto` the rounds after the first added once
+/// the first has run.
+fn run_planned(
+    plan: &Plan,
+    mut steps: Vec<Step>,
+    auto: Option<Auto>,
+    backends: &mut dyn Backends,
+    interrupt: &Interrupt,
+) -> Result<Outcome, RunnerError> {
     let keys = numalab_bench::varying_keys(&plan.cases);
     let nconf = plan.configs.len();
-    let total = steps.len() as u64;
+    let per_round = (nconf * plan.cases.len()) as u64;
+    let mut auto = auto.map(|a| AutoState {
+        auto: a,
+        first_round: steps.len(),
+        round_s: 0.0,
+        failed: false,
+        decided: None,
+    });
+    // The runs planned, as each record's `repetition.of` says: with
+    // --runs auto the minimum until the count is decided.
+    let mut planned = match (plan.runs, &auto) {
+        (_, Some(a)) => a.auto.min,
+        (Runs::Fixed(n), None) => n,
+        (Runs::Auto(a), None) => a.min,
+    };
+    // Steps in all, and how the run lines show it: with --runs auto a
+    // range until the count is decided.
+    let mut total = steps.len() as u64;
+    let mut total_text = total.to_string();
+    if let Some(a) = &auto {
+        let first = total;
+        let extra = |rounds: u32| first + (rounds as u64).saturating_sub(1) * per_round;
+        total = extra(a.auto.min);
+        total_text = if a.auto.min == a.auto.max {
+            total.to_string()
+        } else {
+            format!("{total}..{}", extra(a.auto.max))
+        };
+    }
     let bar = progress::Bar::new(total, plan.output != Output::Quiet);
     let mut out = Outcome::default();
     let mut active: Option<Active> = None;
@@ -341,8 +511,11 @@ pub fn run_steps(
     // The run an interrupt cut short.
     let mut cut_short: Option<String> = None;
 
-    for (n, st) in steps.iter().enumerate() {
-        let step = n as u64 + 1;
+    let mut n = 0;
+    while n < steps.len() {
+        let st = steps[n].clone();
+        n += 1;
+        let step = n as u64;
         let (ci, config) = (st.config, &plan.configs[st.config]);
         let case = &plan.cases[st.case];
         if interrupt.is_set() {
@@ -394,7 +567,7 @@ pub fn run_steps(
         let title = case.title(&keys);
         let repetition = Repetition {
             index: st.index,
-            of: if st.warmup { plan.warmup } else { plan.runs },
+            of: if st.warmup { plan.warmup } else { planned },
         };
         let what = if st.warmup {
             format!("warmup {}/{}", st.index, plan.warmup)
@@ -402,9 +575,10 @@ pub fn run_steps(
             format!("#{}", st.index)
         };
         let head = format!(
-            "[{step}/{total}] {}{title} {what}",
+            "[{step}/{total_text}] {}{title} {what}",
             label_prefix(plan, config)
         );
+        let started = std::time::Instant::now();
         bar.start(step - 1, &head);
         let progress = |f: f64| bar.within(step - 1, f);
         let ctx = RunContext {
@@ -472,6 +646,34 @@ pub fn run_steps(
                 break;
             }
         }
+        // --runs auto: when the first round has run, decide the count,
+        // add the rounds and give the first round's records that count.
+        let Some(a) = auto.as_mut().filter(|a| a.decided.is_none()) else {
+            continue;
+        };
+        a.round_s += started.elapsed().as_secs_f64();
+        a.failed |= !out.records.last().is_some_and(|(_, r)| r.outcome.is_ok());
+        if n < a.first_round {
+            continue;
+        }
+        let count = a.auto.count(a.round_s, a.failed);
+        a.decided = Some(count);
+        planned = count;
+        for rep in 2..=count {
+            steps.extend(plan.round(rep));
+        }
+        total = steps.len() as u64;
+        total_text = total.to_string();
+        bar.set_runs(total);
+        if plan.output != Output::Quiet {
+            for l in numalab_report::table::wrap(&auto_line(a, count), 80) {
+                bar.note(&l);
+            }
+        }
+        if let Err(e) = set_count(&mut out.records, count, &plan.results) {
+            error = Some(e);
+            break;
+        }
     }
     bar.finish();
     // Settings back, then the cleanups, whatever happened.
@@ -511,6 +713,39 @@ pub fn run_steps(
         return Err(e);
     }
     Ok(out)
+}
+
+/// What `--runs auto` decided and why, for a status line.
+fn auto_line(a: &AutoState, count: u32) -> String {
+    let why = if a.failed {
+        "a run of the first round failed, so its time says nothing: the minimum".to_string()
+    } else {
+        format!(
+            "the first round took {:.2} s; --max-time {} s, --min-runs {}, --max-runs {}",
+            a.round_s, a.auto.max_time_s, a.auto.min, a.auto.max
+        )
+    };
+    format!("numalab: --runs auto: {count} runs of every case ({why})")
+}
+
+/// Give the records written so far (the first round's) the count decided
+/// for `--runs auto` as their `repetition.of`, writing each again.
+fn set_count(
+    records: &mut [(PathBuf, RunRecord)],
+    count: u32,
+    results: &Path,
+) -> Result<(), RunnerError> {
+    for (path, rec) in records.iter_mut() {
+        if rec.repetition.of == count {
+            continue;
+        }
+        rec.repetition.of = count;
+        *path = numalab_record::write_atomic(results, rec).map_err(|e| RunnerError::Results {
+            dir: results.display().to_string(),
+            err: format!("writing the record {} again: {e}", path.display()),
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether an interrupt is set, or arrives within 100 ms.
@@ -649,6 +884,11 @@ mod progress {
             self.0.set_position(done * 1000);
         }
 
+        /// The invocation now has `runs` runs in all.
+        pub fn set_runs(&self, runs: u64) {
+            self.0.set_length(runs.max(1) * 1000);
+        }
+
         /// A line on standard error, above the bar.
         pub fn note(&self, line: &str) {
             self.0.suspend(|| eprintln!("{line}"));
@@ -662,5 +902,68 @@ mod progress {
         pub fn finish(&self) {
             self.0.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_bounds_default_yield_and_refuse() {
+        let a = Auto::new(None, None, None).unwrap();
+        assert_eq!((a.min, a.max, a.max_time_s), (5, 30, 300.0));
+        // A default bound yields to the one given.
+        let a = Auto::new(None, Some(3), None).unwrap();
+        assert_eq!((a.min, a.max), (3, 3));
+        let a = Auto::new(Some(40), None, Some(10.0)).unwrap();
+        assert_eq!((a.min, a.max, a.max_time_s), (40, 40, 10.0));
+        // Two given the wrong way round, or nothing to run.
+        let e = Auto::new(Some(5), Some(3), None).unwrap_err().to_string();
+        assert_eq!(e, "--min-runs 5 is more than --max-runs 3");
+        assert!(Auto::new(Some(0), None, None).is_err());
+        assert!(Auto::new(None, None, Some(-1.0)).is_err());
+        assert!(Auto::new(None, None, Some(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn auto_count_fits_the_budget_within_the_bounds() {
+        let a = Auto::new(Some(2), Some(4), Some(10.0)).unwrap();
+        assert_eq!(a.count(0.5, false), 4); // 20 fit: the most
+        assert_eq!(a.count(3.0, false), 3); // 3 fit in 10 s
+        assert_eq!(a.count(3.4, false), 2); // 2.9 fit: rounds are whole
+        assert_eq!(a.count(60.0, false), 2); // none fit: the fewest
+        assert_eq!(a.count(0.0, false), 4);
+        assert_eq!(a.count(0.5, true), 2); // a failed run: the fewest
+        let none = Auto::new(Some(2), Some(4), Some(0.0)).unwrap();
+        assert_eq!(none.count(0.01, false), 2);
+    }
+
+    #[test]
+    fn auto_plans_the_first_round_only() {
+        let case = numalab_bench::Case::Command(numalab_bench::command::Params {
+            name: "x".into(),
+            argv: vec!["true".into()],
+            cwd: None,
+        });
+        let mut plan = Plan {
+            configs: vec![Configuration::default(); 2],
+            cases: vec![case.clone(), case],
+            runs: Runs::Auto(Auto::new(None, None, None).unwrap()),
+            warmup: 1,
+            interval: Interval::Off,
+            results: PathBuf::new(),
+            notes: Vec::new(),
+            guard: None,
+            output: Output::Quiet,
+        };
+        let first = plan.steps();
+        // Each of the 4 cells: its warm-up, then its first run.
+        assert_eq!(first.len(), 8);
+        assert!(first.iter().all(|s| s.index == 1));
+        assert_eq!(plan.round(2).len(), 4);
+        assert!(plan.round(2).iter().all(|s| !s.warmup && s.index == 2));
+        plan.runs = Runs::Fixed(3);
+        assert_eq!(plan.steps().len(), 4 + 3 * 4);
     }
 }

@@ -103,7 +103,7 @@ pub use summary::{
 };
 pub use verdict::{
     min_achievable_p, min_samples_for_test, relative_change, verdict, Comparison, Direction,
-    TestKind, Verdict,
+    TestKind, Verdict, AUTO_MIN_RUNS,
 };
 pub use welch::welch_t;
 

@@ -3,7 +3,7 @@
 //! loop, and turn it all into a [`RunRecord`] with its convergence.
 
 use crate::autonuma_task::ProcessReport;
-use crate::observe::{Observer, Region};
+use crate::observe::{push_final_sample, Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{node_residency, progress_bar, RunSpec};
 use crate::{Error, Result};
@@ -381,6 +381,8 @@ pub fn run_once(
             });
         }
     }
+    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
+    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
     rec.metrics
         .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
     rec.metrics.insert(

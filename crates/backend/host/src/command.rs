@@ -31,7 +31,7 @@
 //! file system that took none of the output) is not kept either, so no
 //! orphan or empty `<id>.log` is left in the results directory.
 
-use crate::observe::Observer;
+use crate::observe::{push_final_sample, Observer};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::RunSpec;
 use crate::{Error, Result};
@@ -156,6 +156,8 @@ pub fn run_once(
         .insert("user_s".into(), metric("user_s", exit.user_s));
     rec.metrics
         .insert("sys_s".into(), metric("sys_s", exit.sys_s));
+    // No progress: a command reports none while it runs.
+    push_final_sample(&mut rec, pacer.enabled(), elapsed, Vec::new(), &vm);
     crate::vmstat_metrics(&mut rec, &vm);
     rec.processes.push(ProcessInfo {
         index: 0,

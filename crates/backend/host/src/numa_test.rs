@@ -4,7 +4,7 @@
 //! task measures where it ran; numalab measures its CPU time (wait4) and
 //! the run's elapsed time, and the storm's own elapsed time H.
 
-use crate::observe::Observer;
+use crate::observe::{push_final_sample, Observer};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::randupdt::TaskReport;
 use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
@@ -262,7 +262,10 @@ pub fn run_once(
         "avg_user_s".into(),
         metric("avg_user_s", total_user / users.len().max(1) as f64),
     );
-    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    let vm = observer.vmstat_delta();
+    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
+    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
+    crate::vmstat_metrics(&mut rec, &vm);
     if !failures.is_empty() {
         rec.outcome = numalab_record::Outcome::failed(failures.join("; "));
     }

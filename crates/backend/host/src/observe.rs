@@ -5,7 +5,7 @@
 //! pages), and the kernel's NUMA counters as deltas.
 
 use numalab_linux::{numa, procfs};
-use numalab_record::Sample;
+use numalab_record::{RunRecord, Sample};
 use numalab_topology::Topology;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -113,6 +113,36 @@ impl Observer {
             })
             .collect()
     }
+}
+
+/// End `rec`'s series, when the run was observed (`observed`), with a
+/// sample taken once every task has ended: at `t_end` (when the last task
+/// ended; never before the previous sample), with each task's final work
+/// count as `progress` (empty for a benchmark that counts none), so that
+/// progress reaches the work done, and the kernel's counters at the end
+/// (`vmstat`, the deltas the record's metrics come from). Nothing of the
+/// tasks' memory or CPUs can be read once they have exited: `memory_bytes`,
+/// `task_node` and `task_memory_bytes` stay empty, so charts of memory
+/// end at the last sample that read it and convergence ignores this one.
+pub fn push_final_sample(
+    rec: &mut RunRecord,
+    observed: bool,
+    t_end: f64,
+    progress: Vec<u64>,
+    vmstat: &BTreeMap<String, i64>,
+) {
+    if !observed {
+        return;
+    }
+    let last = rec.series.samples.last().map_or(0.0, |s| s.t_s);
+    rec.series.samples.push(Sample {
+        t_s: t_end.max(last),
+        memory_bytes: Vec::new(),
+        task_node: Vec::new(),
+        progress,
+        vmstat: vmstat.clone(),
+        task_memory_bytes: Vec::new(),
+    });
 }
 
 /// A memory region of a benchmark process, as the process reported it.

@@ -13,7 +13,7 @@
 //!   process it forks inherits the CPU set. The run's time is the storm's
 //!   own, first message to last exit, as hackbench reports it.
 
-use crate::observe::Observer;
+use crate::observe::{push_final_sample, Observer};
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::randupdt::Residency;
 use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
@@ -281,7 +281,10 @@ pub fn run_spin(
         .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
     rec.metrics.insert("user_s".into(), metric("user_s", user));
     rec.metrics.insert("sys_s".into(), metric("sys_s", sys));
-    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    let vm = observer.vmstat_delta();
+    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
+    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
+    crate::vmstat_metrics(&mut rec, &vm);
     if !failures.is_empty() {
         rec.outcome = Outcome::failed(failures.join("; "));
     }
@@ -326,7 +329,7 @@ pub fn run_hackbench(
         text
     });
     let mut pacer = Pacer::new(spec.interval);
-    let exit = loop {
+    let (exit, ended_s) = loop {
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
             // It kills and reaps its senders and receivers, then exits.
@@ -337,7 +340,7 @@ pub fn run_hackbench(
         if let Some(e) =
             child::wait4(pid, false).map_err(|e| Error::io("waiting for hackbench", e))?
         {
-            break e;
+            break (e, now);
         }
         if pacer.due(now) {
             let cpu = thread_cpu_s();
@@ -379,7 +382,10 @@ pub fn run_hackbench(
         .insert("user_s".into(), metric("user_s", exit.user_s));
     rec.metrics
         .insert("sys_s".into(), metric("sys_s", exit.sys_s));
-    crate::vmstat_metrics(&mut rec, &observer.vmstat_delta());
+    // No progress: hackbench reports none while it runs.
+    let vm = observer.vmstat_delta();
+    push_final_sample(&mut rec, pacer.enabled(), ended_s, Vec::new(), &vm);
+    crate::vmstat_metrics(&mut rec, &vm);
     match h {
         Some(h) if exit.success() => {
             rec.metrics
