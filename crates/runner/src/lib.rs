@@ -956,6 +956,7 @@ mod tests {
             notes: Vec::new(),
             guard: None,
             output: Output::Quiet,
+            trace: false,
         };
         let first = plan.steps();
         // Each of the 4 cells: its warm-up, then its first run.
