@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, numalab_in, text};
+use common::{assert_one_line_error, numalab_in, show, text};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -22,15 +22,6 @@ fn campaign(dir: &Path, args: &[&str]) -> Output {
     let mut a = vec!["campaign"];
     a.extend_from_slice(args);
     numalab_in(&a, dir)
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
 }
 
 /// Every record under `dir` (not its hidden state), by path.

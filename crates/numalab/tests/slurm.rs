@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::text;
+use common::{show, text};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -79,15 +79,6 @@ impl Drop for Cluster {
             .arg(&self.dir)
             .status();
     }
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
 }
 
 fn records(dir: &Path) -> Vec<Value> {

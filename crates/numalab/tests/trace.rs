@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{numalab_in, text};
+use common::{file_with_ext, numalab_in, show, text};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -18,10 +18,6 @@ fn records(dir: &Path) -> Vec<Value> {
         .collect();
     v.sort_by_key(|r| r["repetition"]["index"].as_u64());
     v
-}
-
-fn show(o: &std::process::Output) -> String {
-    format!("{:?}\n{}\n{}", o.status, text(&o.stdout), text(&o.stderr))
 }
 
 #[test]
@@ -256,12 +252,7 @@ fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
         dir.path(),
     );
     assert!(o.status.success(), "{}", show(&o));
-    let rec = std::fs::read_dir(dir.path().join("r"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let rec = file_with_ext(&dir.path().join("r"), "json");
     let o = numalab_in(
         &["trace", "export", rec.to_str().unwrap(), "-o", "t.json"],
         dir.path(),
@@ -297,12 +288,7 @@ fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
         dir.path(),
     );
     assert!(o.status.success(), "{}", show(&o));
-    let t = std::fs::read_dir(dir.path().join("s"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "trace"))
-        .unwrap();
+    let t = file_with_ext(&dir.path().join("s"), "trace");
     let sim: Value = serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
     let sim_rec: Value =
         serde_json::from_str(&std::fs::read_to_string(t.with_extension("json")).unwrap()).unwrap();
@@ -318,12 +304,7 @@ fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
         dir.path(),
     );
     assert!(o.status.success());
-    let u = std::fs::read_dir(dir.path().join("u"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let u = file_with_ext(&dir.path().join("u"), "json");
     let o = numalab_in(
         &["trace", "export", u.to_str().unwrap(), "-o", "x.json"],
         dir.path(),

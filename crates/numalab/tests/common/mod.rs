@@ -157,3 +157,27 @@ pub fn parse_numastat(text: &str) -> Vec<(u32, f64)> {
         .collect();
     nodes.into_iter().zip(vals).collect()
 }
+
+/// An output's status, stdout and stderr, for assertion messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+/// The first file of `dir` whose extension is `ext`.
+pub fn file_with_ext(dir: &Path, ext: &str) -> PathBuf {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v.into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no *.{ext} in {}", dir.display()))
+}
