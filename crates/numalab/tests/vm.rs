@@ -1157,7 +1157,19 @@ fn numastat_in_the_guest_agrees_with_the_records_memory_per_node() {
         .map(|n| n["id"].as_u64().unwrap())
         .collect();
     assert_eq!(nodes.len(), 2);
-    let last = rec["series"]["samples"].as_array().unwrap().last().unwrap();
+    // The last sample that read memory (the final one, taken when the
+    // tasks have ended, has none).
+    let last = rec["series"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|s| {
+            s["memory_bytes"][proc_ix]
+                .as_array()
+                .is_some_and(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| panic!("no sample read memory: {}", rec["series"]));
     let ours: Vec<f64> = last["memory_bytes"][proc_ix]
         .as_array()
         .unwrap()
