@@ -3,13 +3,25 @@
 //! A [`Tracer`] attaches to the calling thread with `inherit`, one event
 //! per CPU, before the benchmark's tasks are started: every process and
 //! thread the thread creates afterwards, and theirs, carries the same
-//! events, and nothing else on the machine is recorded. The event is the
-//! software `dummy` event with `context_switch`, `task` and `comm`
-//! records, which give, for every task of the tree:
+//! events. The event is the software `dummy` event with `task` and `comm`
+//! records: each task's fork (parent, time), its execs (new command
+//! name) and its exit. That defines the tree.
 //!
-//! - each switch in and out, with its CPU and time, and whether a switch
-//!   out was a preemption (the task stayed runnable) or a sleep;
-//! - its fork (parent, time), its execs (new command name) and its exit.
+//! Context switches (with CPU and time, and whether a switch out was a
+//! preemption or a sleep) come one of two ways, [`Switches`]:
+//!
+//! - **CPU-wide** where allowed (root, `CAP_PERFMON`, or
+//!   `perf_event_paranoid` <= 0): a second dummy event per CPU, not tied
+//!   to a task, whose switch-out records name both the task leaving and
+//!   the task coming in, stamped where the scheduler's `sched_switch`
+//!   fires. Records of tasks outside the tree are dropped here, as they
+//!   are read; nothing of them is kept. Run intervals then match the
+//!   kernel's own accounting (`sum_exec_runtime`, hence rusage).
+//! - **The tree's own** switch records otherwise. The kernel writes a
+//!   task's switch-in after the context switch and none for the final
+//!   switch of an exiting task, so every run interval misses a few
+//!   microseconds: nothing for CPU-bound tasks, ~10% of the time of
+//!   millisecond-long processes.
 //!
 //! Where `sched_waking` can be opened (tracefs readable, or mountable by
 //! root, and the tracepoint permitted: root or `perf_event_paranoid` -1),
@@ -18,6 +30,7 @@
 //! ([`Tracer::drain`], often, from any thread); lost records are counted.
 
 use perf_event_open_sys as sys;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -79,12 +92,37 @@ pub enum Event {
     Lost { count: u64 },
 }
 
+/// How a [`Tracer`] sees context switches (see the module's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switches {
+    CpuWide,
+    TaskTree,
+}
+
+impl Switches {
+    /// How a record's `sched.method` says it.
+    pub fn method(self) -> &'static str {
+        match self {
+            Switches::CpuWide => "perf_event_open: the task tree's forks, execs and exits (inherited dummy event), its context switches from CPU-wide switch records (at sched_switch), sched_waking for wakers' CPUs",
+            Switches::TaskTree => "perf_event_open on the task tree only (inherited dummy event: context switches after the switch, none at exit: times of very short tasks understated), sched_waking for wakers' CPUs",
+        }
+    }
+}
+
 /// Why tracing cannot be used here, in one line.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct TraceError(pub String);
 
-const RING_PAGES: usize = 256; // 1 MiB of records per CPU
+/// Ring buffer pages per CPU: 64 MiB over all CPUs, at least 1 MiB and
+/// at most 8 MiB each (a power of two, as the kernel wants). A storm of
+/// switches (hackbench: a million a second) fills 1 MiB in a few tens of
+/// milliseconds when the reader waits for a CPU behind the benchmark.
+fn ring_pages(ncpus: usize, page: usize) -> usize {
+    let per_cpu = (64 << 20) / ncpus.max(1);
+    let pages = (per_cpu / page).clamp((1 << 20) / page, (8 << 20) / page);
+    1 << (usize::BITS - 1 - pages.leading_zeros())
+}
 
 struct Ring {
     fd: OwnedFd,
@@ -93,6 +131,10 @@ struct Ring {
     page: usize,
     /// The sched_waking event writing into this ring, if any.
     _waking: Option<OwnedFd>,
+    /// The CPU-wide switch event writing into this ring, if any.
+    switches: Option<OwnedFd>,
+    /// Its last switch out not yet matched by a switch in.
+    last_out: Option<(u32, u32)>,
 }
 
 // The mapping is only touched through &mut self.
@@ -119,6 +161,97 @@ pub struct Tracer {
     rings: Vec<Ring>,
     waking: Option<String>,
     partial: Vec<u8>,
+    switches: Switches,
+    tree: Tree,
+}
+
+/// Which tasks are the tree's, for CPU-wide switch records: every task a
+/// fork record names. A switch record may be read before the fork record
+/// of its task (they sit in different CPUs' rings), so a record of an
+/// unknown task waits two reads before it is dropped. A task's number is
+/// forgotten at its final switch after its exit, so that a later process
+/// given the same number is not taken for it.
+#[derive(Default)]
+struct Tree {
+    tasks: std::collections::BTreeSet<u32>,
+    /// Exit times of tasks still waiting for their final switch.
+    exited: BTreeMap<u32, u64>,
+    /// Switch records of tasks not (yet) known, with the reads they waited.
+    pending: Vec<(u8, Event)>,
+}
+
+impl Tree {
+    fn learn(&mut self, events: &[Event]) {
+        for e in events {
+            match *e {
+                Event::Fork { tid, .. } => {
+                    self.tasks.insert(tid);
+                    self.exited.remove(&tid);
+                }
+                Event::Exit { tid, time, .. } => {
+                    self.exited.insert(tid, time);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Keep the switches of the tree's tasks in `wide` (and those waiting
+    /// from earlier reads) into `out`; `last`: nothing more will come.
+    fn filter(&mut self, wide: Vec<Event>, out: &mut Vec<Event>, last: bool) {
+        let mut all: Vec<(u8, Event)> = std::mem::take(&mut self.pending);
+        all.extend(wide.into_iter().map(|e| (0, e)));
+        all.sort_by_key(|(_, e)| switch_time(e));
+        // The idle task's switch out is kept when a task of the tree
+        // comes in at that moment: it says the CPU was idle.
+        let mut idle_out: Option<Event> = None;
+        for (age, e) in all {
+            let (tid, into) = match e {
+                Event::SwitchIn { tid, .. } => (tid, true),
+                Event::SwitchOut { tid, .. } => (tid, false),
+                _ => continue,
+            };
+            if tid == 0 {
+                idle_out = (!into).then_some(e);
+                continue;
+            }
+            let after_idle = idle_out.take();
+            if self.tasks.contains(&tid) {
+                let exit = self.exited.get(&tid).copied();
+                if let (Event::SwitchOut { time, .. }, Some(exit)) = (&e, exit) {
+                    if *time >= exit {
+                        self.exited.remove(&tid);
+                        self.tasks.remove(&tid);
+                    }
+                }
+                if let Some(idle) = after_idle.filter(|i| into && same_moment(i, &e)) {
+                    out.push(idle);
+                }
+                out.push(e);
+            } else if age < 2 && !last {
+                if let Some(idle) = after_idle.filter(|i| into && same_moment(i, &e)) {
+                    self.pending.push((age + 1, idle));
+                }
+                self.pending.push((age + 1, e));
+            }
+        }
+    }
+}
+
+/// Two switches of one CPU at one time (one record read as both).
+fn same_moment(a: &Event, b: &Event) -> bool {
+    let at = |e: &Event| match *e {
+        Event::SwitchIn { time, cpu, .. } | Event::SwitchOut { time, cpu, .. } => Some((time, cpu)),
+        _ => None,
+    };
+    at(a).is_some() && at(a) == at(b)
+}
+
+fn switch_time(e: &Event) -> u64 {
+    match e {
+        Event::SwitchIn { time, .. } | Event::SwitchOut { time, .. } => *time,
+        _ => 0,
+    }
 }
 
 impl Tracer {
@@ -132,18 +265,31 @@ impl Tracer {
         };
         let mut rings = Vec::new();
         let mut waking_ok = waking.is_some();
+        let switches = match cpus.first().map(|&c| open_cpu_switches(c)) {
+            Some(Ok(_)) => Switches::CpuWide,
+            _ => Switches::TaskTree,
+        };
+        // Smaller rings where the locked-memory limit does not allow
+        // these (an unprivileged user), down to 64 KiB.
+        let mut pages = ring_pages(cpus.len(), page);
         for &cpu in cpus {
-            let fd = open_dummy(cpu)?;
-            let len = (1 + RING_PAGES) * page;
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd.as_raw_fd(),
-                    0,
-                )
+            let fd = open_dummy(cpu, switches == Switches::TaskTree)?;
+            let (base, len) = loop {
+                let len = (1 + pages) * page;
+                let base = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        fd.as_raw_fd(),
+                        0,
+                    )
+                };
+                if base != libc::MAP_FAILED || pages * page <= 64 << 10 {
+                    break (base, len);
+                }
+                pages /= 2;
             };
             if base == libc::MAP_FAILED {
                 return Err(TraceError(format!(
@@ -157,7 +303,17 @@ impl Tracer {
                 len,
                 page,
                 _waking: None,
+                switches: None,
+                last_out: None,
             };
+            if switches == Switches::CpuWide {
+                let sw = open_cpu_switches(cpu)
+                    .and_then(|sw| set_output(&sw, &ring.fd).map(|()| sw))
+                    .map_err(|e| {
+                        TraceError(format!("CPU-wide switch records on CPU {cpu}: {e}"))
+                    })?;
+                ring.switches = Some(sw);
+            }
             if let (Some(w), true) = (waking, waking_ok) {
                 match open_waking(w, cpu, &ring.fd) {
                     Ok(fd) => ring._waking = Some(fd),
@@ -175,6 +331,9 @@ impl Tracer {
             if let Some(w) = &r._waking {
                 ioctl(w, sys::bindings::ENABLE)?;
             }
+            if let Some(sw) = &r.switches {
+                ioctl(sw, sys::bindings::ENABLE)?;
+            }
             ioctl(&r.fd, sys::bindings::ENABLE)?;
         }
         let waking_note = match (waking_ok, why_not) {
@@ -186,7 +345,14 @@ impl Tracer {
             rings,
             waking: waking_note,
             partial: Vec::new(),
+            switches,
+            tree: Tree::default(),
         })
+    }
+
+    /// How this tracer sees context switches.
+    pub fn switches(&self) -> Switches {
+        self.switches
     }
 
     /// Why wakers' CPUs are not traced, when they are not.
@@ -196,12 +362,20 @@ impl Tracer {
 
     /// Read every record written so far.
     pub fn drain(&mut self, out: &mut Vec<Event>) {
+        self.read(out, false)
+    }
+
+    fn read(&mut self, out: &mut Vec<Event>, last: bool) {
+        let from = out.len();
+        let mut wide = Vec::new();
         for i in 0..self.rings.len() {
             let waking = self.rings[i]._waking.is_some();
             let wf = if waking { WAKING.get().copied() } else { None };
             let ring = &mut self.rings[i];
-            read_ring(ring, &mut self.partial, wf, out);
+            read_ring(ring, &mut self.partial, wf, out, &mut wide);
         }
+        self.tree.learn(&out[from..]);
+        self.tree.filter(wide, out, last);
     }
 
     /// Stop recording (children created from now on are not traced) and
@@ -211,9 +385,12 @@ impl Tracer {
             if let Some(w) = &r._waking {
                 let _ = ioctl(w, sys::bindings::DISABLE);
             }
+            if let Some(sw) = &r.switches {
+                let _ = ioctl(sw, sys::bindings::DISABLE);
+            }
             let _ = ioctl(&r.fd, sys::bindings::DISABLE);
         }
-        self.drain(out);
+        self.read(out, true);
     }
 }
 
@@ -248,13 +425,14 @@ fn base_attr() -> sys::bindings::perf_event_attr {
 
 fn perf_open(
     attr: &mut sys::bindings::perf_event_attr,
+    pid: i32,
     cpu: u32,
     group: i32,
 ) -> io::Result<OwnedFd> {
     let fd = unsafe {
         sys::perf_event_open(
             attr,
-            0,
+            pid,
             cpu as i32,
             group,
             sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
@@ -266,16 +444,44 @@ fn perf_open(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn open_dummy(cpu: u32) -> Result<OwnedFd, TraceError> {
+/// The CPU-wide switch records of `cpu` (every task's; filtered by the
+/// reader), not inherited: it follows no task.
+fn open_cpu_switches(cpu: u32) -> io::Result<OwnedFd> {
     let mut a = base_attr();
     a.type_ = sys::bindings::PERF_TYPE_SOFTWARE;
     a.config = sys::bindings::PERF_COUNT_SW_DUMMY as u64;
+    a.set_inherit(0);
     a.set_context_switch(1);
+    a.__bindgen_anon_2.wakeup_events = 0;
+    perf_open(&mut a, -1, cpu, -1)
+}
+
+fn set_output(event: &OwnedFd, ring: &OwnedFd) -> io::Result<()> {
+    let r = unsafe {
+        libc::ioctl(
+            event.as_raw_fd(),
+            sys::bindings::SET_OUTPUT as _,
+            ring.as_raw_fd(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The tree's event on `cpu`: forks, execs, exits, and its own context
+/// switches when `switches`.
+fn open_dummy(cpu: u32, switches: bool) -> Result<OwnedFd, TraceError> {
+    let mut a = base_attr();
+    a.type_ = sys::bindings::PERF_TYPE_SOFTWARE;
+    a.config = sys::bindings::PERF_COUNT_SW_DUMMY as u64;
+    a.set_context_switch(switches as u64);
     a.set_task(1);
     a.set_comm(1);
     a.set_comm_exec(1);
     a.__bindgen_anon_2.wakeup_events = 0;
-    match perf_open(&mut a, cpu, -1) {
+    match perf_open(&mut a, 0, cpu, -1) {
         Ok(fd) => Ok(fd),
         Err(e)
             if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) =>
@@ -283,7 +489,7 @@ fn open_dummy(cpu: u32) -> Result<OwnedFd, TraceError> {
             // perf_event_paranoid 2: user-space only.
             a.set_exclude_kernel(1);
             a.set_exclude_hv(1);
-            perf_open(&mut a, cpu, -1).map_err(|e2| {
+            perf_open(&mut a, 0, cpu, -1).map_err(|e2| {
                 TraceError(format!(
                     "perf_event_open is not allowed here ({e2}; /proc/sys/kernel/perf_event_paranoid is {}): run as root or lower it",
                     fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -309,17 +515,8 @@ fn open_waking(w: WakingFormat, cpu: u32, ring: &OwnedFd) -> io::Result<OwnedFd>
     a.config = w.id;
     a.sample_type |= sys::bindings::PERF_SAMPLE_RAW as u64;
     a.__bindgen_anon_1.sample_period = 1;
-    let fd = perf_open(&mut a, cpu, -1)?;
-    let r = unsafe {
-        libc::ioctl(
-            fd.as_raw_fd(),
-            sys::bindings::SET_OUTPUT as _,
-            ring.as_raw_fd(),
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let fd = perf_open(&mut a, 0, cpu, -1)?;
+    set_output(&fd, ring)?;
     Ok(fd)
 }
 
@@ -402,7 +599,14 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 /// Copy out every complete record between tail and head, then release
 /// them to the kernel.
-fn read_ring(ring: &mut Ring, buf: &mut Vec<u8>, wf: Option<WakingFormat>, out: &mut Vec<Event>) {
+/// CPU-wide switches go to `wide`, for the tree's filter.
+fn read_ring(
+    ring: &mut Ring,
+    buf: &mut Vec<u8>,
+    wf: Option<WakingFormat>,
+    out: &mut Vec<Event>,
+    wide: &mut Vec<Event>,
+) {
     let meta = ring.base as *mut sys::bindings::perf_event_mmap_page;
     let data = unsafe { ring.base.add(ring.page) };
     let size = (ring.len - ring.page) as u64;
@@ -434,13 +638,63 @@ fn read_ring(ring: &mut Ring, buf: &mut Vec<u8>, wf: Option<WakingFormat>, out: 
                 buf.extend_from_slice(std::slice::from_raw_parts(data, len as usize - first));
             }
         }
-        if let Some(e) = parse(kind, misc, buf, wf) {
+        if kind == sys::bindings::PERF_RECORD_SWITCH_CPU_WIDE {
+            parse_cpu_wide(misc, buf, &mut ring.last_out, wide);
+        } else if let Some(e) = parse(kind, misc, buf, wf) {
             out.push(e);
         }
         tail += len;
     }
     fence(Ordering::SeqCst);
     unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+}
+
+/// A CPU-wide switch record. A switch out names the task coming in, and
+/// is read as both; the switch in that follows it on the CPU is then
+/// left aside. The kernel does not always write the switch out (seen
+/// for a CPU's idle task and for some kernel-side threads): a switch in
+/// that follows no matching switch out stands in for it, a few
+/// microseconds later, and its task is taken as preempted (the record
+/// cannot say), so that no wakeup is invented. `last_out`: the CPU's
+/// last switch out not yet matched, as (task leaving, task coming in).
+fn parse_cpu_wide(misc: u16, b: &[u8], last_out: &mut Option<(u32, u32)>, wide: &mut Vec<Event>) {
+    let misc = misc as u32;
+    let Some(s) = b.len().checked_sub(24) else {
+        return;
+    };
+    let (pid, tid, time, cpu) = (
+        u32_at(b, s),
+        u32_at(b, s + 4),
+        u64_at(b, s + 8),
+        u32_at(b, s + 16),
+    );
+    let (other_pid, other_tid) = (u32_at(b, 8), u32_at(b, 12));
+    let (out, into, preempted) = if misc & sys::bindings::PERF_RECORD_MISC_SWITCH_OUT != 0 {
+        *last_out = Some((tid, other_tid));
+        (
+            (pid, tid),
+            (other_pid, other_tid),
+            misc & sys::bindings::PERF_RECORD_MISC_SWITCH_OUT_PREEMPT != 0,
+        )
+    } else {
+        if last_out.take() == Some((other_tid, tid)) {
+            return;
+        }
+        ((other_pid, other_tid), (pid, tid), true)
+    };
+    wide.push(Event::SwitchOut {
+        time,
+        cpu,
+        pid: out.0,
+        tid: out.1,
+        preempted,
+    });
+    wide.push(Event::SwitchIn {
+        time,
+        cpu,
+        pid: into.0,
+        tid: into.1,
+    });
 }
 
 /// One record (header included) as an event. Non-sample records end
@@ -545,6 +799,174 @@ pub fn monotonic_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CPU-wide switch record as the kernel writes it.
+    fn wide(out: bool, other: u32, cur: u32, time: u64, cpu: u32) -> (u16, Vec<u8>) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&sys::bindings::PERF_RECORD_SWITCH_CPU_WIDE.to_ne_bytes());
+        let misc = if out {
+            sys::bindings::PERF_RECORD_MISC_SWITCH_OUT as u16
+        } else {
+            0
+        };
+        b.extend_from_slice(&misc.to_ne_bytes());
+        b.extend_from_slice(&40u16.to_ne_bytes());
+        for v in [other, other, cur, cur] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&cpu.to_ne_bytes());
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        (misc, b)
+    }
+
+    fn parse_all(records: &[(u16, Vec<u8>)]) -> Vec<Event> {
+        let mut last = None;
+        let mut out = Vec::new();
+        for (misc, b) in records {
+            parse_cpu_wide(*misc, b, &mut last, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn ring_sizes_scale_with_the_machine() {
+        assert_eq!(ring_pages(2, 4096), 2048);
+        assert_eq!(ring_pages(16, 4096), 1024);
+        assert_eq!(ring_pages(24, 4096), 512);
+        assert_eq!(ring_pages(256, 4096), 256);
+    }
+
+    #[test]
+    fn a_switch_out_is_read_as_both_tasks_and_its_switch_in_is_left_aside() {
+        let ev = parse_all(&[wide(true, 7, 5, 100, 1), wide(false, 5, 7, 103, 1)]);
+        assert_eq!(
+            ev,
+            vec![
+                Event::SwitchOut {
+                    time: 100,
+                    cpu: 1,
+                    pid: 5,
+                    tid: 5,
+                    preempted: false
+                },
+                Event::SwitchIn {
+                    time: 100,
+                    cpu: 1,
+                    pid: 7,
+                    tid: 7
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_switch_in_without_its_switch_out_stands_in_for_it() {
+        // 5 -> 0 is written; 0 -> 7 only as 7's switch in.
+        let ev = parse_all(&[
+            wide(true, 0, 5, 100, 1),
+            wide(false, 0, 7, 250, 1),
+            wide(true, 5, 7, 300, 1),
+        ]);
+        assert_eq!(ev.len(), 6, "{ev:?}");
+        assert_eq!(
+            ev[3],
+            Event::SwitchIn {
+                time: 250,
+                cpu: 1,
+                pid: 7,
+                tid: 7
+            }
+        );
+        assert!(matches!(
+            ev[2],
+            Event::SwitchOut {
+                tid: 0,
+                time: 250,
+                preempted: true,
+                ..
+            }
+        ));
+    }
+
+    fn fork(tid: u32, time: u64) -> Event {
+        Event::Fork {
+            time,
+            cpu: 0,
+            pid: tid,
+            ppid: 1,
+            tid,
+            ptid: 1,
+        }
+    }
+
+    fn sw(out: bool, tid: u32, time: u64) -> Event {
+        if out {
+            Event::SwitchOut {
+                time,
+                cpu: 0,
+                pid: tid,
+                tid,
+                preempted: false,
+            }
+        } else {
+            Event::SwitchIn {
+                time,
+                cpu: 0,
+                pid: tid,
+                tid,
+            }
+        }
+    }
+
+    #[test]
+    fn the_tree_keeps_its_tasks_switches_waits_for_late_forks_and_forgets_the_exited() {
+        let mut tree = Tree::default();
+        let mut out = Vec::new();
+        // 9's switch in is read before its fork record.
+        tree.filter(vec![sw(false, 9, 20), sw(false, 4, 21)], &mut out, false);
+        assert!(out.is_empty());
+        let fresh = vec![
+            fork(9, 10),
+            Event::Exit {
+                time: 50,
+                cpu: 0,
+                pid: 9,
+                tid: 9,
+            },
+        ];
+        tree.learn(&fresh);
+        // The idle task leaving for 9 is kept; leaving for 4, not.
+        tree.filter(
+            vec![
+                sw(true, 9, 40),
+                sw(true, 0, 45),
+                sw(false, 9, 45),
+                sw(true, 9, 55),
+                sw(true, 0, 60),
+                sw(false, 4, 60),
+            ],
+            &mut out,
+            false,
+        );
+        assert_eq!(
+            out,
+            vec![
+                sw(false, 9, 20),
+                sw(true, 9, 40),
+                sw(true, 0, 45),
+                sw(false, 9, 45),
+                sw(true, 9, 55)
+            ]
+        );
+        // The number 9 again, for a process outside the tree; 4 was never
+        // the tree's and is gone after two reads.
+        out.clear();
+        tree.filter(vec![sw(false, 9, 900)], &mut out, false);
+        tree.filter(vec![], &mut out, true);
+        assert!(out.is_empty(), "{out:?}");
+        assert!(tree.pending.is_empty());
+    }
 
     #[test]
     fn a_forked_child_is_traced_from_fork_to_exit() {

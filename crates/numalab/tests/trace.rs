@@ -67,19 +67,30 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         }
         assert!(s["new_task_cpus"].as_array().unwrap().len() + 1 >= 500);
         // On-CPU time from the switches against the tree's user + sys
-        // (wait4): never more; the gap is what the switches miss around
-        // fork, exec and exit of short-lived processes (docs/trace.md).
+        // (wait4): within 2% where CPU-wide switch records are allowed
+        // (root); the tree's own records miss a few microseconds around
+        // every switch of a millisecond-long process (docs/trace.md).
         let traced: f64 = tasks.iter().map(|t| t["run_s"].as_f64().unwrap()).sum();
         let m = &r["metrics"];
         let rusage = m["user_s"]["value"].as_f64().unwrap() + m["sys_s"]["value"].as_f64().unwrap();
-        assert!(
-            traced <= rusage * 1.02 + 0.005,
-            "traced {traced} vs user+sys {rusage}"
-        );
-        assert!(
-            traced >= rusage * 0.75,
-            "traced {traced} vs user+sys {rusage}"
-        );
+        let method = s["method"].as_str().unwrap();
+        if method.contains("CPU-wide") {
+            assert!(
+                (traced - rusage).abs() <= rusage * 0.02,
+                "traced {traced} vs user+sys {rusage}"
+            );
+        } else {
+            assert!(
+                traced <= rusage * 1.02 && traced >= rusage * 0.75,
+                "traced {traced} vs user+sys {rusage} ({method})"
+            );
+        }
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(
+                method.contains("CPU-wide"),
+                "root traces CPU-wide: {method}"
+            );
+        }
         assert!(m["sched_tasks"]["value"].as_f64().unwrap() >= 500.0);
         // The raw events beside the record.
         let f = s["events_file"].as_str().unwrap();

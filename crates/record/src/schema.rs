@@ -123,6 +123,11 @@ pub struct SchedTask {
     pub woken_near_waker: Relations,
     /// Times it was preempted (switched out while runnable).
     pub preemptions: u32,
+    /// Of its `wakeups`, those on a CPU that was idle (the CPU switched
+    /// to it from its idle task); absent where the trace does not see
+    /// other tasks' switches (not CPU-wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub woken_on_idle_cpu: Option<u32>,
 }
 
 /// Counts by how two CPUs relate.

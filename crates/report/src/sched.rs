@@ -124,10 +124,14 @@ pub fn text(r: &RunRecord) -> String {
     let mut mig = Relations::default();
     let mut wake = Relations::default();
     let mut near = Relations::default();
+    let mut on_idle: Option<u32> = None;
     for task in &s.tasks {
         mig.add(&task.migrations);
         wake.add(&task.wakeups);
         near.add(&task.woken_near_waker);
+        if let Some(n) = task.woken_on_idle_cpu {
+            *on_idle.get_or_insert(0) += n;
+        }
     }
     let mut say = |line: &str| {
         for l in wrap(line, 80) {
@@ -147,6 +151,15 @@ pub fn text(r: &RunRecord) -> String {
         "Wakeups, CPU woken on vs CPU slept on:",
         &wake,
     ));
+    match on_idle {
+        Some(n) => say(&format!(
+            "Wakeups on an idle CPU: {} of {} ({})",
+            n,
+            wake.total(),
+            pct(n, wake.total())
+        )),
+        None => say("Wakeups on an idle CPU: not known (the trace saw only the tree's switches)"),
+    }
     match &s.waker_cpu_unavailable {
         None => say(&relations_line(
             "Wakeups by a traced task, CPU woken on vs the waker's CPU:",

@@ -87,6 +87,7 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
     let mut running: BTreeMap<u32, (u32, u32, u64)> = BTreeMap::new(); // tid -> (cpu, pid, since)
     let mut last_cpu: BTreeMap<u32, u32> = BTreeMap::new();
     let mut waking: BTreeMap<u32, (u32, u64)> = BTreeMap::new(); // wakee -> (waker cpu, at)
+    let mut exited: BTreeMap<u32, u64> = BTreeMap::new();
     let rel = |t: u64| t.saturating_sub(start_ns);
     let end = |s: &mut Schedule,
                names: &BTreeMap<u32, String>,
@@ -155,7 +156,8 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 last_cpu.insert(*tid, *cpu);
             }
             Event::Exit { time, tid, .. } => {
-                end(&mut s, &names, *tid, *time, &mut running);
+                // The final switch, when recorded, ends its last slice.
+                exited.insert(*tid, *time);
             }
             Event::Waking {
                 time, cpu, wakee, ..
@@ -164,6 +166,9 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
             }
             _ => {}
         }
+    }
+    for (tid, at) in exited {
+        end(&mut s, &names, tid, at, &mut running);
     }
     s
 }

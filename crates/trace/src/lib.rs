@@ -28,15 +28,12 @@
 
 pub mod export;
 
-use numalab_linux::perf::Event;
+use numalab_linux::perf::{Event, Switches};
 use numalab_record::{Better, Metric, Relations, SchedTask, SchedTrace};
 use numalab_topology::{Relation, Topology};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-
-/// How `--trace` records, as a record's `sched.method` says it.
-pub const METHOD: &str = "perf_event_open on the benchmark's task tree (inherited dummy event: context switches, forks, execs, exits; sched_waking for wakers' CPUs)";
 
 fn count(r: &mut Relations, rel: Option<Relation>) {
     match rel {
@@ -67,6 +64,7 @@ struct Task {
     wakeups: Relations,
     near_waker: Relations,
     preemptions: u32,
+    on_idle: u32,
     order: usize,
 }
 
@@ -97,14 +95,20 @@ pub fn time_of(e: &Event) -> u64 {
 }
 
 /// The facts of every task of the tree, from `events` (any order) of a
-/// run that started at `start_ns`, leaving out process `numalab_pid`.
+/// run that started at `start_ns`, leaving out process `numalab_pid`;
+/// `switches` says how the switches were recorded (CPU-wide ones include
+/// the idle task's switches out, which say a CPU was idle).
 pub fn analyse(
     events: &[Event],
     numalab_pid: u32,
     start_ns: u64,
     topo: &Topology,
+    switches: Switches,
     waker_cpu_unavailable: Option<String>,
 ) -> SchedTrace {
+    let idle_seen = switches == Switches::CpuWide;
+    // CPU -> when its idle task last switched out.
+    let mut idle_out: BTreeMap<u32, u64> = BTreeMap::new();
     let mut ev: Vec<&Event> = events.iter().collect();
     ev.sort_by_key(|e| time_of(e));
     let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
@@ -170,6 +174,11 @@ pub fn analyse(
                     }
                 }
             }
+            Event::SwitchOut {
+                time, cpu, tid: 0, ..
+            } => {
+                idle_out.insert(cpu, time);
+            }
             Event::SwitchIn {
                 time,
                 cpu,
@@ -188,6 +197,9 @@ pub fn analyse(
                         }
                         if t.sleeping {
                             count(&mut t.wakeups, topo.relation(last, cpu));
+                            if idle_out.get(&cpu) == Some(&time) {
+                                t.on_idle += 1;
+                            }
                         }
                     }
                     if let Some(w) = t.waker_cpu.take() {
@@ -223,14 +235,20 @@ pub fn analyse(
                 }
             }
             Event::Exit { time, pid, tid, .. } => {
+                // Still running: the final switch (when recorded) ends it.
                 if let Some(t) = tasks.get_mut(&tid) {
                     if t.pid == pid {
-                        close(t, time);
                         t.exit = Some(time);
                     }
                 }
             }
             Event::Lost { count } => lost += count,
+        }
+    }
+    // Exited tasks whose final switch was not recorded end at their exit.
+    for t in tasks.values_mut() {
+        if let Some(at) = t.exit {
+            close(t, at);
         }
     }
     let secs = |t: Option<u64>| t.map(|t| t.saturating_sub(start_ns) as f64 / 1e9);
@@ -264,6 +282,7 @@ pub fn analyse(
                 wakeups: t.wakeups,
                 woken_near_waker: t.near_waker,
                 preemptions: t.preemptions,
+                woken_on_idle_cpu: idle_seen.then_some(t.on_idle),
             };
             (t.order, task)
         })
@@ -279,7 +298,7 @@ pub fn analyse(
         .filter_map(|t| t.first_cpu)
         .collect();
     SchedTrace {
-        method: METHOD.to_string(),
+        method: switches.method().to_string(),
         lost_events: lost,
         waker_cpu_unavailable,
         events_file: None,
@@ -342,6 +361,17 @@ pub fn metrics(t: &SchedTrace) -> BTreeMap<String, Metric> {
             "sched_wakeup_cross_node_pct".into(),
             Metric::new(pct(wake.cross_node), "%", Better::Lower),
         );
+        let idle: Option<u32> = t
+            .tasks
+            .iter()
+            .filter_map(|t| t.woken_on_idle_cpu)
+            .reduce(|a, b| a + b);
+        if let Some(n) = idle {
+            m.insert(
+                "sched_wakeup_idle_cpu_pct".into(),
+                Metric::new(pct(n), "%", Better::Higher),
+            );
+        }
     }
     m.insert(
         "sched_lost_events".into(),
@@ -535,7 +565,14 @@ mod tests {
                 wakee: 20,
                 prev_cpu: 1,
             },
-            // woke on its SMT sibling (1 -> 0), 2 ms
+            // woke on its SMT sibling (1 -> 0), 2 ms, an idle CPU
+            SwitchOut {
+                time: start + 10 * ms,
+                cpu: 0,
+                pid: 0,
+                tid: 0,
+                preempted: false,
+            },
             SwitchIn {
                 time: start + 10 * ms,
                 cpu: 0,
@@ -583,9 +620,17 @@ mod tests {
                 pid: 20,
                 tid: 21,
             },
+            // its final switch (CPU-wide records have it): runs to there
+            SwitchOut {
+                time: start + 9 * ms + ms / 2,
+                cpu: 4,
+                pid: 20,
+                tid: 21,
+                preempted: false,
+            },
             Lost { count: 3 },
         ];
-        let t = analyse(&ev, numalab, start, &topo(), None);
+        let t = analyse(&ev, numalab, start, &topo(), Switches::CpuWide, None);
         assert_eq!(t.lost_events, 3);
         assert_eq!(t.tasks.len(), 2);
         let a = &t.tasks[0];
@@ -599,17 +644,21 @@ mod tests {
         assert_eq!(a.wakeups.smt_sibling, 1);
         assert_eq!(a.woken_near_waker.cross_node, 1); // waker on CPU 4
         assert_eq!(a.preemptions, 1);
+        assert_eq!(a.woken_on_idle_cpu, Some(1));
         assert_eq!(a.forked_s, Some(0.001));
         assert_eq!(a.exited_s, Some(0.016));
         let b = &t.tasks[1];
         assert_eq!((b.tid, b.pid, b.parent_tid), (21, 20, Some(20)));
         assert_eq!(b.comm, "work", "a thread is named as its creator");
+        assert!((b.run_s - 0.0055).abs() < 1e-9, "{}", b.run_s);
+        assert_eq!(b.exited_s, Some(0.009));
         assert_eq!(t.new_task_cpus, vec![1, 4]);
         assert_eq!(t.migration_matrix, vec![vec![1, 1], vec![0, 0]]);
         let m = metrics(&t);
         assert_eq!(m["sched_migrations"].value, 2.0);
         assert_eq!(m["sched_migrations_cross_node"].value, 1.0);
         assert_eq!(m["sched_wakeup_prev_llc_pct"].value, 100.0);
+        assert_eq!(m["sched_wakeup_idle_cpu_pct"].value, 100.0);
         let dir = std::env::temp_dir().join(format!("numalab-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("e.tsv");

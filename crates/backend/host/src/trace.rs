@@ -18,6 +18,7 @@ pub struct Session {
     drainer: JoinHandle<(Tracer, Vec<Event>)>,
     start_ns: u64,
     waker: Option<String>,
+    switches: perf::Switches,
 }
 
 impl Session {
@@ -27,6 +28,7 @@ impl Session {
         let cpus: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
         let mut tracer = Tracer::attach(&cpus).map_err(|e| format!("--trace: {e}"))?;
         let waker = tracer.waker_cpu_unavailable().map(str::to_string);
+        let switches = tracer.switches();
         let start_ns = perf::monotonic_ns();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -46,6 +48,7 @@ impl Session {
             drainer,
             start_ns,
             waker,
+            switches,
         })
     }
 
@@ -63,8 +66,14 @@ impl Session {
             .join()
             .map_err(|_| "--trace: its reader failed".to_string())?;
         tracer.stop(&mut events);
-        let mut t =
-            numalab_trace::analyse(&events, std::process::id(), self.start_ns, topo, self.waker);
+        let mut t = numalab_trace::analyse(
+            &events,
+            std::process::id(),
+            self.start_ns,
+            topo,
+            self.switches,
+            self.waker,
+        );
         let name = format!("{}.sched.tsv", rec.id);
         numalab_trace::write_events(
             &results.join(&name),
