@@ -59,6 +59,9 @@ pub struct Exit {
     pub signal: Option<i32>,
     pub user_s: f64,
     pub sys_s: f64,
+    /// The kernel's scheduling counters of the process (its main thread),
+    /// read as it lay dead and unreaped; `None` where procfs has none.
+    pub sched: Option<crate::procfs::SchedCounters>,
 }
 
 impl Exit {
@@ -98,8 +101,13 @@ fn tv(t: libc::timeval) -> f64 {
 }
 
 /// Wait for `pid` with `wait4`. With `block = false` returns `Ok(None)`
-/// while it is still running.
+/// while it is still running. Before it is reaped, its scheduling
+/// counters are read (`/proc/PID/sched` of the dead process).
 pub fn wait4(pid: i32, block: bool) -> io::Result<Option<Exit>> {
+    if !ended_unreaped(pid, block)? {
+        return Ok(None);
+    }
+    let sched = crate::procfs::sched_counters(pid, None);
     let mut status = 0;
     // SAFETY: rusage is plain data filled in by the kernel.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -129,7 +137,28 @@ pub fn wait4(pid: i32, block: bool) -> io::Result<Option<Exit>> {
             signal,
             user_s: tv(ru.ru_utime),
             sys_s: tv(ru.ru_stime),
+            sched,
         }));
+    }
+}
+
+/// Whether child `pid` has ended (blocking until it has with `block`),
+/// leaving it unreaped.
+fn ended_unreaped(pid: i32, block: bool) -> io::Result<bool> {
+    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: siginfo_t is plain data the kernel fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to a local.
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if r == 0 {
+            // SAFETY: si_pid is valid for SIGCHLD-style results.
+            return Ok(unsafe { info.si_pid() } != 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
@@ -137,26 +166,7 @@ pub fn wait4(pid: i32, block: bool) -> io::Result<Option<Exit>> {
 /// with `WNOWAIT`): its pid stays its own, so it can still be signalled
 /// (a group, by its leader's pid) without hitting a reused one.
 pub fn wait_exited(pid: i32) -> io::Result<()> {
-    loop {
-        // SAFETY: siginfo_t is plain data the kernel fills in.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid pointer to a local.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    ended_unreaped(pid, true).map(|_| ())
 }
 
 /// Send `sig` to `pid`; a process that is already gone is not an error.
@@ -196,5 +206,12 @@ mod tests {
         let e = wait4(c.id() as i32, true).unwrap().unwrap();
         assert!(e.success());
         assert!(e.user_s > 0.0, "a busy child used CPU time: {e:?}");
+        // A sleeper's counters, read from the dead process: it slept.
+        if std::path::Path::new("/proc/self/sched").exists() {
+            let c = Command::new("sleep").arg("0.05").spawn().unwrap();
+            let e = wait4(c.id() as i32, true).unwrap().unwrap();
+            let c = e.sched.expect("counters of the dead child");
+            assert!(c.nr_voluntary_switches >= 1, "{c:?}");
+        }
     }
 }

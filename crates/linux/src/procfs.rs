@@ -17,6 +17,67 @@ pub struct TaskStat {
     pub stime_ticks: u64,
 }
 
+/// The kernel's own scheduling counters of a task, from
+/// `/proc/PID[/task/TID]/sched` (CONFIG_SCHED_DEBUG; the NUMA lines need
+/// CONFIG_NUMA_BALANCING). Read as a task ends they are its totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct SchedCounters {
+    /// `se.sum_exec_runtime`: time on a CPU, in nanoseconds.
+    pub sum_exec_runtime_ns: u64,
+    /// `se.nr_migrations`: moves to another CPU.
+    pub nr_migrations: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    /// Pages NUMA balancing moved for it.
+    pub numa_pages_migrated: Option<u64>,
+    /// The node NUMA balancing prefers for it (`None`: none, -1).
+    pub numa_preferred_nid: Option<u32>,
+    /// Its NUMA hinting faults, as the kernel keeps them (decayed by half
+    /// at each scan period: recent faults weigh more).
+    pub total_numa_faults: Option<u64>,
+}
+
+/// Parse the `name : value` lines of a `sched` file; `None` without the
+/// always-present counters (not a sched file).
+pub fn parse_sched(text: &str) -> Option<SchedCounters> {
+    let mut v: BTreeMap<&str, &str> = BTreeMap::new();
+    for l in text.lines() {
+        if let Some((k, val)) = l.split_once(':') {
+            v.insert(k.trim(), val.trim());
+        }
+    }
+    let int = |k: &str| -> Option<i64> {
+        let t = v.get(k)?;
+        // Some kernels print counters as `N.000000`.
+        t.split('.').next()?.parse().ok()
+    };
+    let count = |k: &str| int(k).and_then(|n| u64::try_from(n).ok());
+    // Milliseconds with six decimals: nanoseconds, exactly.
+    let ms = v.get("se.sum_exec_runtime")?;
+    let (whole, frac) = ms.split_once('.').unwrap_or((ms, "0"));
+    let frac = format!("{frac:0<6}");
+    let sum_exec_runtime_ns =
+        whole.parse::<u64>().ok()? * 1_000_000 + frac.get(..6)?.parse::<u64>().ok()?;
+    Some(SchedCounters {
+        sum_exec_runtime_ns,
+        nr_migrations: count("se.nr_migrations")?,
+        nr_voluntary_switches: count("nr_voluntary_switches")?,
+        nr_involuntary_switches: count("nr_involuntary_switches")?,
+        numa_pages_migrated: count("numa_pages_migrated"),
+        numa_preferred_nid: int("numa_preferred_nid").and_then(|n| u32::try_from(n).ok()),
+        total_numa_faults: count("total_numa_faults"),
+    })
+}
+
+/// A task's scheduling counters; a thread's with `tid`.
+pub fn sched_counters(pid: i32, tid: Option<i32>) -> Option<SchedCounters> {
+    let path = match tid {
+        Some(t) => format!("/proc/{pid}/task/{t}/sched"),
+        None => format!("/proc/{pid}/sched"),
+    };
+    parse_sched(&fs::read_to_string(path).ok()?)
+}
+
 /// Parse a stat line. The command name may contain spaces and parentheses,
 /// so fields are counted after the last `)`.
 pub fn parse_stat(text: &str) -> Option<TaskStat> {
@@ -119,6 +180,48 @@ pub fn clock_ticks() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sched_counters_of_a_task() {
+        let text = "cat (6210, #threads: 1)
+-------------------------------------------------------------------
+se.exec_start                                :      25761112.241750
+se.sum_exec_runtime                          :             3.500000
+se.nr_migrations                             :                    7
+nr_switches                                  :                   12
+nr_voluntary_switches                        :                   10
+nr_involuntary_switches                      :                    2
+mm->numa_scan_seq                            :                    3
+numa_pages_migrated                          :                  512
+numa_preferred_nid                           :                    1
+total_numa_faults                            :                  880
+current_node=0, numa_group_id=0
+numa_faults node=0 task_private=0 task_shared=0 group_private=0 group_shared=0
+";
+        let c = parse_sched(text).unwrap();
+        assert_eq!(
+            c,
+            SchedCounters {
+                sum_exec_runtime_ns: 3_500_000,
+                nr_migrations: 7,
+                nr_voluntary_switches: 10,
+                nr_involuntary_switches: 2,
+                numa_pages_migrated: Some(512),
+                numa_preferred_nid: Some(1),
+                total_numa_faults: Some(880),
+            }
+        );
+        let no_pref = text.replace(
+            "numa_preferred_nid                           :                    1",
+            "numa_preferred_nid : -1",
+        );
+        assert_eq!(parse_sched(&no_pref).unwrap().numa_preferred_nid, None);
+        assert_eq!(parse_sched("not: a sched file"), None);
+        // This very process has one, wherever CONFIG_SCHED_DEBUG is set.
+        if std::path::Path::new("/proc/self/sched").exists() {
+            assert!(sched_counters(std::process::id() as i32, None).is_some());
+        }
+    }
 
     #[test]
     fn stat_with_hostile_comm() {

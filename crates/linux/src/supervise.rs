@@ -60,6 +60,7 @@
 //! or waited for. After `kill` or EOF on its input only `left N` follows.
 
 use crate::child::{self, Exit};
+use crate::procfs::SchedCounters;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::AsFd;
@@ -105,13 +106,29 @@ impl Event {
         let opt = |v: Option<i32>| v.map_or("-".to_string(), |v| v.to_string());
         match self {
             Event::Started(pid) => format!("started {pid}"),
-            Event::Exited { exit, elapsed_s } => format!(
-                "exited {} {} {} {} {elapsed_s}",
-                opt(exit.code),
-                opt(exit.signal),
-                exit.user_s,
-                exit.sys_s
-            ),
+            Event::Exited { exit, elapsed_s } => {
+                let mut l = format!(
+                    "exited {} {} {} {} {elapsed_s}",
+                    opt(exit.code),
+                    opt(exit.signal),
+                    exit.user_s,
+                    exit.sys_s
+                );
+                if let Some(c) = exit.sched {
+                    let o = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+                    l += &format!(
+                        " {} {} {} {} {} {} {}",
+                        c.sum_exec_runtime_ns,
+                        c.nr_migrations,
+                        c.nr_voluntary_switches,
+                        c.nr_involuntary_switches,
+                        o(c.numa_pages_migrated),
+                        o(c.numa_preferred_nid.map(u64::from)),
+                        o(c.total_numa_faults)
+                    );
+                }
+                l
+            }
             Event::Left(n) => format!("left {n}"),
             Event::Failed(m) => format!("failed {}", m.replace('\n', " ")),
         }
@@ -132,8 +149,31 @@ impl Event {
             "failed" => Some(Event::Failed(rest.to_string())),
             "exited" => {
                 let w: Vec<&str> = rest.split_whitespace().collect();
-                let [code, signal, user, sys, elapsed] = w[..] else {
+                let (&[code, signal, user, sys, elapsed], more) = (w.get(..5)?, &w[5..]) else {
                     return None;
+                };
+                // The program's scheduling counters, when procfs had them.
+                let sched = match more {
+                    [] => None,
+                    [run, mig, vol, invol, pages, pref, faults] => {
+                        let o = |w: &str| -> Option<Option<u64>> {
+                            if w == "-" {
+                                Some(None)
+                            } else {
+                                w.parse().ok().map(Some)
+                            }
+                        };
+                        Some(SchedCounters {
+                            sum_exec_runtime_ns: run.parse().ok()?,
+                            nr_migrations: mig.parse().ok()?,
+                            nr_voluntary_switches: vol.parse().ok()?,
+                            nr_involuntary_switches: invol.parse().ok()?,
+                            numa_pages_migrated: o(pages)?,
+                            numa_preferred_nid: o(pref)?.and_then(|n| u32::try_from(n).ok()),
+                            total_numa_faults: o(faults)?,
+                        })
+                    }
+                    _ => return None,
                 };
                 Some(Event::Exited {
                     exit: Exit {
@@ -141,6 +181,7 @@ impl Event {
                         signal: opt(signal)?,
                         user_s: user.parse().ok()?,
                         sys_s: sys.parse().ok()?,
+                        sched,
                     },
                     elapsed_s: elapsed.parse().ok()?,
                 })
@@ -477,6 +518,15 @@ mod tests {
                     signal: None,
                     user_s: 0.125,
                     sys_s: 1e-6,
+                    sched: Some(SchedCounters {
+                        sum_exec_runtime_ns: 1_234_567,
+                        nr_migrations: 4,
+                        nr_voluntary_switches: 9,
+                        nr_involuntary_switches: 1,
+                        numa_pages_migrated: Some(0),
+                        numa_preferred_nid: None,
+                        total_numa_faults: None,
+                    }),
                 },
                 elapsed_s: 2.5000001,
             },
@@ -486,6 +536,7 @@ mod tests {
                     signal: Some(9),
                     user_s: 0.0,
                     sys_s: 0.0,
+                    sched: None,
                 },
                 elapsed_s: 0.0,
             },

@@ -8,6 +8,14 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
+/// The tests of this file one at a time: each is a measurement, and a
+/// message storm beside a time check is load the check did not ask for.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn records(dir: &Path) -> Vec<Value> {
     let mut v: Vec<Value> = std::fs::read_dir(dir)
         .unwrap()
@@ -22,6 +30,7 @@ fn records(dir: &Path) -> Vec<Value> {
 
 #[test]
 fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let o = numalab_in(
         &[
@@ -43,6 +52,7 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
     assert!(o.status.success(), "{}", show(&o));
     let recs = records(&dir.path().join("r"));
     assert_eq!(recs.len(), 3);
+    let mut ratios = Vec::new();
     for r in &recs {
         let s = &r["sched"];
         assert_eq!(s["lost_events"], 0, "{}", s["method"]);
@@ -67,18 +77,22 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         }
         assert!(s["new_task_cpus"].as_array().unwrap().len() + 1 >= 500);
         // On-CPU time from the switches against the tree's user + sys
-        // (wait4): within 2% where CPU-wide switch records are allowed
-        // (root); the tree's own records miss a few microseconds around
-        // every switch of a millisecond-long process (docs/trace.md).
+        // (wait4): within 2% (the median run) where CPU-wide switch
+        // records are allowed (root), each run within 3%: a shell that
+        // starts commands with vfork (dash) is charged ~20 us per command
+        // by the kernel outside its sched_switch intervals (docs/trace.md).
+        // The tree's own records miss a few microseconds around every
+        // switch of a millisecond-long process.
         let traced: f64 = tasks.iter().map(|t| t["run_s"].as_f64().unwrap()).sum();
         let m = &r["metrics"];
         let rusage = m["user_s"]["value"].as_f64().unwrap() + m["sys_s"]["value"].as_f64().unwrap();
         let method = s["method"].as_str().unwrap();
         if method.contains("CPU-wide") {
             assert!(
-                (traced - rusage).abs() <= rusage * 0.02,
+                (traced - rusage).abs() <= rusage * 0.03,
                 "traced {traced} vs user+sys {rusage}"
             );
+            ratios.push(traced / rusage);
         } else {
             assert!(
                 traced <= rusage * 1.02 && traced >= rusage * 0.75,
@@ -91,16 +105,60 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
                 "root traces CPU-wide: {method}"
             );
         }
+        // The trace and the kernel's own counters of the command's process
+        // (/proc/PID/sched, read as it lay dead) tell the same story.
+        let main = &r["tasks"][0];
+        let has_sched = Path::new("/proc/self/sched").exists();
+        if method.contains("CPU-wide") && has_sched {
+            let k = &main["kernel"];
+            assert!(!k.is_null(), "the command's kernel counters: {main}");
+            let t = tasks
+                .iter()
+                .find(|t| t["tid"] == main["pid"])
+                .expect("the command's process is traced");
+            let sum = |v: &Value| -> u64 {
+                v.as_object()
+                    .unwrap()
+                    .values()
+                    .map(|x| x.as_u64().unwrap())
+                    .sum()
+            };
+            // The kernel counts every move, also one undone before the
+            // task ran (woken onto a CPU, pulled back by a balancer); the
+            // trace sees runs on another CPU.
+            let (seen, moved) = (sum(&t["migrations"]), k["nr_migrations"].as_u64().unwrap());
+            assert!(
+                seen <= moved && moved - seen <= 2.max(moved / 10),
+                "{t} {k}"
+            );
+            assert_eq!(t["preemptions"], k["nr_involuntary_switches"], "{t} {k}");
+            // Every sleep is a voluntary switch, and so is the last one.
+            let sleeps = sum(&t["wakeups"]) + 1;
+            let vol = k["nr_voluntary_switches"].as_u64().unwrap();
+            assert!(
+                sleeps.abs_diff(vol) <= 1,
+                "{sleeps} sleeps, kernel {vol}: {t} {k}"
+            );
+        }
         assert!(m["sched_tasks"]["value"].as_f64().unwrap() >= 500.0);
         // The raw events beside the record.
         let f = s["events_file"].as_str().unwrap();
         let events = std::fs::read_to_string(dir.path().join("r").join(f)).unwrap();
         assert!(events.lines().filter(|l| l.contains("\texec\t")).count() >= 500);
     }
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        assert!(
+            (median - 1.0).abs() <= 0.02,
+            "traced / user+sys: {ratios:?}"
+        );
+    }
 }
 
 #[test]
 fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let o = numalab_in(
         &[
@@ -153,6 +211,7 @@ fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
 
 #[test]
 fn without_permission_trace_is_a_one_line_error_or_says_what_it_lacks() {
+    let _one = serial();
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED: dropping to another user needs root");
         return;
@@ -242,6 +301,7 @@ fn check_trace_json(json: &Value, ncpus: usize) -> std::collections::BTreeMap<St
 
 #[test]
 fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let o = numalab_in(
         &[

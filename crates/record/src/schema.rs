@@ -407,6 +407,35 @@ pub struct TaskRecord {
     pub work_expected: u64,
     /// How the task ended: `exit 0`, `signal 9`, `ok` (thread), ...
     pub exit: String,
+    /// The kernel's own counters of the task as it ended
+    /// (`/proc/PID/sched`); absent where they could not be read (no
+    /// CONFIG_SCHED_DEBUG, a simulated task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCounters>,
+}
+
+/// A task's counters from `/proc/PID[/task/TID]/sched`, read as it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCounters {
+    /// `se.sum_exec_runtime`: seconds on a CPU (its own, not its
+    /// children's).
+    pub run_s: f64,
+    /// `se.nr_migrations`: moves to another CPU.
+    pub nr_migrations: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    /// Pages NUMA balancing migrated for it (absent without
+    /// CONFIG_NUMA_BALANCING).
+    #[serde(default)]
+    pub numa_pages_migrated: Option<u64>,
+    /// The node NUMA balancing preferred for it at the end (absent: none).
+    #[serde(default)]
+    pub numa_preferred_nid: Option<u32>,
+    /// Its NUMA hinting faults as the kernel keeps them: halved at every
+    /// scan period, so recent faults weigh more.
+    #[serde(default)]
+    pub total_numa_faults: Option<u64>,
 }
 
 impl TaskRecord {
@@ -682,6 +711,7 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
                 work_done: 100,
                 work_expected: 100,
                 exit: "exit 0".into(),
+                kernel: None,
             })
             .collect(),
         series: Series {

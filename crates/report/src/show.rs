@@ -67,6 +67,10 @@ pub fn record(r: &RunRecord, path: Option<&Path>) -> String {
         push_wrapped(&mut out, &not_observed(&t.residency_method));
         out.push('\n');
     }
+    if r.tasks.iter().any(|t| t.kernel.is_some()) {
+        out.push_str(&kernel_table(r));
+        out.push('\n');
+    }
     // Derived metrics older records carry are not the record's to show.
     let metrics: Vec<(&String, &numalab_record::Metric)> = r
         .metrics
@@ -169,6 +173,46 @@ pub fn task_table(r: &RunRecord) -> String {
     }
     t.legend
         .push("* the task's main node is not the node it started on".into());
+    t.to_text()
+}
+
+/// The kernel's own counters of each task as it ended (`/proc/PID/sched`).
+pub fn kernel_table(r: &RunRecord) -> String {
+    let mut t = Table::new(
+        "Kernel counters at exit (/proc/PID/sched)",
+        vec![
+            Column::key("task"),
+            Column::right("migrations"),
+            Column::right("sleeps"),
+            Column::right("preempted"),
+            Column::right("NUMA pages"),
+            Column::right("pref node"),
+            Column::right("NUMA faults"),
+        ],
+    );
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    for task in &r.tasks {
+        let cells = match &task.kernel {
+            Some(k) => vec![
+                task.id.to_string(),
+                k.nr_migrations.to_string(),
+                k.nr_voluntary_switches.to_string(),
+                k.nr_involuntary_switches.to_string(),
+                opt(k.numa_pages_migrated),
+                k.numa_preferred_nid.map_or("-".into(), |n| n.to_string()),
+                opt(k.total_numa_faults),
+            ],
+            None => {
+                let mut c = vec![task.id.to_string()];
+                c.extend((0..6).map(|_| "?".to_string()));
+                c
+            }
+        };
+        t.push(cells);
+    }
+    t.legend.push(
+        "sleeps, preempted: voluntary and involuntary switches; NUMA pages: migrated by NUMA balancing; NUMA faults: the kernel's decayed count; ?: not read".into(),
+    );
     t.to_text()
 }
 

@@ -340,6 +340,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
             work_done: passes,
             work_expected: passes.max(1),
             exit: "ok".into(),
+            kernel: None,
         }],
         series: Series {
             interval_s: 0.5,

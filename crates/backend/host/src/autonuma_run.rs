@@ -171,6 +171,7 @@ const UNKNOWN_EXIT: Exit = Exit {
     signal: None,
     user_s: 0.0,
     sys_s: 0.0,
+    sched: None,
 };
 
 /// Run the benchmark once. A process failing or doing less than all its
@@ -378,6 +379,7 @@ pub fn run_once(
                 work_done: done,
                 work_expected: p.loops,
                 exit: exit.describe(),
+                kernel: crate::kernel_counters(r.and_then(|r| r.sched)),
             });
         }
     }

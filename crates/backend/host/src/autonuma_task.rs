@@ -52,6 +52,9 @@ pub struct ThreadReport {
     pub loops_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+    /// Its kernel counters (`/proc/thread-self/sched`) after its last loop.
+    #[serde(default)]
+    pub sched: Option<numalab_linux::procfs::SchedCounters>,
 }
 
 impl ThreadReport {
@@ -225,9 +228,13 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                 }
                 let loops_s = t0.elapsed().as_secs_f64();
                 let (user_s, sys_s) = thread_rusage();
+                let tid = gettid();
+                let sched =
+                    numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
                 finished.fetch_add(1, Ordering::Release);
                 ThreadReport {
-                    tid: gettid(),
+                    tid,
+                    sched,
                     initial_cpu,
                     cpu_time_ns: res.per_cpu,
                     readings: res.readings,

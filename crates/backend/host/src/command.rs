@@ -179,6 +179,7 @@ pub fn run_once(
         work_done: u64::from(exit.success()),
         work_expected: 1,
         exit: exit.describe(),
+        kernel: crate::kernel_counters(exit.sched),
     });
     if !exit.success() {
         let t = tail(&log.path, TAIL_LINES);

@@ -70,7 +70,7 @@ pub mod run;
 pub mod trace;
 
 use numalab_bench::{Calibration, Case};
-use numalab_record::RunRecord;
+use numalab_record::{Better, Metric, RunRecord};
 use numalab_runner::{Backend, RunContext, RunError};
 use numalab_topology::{MachineInfo, Roots};
 use std::cell::OnceCell;
@@ -102,6 +102,44 @@ impl Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The /proc/vmstat deltas every record carries, by their metric names.
+/// A task's kernel counters as the record keeps them.
+pub fn kernel_counters(
+    c: Option<numalab_linux::procfs::SchedCounters>,
+) -> Option<numalab_record::KernelCounters> {
+    c.map(|c| numalab_record::KernelCounters {
+        run_s: c.sum_exec_runtime_ns as f64 / 1e9,
+        nr_migrations: c.nr_migrations,
+        nr_voluntary_switches: c.nr_voluntary_switches,
+        nr_involuntary_switches: c.nr_involuntary_switches,
+        numa_pages_migrated: c.numa_pages_migrated,
+        numa_preferred_nid: c.numa_preferred_nid,
+        total_numa_faults: c.total_numa_faults,
+    })
+}
+
+/// Sums of the tasks' kernel counters, as metrics `compare` takes:
+/// `kernel_migrations`, `kernel_numa_pages_migrated` (tasks whose
+/// counters were read; none when none were).
+pub fn kernel_metrics(rec: &mut RunRecord) {
+    let read: Vec<&numalab_record::KernelCounters> =
+        rec.tasks.iter().filter_map(|t| t.kernel.as_ref()).collect();
+    if read.is_empty() {
+        return;
+    }
+    let migrations: u64 = read.iter().map(|k| k.nr_migrations).sum();
+    rec.metrics.insert(
+        "kernel_migrations".into(),
+        Metric::new(migrations as f64, "migrations", Better::Lower),
+    );
+    let pages: Option<u64> = read.iter().map(|k| k.numa_pages_migrated).sum();
+    if let Some(p) = pages {
+        rec.metrics.insert(
+            "kernel_numa_pages_migrated".into(),
+            Metric::new(p as f64, "pages", Better::Lower),
+        );
+    }
+}
+
 pub fn vmstat_metrics(rec: &mut RunRecord, delta: &BTreeMap<String, i64>) {
     for k in numalab_bench::metrics::VMSTAT {
         if let Some(v) = delta.get(k) {
@@ -257,6 +295,7 @@ impl Backend for HostBackend {
         };
         let r = r.map(|mut rec| {
             numastat_delta(&mut rec, &numastat_before, &node_numastat(&m.topology));
+            kernel_metrics(&mut rec);
             rec
         });
         match (r, traced) {

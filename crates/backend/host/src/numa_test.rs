@@ -198,6 +198,7 @@ pub fn run_once(
     for (i, t) in tasks.iter().enumerate() {
         let id = i as u32 + 1;
         let exit = t.exit.unwrap_or(Exit {
+            sched: None,
             code: None,
             signal: None,
             user_s: 0.0,
@@ -246,6 +247,7 @@ pub fn run_once(
             work_done: done,
             work_expected: p.passes as u64,
             exit: exit.describe(),
+            kernel: crate::kernel_counters(exit.sched),
         });
     }
     let users: Vec<f64> = rec.tasks.iter().map(|t| t.user_s).collect();

@@ -275,6 +275,7 @@ pub fn run_spin(
             work_done: done,
             work_expected: p.iterations,
             exit: exit.describe(),
+            kernel: crate::kernel_counters(exit.sched),
         });
     }
     rec.metrics
@@ -377,6 +378,7 @@ pub fn run_hackbench(
         work_done: u64::from(exit.success() && h.is_some()),
         work_expected: 1,
         exit: exit.describe(),
+        kernel: crate::kernel_counters(exit.sched),
     });
     rec.metrics
         .insert("user_s".into(), metric("user_s", exit.user_s));

@@ -195,6 +195,7 @@ pub fn build(
                 } else {
                     "not finished".into()
                 },
+                kernel: None,
             }
         })
         .collect();
