@@ -128,10 +128,8 @@ fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
     for l in out.lines() {
         assert!(l.chars().count() <= 80, "{l:?}");
     }
-    assert!(
-        out.contains("Wakeups, CPU woken on vs CPU slept on:"),
-        "{out}"
-    );
+    assert!(out.contains("Migrations and wakeups by distance"), "{out}");
+    assert!(out.contains("\nWakeups on an idle CPU: "), "{out}");
     assert!(
         out.contains("CPUs chosen for new tasks, in order: "),
         "{out}"
