@@ -23,7 +23,8 @@
 //!   the results directory. Running the plan again runs only cells that
 //!   are missing or failed, and says so. The plan's hash covers everything
 //!   that gives a cell its meaning (benchmarks, configurations, warm-ups,
-//!   interval; not `runs`, so a campaign can be extended); a results
+//!   interval, what is traced; not `runs`, so a campaign can be
+//!   extended); a results
 //!   directory holding records of another hash is refused, never mixed.
 //! - **Order.** Interleaved randomised blocks by default: repetition r of
 //!   every cell before repetition r + 1 of any, configurations and cases

@@ -14,6 +14,7 @@
 //! threads = 2
 //! bytes = "128M"
 //! loops = [200, 400]                # a list: one benchmark per value
+//! trace = true                      # its runs traced, as --trace
 //!
 //! [[config]]
 //! label = "balancing {nb}"
@@ -27,7 +28,9 @@
 //! command's program and arguments, `record_name` its `--name`), parsed by the benchmark's own
 //! argument set (numalab-bench), so a plan means exactly what the
 //! command line would. A list value expands into one benchmark per value
-//! (a matrix over all the lists). A configuration runs on this machine,
+//! (a matrix over all the lists). `trace = true`, on a benchmark or a
+//! configuration, traces its cells' runs (`--trace`); it is in the plan's
+//! hash, not in the cells' keys (docs/campaigns.md). A configuration runs on this machine,
 //! in a guest (`guest = {...}`, `numalab vm`'s flags) or on a simulated
 //! machine (`sim = {...}`, `numalab sim`'s); `matrix` expands it over
 //! variables substituted as `{name}` in its strings. `slurm = {...}` says
@@ -85,6 +88,8 @@ pub struct Instance {
     pub title: String,
     pub spec: Spec,
     pub line: usize,
+    /// `trace = true`: its runs record their scheduling events (`--trace`).
+    pub trace: bool,
 }
 
 /// One configuration, expanded.
@@ -99,6 +104,11 @@ pub struct ConfigSpec {
     pub setup: Option<String>,
     pub cleanup: Option<String>,
     pub target: Target,
+    /// `trace = true`: its runs record their scheduling events
+    /// (`--trace`). How a run is observed, not what it runs: not part of
+    /// a cell's key (the plan's hash covers it).
+    #[serde(skip)]
+    pub trace: bool,
     /// Where Slurm runs it: not part of its meaning.
     #[serde(skip)]
     pub slurm: SlurmPlace,
@@ -460,6 +470,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             setup: None,
             cleanup: None,
             target: Target::Host,
+            trace: false,
             slurm: SlurmPlace::default(),
             line: 1,
         });
@@ -501,16 +512,30 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             }
         }
     }
-    let hash = hash_hex(
-        &serde_json::json!({
-            "benchmarks": benchmarks.iter().map(|b| (&b.name, &b.args)).collect::<Vec<_>>(),
-            "configs": configs,
-            "warmup": warmup,
-            "interval": interval,
-        })
-        .to_string(),
-        16,
-    );
+    let mut meaning = serde_json::json!({
+        "benchmarks": benchmarks.iter().map(|b| (&b.name, &b.args)).collect::<Vec<_>>(),
+        "configs": configs,
+        "warmup": warmup,
+        "interval": interval,
+    });
+    // What is traced: traced and untraced runs of a cell never mix in one
+    // results directory. Only when something is, so that the hash of a
+    // plan without `trace` stays what it was.
+    let traced_benchmarks: Vec<usize> = (0..benchmarks.len())
+        .filter(|&i| benchmarks[i].trace)
+        .collect();
+    let traced_configs: Vec<&str> = configs
+        .iter()
+        .filter(|c| c.trace)
+        .map(|c| c.label.as_str())
+        .collect();
+    if !traced_benchmarks.is_empty() || !traced_configs.is_empty() {
+        meaning["trace"] = serde_json::json!({
+            "benchmarks": traced_benchmarks,
+            "configs": traced_configs,
+        });
+    }
+    let hash = hash_hex(&meaning.to_string(), 16);
     Ok(Plan {
         path: path.to_path_buf(),
         name,
@@ -574,10 +599,26 @@ fn expand_benchmark(
     // Each key: its flag, and its values (a list is a matrix axis).
     let mut axes: Vec<(String, Vec<Option<String>>, usize)> = Vec::new();
     let mut argv: Option<Vec<String>> = None;
+    let mut trace = false;
     for (k, v) in table {
         let key = k.get_ref();
         let kline = loc.line(k.span().start);
         if key == "name" {
+            continue;
+        }
+        if key == "trace" {
+            trace = match v.get_ref() {
+                Value::Boolean(b) => *b,
+                other => {
+                    return Err(loc.err(
+                        kline,
+                        format!(
+                            "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
+                            show(other)
+                        ),
+                    ))
+                }
+            };
             continue;
         }
         if key == "argv" {
@@ -621,6 +662,7 @@ fn expand_benchmark(
             if name_s == "command" {
                 known.push("argv".into());
             }
+            known.push("trace".into());
             return Err(loc.err(
                 kline,
                 format!(
@@ -709,6 +751,7 @@ fn expand_benchmark(
             title,
             spec,
             line,
+            trace,
         });
     }
     Ok(out)
@@ -750,9 +793,9 @@ fn substitute_key(k: &str, vars: &[(String, Value)]) -> String {
     s
 }
 
-const CONFIG_KEYS: [&str; 12] = [
+const CONFIG_KEYS: [&str; 13] = [
     "label", "matrix", "sysctl", "governor", "thp", "sysfs", "prepare", "setup", "cleanup",
-    "guest", "sim", "slurm",
+    "guest", "sim", "slurm", "trace",
 ];
 
 fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, CampaignError> {
@@ -839,6 +882,19 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
                 )),
             }
         };
+        let trace = match t.get("trace") {
+            None => false,
+            Some(Value::Boolean(b)) => *b,
+            Some(other) => {
+                return Err(loc.err(
+                    at("trace"),
+                    format!(
+                        "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
+                        show(other)
+                    ),
+                ))
+            }
+        };
         let label = text("label")?.ok_or_else(|| {
             loc.err(
                 line,
@@ -913,6 +969,7 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             setup: text("setup")?,
             cleanup: text("cleanup")?,
             target,
+            trace,
             slurm,
             line,
         };
@@ -979,4 +1036,81 @@ fn check_sim(s: &SimSpec) -> Result<(), String> {
         ));
     }
     cfg.check().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(src: &str) -> Result<Plan, String> {
+        parse(Path::new("p.toml"), src).map_err(|e| e.to_string())
+    }
+
+    const BENCH: &str = "[[benchmark]]\nname = \"numa02\"\nthreads = 2\n";
+
+    #[test]
+    fn trace_on_a_benchmark_or_a_configuration_traces_its_cells_and_changes_the_hash() {
+        let plain = plan(BENCH).unwrap();
+        assert!(!plain.benchmarks[0].trace && !plain.configs[0].trace);
+        // `trace = false` is the default: the same plan, the same hash
+        // (a plan written before the key kept its results directory).
+        let off = plan(&format!("{BENCH}trace = false\n")).unwrap();
+        assert_eq!(off.hash, plain.hash);
+        let on = plan(&format!("{BENCH}trace = true\n")).unwrap();
+        assert!(on.benchmarks[0].trace);
+        assert_eq!(on.benchmarks[0].args, plain.benchmarks[0].args);
+        assert_ne!(on.hash, plain.hash);
+        let config = |trace: &str| {
+            plan(&format!(
+                "{BENCH}[[config]]\nlabel = \"a\"\n{trace}[[config]]\nlabel = \"b\"\n"
+            ))
+            .unwrap()
+        };
+        let (c_plain, c_on) = (config(""), config("trace = true\n"));
+        assert_eq!(
+            c_on.configs.iter().map(|c| c.trace).collect::<Vec<_>>(),
+            [true, false]
+        );
+        assert_ne!(c_on.hash, c_plain.hash);
+        // A cell's key hashes its configuration: tracing is not part of it.
+        assert_eq!(canonical(&c_on.configs[0]), canonical(&c_plain.configs[0]));
+        // A matrix can compare traced and untraced runs.
+        let m = plan(&format!(
+            "{BENCH}[[config]]\nlabel = \"trace {{t}}\"\nmatrix = {{ t = [false, true] }}\ntrace = \"{{t}}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            m.configs
+                .iter()
+                .map(|c| (c.label.as_str(), c.trace))
+                .collect::<Vec<_>>(),
+            [("trace false", false), ("trace true", true)]
+        );
+    }
+
+    #[test]
+    fn trace_takes_true_or_false_and_errors_name_the_line() {
+        let e = plan(&format!("{BENCH}trace = \"yes\"\n")).unwrap_err();
+        assert!(
+            e.starts_with("p.toml:4: trace = \"yes\": true or false"),
+            "{e}"
+        );
+        let e = plan(&format!("{BENCH}trace = [false, true]\n")).unwrap_err();
+        assert!(
+            e.starts_with("p.toml:4: trace = [false, true]: true or false"),
+            "{e}"
+        );
+        let e = plan(&format!("{BENCH}[[config]]\nlabel = \"a\"\n\ntrace = 1\n")).unwrap_err();
+        assert!(e.starts_with("p.toml:7: trace = 1: true or false"), "{e}");
+        // Tracing makes no other case: the same benchmark traced and not
+        // is one benchmark twice.
+        let e = plan(&format!("{BENCH}{BENCH}trace = true\n")).unwrap_err();
+        assert!(
+            e.starts_with("p.toml:5: numa02 threads=2 is also the benchmark on line 2"),
+            "{e}"
+        );
+        // The key is listed among a benchmark's.
+        let e = plan(&format!("{BENCH}tracee = true\n")).unwrap_err();
+        assert!(e.contains(", trace)"), "{e}");
+    }
 }

@@ -141,6 +141,9 @@ pub struct Cell {
     pub case: usize,
     /// Repetition, from 1.
     pub rep: u32,
+    /// Its runs are traced (`trace = true` on its benchmark or its
+    /// configuration); not part of its key.
+    pub trace: bool,
 }
 
 /// A plan with its sizes pinned: every cell known.
@@ -180,7 +183,8 @@ impl Campaign {
                 )));
             }
             let config_hash = canonical(c);
-            for inst in &g.instances {
+            for (inst, bench) in g.instances.iter().zip(&plan.benchmarks) {
+                let trace = c.trace || bench.trace;
                 for case in &inst.cases {
                     let k = match cases.iter().position(|x| x == case) {
                         Some(k) => k,
@@ -197,6 +201,7 @@ impl Campaign {
                             config: ci,
                             case: k,
                             rep,
+                            trace,
                         });
                     }
                 }
@@ -291,6 +296,8 @@ impl Campaign {
                         index: w,
                         warmup: true,
                         campaign: None,
+                        // Warm-ups run as the cell does.
+                        trace: cell.trace,
                     });
                 }
             }
@@ -306,6 +313,7 @@ impl Campaign {
                     order_seed: self.plan.seed,
                     slurm: slurm.clone(),
                 }),
+                trace: cell.trace,
             });
         }
         steps

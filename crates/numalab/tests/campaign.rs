@@ -320,6 +320,109 @@ fn an_interrupted_campaign_keeps_its_cells_and_the_next_run_finishes_the_rest() 
     assert_eq!(records(&results).len(), 5);
 }
 
+const TRACED_PLAN: &str = r#"
+# A host command traced by its benchmark, another by its configuration.
+name = "traced"
+interval = 0
+
+[[benchmark]]
+name = "command"
+record_name = "forks"
+argv = ["sh", "-c", "for i in 1 2 3; do /bin/true; done"]
+trace = true
+
+[[benchmark]]
+name = "command"
+record_name = "quiet"
+argv = ["true"]
+
+[[config]]
+label = "plain"
+
+[[config]]
+label = "traced"
+trace = true
+"#;
+
+#[test]
+fn trace_in_a_plan_traces_the_cells_that_ask_for_it_and_is_in_the_hash_not_the_keys() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "SKIPPED: tracing is allowed only where perf events are (run as root; docs/trace.md)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "traced.toml", TRACED_PLAN);
+    let o = campaign(dir.path(), &["run", "traced.toml", "--quiet"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let results = dir.path().join("traced-results");
+    let recs = records(&results);
+    assert_eq!(recs.len(), 4, "{}", show(&o));
+    let mut traced = BTreeMap::new();
+    for r in &recs {
+        let name = format!(
+            "{} {}",
+            r["label"].as_str().unwrap(),
+            r["benchmark"].as_str().unwrap()
+        );
+        let s = &r["sched"];
+        traced.insert(name.clone(), s.is_object());
+        if s.is_object() {
+            let tasks = s["tasks"].as_array().unwrap();
+            assert!(!tasks.is_empty(), "{name}: {s}");
+            // Its raw events beside it.
+            let events = results.join(s["events_file"].as_str().unwrap());
+            assert!(events.is_file(), "{name}: {}", events.display());
+            if r["benchmark"] == "forks" {
+                let trues = tasks.iter().filter(|t| t["comm"] == "true").count();
+                assert_eq!(trues, 3, "{name}: {s}");
+            }
+        }
+    }
+    assert_eq!(
+        traced,
+        BTreeMap::from([
+            ("plain forks".to_string(), true),
+            ("plain quiet".to_string(), false),
+            ("traced forks".to_string(), true),
+            ("traced quiet".to_string(), true),
+        ])
+    );
+    // Turning tracing on for more cells changes the plan's meaning: the
+    // directory is refused, never resumed into a mix.
+    write(
+        dir.path(),
+        "traced.toml",
+        &TRACED_PLAN.replace("argv = [\"true\"]", "argv = [\"true\"]\ntrace = true"),
+    );
+    let o = campaign(dir.path(), &["run", "traced.toml", "--quiet"]);
+    assert_one_line_error(&o, "holds records of another plan");
+    assert_eq!(records(&results).len(), 4);
+    // The same plan without tracing: another hash, the same cell keys.
+    let untraced = TRACED_PLAN
+        .replace("name = \"traced\"", "name = \"untraced\"")
+        .replace("trace = true\n", "");
+    write(dir.path(), "untraced.toml", &untraced);
+    let o = campaign(dir.path(), &["run", "untraced.toml", "--quiet"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let plain = records(&dir.path().join("untraced-results"));
+    assert!(plain
+        .iter()
+        .all(|r| r.get("sched").is_none_or(Value::is_null)));
+    let hash = |rs: &[Value]| -> BTreeSet<String> {
+        rs.iter()
+            .map(|r| r["campaign"]["plan_hash"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(hash(&recs).len(), 1);
+    assert_ne!(hash(&recs), hash(&plain));
+    assert_eq!(
+        recs.iter().map(cell).collect::<BTreeSet<_>>(),
+        plain.iter().map(cell).collect::<BTreeSet<_>>()
+    );
+}
+
 const GUEST_AB: &str = r#"
 # numa02 and twohalves with NUMA balancing off and on, in one 2-node guest.
 runs = 3

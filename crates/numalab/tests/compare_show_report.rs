@@ -1,7 +1,10 @@
 //! `numalab compare`, `show` and `report` as a user runs them: the binary,
 //! on records these tests write themselves.
 
-use numalab_record::{example_record, write_atomic, Better, Metric, RunRecord, Sample};
+use numalab_record::{
+    example_record, write_atomic, Better, Metric, Relations, RunRecord, Sample, SchedTask,
+    SchedTrace,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -65,6 +68,48 @@ fn write_set(dir: &Path, labels: &[(&str, f64)], runs: u32, host: &str) {
             }
         }
     }
+}
+
+/// Give the record `id` under `dir` the scheduling facts of a traced run
+/// of `n` tasks with long command names, as `run --trace` writes them.
+fn add_sched(dir: &Path, id: &str, n: u32) {
+    let path = dir.join(format!("{id}.json"));
+    let mut r: RunRecord = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let rel = |a: u32, b: u32, c: u32| Relations {
+        same_cpu: a,
+        same_llc: b,
+        cross_node: c,
+        ..Relations::default()
+    };
+    r.sched = Some(SchedTrace {
+        method: "CPU-wide switch records (example)".into(),
+        lost_events: 0,
+        waker_cpu_unavailable: None,
+        events_file: None,
+        new_task_cpus: (0..n * 5).map(|i| i % 4).collect(),
+        migration_matrix: vec![vec![3 * n, n], vec![2 * n, 4 * n]],
+        tasks: (0..n)
+            .map(|i| SchedTask {
+                tid: 1000 + i,
+                pid: 1000 + i,
+                parent_tid: None,
+                comm: format!("worker-{:08}", i % 24),
+                forked_s: Some(0.01 * i as f64),
+                exec_s: None,
+                exited_s: None,
+                run_s: 1.5,
+                cpu_s: BTreeMap::from([(0, 1.0), (2, 0.5)]),
+                node_s: vec![1.0, 0.5],
+                first_cpu: Some(i % 4),
+                migrations: rel(0, 40, 7),
+                wakeups: rel(900, 80, 3),
+                woken_near_waker: rel(300, 30, 2),
+                preemptions: 12,
+                woken_on_idle_cpu: Some(400),
+            })
+            .collect(),
+    });
+    write_atomic(dir, &r).unwrap();
 }
 
 fn tempdir() -> tempfile::TempDir {
@@ -613,6 +658,8 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
     let d = tempdir();
     let res = d.path().join("numalab-results");
     write_set(&res, &[("A", 1.0), ("B", 1.10)], 4, "tux");
+    // One run traced: its scheduling tables must fit the page too.
+    add_sched(&res, "B-tux-4-r2", 40);
     let html_path = d.path().join("r.html");
     let o = numalab(&[
         "report",
@@ -658,6 +705,8 @@ fn report_is_self_contained_and_every_chart_draws_in_chromium() {
     assert!(html.contains(&format!("data-expected-charts=\"{charts}\"")));
     assert!(html.contains("<table class=\"cmp\">"));
     assert!(html.contains(">worse</td>"));
+    assert_eq!(html.matches("<h2>Scheduling (traced)</h2>").count(), 1);
+    assert!(html.contains("<h4>Migrations and wakeups by distance</h4>"));
     if let Ok(keep) = std::env::var("NUMALAB_KEEP_REPORT") {
         std::fs::copy(&html_path, keep).unwrap();
     }

@@ -186,10 +186,8 @@ fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
     for l in out.lines() {
         assert!(l.chars().count() <= 80, "{l:?}");
     }
-    assert!(
-        out.contains("Wakeups, CPU woken on vs CPU slept on:"),
-        "{out}"
-    );
+    assert!(out.contains("Migrations and wakeups by distance"), "{out}");
+    assert!(out.contains("\nWakeups on an idle CPU: "), "{out}");
     assert!(
         out.contains("CPUs chosen for new tasks, in order: "),
         "{out}"
@@ -207,6 +205,85 @@ fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
         "{}",
         show(&o)
     );
+}
+
+#[test]
+fn the_report_of_a_traced_run_has_the_tables_of_show_sched() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--trace",
+            "--quiet",
+            "--results",
+            "t",
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 20); do /bin/true; done",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let o = numalab_in(
+        &["run", "command", "--quiet", "--results", "u", "--", "true"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let o = numalab_in(&["report", "t", "u", "-o", "r.html"], dir.path());
+    assert!(o.status.success(), "{}", show(&o));
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let start = html
+        .find("<section id=\"sched\"><h2>Scheduling (traced)</h2>")
+        .unwrap_or_else(|| panic!("no scheduling section: {html}"));
+    let sched = &html[start..start + html[start..].find("</section>").unwrap()];
+    assert!(html.contains("<a href=\"#sched\">Scheduling (traced)</a>"));
+    // The traced run only, with the tables of show --sched.
+    assert_eq!(sched.matches("<h3>").count(), 1, "{sched}");
+    for h in [
+        "Time per node (s), migrations and wakeups",
+        "Migrations and wakeups by distance",
+    ] {
+        assert!(
+            sched.contains(&format!("<h4>{h}</h4><div class=\"table-scroll\">")),
+            "{h}: {sched}"
+        );
+    }
+    // More than 16 tasks: by command name, as the text does.
+    assert!(
+        sched.contains("<td>true</td><td class=\"r\">20</td>"),
+        "{sched}"
+    );
+    assert!(sched.contains("grouped by command name"), "{sched}");
+    assert!(sched.contains("Wakeups on an idle CPU: "), "{sched}");
+    assert!(
+        sched.contains("CPUs chosen for new tasks, in order: "),
+        "{sched}"
+    );
+    // The same figures as the text: the wakeup table's totals.
+    let o = numalab_in(&["show", "--sched", "t"], dir.path());
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    let all: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("all "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .split_whitespace()
+        .collect();
+    let row: String = all[1..]
+        .iter()
+        .map(|n| format!("<td class=\"r\">{n}</td>"))
+        .collect();
+    assert!(
+        sched.contains(&format!("<tr class=\"summary\"><td>all</td>{row}</tr>")),
+        "{row} not in {sched}"
+    );
+    // No traced record, no section.
+    let o = numalab_in(&["report", "u", "-o", "u.html"], dir.path());
+    assert!(o.status.success(), "{}", show(&o));
+    let html = std::fs::read_to_string(dir.path().join("u.html")).unwrap();
+    assert!(!html.contains("Scheduling (traced)"));
 }
 
 #[test]

@@ -165,7 +165,26 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         }
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
     }
-    p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a><a href=\"#runs\">Runs</a></nav></header>");
+    // Every run in the order of the Runs section: by case, configuration,
+    // successful runs first.
+    let mut runs: Vec<(&str, &str, usize)> = Vec::new();
+    for (ci, case) in ds.cases.iter().enumerate() {
+        for g in ds.groups.iter().filter(|g| g.case == ci) {
+            let cfg = ds.configs[g.config].name.as_str();
+            for &i in g.ok.iter().chain(g.failed.iter()) {
+                runs.push((case.name.as_str(), cfg, i));
+            }
+        }
+    }
+    let traced = runs
+        .iter()
+        .any(|&(_, _, i)| ds.runs[i].record.sched.is_some());
+    p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a>");
+    if traced {
+        p.body
+            .push_str("<a href=\"#sched\">Scheduling (traced)</a>");
+    }
+    p.body.push_str("<a href=\"#runs\">Runs</a></nav></header>");
 
     // Configurations and cases.
     p.body
@@ -426,22 +445,33 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     }
     p.body.push_str("</section>");
 
+    // Scheduling facts of traced runs, the tables of `show --sched`.
+    if traced {
+        p.body.push_str("<section id=\"sched\"><h2>Scheduling (traced)</h2><p class=\"meta\">The exact scheduling facts of each run recorded with --trace (docs/trace.md), as <code>numalab show --sched</code> prints them.</p>");
+        for &(case, cfg, i) in &runs {
+            let run = &ds.runs[i];
+            sched_section(
+                &mut p,
+                case,
+                cfg,
+                &run.record,
+                &run.path.display().to_string(),
+            );
+        }
+        p.body.push_str("</section>");
+    }
+
     // Runs.
     p.body.push_str("<section id=\"runs\"><h2>Runs</h2><p class=\"meta\">Per run: memory per node over time (the convergence chart: memory starts on one node and moves), and each task's node residency.</p>");
-    for (ci, case) in ds.cases.iter().enumerate() {
-        for g in ds.groups.iter().filter(|g| g.case == ci) {
-            let cfg = &ds.configs[g.config].name;
-            for &i in g.ok.iter().chain(g.failed.iter()) {
-                let run = &ds.runs[i];
-                run_section(
-                    &mut p,
-                    case.name.as_str(),
-                    cfg,
-                    &run.record,
-                    &run.path.display().to_string(),
-                );
-            }
-        }
+    for &(case, cfg, i) in &runs {
+        let run = &ds.runs[i];
+        run_section(
+            &mut p,
+            case,
+            cfg,
+            &run.record,
+            &run.path.display().to_string(),
+        );
     }
     p.body.push_str("</section>");
 
@@ -510,6 +540,50 @@ fn residency_by_main_node(
             )
         })
         .collect()
+}
+
+/// One traced run's scheduling figures (nothing for a run not traced):
+/// its heading, what was traced, and the tables of `show --sched`.
+fn sched_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
+    let Some(f) = crate::sched::figures(r) else {
+        return;
+    };
+    let _ = write!(
+        p.body,
+        "<h3>{} &middot; {} &middot; run {} of {}</h3><p class=\"meta\">record <code>{}</code></p>",
+        esc(case),
+        esc(cfg),
+        r.repetition.index,
+        r.repetition.of,
+        esc(path)
+    );
+    for l in &f.head {
+        let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(l));
+    }
+    for t in [Some(&f.tasks), Some(&f.distance), f.matrix.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        // The title as a heading, as the comparison's tables have.
+        let mut t = t.clone();
+        let _ = write!(p.body, "<h4>{}</h4>", esc(&std::mem::take(&mut t.title)));
+        p.body.push_str(&t.to_html());
+    }
+    if let Some(n) = &f.new_tasks {
+        // A word joiner keeps each arrow whole where the line breaks.
+        let _ = write!(
+            p.body,
+            "<p>{}</p>",
+            esc(&n.order).replace("-&gt;", "-\u{2060}&gt;")
+        );
+        if !n.spread.is_empty() {
+            p.body.push_str("<ul>");
+            for l in &n.spread {
+                let _ = write!(p.body, "<li>{}</li>", esc(l));
+            }
+            p.body.push_str("</ul>");
+        }
+    }
 }
 
 fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
@@ -643,6 +717,64 @@ mod tests {
                 ("5 tasks on node1".to_string(), vec![20.0, 80.0]),
             ]
         );
+    }
+
+    #[test]
+    fn traced_runs_get_the_sched_tables_and_untraced_reports_no_section() {
+        let mut traced = crate::sched::tests::traced(20);
+        traced.label = "B".into();
+        traced.id.push_str("-traced");
+        let plain = numalab_record::example_record("hackbench", "A", 1, 1.0);
+        let ds = Dataset::new(vec![
+            ("a.json".into(), plain.clone()),
+            ("b.json".into(), traced),
+        ]);
+        let cmp = crate::compare(&ds, &Default::default()).unwrap();
+        let html = report(&ds, &cmp, &["r".into()]);
+        assert_eq!(html.matches("<h2>Scheduling (traced)</h2>").count(), 1);
+        assert!(html.contains("<a href=\"#sched\">"));
+        // One traced run: its heading and its three tables, each titled.
+        let sched = &html[html.find("<section id=\"sched\">").unwrap()..];
+        let sched = &sched[..sched.find("</section>").unwrap()];
+        assert_eq!(sched.matches("<h3>").count(), 1, "{sched}");
+        assert!(
+            sched.contains("<h3>hackbench &middot; B &middot; run 1 of 3</h3>"),
+            "{sched}"
+        );
+        for h in [
+            "Time per node (s), migrations and wakeups",
+            "Migrations and wakeups by distance",
+            "Migrations, node to node",
+        ] {
+            assert!(
+                sched.contains(&format!(
+                    "<h4>{h}</h4><div class=\"table-scroll\"><table class=\"cmp\">"
+                )),
+                "{h}: {sched}"
+            );
+        }
+        assert!(sched.contains("<th class=\"r\">vs waker</th>"), "{sched}");
+        assert!(
+            sched.contains("Wakeups on an idle CPU: 40 of 80 (50.0%)"),
+            "{sched}"
+        );
+        assert!(
+            sched.contains("20 tasks, grouped by command name"),
+            "{sched}"
+        );
+        assert!(
+            sched.contains(
+                "<p>CPUs chosen for new tasks, in order: 0 -\u{2060}&gt; 1 -\u{2060}&gt; 2"
+            ),
+            "{sched}"
+        );
+        assert!(sched.contains("<li>over LLCs: "), "{sched}");
+
+        let ds = Dataset::new(vec![("a.json".into(), plain)]);
+        let cmp = crate::compare(&ds, &Default::default()).unwrap();
+        let html = report(&ds, &cmp, &["r".into()]);
+        assert!(!html.contains("Scheduling (traced)"));
+        assert!(!html.contains("id=\"sched\""));
     }
 
     #[test]

@@ -1,16 +1,52 @@
-//! `numalab show --sched`: a traced run's exact scheduling facts as
-//! 80-column text, the analysis `perf sched` gives for a whole machine,
-//! here for the benchmark's tasks and in NUMA terms: time per node and
-//! CPU, migrations by distance and node to node, where wakeups landed,
-//! the CPUs chosen for new tasks in order, and how those spread over
-//! LLCs and SMT siblings.
+//! A traced run's exact scheduling facts, the analysis `perf sched`
+//! gives for a whole machine, here for the benchmark's tasks and in NUMA
+//! terms: time per node and CPU, migrations by distance and node to
+//! node, where wakeups landed, the CPUs chosen for new tasks in order,
+//! and how those spread over LLCs and SMT siblings.
+//!
+//! [`figures`] computes them once, as tables and lines; [`text`] prints
+//! them within 80 columns (`numalab show --sched`) and the HTML report
+//! (`html`) shows the same tables.
 
-use crate::table::{wrap, Column, Table};
+use crate::table::{wrap, Column, RowKind, Table};
 use numalab_record::{Relations, RunRecord, SchedTask};
 use std::collections::BTreeMap;
 
 /// Beyond this many tasks, tasks are listed by command name.
-const TASK_ROWS: usize = 16;
+pub const TASK_ROWS: usize = 16;
+
+/// Beyond this many, the CPUs chosen for new tasks are counted, not
+/// listed.
+const NEW_TASK_CPUS_SHOWN: usize = 48;
+
+/// What `show --sched` prints and the HTML report shows of one traced
+/// record.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// What was traced and how: the benchmark, its task and lost-event
+    /// counts, the method, a warning when events were lost.
+    pub head: Vec<String>,
+    /// Time per node, migrations and wakeups of each task (of each
+    /// command name beyond [`TASK_ROWS`] tasks).
+    pub tasks: Table,
+    /// Migrations and wakeups by distance; its legend says how many
+    /// wakeups were on an idle CPU, or why that is not known.
+    pub distance: Table,
+    /// Migrations from node to node (with more than one node).
+    pub matrix: Option<Table>,
+    /// The CPUs chosen for new tasks, in order (None when none was
+    /// created).
+    pub new_tasks: Option<NewTasks>,
+}
+
+/// The CPUs the kernel chose for new tasks.
+#[derive(Debug, Clone)]
+pub struct NewTasks {
+    /// `CPUs chosen for new tasks, in order: 1 -> 0 -> ...`
+    pub order: String,
+    /// `over LLCs: ...`, and with SMT `over SMT sides: ...`.
+    pub spread: Vec<String>,
+}
 
 fn pct(n: u32, of: u32) -> String {
     if of == 0 {
@@ -20,52 +56,38 @@ fn pct(n: u32, of: u32) -> String {
     }
 }
 
-fn relations_line(what: &str, r: &Relations) -> String {
-    let t = r.total();
-    format!(
-        "{what} {t}: same CPU {}, SMT sibling {}, same LLC {}, other LLC of the node {}, other node {}",
-        pct(r.same_cpu, t),
-        pct(r.smt_sibling, t),
-        pct(r.same_llc, t),
-        pct(r.same_node, t),
-        pct(r.cross_node, t)
-    )
+/// `n (p%)`, or `-` where nothing was counted.
+fn count_pct(n: u32, of: u32) -> String {
+    if of == 0 {
+        "-".into()
+    } else {
+        format!("{n} ({})", pct(n, of))
+    }
 }
 
-/// The text of one traced record, or why there is none.
-pub fn text(r: &RunRecord) -> String {
-    let Some(s) = &r.sched else {
-        return format!(
-            "{} {} #{}: not traced (run it with --trace for exact scheduling facts)\n",
-            r.label, r.benchmark, r.repetition.index
-        );
-    };
+/// The figures of one record; None when it was not traced.
+pub fn figures(r: &RunRecord) -> Option<Figures> {
+    let s = r.sched.as_ref()?;
     let topo = &r.machine.topology;
-    let mut out = String::new();
-    let mut say = |line: &str| {
-        for l in wrap(line, 80) {
-            out.push_str(&l);
-            out.push('\n');
-        }
-    };
-    say(&format!(
-        "{} #{} (label {}), traced: {} tasks, {} lost events",
-        r.benchmark,
-        r.repetition.index,
-        r.label,
-        s.tasks.len(),
-        s.lost_events
-    ));
-    say(&format!("method: {}", s.method));
+    let mut head = vec![
+        format!(
+            "{} #{} (label {}), traced: {} tasks, {} lost events",
+            r.benchmark,
+            r.repetition.index,
+            r.label,
+            s.tasks.len(),
+            s.lost_events
+        ),
+        format!("method: {}", s.method),
+    ];
     if s.lost_events > 0 {
-        say("warning: events were lost; the facts below miss some switches");
+        head.push("warning: events were lost; the facts below miss some switches".into());
     }
-    out.push('\n');
 
     // Per task (or per command name when there are many).
     let node_cols: Vec<String> = topo.nodes.iter().map(|n| format!("node{}", n.id)).collect();
     let mut cols = vec![
-        Column::left("task"),
+        Column::key("task"),
         Column::right("n"),
         Column::right("run s"),
     ];
@@ -76,13 +98,13 @@ pub fn text(r: &RunRecord) -> String {
         Column::right("wakeups"),
         Column::right("prev CPU"),
     ]);
-    let mut t = Table::new("Time per node (s), migrations and wakeups", cols);
-    let row = |name: String, tasks: &[&SchedTask]| -> Vec<String> {
+    let mut tasks = Table::new("Time per node (s), migrations and wakeups", cols);
+    let row = |name: String, group: &[&SchedTask]| -> Vec<String> {
         let mut mig = Relations::default();
         let mut wake = Relations::default();
         let mut node = vec![0.0; topo.nodes.len()];
         let mut run = 0.0;
-        for task in tasks {
+        for task in group {
             mig.add(&task.migrations);
             wake.add(&task.wakeups);
             run += task.run_s;
@@ -92,7 +114,7 @@ pub fn text(r: &RunRecord) -> String {
                 }
             }
         }
-        let mut cells = vec![name, tasks.len().to_string(), format!("{run:.3}")];
+        let mut cells = vec![name, group.len().to_string(), format!("{run:.3}")];
         cells.extend(node.iter().map(|v| format!("{v:.3}")));
         cells.extend([
             mig.total().to_string(),
@@ -104,21 +126,20 @@ pub fn text(r: &RunRecord) -> String {
     };
     if s.tasks.len() <= TASK_ROWS {
         for task in &s.tasks {
-            t.push(row(format!("{} {}", task.comm, task.tid), &[task]));
+            tasks.push(row(format!("{} {}", task.comm, task.tid), &[task]));
         }
     } else {
         let mut by: BTreeMap<&str, Vec<&SchedTask>> = BTreeMap::new();
         for task in &s.tasks {
             by.entry(task.comm.as_str()).or_default().push(task);
         }
-        for (comm, tasks) in by {
-            t.push(row(comm.to_string(), &tasks));
+        for (comm, group) in by {
+            tasks.push(row(comm.to_string(), &group));
         }
-        t.legend
+        tasks
+            .legend
             .push(format!("{} tasks, grouped by command name", s.tasks.len()));
     }
-    out.push_str(&t.to_text());
-    out.push('\n');
 
     // Totals by distance.
     let mut mig = Relations::default();
@@ -133,45 +154,71 @@ pub fn text(r: &RunRecord) -> String {
             *on_idle.get_or_insert(0) += n;
         }
     }
-    let mut say = |line: &str| {
-        for l in wrap(line, 80) {
-            out.push_str(&l);
-            out.push('\n');
+    let waker = s.waker_cpu_unavailable.is_none();
+    let mut cols = vec![
+        Column::key("distance"),
+        Column::right("migrations"),
+        Column::right("wakeups"),
+    ];
+    if waker {
+        cols.push(Column::right("vs waker"));
+    }
+    let mut distance = Table::new("Migrations and wakeups by distance", cols);
+    type Count = fn(&Relations) -> u32;
+    let by: [(&str, Count); 5] = [
+        ("same CPU", |r| r.same_cpu),
+        ("SMT sibling", |r| r.smt_sibling),
+        ("same LLC", |r| r.same_llc),
+        ("other LLC of the node", |r| r.same_node),
+        ("other node", |r| r.cross_node),
+    ];
+    for (name, f) in by {
+        // A migration is to another CPU, never the same one.
+        let m = if name == "same CPU" {
+            "-".to_string()
+        } else {
+            count_pct(f(&mig), mig.total())
+        };
+        let mut cells = vec![name.to_string(), m, count_pct(f(&wake), wake.total())];
+        if waker {
+            cells.push(count_pct(f(&near), near.total()));
         }
-    };
-    say(&format!(
-        "Migrations {}: to an SMT sibling {}, same LLC {}, other LLC of the node {}, other node {}",
-        mig.total(),
-        mig.smt_sibling,
-        mig.same_llc,
-        mig.same_node,
-        mig.cross_node
-    ));
-    say(&relations_line(
-        "Wakeups, CPU woken on vs CPU slept on:",
-        &wake,
-    ));
-    match on_idle {
-        Some(n) => say(&format!(
+        distance.push(cells);
+    }
+    let mut cells = vec![
+        "all".to_string(),
+        mig.total().to_string(),
+        wake.total().to_string(),
+    ];
+    if waker {
+        cells.push(near.total().to_string());
+    }
+    distance.push_kind(cells, RowKind::Summary);
+    distance.legend.extend([
+        "migrations: a run on another CPU than the task's last, by how far it moved".to_string(),
+        "wakeups: the CPU a task woke on vs the CPU it slept on".to_string(),
+    ]);
+    match &s.waker_cpu_unavailable {
+        None => distance
+            .legend
+            .push("vs waker: wakeups by a traced task, the CPU woken on vs the waker's CPU".into()),
+        Some(why) => distance
+            .legend
+            .push(format!("Wakers' CPUs: not traced ({why})")),
+    }
+    distance.legend.push(match on_idle {
+        Some(n) => format!(
             "Wakeups on an idle CPU: {} of {} ({})",
             n,
             wake.total(),
             pct(n, wake.total())
-        )),
-        None => say("Wakeups on an idle CPU: not known (the trace saw only the tree's switches)"),
-    }
-    match &s.waker_cpu_unavailable {
-        None => say(&relations_line(
-            "Wakeups by a traced task, CPU woken on vs the waker's CPU:",
-            &near,
-        )),
-        Some(why) => say(&format!("Wakers' CPUs: not traced ({why})")),
-    }
-    out.push('\n');
+        ),
+        None => "Wakeups on an idle CPU: not known (the trace saw only the tree's switches)".into(),
+    });
 
     // Node-to-node migrations.
-    if !s.migration_matrix.is_empty() && topo.nodes.len() > 1 {
-        let mut cols = vec![Column::left("from \\ to")];
+    let matrix = (!s.migration_matrix.is_empty() && topo.nodes.len() > 1).then(|| {
+        let mut cols = vec![Column::key("from \\ to")];
         cols.extend(node_cols.iter().map(|h| Column::right(h)));
         let mut m = Table::new("Migrations, node to node", cols);
         for (i, row) in s.migration_matrix.iter().enumerate() {
@@ -179,33 +226,23 @@ pub fn text(r: &RunRecord) -> String {
             cells.extend(row.iter().map(|v| v.to_string()));
             m.push(cells);
         }
-        out.push_str(&m.to_text());
-        out.push('\n');
-    }
+        m
+    });
 
-    // CPUs chosen for new tasks.
-    if !s.new_task_cpus.is_empty() {
-        const SHOWN: usize = 48;
+    // CPUs chosen for new tasks, and their spread over LLCs and SMT sides.
+    let new_tasks = (!s.new_task_cpus.is_empty()).then(|| {
         let mut seq: Vec<String> = s
             .new_task_cpus
             .iter()
-            .take(SHOWN)
+            .take(NEW_TASK_CPUS_SHOWN)
             .map(|c| c.to_string())
             .collect();
-        if s.new_task_cpus.len() > SHOWN {
-            seq.push(format!("... ({} more)", s.new_task_cpus.len() - SHOWN));
+        if s.new_task_cpus.len() > NEW_TASK_CPUS_SHOWN {
+            seq.push(format!(
+                "... ({} more)",
+                s.new_task_cpus.len() - NEW_TASK_CPUS_SHOWN
+            ));
         }
-        let mut say = |line: &str| {
-            for l in wrap(line, 80) {
-                out.push_str(&l);
-                out.push('\n');
-            }
-        };
-        say(&format!(
-            "CPUs chosen for new tasks, in order: {}",
-            seq.join(" -> ")
-        ));
-        // Spread over LLCs and SMT sides.
         let n = s.new_task_cpus.len() as u32;
         let mut llc: BTreeMap<String, u32> = BTreeMap::new();
         let mut side: BTreeMap<usize, u32> = BTreeMap::new();
@@ -220,22 +257,208 @@ pub fn text(r: &RunRecord) -> String {
             let pos = sib.iter().position(|&x| x == c).unwrap_or(0);
             *side.entry(pos).or_default() += 1;
         }
-        say(&format!(
-            "  over LLCs: {}",
+        let mut spread = vec![format!(
+            "over LLCs: {}",
             llc.iter()
                 .map(|(k, v)| format!("{k} {v} ({})", pct(*v, n)))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )];
         if topo.smt() {
-            say(&format!(
-                "  over SMT sides: {}",
+            spread.push(format!(
+                "over SMT sides: {}",
                 side.iter()
                     .map(|(k, v)| format!("thread {k} of its core {v} ({})", pct(*v, n)))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
         }
+        NewTasks {
+            order: format!("CPUs chosen for new tasks, in order: {}", seq.join(" -> ")),
+            spread,
+        }
+    });
+
+    Some(Figures {
+        head,
+        tasks,
+        distance,
+        matrix,
+        new_tasks,
+    })
+}
+
+/// The text of one traced record within 80 columns, or why there is none.
+pub fn text(r: &RunRecord) -> String {
+    let Some(f) = figures(r) else {
+        return format!(
+            "{} {} #{}: not traced (run it with --trace for exact scheduling facts)\n",
+            r.label, r.benchmark, r.repetition.index
+        );
+    };
+    let mut out = String::new();
+    let say = |out: &mut String, line: &str| {
+        for l in wrap(line, 80) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    };
+    for l in &f.head {
+        say(&mut out, l);
+    }
+    out.push('\n');
+    for t in [Some(&f.tasks), Some(&f.distance), f.matrix.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        out.push_str(&t.to_text());
+        out.push('\n');
+    }
+    if let Some(n) = &f.new_tasks {
+        say(&mut out, &n.order);
+        for l in &n.spread {
+            say(&mut out, &format!("  {l}"));
+        }
     }
     out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use numalab_record::{example_record, SchedTrace};
+
+    fn rel(same_cpu: u32, same_llc: u32, cross_node: u32) -> Relations {
+        Relations {
+            same_cpu,
+            same_llc,
+            cross_node,
+            ..Relations::default()
+        }
+    }
+
+    fn task(comm: &str, tid: u32) -> SchedTask {
+        SchedTask {
+            tid,
+            pid: tid,
+            parent_tid: None,
+            comm: comm.into(),
+            forked_s: None,
+            exec_s: None,
+            exited_s: None,
+            run_s: 0.5,
+            cpu_s: BTreeMap::from([(0, 0.25), (2, 0.25)]),
+            node_s: vec![0.25, 0.25],
+            first_cpu: Some(0),
+            migrations: rel(0, 1, 1),
+            wakeups: rel(3, 1, 0),
+            woken_near_waker: rel(1, 0, 1),
+            preemptions: 0,
+            woken_on_idle_cpu: Some(2),
+        }
+    }
+
+    /// A traced record of the example's 2-node machine with `n` tasks.
+    pub(crate) fn traced(n: u32) -> RunRecord {
+        let mut r = example_record("hackbench", "A", 1, 1.0);
+        r.sched = Some(SchedTrace {
+            method: "CPU-wide switch records".into(),
+            lost_events: 0,
+            waker_cpu_unavailable: None,
+            events_file: None,
+            new_task_cpus: (0..n).map(|i| i % 4).collect(),
+            migration_matrix: vec![vec![n, n], vec![n, 0]],
+            tasks: (0..n)
+                .map(|i| task(if i % 2 == 0 { "sender" } else { "receiver" }, 100 + i))
+                .collect(),
+        });
+        r
+    }
+
+    #[test]
+    fn distances_are_a_table_with_wakeups_on_idle_cpus_below() {
+        let f = figures(&traced(4)).unwrap();
+        let t = f.distance.to_text();
+        assert!(t.lines().all(|l| l.len() <= 80), "{t}");
+        // 4 tasks: 8 migrations (4 same LLC, 4 cross-node), 16 wakeups
+        // (12 on the CPU they slept on), 8 by a traced waker.
+        let line = |start: &str| -> Vec<String> {
+            t.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("{start}: {t}"))
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(
+            line("same CPU"),
+            ["same CPU", "-", "12 (75.0%)", "4 (50.0%)"]
+        );
+        assert_eq!(
+            line("same LLC"),
+            ["same LLC", "4 (50.0%)", "4 (25.0%)", "0 (0.0%)"]
+        );
+        assert_eq!(
+            line("other node"),
+            ["other node", "4 (50.0%)", "0 (0.0%)", "4 (50.0%)"]
+        );
+        assert_eq!(line("all"), ["all", "8", "16", "8"]);
+        assert!(t.contains("Wakeups on an idle CPU: 8 of 16 (50.0%)"), "{t}");
+        // Without wakers' CPUs the column goes and the legend says why;
+        // without CPU-wide switches, idle CPUs are not known.
+        let mut r = traced(4);
+        let s = r.sched.as_mut().unwrap();
+        s.waker_cpu_unavailable = Some("needs root".into());
+        for t in &mut s.tasks {
+            t.woken_on_idle_cpu = None;
+        }
+        let t = figures(&r).unwrap().distance.to_text();
+        assert!(!t.contains("vs waker"), "{t}");
+        assert!(t.contains("Wakers' CPUs: not traced (needs root)"), "{t}");
+        assert!(t.contains("Wakeups on an idle CPU: not known"), "{t}");
+    }
+
+    #[test]
+    fn many_tasks_are_grouped_by_command_name_in_text_and_html() {
+        let few = figures(&traced(TASK_ROWS as u32)).unwrap();
+        assert_eq!(few.tasks.rows.len(), TASK_ROWS);
+        assert!(few.tasks.legend.is_empty());
+        let many = figures(&traced(TASK_ROWS as u32 + 4)).unwrap();
+        let names: Vec<&str> = many
+            .tasks
+            .rows
+            .iter()
+            .map(|r| r.cells[0].as_str())
+            .collect();
+        assert_eq!(names, ["receiver", "sender"]);
+        assert_eq!(many.tasks.rows[0].cells[1], "10");
+        assert_eq!(many.tasks.legend, ["20 tasks, grouped by command name"]);
+        let text = text(&traced(20));
+        assert!(text.contains("20 tasks, grouped by command name"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        let html = many.tasks.to_html();
+        assert!(
+            html.contains("<td>receiver</td><td class=\"r\">10</td>"),
+            "{html}"
+        );
+        assert!(html.contains("20 tasks, grouped by command name"), "{html}");
+    }
+
+    #[test]
+    fn the_text_has_every_figure_in_order() {
+        let t = text(&traced(60));
+        let at = |s: &str| t.find(s).unwrap_or_else(|| panic!("{s}: {t}"));
+        assert!(at("hackbench #1 (label A), traced: 60 tasks") < at("method: "));
+        assert!(at("method: ") < at("Time per node (s)"));
+        assert!(at("Time per node (s)") < at("Migrations and wakeups by distance"));
+        assert!(at("Migrations and wakeups by distance") < at("Migrations, node to node"));
+        assert!(at("Migrations, node to node") < at("CPUs chosen for new tasks, in order: 0 -> 1"));
+        assert!(t.contains("... (12 more)"), "{t}");
+        assert!(t.contains("\n  over LLCs: "), "{t}");
+        let untraced = example_record("x", "A", 1, 1.0);
+        assert!(figures(&untraced).is_none());
+        assert!(text(&untraced).contains("not traced (run it with --trace"));
+    }
 }

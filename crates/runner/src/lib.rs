@@ -197,6 +197,10 @@ pub struct Step {
     pub warmup: bool,
     /// The campaign cell this run is, written into its record.
     pub campaign: Option<CampaignTag>,
+    /// Trace this run's scheduling events even when the plan does not
+    /// trace every run ([`Plan::trace`]): a campaign traces the cells of
+    /// the benchmarks and configurations that ask for it.
+    pub trace: bool,
 }
 
 impl Plan {
@@ -224,6 +228,7 @@ impl Plan {
                     index,
                     warmup,
                     campaign: None,
+                    trace: false,
                 };
                 if rep == 1 {
                     steps.extend((1..=self.warmup).map(|w| step(w, true)));
@@ -588,7 +593,7 @@ fn run_planned(
             interrupt,
             results: &plan.results,
             progress: &progress,
-            trace: plan.trace,
+            trace: plan.trace || st.trace,
         };
         let result = match &config.prepare {
             Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
