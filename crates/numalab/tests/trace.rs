@@ -209,6 +209,7 @@ fn show_sched_prints_wakeup_placements_and_new_task_cpus_in_80_columns() {
 
 #[test]
 fn the_report_of_a_traced_run_has_the_tables_of_show_sched() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let o = numalab_in(
         &[
