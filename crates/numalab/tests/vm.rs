@@ -1215,7 +1215,7 @@ fn a_traced_run_in_a_guest_brings_back_its_events() {
             "numa01",
             "--trace",
             "--threads",
-            "1",
+            "2",
             "--bytes",
             "64M",
             "--duration",
@@ -1245,4 +1245,43 @@ fn a_traced_run_in_a_guest_brings_back_its_events() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Migrations, node to node"), "{out}");
     assert!(out.contains("Migrations and wakeups by distance"), "{out}");
+    // Four threads on two CPUs, one per node: the balancer moves them
+    // across nodes, and they sleep and wake (the observer's protocol).
+    let m = &r["metrics"];
+    assert!(
+        m["sched_migrations_cross_node"]["value"].as_f64().unwrap() > 0.0,
+        "{m}"
+    );
+    assert!(m["sched_wakeups"]["value"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(
+        s["method"].as_str().unwrap().contains("CPU-wide"),
+        "{}",
+        s["method"]
+    );
+    // The schedule as Perfetto reads it: a track per CPU under its node.
+    let json_path = dir.path().join("guest.trace.json");
+    let o = Command::new(EXE)
+        .args(["trace", "export"])
+        .arg(&recs[0].0)
+        .arg("-o")
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let ev = json["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.contains("node 0")), "{names:?}");
+    assert!(names.iter().any(|n| n.contains("node 1")), "{names:?}");
+    let slice_pids: std::collections::BTreeSet<String> = ev
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["pid"].to_string())
+        .collect();
+    assert_eq!(slice_pids.len(), 2, "slices on both nodes' CPUs");
 }
