@@ -175,6 +175,46 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let (scan, interrupted) = run_here(&c, scan, &todo, out, &interrupt)?;
+    let after = Counts::of(&c, &scan);
+    let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
+    if !records.is_empty() {
+        println!();
+        crate::print_stdout(&summary(&c, &scan)?)?;
+        println!("records: {}", c.plan.results.display());
+    }
+    println!(
+        "campaign {}: {} of {total} cells done, {} failed, {} missing",
+        c.plan.name, after.done, after.failed, after.missing
+    );
+    if interrupted {
+        eprintln!(
+            "numalab: run the plan again to finish the {} cell(s) not done",
+            after.failed + after.missing
+        );
+        return Ok(ExitCode::from(130));
+    }
+    if after.failed > 0 {
+        bail!(
+            "{} cell(s) failed (numalab campaign status {} names them); running the plan again retries them",
+            after.failed,
+            a.plan.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run the cells `todo` of `c` here, saying what runs and what was done
+/// before; `scan` gains their records. The bool: interrupted.
+pub fn run_here(
+    c: &Campaign,
+    scan: numalab_campaign::state::Scan,
+    todo: &BTreeSet<usize>,
+    out: Output,
+    interrupt: &Interrupt,
+) -> Result<(numalab_campaign::state::Scan, bool)> {
+    let total = c.cells.len();
+    let n = Counts::of(c, &scan);
     if todo.is_empty() {
         say(&format!(
             "campaign {}: all {total} cells done; nothing to run",
@@ -210,38 +250,13 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
     let mut scan = scan;
     if !todo.is_empty() {
         let mut pool = Pool::new(&c.plan, out);
-        let r = local::run_cells(&c, &todo, &mut pool, out, &interrupt)?;
+        let r = local::run_cells(c, todo, &mut pool, out, interrupt)?;
         for (path, rec) in &r.outcome.records {
             scan.add(path.clone(), rec.clone());
         }
         ran = Some(r);
     }
-    let after = Counts::of(&c, &scan);
-    let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
-    if !records.is_empty() {
-        println!();
-        crate::print_stdout(&summary(&c, &scan)?)?;
-        println!("records: {}", c.plan.results.display());
-    }
-    println!(
-        "campaign {}: {} of {total} cells done, {} failed, {} missing",
-        c.plan.name, after.done, after.failed, after.missing
-    );
-    if ran.as_ref().is_some_and(|r| r.outcome.interrupted) {
-        eprintln!(
-            "numalab: run the plan again to finish the {} cell(s) not done",
-            after.failed + after.missing
-        );
-        return Ok(ExitCode::from(130));
-    }
-    if after.failed > 0 {
-        bail!(
-            "{} cell(s) failed (numalab campaign status {} names them); running the plan again retries them",
-            after.failed,
-            a.plan.display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((scan, ran.as_ref().is_some_and(|r| r.outcome.interrupted)))
 }
 
 /// The campaign's tables: per machine, `compare` of its configurations

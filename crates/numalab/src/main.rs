@@ -11,6 +11,7 @@ mod cli_compare;
 mod cli_install;
 mod cli_load;
 mod cli_report;
+mod cli_reproduce;
 mod cli_run;
 mod cli_show;
 mod cli_sim;
@@ -43,6 +44,8 @@ pub(crate) enum Command {
     /// Run a plan of benchmarks x configurations x repetitions: resumable,
     /// here, in guests, in the simulator, or as Slurm job arrays
     Campaign(cli_campaign::CampaignArgs),
+    /// The seeds' published findings beside the simulator's, with a verdict each
+    Reproduce(cli_reproduce::ReproduceArgs),
     /// Print the JSON Schema of run records
     Schema,
     /// Compare configurations (labels, hosts, backends) from their run records
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => cli_sim::run(args),
         Command::Vm(args) => cli_vm::run(args),
         Command::Campaign(args) => cli_campaign::run(args),
+        Command::Reproduce(args) => cli_reproduce::run(args),
         Command::Schema => schema(),
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),

@@ -251,6 +251,9 @@ pub enum Output {
     Normal,
     /// Also each record's path after its run.
     Verbose,
+    /// No run lines but a failed run's: a progress bar on a terminal, for
+    /// a caller that prints its own summary (`numalab reproduce`).
+    Progress,
 }
 
 /// How an invocation ended.
@@ -542,7 +545,7 @@ fn run_planned(
                     break;
                 }
             };
-            if plan.output != Output::Quiet {
+            if !matches!(plan.output, Output::Quiet | Output::Progress) {
                 for (k, v) in settings.values() {
                     bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
                 }
@@ -625,19 +628,24 @@ fn run_planned(
             }
         };
         bar.done(step);
-        if plan.output == Output::Quiet {
+        if matches!(plan.output, Output::Quiet | Output::Progress) {
             // Every warning counts as printed: only run lines.
             warned.extend(rec.warnings.iter().cloned());
         }
+        let say_run = plan.output != Output::Progress || !rec.outcome.is_ok();
         if st.warmup {
-            bar.println(&run_line(&head, &rec, &mut warned));
+            if say_run {
+                bar.println(&run_line(&head, &rec, &mut warned));
+            }
             continue;
         }
         complete(&mut rec, case, plan, &applied);
         rec.campaign = st.campaign.clone();
         match numalab_record::write_atomic(&plan.results, &rec) {
             Ok(path) => {
-                bar.println(&run_line(&head, &rec, &mut warned));
+                if say_run {
+                    bar.println(&run_line(&head, &rec, &mut warned));
+                }
                 if plan.output == Output::Verbose {
                     bar.println(&format!("    record: {}", path.display()));
                 }
@@ -670,7 +678,7 @@ fn run_planned(
         total = steps.len() as u64;
         total_text = total.to_string();
         bar.set_runs(total);
-        if plan.output != Output::Quiet {
+        if !matches!(plan.output, Output::Quiet | Output::Progress) {
             for l in numalab_report::table::wrap(&auto_line(a, count), 80) {
                 bar.note(&l);
             }

@@ -1,0 +1,93 @@
+//! `numalab reproduce`: the five studies through the campaign machinery,
+//! tables and verdicts in 80 columns, ordinary records, resumable.
+
+mod common;
+
+use common::{assert_one_line_error, numalab_in, show, text};
+
+#[test]
+fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &["reproduce", "all", "--runs", "1", "--results", "r"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    for name in [
+        "focht-2002",
+        "focht-2003",
+        "autonuma-2012",
+        "nest-placement-2022",
+        "ibs-2023",
+    ] {
+        assert!(out.contains(&format!("== {name}: ")), "{name}: {out}");
+        let d = dir.path().join("r").join(format!("{name}-r1"));
+        let n = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .count();
+        assert!(n >= 2, "{name}: {n} records in {}", d.display());
+    }
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+    // Every claim has a verdict, and the count adds up.
+    let marks = out
+        .lines()
+        .filter(|l| l.starts_with("[reproduced] "))
+        .count();
+    let nots = out
+        .lines()
+        .filter(|l| l.starts_with("[NOT reproduced] "))
+        .count();
+    assert_eq!(marks + nots, 11, "{out}");
+    assert!(
+        out.contains(&format!("Verdicts: {marks} of 11 claims reproduced")),
+        "{out}"
+    );
+    // Tables carry both figures: the simulator's and the seed's.
+    assert!(out.contains("[2543.4]") && out.contains("[54.70]"), "{out}");
+    // The records are ordinary records: compare reads them.
+    let o2 = numalab_in(&["compare", "r/nest-placement-2022-r1"], dir.path());
+    assert!(o2.status.success(), "{}", show(&o2));
+    // Again: nothing runs, the same verdicts.
+    let again = numalab_in(
+        &["reproduce", "all", "--runs", "1", "--results", "r"],
+        dir.path(),
+    );
+    assert!(again.status.success(), "{}", show(&again));
+    assert_eq!(
+        text(&again.stderr).matches("cells done; nothing").count(),
+        5,
+        "{}",
+        show(&again)
+    );
+    assert_eq!(text(&again.stdout), out);
+    // --strict: status 1 exactly when a claim did not reproduce.
+    let strict = numalab_in(
+        &[
+            "reproduce",
+            "all",
+            "--runs",
+            "1",
+            "--results",
+            "r",
+            "--strict",
+        ],
+        dir.path(),
+    );
+    assert_eq!(strict.status.success(), nots == 0, "{}", show(&strict));
+    if nots > 0 {
+        assert_eq!(strict.status.code(), Some(1));
+        assert!(text(&strict.stderr).contains("not reproduced (--strict)"));
+    }
+}
+
+#[test]
+fn an_unknown_study_is_named_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(&["reproduce", "focht-1999"], dir.path());
+    assert_one_line_error(&o, "no study \"focht-1999\": the studies are focht-2002");
+    let o = numalab_in(&["reproduce", "ibs-2023", "--runs", "0"], dir.path());
+    assert_one_line_error(&o, "--runs");
+}

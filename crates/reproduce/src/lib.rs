@@ -1,0 +1,243 @@
+//! # numalab-reproduce: the seeds' findings, claim by claim
+//!
+//! Five public documents are why numalab exists (`../shared/seeds`): a
+//! 2002 comparison of NUMA schedulers, the 2003 node-affine scheduler,
+//! the 2012 autonuma-benchmark slides, a 2022 NEST evaluation and the
+//! 2023 IBS-driven balancing patch. Each published a handful of findings
+//! with figures. `numalab reproduce` puts each finding beside what the
+//! simulator makes of the same experiment, and says plainly whether it
+//! reproduces.
+//!
+//! A [`Study`] is one document: a campaign plan (the experiment, from
+//! the document's own parameters: machine, benchmark sizes, schedulers,
+//! balancers) and a function from the campaign's records to its tables
+//! and [`Claim`]s. The plan runs through the campaign machinery like any
+//! user's plan (resumable, records written as they finish), so a study's
+//! records are ordinary records that `compare`, `show` and `report`
+//! read. Nothing here runs anything: the caller runs the plan and hands
+//! the records back.
+//!
+//! A claim's verdict is computed from the records by a rule written down
+//! with the claim (what "E beats A" means: lower mean total user time at
+//! each N), never adjusted to make a figure pass. A claim that does not
+//! reproduce says why, from the figures, and names the model gap known to
+//! cause it when there is one (docs/simulator.md).
+
+mod studies;
+
+use numalab_record::{ConvergenceState, RunRecord};
+use numalab_report::table::{wrap, Table};
+use std::path::Path;
+
+pub use studies::studies;
+
+/// One seed document's experiment and findings.
+pub struct Study {
+    /// `focht-2002`: how the command line names it.
+    pub name: &'static str,
+    /// Who, what, when: "Focht, NUMA schedulers benchmark, LKML 2002 (seed 000)".
+    pub origin: &'static str,
+    /// Repetitions when `--runs` does not say (the document's, where it
+    /// is small enough to keep `reproduce all` within two minutes).
+    pub default_runs: u32,
+    /// The campaign plan's benchmarks and configurations (TOML).
+    pub body: &'static str,
+    /// Tables and claims from the study's records.
+    pub evaluate: fn(&Records) -> Findings,
+}
+
+impl Study {
+    /// The whole plan: a name, the results directory, the repetitions,
+    /// then the study's benchmarks and configurations.
+    pub fn plan_text(&self, runs: u32, results: &Path) -> String {
+        format!(
+            "name = \"reproduce-{}\"\nresults = {}\nruns = {runs}\n\n{}",
+            self.name,
+            toml_string(&results.to_string_lossy()),
+            self.body
+        )
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// What a study found: its side-by-side tables and its claims.
+pub struct Findings {
+    pub tables: Vec<Table>,
+    pub claims: Vec<Claim>,
+}
+
+/// One published finding and what the simulator made of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The finding, as the document states it.
+    pub text: String,
+    /// The document's figure or ratio.
+    pub seed: String,
+    /// The simulator's.
+    pub sim: String,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Reproduced,
+    /// Why not, in one line.
+    NotReproduced(String),
+}
+
+impl Verdict {
+    pub fn reproduced(&self) -> bool {
+        matches!(self, Verdict::Reproduced)
+    }
+}
+
+/// A study's records, with the lookups its claims need.
+pub struct Records {
+    pub records: Vec<RunRecord>,
+}
+
+impl Records {
+    pub fn new(records: Vec<RunRecord>) -> Records {
+        Records { records }
+    }
+
+    /// The successful runs of `benchmark` under configuration `label`
+    /// whose parameters include every `key = value` of `params`.
+    pub fn runs<'a>(
+        &'a self,
+        benchmark: &'a str,
+        label: &'a str,
+        params: &'a [(&'a str, &'a str)],
+    ) -> impl Iterator<Item = &'a RunRecord> + 'a {
+        self.records.iter().filter(move |r| {
+            r.benchmark == benchmark
+                && r.label == label
+                && r.outcome.is_ok()
+                && params.iter().all(|(k, v)| {
+                    r.params.get(*k).is_some_and(|p| match p {
+                        serde_json::Value::String(s) => s == v,
+                        other => v.parse::<serde_json::Value>().is_ok_and(|x| x == *other),
+                    })
+                })
+        })
+    }
+
+    /// The mean of `metric` over those runs; `None` without any.
+    pub fn mean(
+        &self,
+        benchmark: &str,
+        label: &str,
+        params: &[(&str, &str)],
+        metric: &str,
+    ) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs(benchmark, label, params)
+            .filter_map(|r| r.metrics.get(metric).map(|m| m.value))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// How many of those runs converged, of how many, and the mean time
+    /// of those that did.
+    pub fn converged(
+        &self,
+        benchmark: &str,
+        label: &str,
+        params: &[(&str, &str)],
+    ) -> (usize, usize, Option<f64>) {
+        let mut at = Vec::new();
+        let mut n = 0;
+        for r in self.runs(benchmark, label, params) {
+            n += 1;
+            if let Some(ConvergenceState::Converged { at_s }) =
+                r.convergence.as_ref().map(|c| &c.state)
+            {
+                at.push(*at_s);
+            }
+        }
+        let mean = (!at.is_empty()).then(|| at.iter().sum::<f64>() / at.len() as f64);
+        (at.len(), n, mean)
+    }
+
+    /// The mean time of the first sample at which the run had migrated
+    /// any page (the record's `numa_pages_migrated` series).
+    pub fn first_migration_s(
+        &self,
+        benchmark: &str,
+        label: &str,
+        params: &[(&str, &str)],
+    ) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs(benchmark, label, params)
+            .filter_map(|r| {
+                r.series
+                    .samples
+                    .iter()
+                    .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+                    .map(|s| s.t_s)
+            })
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
+/// A figure for a table cell: `-` when there is none.
+pub fn fig(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// One study's findings as 80-column text: its tables, then each claim
+/// with both figures and the verdict.
+pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
+    let mut out = String::new();
+    // Continuation lines hang by two columns (wrap's indent).
+    let say = |out: &mut String, text: &str| {
+        for l in wrap(text, 80) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    };
+    say(
+        &mut out,
+        &format!(
+            "== {}: {} ({runs} run(s) per cell, simulated)",
+            study.name, study.origin
+        ),
+    );
+    out.push('\n');
+    for t in &f.tables {
+        out.push_str(&t.to_text());
+        out.push('\n');
+    }
+    for c in &f.claims {
+        let mark = if c.verdict.reproduced() {
+            "reproduced"
+        } else {
+            "NOT reproduced"
+        };
+        say(&mut out, &format!("[{mark}] {}", c.text));
+        say(&mut out, &format!("  seed: {}", c.seed));
+        say(&mut out, &format!("  simulated: {}", c.sim));
+        if let Verdict::NotReproduced(why) = &c.verdict {
+            say(&mut out, &format!("  why: {why}"));
+        }
+    }
+    out
+}
