@@ -51,6 +51,31 @@ smt_throughput = 0.6
         .unwrap()
 }
 
+/// `nodes` nodes x `cores` cores, one thread each, SLIT 10/20.
+fn nodes_machine(nodes: usize, cores: usize) -> Machine {
+    let text = format!(
+        r#"
+name = "n{nodes}"
+[topology]
+nodes = {nodes}
+cores_per_node = {cores}
+memory_per_node_gib = 4
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 50
+[cache]
+llc_mib = 4
+llc_hit_ns = 10
+cross_llc_ns = 60
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+"#
+    );
+    MachineFile::parse("n", &text).unwrap().build("n").unwrap()
+}
+
 fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
     let cfg = SimConfig {
         machine: m,
@@ -603,6 +628,63 @@ fn every_benchmark_runs_under_every_scheduler_and_balancer() {
                 assert!(!r.tasks.is_empty());
                 for t in &r.tasks {
                     assert_eq!(t.work_done, t.work_expected, "{s} {b} {}", r.benchmark);
+                }
+            }
+        }
+    }
+}
+
+/// numa01's bind on 4 and 8 nodes, as the original's HARD_BIND: process 0
+/// on the first half of the nodes, process 1 on the second, every node
+/// running threads; the memory on the process's half (bind) or on the
+/// other half (inverse-bind), spread over all of that half's nodes.
+#[test]
+fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
+    for n in [4usize, 8] {
+        let m = nodes_machine(n, 2);
+        let halves = [(0..n / 2).collect::<Vec<_>>(), (n / 2..n).collect()];
+        for (placement, memory_half) in [(BindMode::Bind, [0, 1]), (BindMode::InverseBind, [1, 0])]
+        {
+            for bal in ["none"] {
+                let what = format!("{n} nodes, {placement:?}, {bal}");
+                let cfg = config(m.clone(), "linux", bal, 1);
+                // ncpus / 2 threads per process, as numa01's default.
+                let b = auto(Kind::Numa01, placement, n as u32, 256 << 20, 20);
+                let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+                assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
+                let mut ran_on = vec![0.0; n];
+                for t in &r.tasks {
+                    let p = t.process.unwrap() as usize;
+                    for (ix, &s) in t.node_time_s.iter().enumerate() {
+                        ran_on[ix] += s;
+                        assert!(
+                            s == 0.0 || halves[p].contains(&ix),
+                            "{what}: {} ran {s} s on node {ix}",
+                            t.name
+                        );
+                    }
+                }
+                assert!(
+                    ran_on.iter().all(|&s| s > 0.0),
+                    "{what}: a node ran no thread: {ran_on:?}"
+                );
+                for smp in r
+                    .series
+                    .samples
+                    .iter()
+                    .filter(|s| !s.memory_bytes.is_empty())
+                {
+                    for (p, mem) in smp.memory_bytes.iter().enumerate() {
+                        let on = &halves[memory_half[p]];
+                        for (ix, &b) in mem.iter().enumerate() {
+                            assert_eq!(
+                                b > 0,
+                                on.contains(&ix),
+                                "{what}: process {p} at {} s: {mem:?}",
+                                smp.t_s
+                            );
+                        }
+                    }
                 }
             }
         }
