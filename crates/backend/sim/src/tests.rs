@@ -637,21 +637,27 @@ fn every_benchmark_runs_under_every_scheduler_and_balancer() {
 /// numa01's bind on 4 and 8 nodes, as the original's HARD_BIND: process 0
 /// on the first half of the nodes, process 1 on the second, every node
 /// running threads; the memory on the process's half (bind) or on the
-/// other half (inverse-bind), spread over all of that half's nodes.
+/// other half (inverse-bind), spread over all of that half's nodes, and
+/// kept there under NUMA balancing (MPOL_BIND memory is neither scanned
+/// nor migrated). Two nodes too: each half is one node.
 #[test]
 fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
-    for n in [4usize, 8] {
+    for n in [2usize, 4, 8] {
         let m = nodes_machine(n, 2);
         let halves = [(0..n / 2).collect::<Vec<_>>(), (n / 2..n).collect()];
         for (placement, memory_half) in [(BindMode::Bind, [0, 1]), (BindMode::InverseBind, [1, 0])]
         {
-            for bal in ["none"] {
+            for bal in ["none", "autonuma", "sampling"] {
                 let what = format!("{n} nodes, {placement:?}, {bal}");
                 let cfg = config(m.clone(), "linux", bal, 1);
                 // ncpus / 2 threads per process, as numa01's default.
                 let b = auto(Kind::Numa01, placement, n as u32, 256 << 20, 20);
                 let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
                 assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
+                assert_eq!(r.metric("numa_pages_migrated"), Some(0.0), "{what}");
+                if bal == "autonuma" {
+                    assert_eq!(r.metric("numa_hint_faults"), Some(0.0), "{what}");
+                }
                 let mut ran_on = vec![0.0; n];
                 for t in &r.tasks {
                     let p = t.process.unwrap() as usize;

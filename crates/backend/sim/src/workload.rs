@@ -116,6 +116,7 @@ pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
         accessors: Vec::new(),
         marked: Vec::new(),
         version: 0,
+        bound: false,
     });
     r
 }
@@ -373,8 +374,10 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                 // work: the whole buffer (shared), or one slice per thread.
                 let slices = pp.regions(crate::CHUNK_BYTES);
                 let mut regions = Vec::new();
+                let bound = !matches!(pp.memory, MemPlan::FirstTouchThenDefault { .. });
                 for (ri, &(off, len)) in slices.iter().enumerate() {
                     let r = add_region(w, pi, len);
+                    w.mem.regions[r].bound = bound;
                     let first = w.mem.regions[r].first;
                     for i in 0..w.mem.regions[r].len {
                         let node = first_node(w, ri, off / crate::CHUNK_BYTES + i as u64);

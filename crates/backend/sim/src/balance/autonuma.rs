@@ -1,6 +1,8 @@
 //! `autonuma`: Linux automatic NUMA balancing (kernel/sched/fair.c,
 //! Documentation/admin-guide/sysctl/kernel.rst).
 //!
+//! - Memory bound by a memory policy (MPOL_BIND: the bind placements) is
+//!   not scanned (task_numa_work skips VMAs without MPOL_F_MOF).
 //! - Scanning is driven by task runtime (task_tick_numa): once a task has
 //!   run `scan_delay_ms`, and then every scan period of its own runtime, it
 //!   scans the next `scan_size_mb` of its process's address space
@@ -121,8 +123,10 @@ impl AutoNuma {
             self.proc_offset.resize(np, 0);
             self.proc_next_scan.resize(np, 0);
             self.proc_seq.resize(np, 0);
+            // What the scanner walks: memory bound by MPOL_BIND is not
+            // (task_numa_work skips a VMA whose policy lacks MPOL_F_MOF).
             let mut chunks = vec![Vec::new(); np];
-            for r in &w.mem.regions {
+            for r in w.mem.regions.iter().filter(|r| !r.bound) {
                 chunks[r.process].extend(r.first..r.first + r.len);
             }
             self.proc_chunks = chunks;
