@@ -696,3 +696,56 @@ fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
         }
     }
 }
+
+/// The first NUMA scan, and with it the first hinting faults, come
+/// scan_delay (1 s) after the process starts, not a second later: the
+/// kernel sets mm->numa_next_scan when the process is created
+/// (init_numa_balancing), and a task that runs from its start reaches the
+/// 1 s of runtime that task_tick_numa waits for at the same moment.
+#[test]
+fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
+    // A CPU per thread, so that runtime keeps up with time.
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    for b in [
+        numa02(1 << 30, 400),
+        auto(Kind::Numa01, BindMode::Default, 2, 256 << 20, 60),
+        numa_test(2, 2_000_000, Disturb::None),
+    ] {
+        let mut w = World::new(
+            cfg.machine.clone(),
+            cfg.tick_us * 1000,
+            CHUNK_BYTES,
+            rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            false,
+        );
+        let _ = crate::workload::populate(&b, &mut w).unwrap();
+        let mut e = Engine::new(
+            w,
+            sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+            balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+        );
+        let (mut scan, mut fault) = (None, None);
+        e.run(3_000_000_000, |w| {
+            if scan.is_none() && w.stats.pte_updates > 0 {
+                scan = Some(w.now);
+            }
+            if fault.is_none() && w.stats.hint_faults > 0 {
+                fault = Some(w.now);
+            }
+        });
+        let start = e.w.tasks.iter().map(|t| t.start_ns).min().unwrap();
+        let tick = e.w.tick_ns;
+        let scan = scan.expect("a scan within 3 s") - start;
+        let fault = fault.expect("a hinting fault within 3 s") - start;
+        let what = format!("{b:?}");
+        assert!(
+            (1_000_000_000..=1_000_000_000 + tick).contains(&scan),
+            "{what}: first scan {scan} ns after the start"
+        );
+        // The marked pages fault on their next access: within a tick.
+        assert!(
+            (scan..=scan + tick).contains(&fault),
+            "{what}: first hinting fault {fault} ns after the start, scan at {scan}"
+        );
+    }
+}
