@@ -193,11 +193,13 @@ pub enum Placement {
     /// The original's default: all memory first-touched on the first node
     /// (bound there for the first touch only), then the kernel decides.
     Default,
-    /// Each process (numa01*) or thread (numa02*, twohalves) pinned to its
-    /// ideal node, and its memory bound there: the lower bound.
+    /// Each process (numa01*: process p on the p-th half of the nodes) or
+    /// thread (numa02*, twohalves) pinned to its ideal nodes, and its
+    /// memory bound there: the lower bound.
     Bind,
-    /// Memory bound to the ideal node, but the process or thread pinned
-    /// to another node, for every process: every access is remote.
+    /// Memory and threads bound to different nodes, for every process:
+    /// every access is remote (numa01*: each process on its half of the
+    /// nodes, its memory on the other half).
     InverseBind,
 }
 
@@ -227,6 +229,26 @@ pub enum MemPlan {
     /// `nodes[r]` for region `r` (one region when the buffer is shared,
     /// else one per thread).
     Bound { nodes: Vec<u32> },
+    /// The whole buffer bound (MPOL_BIND) to the node set `nodes` for the
+    /// whole run, as numa01's HARD_BIND binds a process's memory to half
+    /// the nodes (`set_mempolicy` with NODEMASK1 or NODEMASK2). In the
+    /// original every thread first touches the buffer at once from CPUs
+    /// spread over those nodes, so its pages end up spread over them;
+    /// numalab makes that spread deterministic: the first touch is
+    /// interleaved over `nodes` (MPOL_INTERLEAVE, see [`interleave`]),
+    /// then the buffer is bound to them (pages stay where they are).
+    BoundToSet { nodes: Vec<u32> },
+}
+
+/// The node an interleaved first touch puts page `page` of a buffer on
+/// (the page's index from the start of the buffer; the simulator's pages
+/// are its 2 MiB chunks): round robin over `nodes`, the even spread
+/// MPOL_INTERLEAVE makes (the kernel's first node depends on the address).
+pub fn interleave(nodes: &[u32], page: u64) -> Option<u32> {
+    if nodes.is_empty() {
+        return None;
+    }
+    Some(nodes[(page % nodes.len() as u64) as usize])
 }
 
 /// What one benchmark process does; sent to it as JSON.
@@ -288,13 +310,30 @@ pub fn cpu_nodes(topo: &Topology) -> Vec<(usize, u32)> {
         .collect()
 }
 
+/// The first and the second half of the nodes with CPUs, where numa01's
+/// HARD_BIND puts its two processes (the original's preproc.awk: the CPUs
+/// of the nodes numbered below half the node count go to the first
+/// process, the others to the second, and NODEMASK1 / NODEMASK2 are the
+/// same halves). With an odd count the first half has the extra node (the
+/// awk's CPU split; its node masks then leave the middle node out, a bug
+/// not copied). With one node both halves are that node.
+pub fn node_halves(topo: &Topology) -> [Vec<(usize, u32)>; 2] {
+    let nodes = cpu_nodes(topo);
+    if nodes.len() < 2 {
+        return [nodes.clone(), nodes];
+    }
+    let (a, b) = nodes.split_at(nodes.len().div_ceil(2));
+    [a.to_vec(), b.to_vec()]
+}
+
 /// What was decided about placement, for the record and the terminal.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub procs: Vec<ProcPlan>,
-    /// Node each thread is meant to run on in the bound placements, in
-    /// task order (process by process); `None` for the default placement.
-    pub ideal_nodes: Vec<Option<u32>>,
+    /// Nodes each thread is meant to run on in the bound placements, in
+    /// task order (process by process): one node, or for numa01* its
+    /// process's half; `None` for the default placement.
+    pub ideal_nodes: Vec<Option<Vec<u32>>>,
     /// Why bind or inverse-bind mean less than they say on this machine.
     pub degenerate: Option<String>,
 }
@@ -326,20 +365,34 @@ pub fn plan(
     let mut ideal_nodes = Vec::new();
     match kind {
         Kind::Numa01 | Kind::Numa01ThreadAlloc => {
+            // As the original's HARD_BIND: process p pinned to the CPUs of
+            // the p-th half of the nodes, its memory bound to that half
+            // (inverse-bind: to the other half).
+            let halves = node_halves(topo);
+            let ids = |h: &[(usize, u32)]| h.iter().map(|n| n.1).collect::<Vec<u32>>();
+            let cpus = |h: &[(usize, u32)]| {
+                h.iter()
+                    .flat_map(|n| topo.nodes[n.0].cpus.iter().copied())
+                    .collect::<Vec<u32>>()
+            };
             for p in 0..kind.processes() as usize {
-                let (process_cpus, memory) = match placement {
-                    Placement::Default => (None, MemPlan::FirstTouchThenDefault { node: first }),
-                    Placement::Bind => (Some(cpus_of(p)), bound(kind, threads, id_of(p))),
-                    Placement::InverseBind => {
-                        (Some(cpus_of(p + 1)), bound(kind, threads, id_of(p)))
+                let (own, other) = (&halves[p % 2], &halves[(p + 1) % 2]);
+                let (process_cpus, memory, run_on) = match placement {
+                    Placement::Default => {
+                        (None, MemPlan::FirstTouchThenDefault { node: first }, None)
                     }
+                    Placement::Bind => (
+                        Some(cpus(own)),
+                        MemPlan::BoundToSet { nodes: ids(own) },
+                        Some(ids(own)),
+                    ),
+                    Placement::InverseBind => (
+                        Some(cpus(own)),
+                        MemPlan::BoundToSet { nodes: ids(other) },
+                        Some(ids(own)),
+                    ),
                 };
-                let run_on = match placement {
-                    Placement::Default => None,
-                    Placement::Bind => Some(id_of(p)),
-                    Placement::InverseBind => Some(id_of(p + 1)),
-                };
-                ideal_nodes.extend((0..threads).map(|_| run_on));
+                ideal_nodes.extend((0..threads).map(|_| run_on.clone()));
                 procs.push(ProcPlan {
                     process: p as u32,
                     bytes,
@@ -373,7 +426,7 @@ pub fn plan(
                             nodes: (0..threads).map(|t| id_of(ideal(t))).collect(),
                         },
                         (0..threads)
-                            .map(|t| Some(id_of(ideal(t) + shift)))
+                            .map(|t| Some(vec![id_of(ideal(t) + shift)]))
                             .collect(),
                     )
                 }
@@ -406,7 +459,7 @@ pub fn plan(
                     nodes: (0..total).map(|t| id_of(set_of(t) + 1)).collect(),
                 },
             };
-            ideal_nodes = (0..total).map(|t| Some(id_of(set_of(t)))).collect();
+            ideal_nodes = (0..total).map(|t| Some(vec![id_of(set_of(t))])).collect();
             procs.push(ProcPlan {
                 process: 0,
                 bytes,
@@ -424,13 +477,6 @@ pub fn plan(
         ideal_nodes,
         degenerate,
     })
-}
-
-fn bound(kind: Kind, threads: u32, node: u32) -> MemPlan {
-    let regions = if kind.shared() { 1 } else { threads as usize };
-    MemPlan::Bound {
-        nodes: vec![node; regions],
-    }
 }
 
 /// Most threads numalab starts for one run.
@@ -660,22 +706,24 @@ mod tests {
             assert_eq!(run, p as u32);
             assert_eq!(
                 pp.memory,
-                MemPlan::Bound {
+                MemPlan::BoundToSet {
                     nodes: vec![p as u32]
                 }
             );
         }
         let i = plan(&t, Kind::Numa01, Placement::InverseBind, 2, 1 << 20, 3).unwrap();
-        // Every process, not only one (the original's INVERSE_BIND bug).
+        // Every process, not only one (the original's INVERSE_BIND bug):
+        // each runs on its own node, its memory on the other.
         for (p, pp) in i.procs.iter().enumerate() {
             let run = node_of(&t, pp.process_cpus.as_ref().unwrap());
-            let MemPlan::Bound { nodes } = &pp.memory else {
+            let MemPlan::BoundToSet { nodes } = &pp.memory else {
                 panic!("bound")
             };
-            assert_eq!(nodes, &vec![p as u32]);
-            assert_ne!(run, nodes[0], "process {p} runs away from its memory");
+            assert_eq!(run, p as u32);
+            assert_eq!(nodes, &vec![1 - p as u32]);
         }
-        assert_eq!(i.ideal_nodes, vec![Some(1), Some(1), Some(0), Some(0)]);
+        let ideal: Vec<Option<Vec<u32>>> = [0, 0, 1, 1].map(|n| Some(vec![n])).to_vec();
+        assert_eq!(i.ideal_nodes, ideal);
         let d = plan(
             &t,
             Kind::Numa01ThreadAlloc,
@@ -690,6 +738,71 @@ mod tests {
             assert!(pp.process_cpus.is_none());
             assert!(!pp.shared);
         }
+    }
+
+    /// numa01 on `n` nodes: process 0 on the first half of the nodes,
+    /// process 1 on the second, every node used; memory on the same half
+    /// (bind) or the other one (inverse-bind).
+    fn numa01_halves(n: u32) {
+        let t = Topology::regular(n, 2, 1, 1, 32 << 20, 1 << 30, None).unwrap();
+        let first: Vec<u32> = (0..n.div_ceil(2)).collect();
+        let second: Vec<u32> = (n.div_ceil(2)..n).collect();
+        let halves = [first, second];
+        for kind in [Kind::Numa01, Kind::Numa01ThreadAlloc] {
+            for placement in [Placement::Bind, Placement::InverseBind] {
+                let threads = n; // ncpus / 2
+                let pl = plan(&t, kind, placement, threads, 1 << 20, 3).unwrap();
+                assert!(pl.degenerate.is_none());
+                let mut used = Vec::new();
+                for (p, pp) in pl.procs.iter().enumerate() {
+                    let cpus = pp.process_cpus.as_ref().unwrap();
+                    let mut nodes: Vec<u32> =
+                        cpus.iter().map(|&c| t.node_of_cpu(c).unwrap()).collect();
+                    nodes.dedup();
+                    assert_eq!(nodes, halves[p], "{kind:?} {placement:?} process {p}");
+                    // Every CPU of its half, none of the other.
+                    let want: usize = halves[p]
+                        .iter()
+                        .map(|&x| t.nodes[x as usize].cpus.len())
+                        .sum();
+                    assert_eq!(cpus.len(), want);
+                    let mem = match placement {
+                        Placement::Bind => &halves[p],
+                        _ => &halves[1 - p],
+                    };
+                    assert_eq!(
+                        pp.memory,
+                        MemPlan::BoundToSet { nodes: mem.clone() },
+                        "{kind:?} {placement:?} process {p}"
+                    );
+                    used.extend(nodes);
+                }
+                used.sort_unstable();
+                assert_eq!(used, (0..n).collect::<Vec<_>>(), "every node runs threads");
+                for (k, ideal) in pl.ideal_nodes.iter().enumerate() {
+                    assert_eq!(ideal.as_ref(), Some(&halves[k / threads as usize]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numa01_binds_each_process_to_its_half_of_the_nodes() {
+        numa01_halves(4);
+        numa01_halves(8);
+        // Odd: the first half has the extra node.
+        numa01_halves(3);
+        let t = Topology::regular(3, 1, 1, 1, 32 << 20, 1 << 30, None).unwrap();
+        let h = node_halves(&t);
+        assert_eq!(h[0].iter().map(|n| n.1).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(h[1].iter().map(|n| n.1).collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn interleave_is_round_robin_over_the_set() {
+        let got: Vec<u32> = (0..6).map(|p| interleave(&[4, 5, 6], p).unwrap()).collect();
+        assert_eq!(got, vec![4, 5, 6, 4, 5, 6]);
+        assert_eq!(interleave(&[], 3), None);
     }
 
     #[test]

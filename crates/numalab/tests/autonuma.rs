@@ -242,21 +242,30 @@ fn every_benchmark_and_placement_does_all_its_work() {
                         && s.task_memory_bytes.iter().all(|m| !m.is_empty())
                 })
                 .expect("a sample with task memory");
-            let want: Vec<u64> = match &r.backend.details()["memory_nodes"][0] {
-                serde_json::Value::Array(v) => v.iter().map(|n| n.as_u64().unwrap()).collect(),
-                v => panic!("{v}"),
+            let bound = |p: usize| -> Vec<u64> {
+                match &r.backend.details()["memory_nodes"][p] {
+                    serde_json::Value::Array(v) => v.iter().map(|n| n.as_u64().unwrap()).collect(),
+                    v => panic!("{v}"),
+                }
             };
             for (t, m) in s.task_memory_bytes.iter().enumerate() {
-                let node = if r.benchmark == "numa01" {
-                    want[0]
+                // numa01*: the process's whole buffer on its node set;
+                // the others (one process): each slice on its node.
+                let p = r.tasks[t].process.unwrap_or(0) as usize;
+                let nodes = if r.benchmark.starts_with("numa01") {
+                    bound(p)
                 } else {
-                    want[t % want.len()]
+                    let want = bound(p);
+                    vec![want[t % want.len()]]
                 };
-                let ix = r.machine.topology.node_index(node as u32).unwrap();
+                let inside: u64 = nodes
+                    .iter()
+                    .map(|&n| m[r.machine.topology.node_index(n as u32).unwrap()])
+                    .sum();
                 let total: u64 = m.iter().sum();
                 assert!(
-                    total > 0 && m[ix] == total,
-                    "{}: {m:?} vs node {node}",
+                    total > 0 && inside == total,
+                    "{}: {m:?} vs nodes {nodes:?}",
                     r.benchmark
                 );
             }

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 pub const PAGE_BUDGET: usize = 8192;
 
 /// How a plan realised the case here, for the record's `backend.details`:
-/// where each process's memory went first, and the node each thread was
-/// meant to run on (bind and inverse-bind).
+/// where each process's memory went first, the nodes it is bound to (per
+/// region, or numa01's node set), and the nodes each thread was meant to
+/// run on (bind and inverse-bind).
 fn plan_details(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
     let first_touch: Vec<String> = plan
         .procs
@@ -45,16 +46,27 @@ fn plan_details(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
                         .join(",")
                 )
             }
+            autonuma::MemPlan::BoundToSet { nodes } => format!(
+                "interleaved over nodes {}, bound to them",
+                nodes
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
         })
         .collect();
     let mut m = BTreeMap::new();
     m.insert("first_touch".into(), first_touch.into());
-    // The node of each region of each process, when bound.
+    // Where each process's memory is bound: a node per region, or (numa01*)
+    // the node set of the whole buffer.
     let bound: Vec<Option<&Vec<u32>>> = plan
         .procs
         .iter()
         .map(|p| match &p.memory {
-            autonuma::MemPlan::Bound { nodes } => Some(nodes),
+            autonuma::MemPlan::Bound { nodes } | autonuma::MemPlan::BoundToSet { nodes } => {
+                Some(nodes)
+            }
             _ => None,
         })
         .collect();

@@ -147,6 +147,14 @@ fn thread_rusage() -> (f64, f64) {
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
+fn nodes_text(nodes: &[u32]) -> String {
+    nodes
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn say(out: &mut impl Write, line: &str) {
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
@@ -185,6 +193,18 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                     .map_err(|e| format!("binding memory to node {node}: {e}"))?;
             }
             buf.fill(0, len, 0);
+        }
+        MemPlan::BoundToSet { nodes } => {
+            // The original's threads first-touch the buffer from CPUs
+            // spread over the set; the main thread does it here,
+            // interleaved over the set, then binds it there (mbind
+            // without MPOL_MF_MOVE leaves the pages where they are).
+            let list = nodes_text(nodes);
+            buf.bind(0, len, numa::MPOL_INTERLEAVE, nodes)
+                .map_err(|e| format!("interleaving memory over nodes {list}: {e}"))?;
+            buf.fill(0, len, 0);
+            buf.bind(0, len, numa::MPOL_BIND, nodes)
+                .map_err(|e| format!("binding memory to nodes {list}: {e}"))?;
         }
     }
     for (r, &(off, l)) in regions.iter().enumerate() {
@@ -367,6 +387,7 @@ mod tests {
                     nodes: vec![node; 3],
                 },
             ),
+            (true, MemPlan::BoundToSet { nodes: vec![node] }),
         ] {
             let plan = ProcPlan {
                 process: 0,
@@ -437,5 +458,15 @@ mod tests {
         };
         let e = run_process(&plan, &mut Vec::new()).unwrap_err();
         assert!(e.contains("node 999"), "{e}");
+        // (The kernel drops nodes that do not exist from a set, so only a
+        // set with none that does is refused.)
+        let plan = ProcPlan {
+            memory: MemPlan::BoundToSet {
+                nodes: vec![998, 999],
+            },
+            ..plan
+        };
+        let e = run_process(&plan, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("nodes 998,999"), "{e}");
     }
 }

@@ -133,6 +133,11 @@ pub struct Region {
     pub marked: Vec<u32>,
     /// Bumped whenever a chunk of the region is placed or moved.
     pub version: u64,
+    /// Bound by a memory policy (MPOL_BIND): NUMA balancing neither scans
+    /// nor migrates it (the kernel's task_numa_work skips a VMA whose
+    /// policy is not MPOL_F_MOF, and mpol_misplaced leaves a bound page
+    /// where it is).
+    pub bound: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -51,6 +51,31 @@ smt_throughput = 0.6
         .unwrap()
 }
 
+/// `nodes` nodes x `cores` cores, one thread each, SLIT 10/20.
+fn nodes_machine(nodes: usize, cores: usize) -> Machine {
+    let text = format!(
+        r#"
+name = "n{nodes}"
+[topology]
+nodes = {nodes}
+cores_per_node = {cores}
+memory_per_node_gib = 4
+[memory]
+local_latency_ns = 100
+bandwidth_gbs = 50
+[cache]
+llc_mib = 4
+llc_hit_ns = 10
+cross_llc_ns = 60
+[cpu]
+base_ghz = 2
+max_ghz = 2
+min_ghz = 2
+"#
+    );
+    MachineFile::parse("n", &text).unwrap().build("n").unwrap()
+}
+
 fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
     let cfg = SimConfig {
         machine: m,
@@ -606,5 +631,121 @@ fn every_benchmark_runs_under_every_scheduler_and_balancer() {
                 }
             }
         }
+    }
+}
+
+/// numa01's bind on 4 and 8 nodes, as the original's HARD_BIND: process 0
+/// on the first half of the nodes, process 1 on the second, every node
+/// running threads; the memory on the process's half (bind) or on the
+/// other half (inverse-bind), spread over all of that half's nodes, and
+/// kept there under NUMA balancing (MPOL_BIND memory is neither scanned
+/// nor migrated). Two nodes too: each half is one node.
+#[test]
+fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
+    for n in [2usize, 4, 8] {
+        let m = nodes_machine(n, 2);
+        let halves = [(0..n / 2).collect::<Vec<_>>(), (n / 2..n).collect()];
+        for (placement, memory_half) in [(BindMode::Bind, [0, 1]), (BindMode::InverseBind, [1, 0])]
+        {
+            for bal in ["none", "autonuma", "sampling"] {
+                let what = format!("{n} nodes, {placement:?}, {bal}");
+                let cfg = config(m.clone(), "linux", bal, 1);
+                // ncpus / 2 threads per process, as numa01's default.
+                let b = auto(Kind::Numa01, placement, n as u32, 256 << 20, 20);
+                let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+                assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
+                assert_eq!(r.metric("numa_pages_migrated"), Some(0.0), "{what}");
+                if bal == "autonuma" {
+                    assert_eq!(r.metric("numa_hint_faults"), Some(0.0), "{what}");
+                }
+                let mut ran_on = vec![0.0; n];
+                for t in &r.tasks {
+                    let p = t.process.unwrap() as usize;
+                    for (ix, &s) in t.node_time_s.iter().enumerate() {
+                        ran_on[ix] += s;
+                        assert!(
+                            s == 0.0 || halves[p].contains(&ix),
+                            "{what}: {} ran {s} s on node {ix}",
+                            t.name
+                        );
+                    }
+                }
+                assert!(
+                    ran_on.iter().all(|&s| s > 0.0),
+                    "{what}: a node ran no thread: {ran_on:?}"
+                );
+                for smp in r
+                    .series
+                    .samples
+                    .iter()
+                    .filter(|s| !s.memory_bytes.is_empty())
+                {
+                    for (p, mem) in smp.memory_bytes.iter().enumerate() {
+                        let on = &halves[memory_half[p]];
+                        for (ix, &b) in mem.iter().enumerate() {
+                            assert_eq!(
+                                b > 0,
+                                on.contains(&ix),
+                                "{what}: process {p} at {} s: {mem:?}",
+                                smp.t_s
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The first NUMA scan, and with it the first hinting faults, come
+/// scan_delay (1 s) after the process starts, not a second later: the
+/// kernel sets mm->numa_next_scan when the process is created
+/// (init_numa_balancing), and a task that runs from its start reaches the
+/// 1 s of runtime that task_tick_numa waits for at the same moment.
+#[test]
+fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
+    // A CPU per thread, so that runtime keeps up with time.
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    for b in [
+        numa02(1 << 30, 400),
+        auto(Kind::Numa01, BindMode::Default, 2, 256 << 20, 60),
+        numa_test(2, 2_000_000, Disturb::None),
+    ] {
+        let mut w = World::new(
+            cfg.machine.clone(),
+            cfg.tick_us * 1000,
+            CHUNK_BYTES,
+            rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            false,
+        );
+        let _ = crate::workload::populate(&b, &mut w).unwrap();
+        let mut e = Engine::new(
+            w,
+            sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+            balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+        );
+        let (mut scan, mut fault) = (None, None);
+        e.run(3_000_000_000, |w| {
+            if scan.is_none() && w.stats.pte_updates > 0 {
+                scan = Some(w.now);
+            }
+            if fault.is_none() && w.stats.hint_faults > 0 {
+                fault = Some(w.now);
+            }
+        });
+        let start = e.w.tasks.iter().map(|t| t.start_ns).min().unwrap();
+        let tick = e.w.tick_ns;
+        let scan = scan.expect("a scan within 3 s") - start;
+        let fault = fault.expect("a hinting fault within 3 s") - start;
+        let what = format!("{b:?}");
+        assert!(
+            (1_000_000_000..=1_000_000_000 + tick).contains(&scan),
+            "{what}: first scan {scan} ns after the start"
+        );
+        // The marked pages fault on their next access: within a tick.
+        assert!(
+            (scan..=scan + tick).contains(&fault),
+            "{what}: first hinting fault {fault} ns after the start, scan at {scan}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! stated here, not fitted to any seed's result.
 
 use crate::engine::{MemPolicy, MsgGroup, Parent, Region, Task, TaskState, Work, World, NO_NODE};
-use numalab_bench::autonuma::MemPlan;
+use numalab_bench::autonuma::{interleave, MemPlan};
 use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
 use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
 use numalab_bench::Case;
@@ -116,16 +116,9 @@ pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
         accessors: Vec::new(),
         marked: Vec::new(),
         version: 0,
+        bound: false,
     });
     r
-}
-
-pub(crate) fn prefault(w: &mut World, r: usize, node: usize) {
-    let reg = &w.mem.regions[r];
-    let (first, len) = (reg.first, reg.len);
-    for c in first..first + len {
-        w.mem.allocate(&w.m, c, node);
-    }
 }
 
 fn add_mask(w: &mut World, mask: Vec<bool>) -> usize {
@@ -368,18 +361,28 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                 let pi = meta.processes.len();
                 meta.processes
                     .push(format!("{} process {}", p.kind.name(), pp.process));
-                let first_node = |w: &World, r: usize| match &pp.memory {
+                // Where the first touch puts chunk `k` (counted from the
+                // buffer's start) of region `r`.
+                let first_node = |w: &World, r: usize, k: u64| match &pp.memory {
                     MemPlan::FirstTouchThenDefault { node } => node_ix(w, *node),
-                    MemPlan::Bound { nodes } => node_ix(w, nodes[r.min(nodes.len() - 1)]),
+                    MemPlan::Bound { nodes } => {
+                        node_ix(w, nodes.get(r).or(nodes.last()).copied().unwrap_or(0))
+                    }
+                    MemPlan::BoundToSet { nodes } => node_ix(w, interleave(nodes, k).unwrap_or(0)),
                 };
                 // The process's regions, first touched before its threads
                 // work: the whole buffer (shared), or one slice per thread.
                 let slices = pp.regions(crate::CHUNK_BYTES);
                 let mut regions = Vec::new();
-                for (ri, &(_, len)) in slices.iter().enumerate() {
+                let bound = !matches!(pp.memory, MemPlan::FirstTouchThenDefault { .. });
+                for (ri, &(off, len)) in slices.iter().enumerate() {
                     let r = add_region(w, pi, len);
-                    let node = first_node(w, ri);
-                    prefault(w, r, node);
+                    w.mem.regions[r].bound = bound;
+                    let first = w.mem.regions[r].first;
+                    for i in 0..w.mem.regions[r].len {
+                        let node = first_node(w, ri, off / crate::CHUNK_BYTES + i as u64);
+                        w.mem.allocate(&w.m, first + i, node);
+                    }
                     regions.push((r, len));
                 }
                 let process_mask = cpu_mask(w, &pp.process_cpus)?;

@@ -1,12 +1,17 @@
 //! `autonuma`: Linux automatic NUMA balancing (kernel/sched/fair.c,
 //! Documentation/admin-guide/sysctl/kernel.rst).
 //!
+//! - Memory bound by a memory policy (MPOL_BIND: the bind placements) is
+//!   not scanned (task_numa_work skips VMAs without MPOL_F_MOF).
 //! - Scanning is driven by task runtime (task_tick_numa): once a task has
 //!   run `scan_delay_ms`, and then every scan period of its own runtime, it
 //!   scans the next `scan_size_mb` of its process's address space
 //!   (task_numa_work), unless another thread of the process scanned less
 //!   than a period ago (mm->numa_next_scan). A scan marks the pages
-//!   PROT_NONE; it walks at most 8x that much address space.
+//!   PROT_NONE; it walks at most 8x that much address space. The process's
+//!   first scan is allowed `scan_delay_ms` after it is created
+//!   (init_numa_balancing sets mm->numa_next_scan at fork), so a task that
+//!   runs from its start scans first after `scan_delay_ms`.
 //! - The scan period starts at task_scan_start and stays within
 //!   [task_scan_min, task_scan_max]: scan_period_min / windows, floored so
 //!   no more than MAX_SCAN_WINDOW (2560 MB/s) is scanned, and
@@ -51,7 +56,11 @@ pub struct AutoNuma {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
-    let scan_delay = p.f64("scan_delay_ms", 1000.0, "runtime before the first scan")?;
+    let scan_delay = p.f64(
+        "scan_delay_ms",
+        1000.0,
+        "sysctl numa_balancing_scan_delay_ms: time after a process's creation, and runtime of a task, before its first scan",
+    )?;
     let pmin = p.f64(
         "scan_period_min_ms",
         1000.0,
@@ -119,10 +128,23 @@ impl AutoNuma {
         let np = w.mem.proc_node.len();
         if self.proc_chunks.len() < np {
             self.proc_offset.resize(np, 0);
-            self.proc_next_scan.resize(np, 0);
+            // mm->numa_next_scan, set when the process is created (its
+            // first task's fork): init_numa_balancing.
+            let mut created = vec![u64::MAX; np];
+            for t in &w.tasks {
+                created[t.process] = created[t.process].min(t.start_ns);
+            }
+            let old = self.proc_next_scan.len();
+            self.proc_next_scan.extend(
+                created[old..]
+                    .iter()
+                    .map(|&c| c.saturating_add(self.scan_delay_ns)),
+            );
             self.proc_seq.resize(np, 0);
+            // What the scanner walks: memory bound by MPOL_BIND is not
+            // (task_numa_work skips a VMA whose policy lacks MPOL_F_MOF).
             let mut chunks = vec![Vec::new(); np];
-            for r in &w.mem.regions {
+            for r in w.mem.regions.iter().filter(|r| !r.bound) {
                 chunks[r.process].extend(r.first..r.first + r.len);
             }
             self.proc_chunks = chunks;
@@ -155,10 +177,6 @@ impl AutoNuma {
     fn scan(&mut self, w: &mut World, t: TaskId) {
         let p = w.tasks[t].process;
         if w.now < self.proc_next_scan[p] {
-            return;
-        }
-        if self.proc_next_scan[p] == 0 {
-            self.proc_next_scan[p] = w.now + self.scan_delay_ns;
             return;
         }
         self.proc_next_scan[p] = w.now + (self.period_ms[t] * 1e6) as u64;

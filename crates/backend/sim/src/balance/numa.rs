@@ -8,7 +8,8 @@
 //!   shared access puts the task in its process's numa group;
 //! - the page migrates to the accessing task's node unless the previous
 //!   access came from a different node (the two-reference filter; a page
-//!   nobody has faulted on yet migrates at once);
+//!   nobody has faulted on yet migrates at once), or its memory is bound
+//!   (MPOL_BIND: mm/mempolicy.c mpol_misplaced leaves it);
 //! - at each placement the counts decay by half, the preferred node becomes
 //!   the node with most (group) faults, and a task away from it moves there
 //!   (to an idle CPU) or swaps with a task there when both gain.
@@ -96,7 +97,10 @@ impl NumaCommon {
         } else {
             w.stats.samples += 1;
         }
-        if sn != dn {
+        // A page bound by MPOL_BIND stays where it is (mpol_misplaced);
+        // the access still counts.
+        let bound = w.mem.regions[w.mem.region_of[c] as usize].bound;
+        if sn != dn && !bound {
             let last = w.mem.last_node[c];
             let pass = !self.filter || last == NO_NODE || last as usize == dn;
             if pass && w.mem.migrate(c, dn) {
