@@ -591,10 +591,24 @@ fn hackbench_does_all_its_messages() {
 
 /// Every benchmark runs to completion under every scheduler and every
 /// balancer the registries list (a spinning task's process has no
-/// memory: balancers must cope).
+/// memory: balancers must cope), on two nodes and on more: 3 (odd), 4
+/// and 8 nodes, and a 4-node machine read from a sysfs tree.
 #[test]
 fn every_benchmark_runs_under_every_scheduler_and_balancer() {
-    let m = small_machine(2);
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../topology/tests/fixtures/azusa-4node-16cpu");
+    for m in [
+        small_machine(2),
+        nodes_machine(3, 2),
+        nodes_machine(4, 1),
+        nodes_machine(8, 1),
+        Machine::host(&fx).unwrap(),
+    ] {
+        every_benchmark_on(m);
+    }
+}
+
+fn every_benchmark_on(m: Machine) {
     let names = |l: Vec<(String, String, String)>| -> Vec<String> {
         l.into_iter().map(|(n, _, _)| n).collect()
     };
@@ -617,17 +631,26 @@ fn every_benchmark_runs_under_every_scheduler_and_balancer() {
             benches.push(auto(variant, placement, 2, 8 << 20, 3));
         }
     }
+    let n = m.nnodes;
     for s in &scheds {
         for b in &bals {
-            let cfg = config(small_machine(2), s, b, 1);
+            let cfg = config(m.clone(), s, b, 1);
             for bench in &benches {
                 let r = run(&cfg, bench, "x", REP, &mut |_| {})
-                    .unwrap_or_else(|e| panic!("{s} {b} {bench:?}: {e}"))
+                    .unwrap_or_else(|e| panic!("{n} nodes, {s} {b} {bench:?}: {e}"))
                     .record;
-                assert!(r.outcome.is_ok(), "{s} {b} {bench:?}: {:?}", r.outcome);
+                assert!(
+                    r.outcome.is_ok(),
+                    "{n} nodes, {s} {b} {bench:?}: {:?}",
+                    r.outcome
+                );
                 assert!(!r.tasks.is_empty());
                 for t in &r.tasks {
-                    assert_eq!(t.work_done, t.work_expected, "{s} {b} {}", r.benchmark);
+                    assert_eq!(
+                        t.work_done, t.work_expected,
+                        "{n} nodes, {s} {b} {}",
+                        r.benchmark
+                    );
                 }
             }
         }
