@@ -54,6 +54,7 @@ fn measure(cfg: &SimConfig, bench: &Case, reps: usize) -> (f64, f64, f64) {
             "bench",
             Repetition { index: 1, of: 1 },
             &mut |_| {},
+            &|| false,
         )
         .unwrap();
         wall = wall.min(t0.elapsed().as_secs_f64());

@@ -126,8 +126,12 @@ impl Backend for SimBackend {
         if interrupt.is_set() {
             return Err(RunError::Interrupted);
         }
-        let out = crate::run(&cfg, case, ctx.label, ctx.repetition, &mut progress)
-            .map_err(|e| RunError::Failed(e.to_string()))?;
+        let stop = || interrupt.is_set();
+        let out = match crate::run(&cfg, case, ctx.label, ctx.repetition, &mut progress, &stop) {
+            Ok(out) => out,
+            Err(crate::SimError::Interrupted) => return Err(RunError::Interrupted),
+            Err(e) => return Err(RunError::Failed(e.to_string())),
+        };
         if interrupt.is_set() {
             return Err(RunError::Interrupted);
         }

@@ -949,11 +949,14 @@ impl Engine {
         (ran, outcome)
     }
 
-    /// Run until all main tasks are done or `limit_ns` of simulated time.
-    pub fn run(&mut self, limit_ns: u64, mut on_tick: impl FnMut(&World)) {
+    /// Run until all main tasks are done, `limit_ns` of simulated time
+    /// has passed, or `on_tick` returns false (the caller was told to stop).
+    pub fn run(&mut self, limit_ns: u64, mut on_tick: impl FnMut(&World) -> bool) {
         while !self.finished() && self.w.now < limit_ns {
             self.step();
-            on_tick(&self.w);
+            if !on_tick(&self.w) {
+                break;
+            }
         }
         for cpu in 0..self.w.m.ncpus {
             self.w.close_span(cpu);

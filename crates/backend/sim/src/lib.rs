@@ -169,6 +169,9 @@ pub enum SimError {
     /// The case does not fit the machine (sizes, CPU lists, nodes).
     #[error("{0}")]
     Case(String),
+    /// `stop` said so (Ctrl-C or SIGTERM): no record.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl SimConfig {
@@ -244,14 +247,21 @@ pub struct SimOutput {
     pub wall_s: f64,
 }
 
+/// How often (in ticks) a run asks `stop` whether to give up.
+const STOP_CHECK_TICKS: u64 = 64;
+
 /// Run one repetition of `case`. `progress` gets the fraction of the
-/// benchmark's work done, every simulated second (for progress bars). The run's RNG seed is `cfg.seed`.
+/// benchmark's work done, every simulated second (for progress bars);
+/// `stop` is asked every few ticks and ends the run with
+/// [`SimError::Interrupted`] when it returns true. The run's RNG seed is
+/// `cfg.seed`.
 pub fn run(
     cfg: &SimConfig,
     case: &Case,
     label: &str,
     repetition: Repetition,
     progress: &mut dyn FnMut(f64),
+    stop: &dyn Fn() -> bool,
 ) -> Result<SimOutput, SimError> {
     let started = std::time::Instant::now();
     let (sched, bal) = cfg.policies()?;
@@ -269,7 +279,12 @@ pub fn run(
     // also taken the moment every task has started with its memory
     // placed, and convergence counts from there.
     let mut started_ns = None;
+    let mut stopped = false;
     eng.run(limit_ns, |w| {
+        if w.stats.ticks % STOP_CHECK_TICKS == 0 && stop() {
+            stopped = true;
+            return false;
+        }
         let start = meta.convergence.is_some() && started_ns.is_none() && record::started(w, &meta);
         if start {
             started_ns = Some(w.now);
@@ -288,7 +303,11 @@ pub fn run(
             progress(if all > 0.0 { done / all } else { 0.0 });
             next_progress += 1_000_000_000;
         }
+        true
     });
+    if stopped {
+        return Err(SimError::Interrupted);
+    }
     if samples.last().map(|s| s.t_s) != Some(eng.w.now as f64 / 1e9) {
         samples.push(record::sample(&eng.w, &meta));
     }

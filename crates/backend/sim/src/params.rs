@@ -98,6 +98,25 @@ impl Params {
         }
     }
 
+    /// A number within `lo..=hi`, for parameters whose extremes would make
+    /// a run meaningless or endless.
+    pub fn f64_in(
+        &mut self,
+        key: &'static str,
+        default: f64,
+        (lo, hi): (f64, f64),
+        help: &'static str,
+    ) -> Result<f64, String> {
+        let v = self.f64(key, default, help)?;
+        if v < lo || v > hi {
+            return Err(format!(
+                "{}: parameter {key}={v} must be between {lo} and {hi}",
+                self.policy
+            ));
+        }
+        Ok(v)
+    }
+
     pub fn u64(
         &mut self,
         key: &'static str,

@@ -154,8 +154,8 @@ fn same_seed_gives_a_byte_identical_record() {
     let b = numa02(512 << 20, 300);
     for bal in ["autonuma", "sampling"] {
         let cfg = config(small_machine(2), "linux", bal, 7);
-        let a = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
-        let c = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        let a = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
+        let c = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
         assert_eq!(json(&a.record), json(&c.record), "{bal}");
         assert!(a.record.check().is_ok());
     }
@@ -169,7 +169,9 @@ fn different_seeds_may_differ() {
     let histories: Vec<String> = (1..=4)
         .map(|seed| {
             let cfg = config(small_machine(2), "linux", "sampling[rate=200]", seed);
-            let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+            let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+                .unwrap()
+                .record;
             serde_json::to_string(&r.series.samples).unwrap()
         })
         .collect();
@@ -207,7 +209,7 @@ fn pages_are_conserved_while_migrating() {
     for bal in ["autonuma", "sampling"] {
         let cfg = config(small_machine(2), "linux", bal, 3);
         let b = numa02(1 << 30, 200);
-        let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
         assert!(out.stats.pages_migrated > 0, "{bal} migrated nothing");
         for s in &out.record.series.samples[1..] {
             let sum: u64 = s.memory_bytes.iter().flatten().sum();
@@ -231,6 +233,7 @@ fn pages_are_conserved_while_migrating() {
             if w.stats.ticks % 997 == 0 {
                 assert_pages_conserved(w);
             }
+            true
         });
         assert_pages_conserved(&e.w);
     }
@@ -241,7 +244,7 @@ fn node_blind_leaves_no_cpu_idle_beside_a_queue_for_longer_than_a_balance_interv
     let cfg = config(small_machine(1), "node-blind", "none", 1);
     for disturb in [Disturb::None, Disturb::Messaging] {
         let b = numa_test(6, 100_000, disturb);
-        let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+        let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
         // Idle balancing runs every 1 ms; the check is made once per 1 ms tick.
         assert!(
             out.stats.max_idle_imbalance_ns <= 2_000_000,
@@ -301,7 +304,7 @@ fn one_task_time(remote: usize, pattern_random: bool) -> f64 {
         sched::build(&PolicySpec::parse("linux").unwrap(), &m).unwrap(),
         balance::build(&PolicySpec::parse("none").unwrap(), &m).unwrap(),
     );
-    e.run(600_000_000_000, |_| {});
+    e.run(600_000_000_000, |_| true);
     assert_eq!(e.w.tasks[t].state, TaskState::Done);
     e.w.tasks[t].end_ns.unwrap() as f64 / 1e9
 }
@@ -323,7 +326,7 @@ fn more_remote_memory_never_makes_a_task_faster() {
 fn spin_time(cpus: Vec<u32>) -> f64 {
     let cfg = config(small_machine(2), "linux", "none", 1);
     let b = spin(2, 4, Some(cpus));
-    run(&cfg, &b, "x", REP, &mut |_| {})
+    run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
         .unwrap()
         .record
         .metric("elapsed_s")
@@ -362,7 +365,9 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     let b = numa02(1 << 30, 400);
     let slice = (1u64 << 30) / 8;
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
     let at = r.metric("convergence_s").unwrap_or_else(|| {
         panic!("autonuma did not converge: {:?}", r.convergence);
     });
@@ -383,7 +388,9 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     assert!(mem[1] >= (1 << 30) / 4, "memory at end {mem:?}");
 
     let cfg = config(small_machine(2), "linux", "none", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
     assert!(r.metric("convergence_s").is_none());
     let end = r.series.samples.last().unwrap().t_s;
     assert_eq!(
@@ -400,7 +407,9 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
 fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
     let b = numa02(1 << 30, 100);
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
     let slice = (1u64 << 30) / 8;
     let started = r.metric("started_s").expect("started_s");
     // A sample at the start, as real runs take one, besides the interval's.
@@ -432,7 +441,9 @@ fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
 fn only_benchmarks_real_runs_judge_have_a_convergence() {
     let cfg = config(small_machine(1), "linux", "none", 1);
     for b in [numa_test(2, 100_000, Disturb::None), spin(2, 1, None)] {
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
         assert!(r.convergence.is_none(), "{}", r.benchmark);
         assert!(r.metric("started_s").is_none(), "{}", r.benchmark);
         assert!(r
@@ -473,6 +484,7 @@ min_ghz = 2
         "x",
         REP,
         &mut |_| {},
+        &|| false,
     )
     .unwrap()
     .record;
@@ -489,7 +501,9 @@ fn sampling_converges_twohalves_sooner_than_autonuma() {
     let b = auto(Kind::TwoHalves, BindMode::Default, 2, 2 << 30, 150);
     let conv = |bal: &str| {
         let cfg = config(small_machine(1), "linux", bal, 1);
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
         (
             r.metric("convergence_s").unwrap_or(f64::INFINITY),
             r.metric("elapsed_s").unwrap(),
@@ -510,7 +524,7 @@ fn node_affine_beats_node_blind_on_total_user_time() {
     let b = numa_test(16, 300_000, Disturb::Messaging);
     let tu = |s: &str| {
         let cfg = SimConfig::new("azusa16", s, "none", 1).unwrap();
-        run(&cfg, &b, "x", REP, &mut |_| {})
+        run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
             .unwrap()
             .record
             .metric("user_s")
@@ -557,11 +571,46 @@ fn unknown_policies_and_parameters_are_one_line_errors() {
 }
 
 #[test]
+fn extreme_balancer_parameters_end_or_are_refused() {
+    // A sampling rate that would leave no time to run is refused.
+    let e = SimConfig::new("ht2", "linux", "sampling[rate=1e12]", 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rate=1000000000000 must be between 0 and 1000000"),
+        "{e}"
+    );
+    // A scan window larger than the address space scans to its end once
+    // per call (it used to wrap around forever).
+    let cfg = config(small_machine(2), "linux", "autonuma[scan_size_mb=1e9]", 1);
+    let b = numa02(1 << 30, 400);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    assert!(r.metric("elapsed_s").unwrap() > 0.0);
+    assert!(r.metric("numa_pages_migrated").unwrap() > 0.0);
+}
+
+#[test]
+fn a_run_told_to_stop_ends_with_no_record() {
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let b = numa02(1 << 30, 400);
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 3
+    };
+    let e = run(&cfg, &b, "x", REP, &mut |_| {}, &stop).err().unwrap();
+    assert_eq!(e, crate::SimError::Interrupted);
+    assert_eq!(asked.get(), 4);
+}
+
+#[test]
 fn trace_has_a_track_per_cpu_and_spans_inside_the_run() {
     let mut cfg = config(small_machine(2), "nest", "none", 1);
     cfg.trace = true;
     let b = hackbench(1, 4, 50, 100);
-    let out = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap();
+    let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
     let v: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
     let names = evs.iter().filter(|e| e["name"] == "thread_name").count();
@@ -581,7 +630,9 @@ fn hackbench_does_all_its_messages() {
     for s in ["node-blind", "linux", "node-affine", "nest"] {
         let cfg = config(small_machine(2), s, "none", 1);
         let b = hackbench(2, 5, 40, 100);
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
         assert!(r.outcome.is_ok(), "{s}: {:?}", r.outcome);
         for t in &r.tasks {
             assert_eq!(t.work_done, t.work_expected, "{s}: {}", t.name);
@@ -636,7 +687,7 @@ fn every_benchmark_on(m: Machine) {
         for b in &bals {
             let cfg = config(m.clone(), s, b, 1);
             for bench in &benches {
-                let r = run(&cfg, bench, "x", REP, &mut |_| {})
+                let r = run(&cfg, bench, "x", REP, &mut |_| {}, &|| false)
                     .unwrap_or_else(|e| panic!("{n} nodes, {s} {b} {bench:?}: {e}"))
                     .record;
                 assert!(
@@ -675,7 +726,9 @@ fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
                 let cfg = config(m.clone(), "linux", bal, 1);
                 // ncpus / 2 threads per process, as numa01's default.
                 let b = auto(Kind::Numa01, placement, n as u32, 256 << 20, 20);
-                let r = run(&cfg, &b, "x", REP, &mut |_| {}).unwrap().record;
+                let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+                    .unwrap()
+                    .record;
                 assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
                 assert_eq!(r.metric("numa_pages_migrated"), Some(0.0), "{what}");
                 if bal == "autonuma" {
@@ -755,6 +808,7 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
             if fault.is_none() && w.stats.hint_faults > 0 {
                 fault = Some(w.now);
             }
+            true
         });
         let start = e.w.tasks.iter().map(|t| t.start_ns).min().unwrap();
         let tick = e.w.tick_ns;

@@ -188,12 +188,11 @@ impl AutoNuma {
         let pages = (self.scan_size_mb / chunk_mb).ceil() as usize;
         let virt = pages * 8;
         let (mut marked, mut walked) = (0usize, 0usize);
+        // One call walks to the end of the address space at most; the next
+        // starts again at its beginning (task_numa_work resets
+        // mm->numa_scan_offset and bumps numa_scan_seq).
         let mut off = self.proc_offset[p];
-        while marked < pages && walked < virt {
-            if off >= chunks.len() {
-                off = 0;
-                self.proc_seq[p] += 1;
-            }
+        while marked < pages && walked < virt && off < chunks.len() {
             let c = chunks[off];
             off += 1;
             walked += 1;

@@ -21,9 +21,12 @@ pub struct Sampling {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
-    let rate = p.f64(
+    // One sample per microsecond of a task's run would leave it no time
+    // to run: the bound keeps a run finite.
+    let rate = p.f64_in(
         "rate",
         1000.0,
+        (0.0, 1e6),
         "samples per second per running task (not given by the IBS patches)",
     )?;
     let sample_us = p.f64(
