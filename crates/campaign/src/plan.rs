@@ -979,9 +979,12 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
         let site = match c.target {
             Target::Host => numalab_runner::SettingsSite::ThisMachine,
             Target::Guest(_) => numalab_runner::SettingsSite::Backend,
-            Target::Sim(_) => numalab_runner::SettingsSite::Unsupported(
-                "the simulator has no machine settings".into(),
-            ),
+            // The simulator models `thp` only, checked here.
+            Target::Sim(_) => {
+                numalab_sim::check_settings(&runner.knobs)
+                    .map_err(|e| loc.err(line, format!("configuration {label:?}: {e}")))?;
+                numalab_runner::SettingsSite::Backend
+            }
         };
         // This machine's settings are checked where they are applied (a
         // Slurm node, not the machine that reads the plan).
@@ -1112,5 +1115,26 @@ mod tests {
         // The key is listed among a benchmark's.
         let e = plan(&format!("{BENCH}tracee = true\n")).unwrap_err();
         assert!(e.contains(", trace)"), "{e}");
+    }
+
+    #[test]
+    fn a_simulated_configuration_takes_thp_and_nothing_else_of_the_machine() {
+        let sim = "sim = { machine = \"ht2\", balancer = \"autonuma\" }\n";
+        let p = plan(&format!(
+            "{BENCH}[[config]]\nlabel = \"base pages\"\nthp = \"never\"\n{sim}"
+        ))
+        .unwrap();
+        assert_eq!(p.configs[0].thp.as_deref(), Some("never"));
+        let e = plan(&format!(
+            "{BENCH}[[config]]\nlabel = \"a\"\ngovernor = \"performance\"\n{sim}"
+        ))
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "p.toml:4: configuration \"a\": governor: the simulator models no such setting"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
     }
 }

@@ -193,7 +193,7 @@ fn flags_that_cannot_apply_are_one_line_errors() {
             ],
             d,
         ),
-        "kernel.numa_balancing: the simulator has no kernel settings",
+        "kernel.numa_balancing: the simulator models no such setting (only thp)",
     );
     assert_one_line_error(
         &numalab(&["run", "spin", "--sysctl", "kernel.no_such_knob=1"], d),

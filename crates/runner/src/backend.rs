@@ -113,6 +113,14 @@ pub trait Backend: Calibration {
         ))
     }
 
+    /// Whether this backend can apply `knobs` at all (a backend whose
+    /// [`Backend::settings_site`] is [`SettingsSite::Backend`] and which
+    /// knows before running which it refuses: the simulator models only
+    /// `thp`). Checked before anything runs.
+    fn check_settings(&self, _knobs: &[Knob]) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Why `case` cannot run on this backend, if it cannot (the
     /// simulator cannot run a program), checked before anything runs.
     fn unsupported(&self, _case: &Case) -> Option<String> {

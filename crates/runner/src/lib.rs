@@ -310,6 +310,9 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
     }
     for c in &plan.configs {
         check_config(c, &backend.settings_site())?;
+        backend
+            .check_settings(&c.knobs)
+            .map_err(|e| RunnerError::Invalid(format!("{} {e}", label_of(c))))?;
     }
     for case in &plan.cases {
         if let Some(why) = backend.unsupported(case) {

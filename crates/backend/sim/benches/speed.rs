@@ -103,17 +103,20 @@ fn main() {
             if wall <= 0.1 { "met" } else { "NOT met" }
         );
     }
-    // 2.
-    let mut cfg = SimConfig::new("rome256", "linux", "autonuma", 1).unwrap();
-    cfg.max_sim_s = 20.0;
-    let b = numa01(cfg.machine.ncpus as u32);
-    let (wall, cpu, sim) = measure(&cfg, &b, 3);
-    println!(
-        "2. numa01 autonuma rome256 (256 CPUs) {sim:.1} s simulated: wall {wall:.3} s ({:.1}x), cpu {cpu:.3} s ({:.1}x)  target >= 20x: {}",
-        sim / wall,
-        sim / cpu,
-        if sim / wall >= 20.0 { "met" } else { "NOT met" }
-    );
+    // 2. With huge pages (THP always) and with 4 KiB base pages.
+    for thp in ["always", "never"] {
+        let mut cfg = SimConfig::new("rome256", "linux", "autonuma", 1).unwrap();
+        cfg.max_sim_s = 20.0;
+        cfg.thp = thp.into();
+        let b = numa01(cfg.machine.ncpus as u32);
+        let (wall, cpu, sim) = measure(&cfg, &b, 3);
+        println!(
+            "2. numa01 autonuma rome256 (256 CPUs) thp={thp:<6} {sim:.1} s simulated: wall {wall:.3} s ({:.1}x), cpu {cpu:.3} s ({:.1}x)  target >= 20x: {}",
+            sim / wall,
+            sim / cpu,
+            if sim / wall >= 20.0 { "met" } else { "NOT met" }
+        );
+    }
     // 3.
     println!("3. numa01 autonuma, 10 simulated s, 16 CPUs per node:");
     println!("   cpus   wall_s    cpu_s   wall us per CPU-second   cpu us per CPU-second");
@@ -131,6 +134,7 @@ fn main() {
             sample_ms: 1000,
             max_sim_s: 10.0,
             trace: false,
+            thp: "always".into(),
         };
         cfg.check().unwrap();
         let (wall, cpu, sim) = measure(&cfg, &numa01(cfg.machine.ncpus as u32), 3);

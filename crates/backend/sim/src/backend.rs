@@ -8,13 +8,18 @@ use crate::workload::COMMAND_UNSUPPORTED;
 use crate::SimConfig;
 use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
 use numalab_bench::{Calibration, Case};
+use numalab_linux::knobs::Knob;
 use numalab_record::RunRecord;
 use numalab_runner::{Backend, RunContext, RunError, SettingsSite};
 use numalab_topology::MachineInfo;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub struct SimBackend {
     cfg: SimConfig,
+    /// `cfg.thp` as configured, restored when a configuration's settings
+    /// are undone.
+    default_thp: String,
     info: MachineInfo,
     /// Seed of the first repetition.
     seed: u64,
@@ -41,6 +46,7 @@ impl SimBackend {
         SimBackend {
             info: machine_info(&cfg),
             seed: cfg.seed,
+            default_thp: cfg.thp.clone(),
             cfg,
             trace: false,
             traces: Vec::new(),
@@ -104,8 +110,29 @@ impl Backend for SimBackend {
         )
     }
 
+    /// The simulated kernel has one setting, `thp`: it decides the size
+    /// of the modelled pages (see [`SimConfig::thp`]).
     fn settings_site(&self) -> SettingsSite {
-        SettingsSite::Unsupported("the simulator has no kernel settings: give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])".into())
+        SettingsSite::Backend
+    }
+
+    fn check_settings(&self, knobs: &[Knob]) -> Result<(), String> {
+        crate::check_settings(knobs)
+    }
+
+    fn apply_settings(&mut self, knobs: &[Knob]) -> Result<BTreeMap<String, String>, RunError> {
+        crate::check_settings(knobs).map_err(RunError::Failed)?;
+        self.cfg.thp = self.default_thp.clone();
+        for k in knobs {
+            if let Knob::Thp(mode) = k {
+                self.cfg.thp = mode.clone();
+            }
+        }
+        self.info = machine_info(&self.cfg);
+        Ok(knobs
+            .iter()
+            .map(|k| (k.name(), self.cfg.thp.clone()))
+            .collect())
     }
 
     fn unsupported(&self, case: &Case) -> Option<String> {

@@ -41,10 +41,13 @@
 //!   PELT utilisation (32 ms half-life) x that limit — so a core that has
 //!   just woken up runs slowly until its utilisation ramps up, the
 //!   warm-core effect NEST exploits.
-//! - **Memory** in 2 MiB chunks ([`CHUNK_BYTES`], one transparent huge
-//!   page each), each on one node, allocated at first touch on the node of
-//!   the touching CPU (or a bound node), falling back to the nearest node
-//!   with room.
+//! - **Memory** in pages: 2 MiB transparent huge pages ([`CHUNK_BYTES`])
+//!   when the simulated kernel's THP setting is `always` (the default), or
+//!   4 KiB base pages ([`BASE_PAGE_BYTES`]) with `madvise` or `never`
+//!   (`--thp`, [`SimConfig::thp`]); each page is on one node, allocated at
+//!   first touch on the node of the touching CPU (or a bound node),
+//!   falling back to the nearest node with room, and is faulted, sampled
+//!   and migrated whole. The code calls a page a chunk.
 //! - **Work**: a unit of work is cycles of compute (divided by frequency,
 //!   and by the SMT factor when the sibling is busy), dependent cache
 //!   misses (each paying the access-weighted latency of the task's memory
@@ -79,7 +82,7 @@
 //! controller bandwidth is shared), DRAM bank and row effects, prefetchers,
 //! cache coherence traffic other than message lines, thermal limits,
 //! C-state exit latency, interrupts, the kernel's own threads, page cache,
-//! swapping, base-page (4 KiB) granularity of faults, nice levels, and
+//! swapping, mixed page sizes within a run, nice levels, and
 //! memory-only (CXL, tiered) nodes: every modelled node has CPUs, and
 //! `host` leaves memory-only nodes out.
 //!
@@ -131,8 +134,16 @@ pub use params::PolicySpec;
 use numalab_record::Repetition;
 use rand_core::SeedableRng;
 
-/// Memory is modelled in chunks of this size (a transparent huge page).
+/// Memory is modelled in chunks of this size (a transparent huge page)
+/// when THP is `always`, the default.
 pub const CHUNK_BYTES: u64 = 2 << 20;
+
+/// A base page: the chunk size when THP is `madvise` or `never` (the
+/// modelled benchmarks do not madvise, so they get base pages).
+pub const BASE_PAGE_BYTES: u64 = 4 << 10;
+
+/// The THP modes of /sys/kernel/mm/transparent_hugepage/enabled.
+pub const THP_MODES: [&str; 3] = ["always", "madvise", "never"];
 
 /// Everything that defines a simulated run besides the benchmark.
 #[derive(Debug, Clone)]
@@ -148,6 +159,12 @@ pub struct SimConfig {
     /// Give up (run marked failed) after this much simulated time.
     pub max_sim_s: f64,
     pub trace: bool,
+    /// The simulated kernel's transparent_hugepage/enabled (`--thp`, a
+    /// configuration's `thp`): with `always` anonymous memory is 2 MiB
+    /// huge pages, one hinting fault and one migration per 2 MiB; with
+    /// `madvise` or `never` (the benchmarks do not madvise) it is 4 KiB
+    /// base pages, each faulted, sampled and migrated on its own.
+    pub thp: String,
 }
 
 /// A scheduler and a balancer, built.
@@ -196,6 +213,7 @@ impl SimConfig {
             sample_ms: 1000,
             max_sim_s: 3600.0,
             trace: false,
+            thp: "always".into(),
         };
         cfg.check()?;
         Ok(cfg)
@@ -204,12 +222,27 @@ impl SimConfig {
     /// Build both policies once, so a bad name or parameter fails early.
     pub fn check(&self) -> Result<(), SimError> {
         self.policies()?;
+        if !THP_MODES.contains(&self.thp.as_str()) {
+            return Err(SimError::Config(format!(
+                "thp {:?}: always, madvise or never",
+                self.thp
+            )));
+        }
         if self.tick_us == 0 || self.tick_us > 100_000 {
             return Err(SimError::Config(
                 "tick must be between 1 us and 100 ms".into(),
             ));
         }
         Ok(())
+    }
+
+    /// The size of a modelled page: a huge page when THP is `always`.
+    pub fn page_bytes(&self) -> u64 {
+        if self.thp == "always" {
+            CHUNK_BYTES
+        } else {
+            BASE_PAGE_BYTES
+        }
     }
 
     /// The scheduler and the balancer, built for the machine.
@@ -221,6 +254,25 @@ impl SimConfig {
     }
 }
 
+/// The machine settings the simulator models: only `thp` (its pages).
+/// Anything else is refused in one line, naming the knob.
+pub fn check_settings(knobs: &[numalab_linux::knobs::Knob]) -> Result<(), String> {
+    use numalab_linux::knobs::Knob;
+    for k in knobs {
+        match k {
+            Knob::Thp(mode) if THP_MODES.contains(&mode.as_str()) => {}
+            Knob::Thp(mode) => return Err(format!("thp {mode:?}: always, madvise or never")),
+            other => {
+                return Err(format!(
+                    "{}: the simulator models no such setting (only thp); give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])",
+                    other.name()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Check that `case` can run on the configured machine (sizes, CPU
 /// lists, node counts) without running it.
 pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
@@ -228,7 +280,7 @@ pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
     let mut w = World::new(
         cfg.machine.clone(),
         cfg.tick_us * 1000,
-        CHUNK_BYTES,
+        cfg.page_bytes(),
         rng,
         false,
     );
@@ -267,7 +319,13 @@ pub fn run(
     let (sched, bal) = cfg.policies()?;
     let rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed);
     let tick_ns = cfg.tick_us * 1000;
-    let mut w = World::new(cfg.machine.clone(), tick_ns, CHUNK_BYTES, rng, cfg.trace);
+    let mut w = World::new(
+        cfg.machine.clone(),
+        tick_ns,
+        cfg.page_bytes(),
+        rng,
+        cfg.trace,
+    );
     let mut meta = workload::populate(case, &mut w).map_err(SimError::Case)?;
     let mut eng = engine::Engine::new(w, sched, bal);
     let sample_ns = cfg.sample_ms.max(1) * 1_000_000;

@@ -359,7 +359,7 @@ pub fn machine_info(cfg: &SimConfig) -> MachineInfo {
             .into(),
         ),
         numa_balancing_tunables: BTreeMap::new(),
-        thp_enabled: Some("always".into()),
+        thp_enabled: Some(cfg.thp.clone()),
         thp_defrag: None,
         governor: Some(format!("{:?}", m.governor).to_lowercase()),
         smt_active: Some(m.core_cpus.iter().any(|c| c.len() > 1)),

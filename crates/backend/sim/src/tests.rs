@@ -87,6 +87,7 @@ fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
         sample_ms: 500,
         max_sim_s: 600.0,
         trace: false,
+        thp: "always".into(),
     };
     cfg.check().unwrap();
     cfg
@@ -825,4 +826,80 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
             "{what}: first hinting fault {fault} ns after the start, scan at {scan}"
         );
     }
+}
+
+fn numa02_with(thp: &str, balancer: &str) -> numalab_record::RunRecord {
+    let mut cfg = config(small_machine(2), "linux", balancer, 1);
+    cfg.thp = thp.into();
+    cfg.check().unwrap();
+    run(
+        &cfg,
+        &numa02(256 << 20, 100),
+        "x",
+        REP,
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap()
+    .record
+}
+
+#[test]
+fn without_huge_pages_each_4k_page_faults_and_migrates_on_its_own() {
+    let huge = numa02_with("always", "autonuma");
+    let base = numa02_with("never", "autonuma");
+    let m = |r: &numalab_record::RunRecord, k: &str| r.metric(k).unwrap();
+    assert_eq!(base.backend.details()["chunk_bytes"], 4096);
+    assert_eq!(huge.backend.details()["chunk_bytes"], 2 << 20);
+    assert_eq!(base.machine.thp_enabled.as_deref(), Some("never"));
+    // Both move the misplaced half of numa02's memory (the same bytes, in
+    // 4 KiB pages as numa_pages_migrated counts them)...
+    for r in [&huge, &base] {
+        assert!(m(r, "numa_pages_migrated") > 0.0);
+    }
+    // ...but base pages take one hinting fault each, a huge page one for
+    // 512 of them: per page migrated, faults are not alike.
+    let per =
+        |r: &numalab_record::RunRecord| m(r, "numa_hint_faults") / m(r, "numa_pages_migrated");
+    assert!(
+        per(&base) > 50.0 * per(&huge),
+        "faults per page migrated: base {} huge {}",
+        per(&base),
+        per(&huge)
+    );
+    // PTE updates count 4 KiB pages either way.
+    assert!(m(&base, "numa_pte_updates") > 0.0);
+    let e = {
+        let mut cfg = config(small_machine(2), "linux", "none", 1);
+        cfg.thp = "sometimes".into();
+        cfg.check().unwrap_err().to_string()
+    };
+    assert_eq!(e, "thp \"sometimes\": always, madvise or never");
+}
+
+#[test]
+fn the_simulator_takes_thp_and_refuses_other_machine_settings_in_one_line() {
+    use numalab_linux::knobs::Knob;
+    assert!(crate::check_settings(&[Knob::thp("never").unwrap()]).is_ok());
+    let e = crate::check_settings(&[Knob::governor("performance").unwrap()]).unwrap_err();
+    assert!(
+        e.starts_with("governor: the simulator models no such setting"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn ibs_samples_follow_the_memory_access_rate_over_the_period() {
+    let samples = |bal: &str| {
+        let r = numa02_with("always", bal);
+        r.backend.details()["access_samples"].as_f64().unwrap()
+    };
+    let (p1, p4) = (samples("sampling"), samples("sampling[period=40000]"));
+    // Four times the period, about a quarter of the samples (the run's
+    // timing changes a little with fewer samples).
+    assert!(
+        p1 > 3.0 * p4 && p1 < 5.0 * p4,
+        "period 10000: {p1}, 40000: {p4}"
+    );
 }

@@ -372,7 +372,8 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                 };
                 // The process's regions, first touched before its threads
                 // work: the whole buffer (shared), or one slice per thread.
-                let slices = pp.regions(crate::CHUNK_BYTES);
+                let page = w.mem.chunk_bytes;
+                let slices = pp.regions(page);
                 let mut regions = Vec::new();
                 let bound = !matches!(pp.memory, MemPlan::FirstTouchThenDefault { .. });
                 for (ri, &(off, len)) in slices.iter().enumerate() {
@@ -380,7 +381,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                     w.mem.regions[r].bound = bound;
                     let first = w.mem.regions[r].first;
                     for i in 0..w.mem.regions[r].len {
-                        let node = first_node(w, ri, off / crate::CHUNK_BYTES + i as u64);
+                        let node = first_node(w, ri, off / page + i as u64);
                         w.mem.allocate(&w.m, first + i, node);
                     }
                     regions.push((r, len));

@@ -42,7 +42,7 @@ pub struct AutoNuma {
     period_max_ms: f64,
     scan_size_mb: f64,
     fault_ns: f64,
-    scan_ns_per_chunk: f64,
+    scan_ns_per_gb: f64,
     /// Per task: runtime at which the next scan is due, and its period (ms).
     node_stamp: Vec<u64>,
     period_ms: Vec<f64>,
@@ -94,15 +94,14 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
                 .into(),
         );
     }
-    let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
     Ok(Box::new(AutoNuma {
-        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3 * chunk_mb, filter),
+        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3, filter),
         scan_delay_ns: (scan_delay * 1e6) as u64,
         period_min_ms: pmin,
         period_max_ms: pmax,
         scan_size_mb: size,
         fault_ns: fault_us * 1e3,
-        scan_ns_per_chunk: scan_us_per_gb * 1e3 * chunk_mb / 1024.0,
+        scan_ns_per_gb: scan_us_per_gb * 1e3,
         node_stamp: Vec::new(),
         period_ms: Vec::new(),
         seen_seq: Vec::new(),
@@ -215,7 +214,8 @@ impl AutoNuma {
         }
         self.proc_offset[p] = off;
         w.stats.pte_updates += marked as u64 * w.mem.chunk_pages();
-        w.charge_sys(t, marked as f64 * self.scan_ns_per_chunk);
+        let gb = w.mem.chunk_bytes as f64 / (1u64 << 30) as f64;
+        w.charge_sys(t, marked as f64 * gb * self.scan_ns_per_gb);
     }
 
     /// update_task_scan_period.
@@ -269,23 +269,38 @@ impl AutoNuma {
                 }
             }
             if total > 0.0 {
-                let p_touch = 1.0 - (-total).exp();
-                let marked = std::mem::take(&mut w.mem.regions[r].marked);
-                let mut keep = Vec::with_capacity(marked.len());
-                for c in marked {
-                    if rand_unit(&mut w.rng) >= p_touch {
-                        keep.push(c);
-                        continue;
+                // Each marked page is touched this tick with probability
+                // 1 - exp(-total); rather than a draw per page (millions of
+                // base pages), draw the gaps between touched pages: with
+                // that probability the gap is geometric, floor(E / total)
+                // for E ~ Exp(1).
+                let mut marked = std::mem::take(&mut w.mem.regions[r].marked);
+                let n = marked.len();
+                let mut hits = Vec::new();
+                let mut i = 0usize;
+                while i < n {
+                    let e = -(1.0 - rand_unit(&mut w.rng)).ln();
+                    let gap = (e / total).floor();
+                    if gap >= (n - i) as f64 {
+                        break;
                     }
+                    i += gap as usize;
+                    hits.push(i);
+                    i += 1;
+                }
+                for &h in &hits {
                     let x = rand_unit(&mut w.rng) * total;
                     let idx = lam.partition_point(|&(_, cum)| cum <= x).min(lam.len() - 1);
                     let t = lam[idx].0;
-                    let c = c as usize;
+                    let c = marked[h] as usize;
                     w.mem.marked[c] = false;
                     self.common.access(w, t, c, true);
                     w.charge_sys(t, self.fault_ns);
                 }
-                w.mem.regions[r].marked = keep;
+                for &h in hits.iter().rev() {
+                    marked.swap_remove(h);
+                }
+                w.mem.regions[r].marked = marked;
             }
             if w.mem.regions[r].marked.is_empty() {
                 self.active.swap_remove(i);

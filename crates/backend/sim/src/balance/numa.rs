@@ -36,18 +36,19 @@ pub struct TaskNuma {
 pub struct NumaCommon {
     pub tasks: Vec<TaskNuma>,
     pub nnodes: usize,
-    pub migrate_ns_per_chunk: f64,
+    /// System time to migrate 1 MiB (charged per page by its size).
+    pub migrate_ns_per_mb: f64,
     pub filter: bool,
     /// Group fault sums per process, with the time they were computed.
     group_cache: Vec<(u64, Vec<f64>)>,
 }
 
 impl NumaCommon {
-    pub fn new(nnodes: usize, migrate_ns_per_chunk: f64, filter: bool) -> NumaCommon {
+    pub fn new(nnodes: usize, migrate_ns_per_mb: f64, filter: bool) -> NumaCommon {
         NumaCommon {
             tasks: Vec::new(),
             nnodes,
-            migrate_ns_per_chunk,
+            migrate_ns_per_mb,
             filter,
             group_cache: Vec::new(),
         }
@@ -105,7 +106,8 @@ impl NumaCommon {
             let pass = !self.filter || last == NO_NODE || last as usize == dn;
             if pass && w.mem.migrate(c, dn) {
                 w.stats.pages_migrated += w.mem.chunk_pages();
-                w.charge_sys(t, self.migrate_ns_per_chunk);
+                let mb = w.mem.chunk_bytes as f64 / (1 << 20) as f64;
+                w.charge_sys(t, self.migrate_ns_per_mb * mb);
             }
         }
         w.mem.last_node[c] = dn as u16;

@@ -2,10 +2,17 @@
 //! hardware samples memory accesses with their addresses; each sample is
 //! fed to the same fault accounting, migration filter and task placement
 //! as a hinting fault ([`super::numa`]), but nothing is scanned, no page is
-//! made inaccessible and no fault is taken. Each running task yields
-//! `rate` samples per second of its DRAM accesses, spread over the memory
-//! it accesses; handling a sample costs `sample_us` of system time.
-//! Placement runs every `placement_ms` per task.
+//! made inaccessible and no fault is taken. Handling a sample costs
+//! `sample_us` of system time. Placement runs every `placement_ms` per
+//! task.
+//!
+//! How many samples: the RFC series programs IBS op sampling with a
+//! fixed period of 10000 (IBS_SAMPLE_PERIOD), counting dispatched ops
+//! (IBS_OP_CNT_CTL), and on Zen 4 keeps only ops that miss the L3
+//! (IBS_OP_L3MISSONLY). One op in `period` is tagged and reported when it
+//! misses, so a running task yields its DRAM line accesses / `period`
+//! samples a second, spread over the memory it accesses. `rate` > 0
+//! replaces that with a fixed number of samples a second per task.
 
 use super::numa::{draw_count, NumaCommon};
 use crate::engine::{rand_below, Balancer, Scheduler, Work, World};
@@ -14,6 +21,7 @@ use crate::params::Params;
 
 pub struct Sampling {
     common: NumaCommon,
+    period: f64,
     rate: f64,
     sample_ns: f64,
     placement_ns: u64,
@@ -21,13 +29,19 @@ pub struct Sampling {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+    let period = p.f64_in(
+        "period",
+        10000.0,
+        (16.0, 1e9),
+        "IBS op sampling period (IBS_SAMPLE_PERIOD in the RFC): one sample per this many ops that miss the L3",
+    )?;
     // One sample per microsecond of a task's run would leave it no time
     // to run: the bound keeps a run finite.
     let rate = p.f64_in(
         "rate",
-        1000.0,
+        0.0,
         (0.0, 1e6),
-        "samples per second per running task (not given by the IBS patches)",
+        "fixed samples per second per running task instead of the period's (0: from the period)",
     )?;
     let sample_us = p.f64(
         "sample_us",
@@ -41,9 +55,9 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         "system time to migrate 1 MiB (estimate)",
     )?;
     let filter = p.bool("filter", true, "two-reference migration filter")?;
-    let chunk_mb = crate::CHUNK_BYTES as f64 / (1 << 20) as f64;
     Ok(Box::new(Sampling {
-        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3 * chunk_mb, filter),
+        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3, filter),
+        period,
         rate,
         sample_ns: sample_us * 1e3,
         placement_ns: (placement_ms * 1e6).max(1.0) as u64,
@@ -58,7 +72,7 @@ impl Balancer for Sampling {
         if self.next_placement.len() < n {
             self.next_placement.resize(n, 0);
         }
-        let per_tick = self.rate * w.tick_ns as f64 / 1e9;
+        let tick_s = w.tick_ns as f64 / 1e9;
         for cpu in 0..w.m.ncpus {
             let Some(t) = w.cpus[cpu].curr else { continue };
             let Work::Compute { access, init, .. } = &w.tasks[t].work else {
@@ -68,6 +82,12 @@ impl Balancer for Sampling {
                 continue;
             }
             let access = access.clone();
+            let per_tick = if self.rate > 0.0 {
+                self.rate * tick_s
+            } else {
+                // access_rate is bytes per ns of the task's memory lines.
+                w.access_rate(t) * 1e9 / w.m.line_bytes / self.period * tick_s
+            };
             let k = draw_count(w, per_tick);
             let wsum: f64 = access.iter().map(|a| a.1).sum();
             for _ in 0..k {
