@@ -115,6 +115,7 @@ pub mod backend;
 pub mod balance;
 pub mod engine;
 pub mod machine;
+pub mod overrides;
 pub mod params;
 pub mod record;
 pub mod sched;

@@ -445,7 +445,12 @@ impl MachineFile {
 
 impl Machine {
     /// A preset by name, `host`, or a path to a machine file.
+    /// `NAME[section.key=value,...]` overrides keys of the file (see
+    /// [`crate::overrides`]).
     pub fn load(spec: &str) -> Result<Machine, MachineError> {
+        if let Some((base, sets)) = crate::overrides::split(spec)? {
+            return crate::overrides::load(&base, &sets, spec);
+        }
         if let Some((name, text)) = PRESETS.iter().find(|(n, _)| *n == spec) {
             return MachineFile::parse(name, text)?.build(name);
         }
