@@ -12,8 +12,11 @@
 use crate::machine::{Machine, MachineError, MachineFile, PRESETS};
 use crate::params::PolicySpec;
 
+/// Overridden keys and their values, as written.
+pub type Sets = Vec<(String, String)>;
+
 /// `spec` split into the machine and its overrides, when it has any.
-pub fn split(spec: &str) -> Result<Option<(String, Vec<(String, String)>)>, MachineError> {
+pub fn split(spec: &str) -> Result<Option<(String, Sets)>, MachineError> {
     if !spec.trim_end().ends_with(']') || !spec.contains('[') {
         return Ok(None);
     }
