@@ -10,21 +10,52 @@
 //! was overridden.
 
 use crate::machine::{Machine, MachineError, MachineFile, PRESETS};
-use crate::params::PolicySpec;
 
 /// Overridden keys and their values, as written.
 pub type Sets = Vec<(String, String)>;
 
 /// `spec` split into the machine and its overrides, when it has any.
+/// Commas inside a value's brackets (an array) do not split.
 pub fn split(spec: &str) -> Result<Option<(String, Sets)>, MachineError> {
-    if !spec.trim_end().ends_with(']') || !spec.contains('[') {
+    let spec_t = spec.trim();
+    let (Some(open), true) = (spec_t.find('['), spec_t.ends_with(']')) else {
         return Ok(None);
-    }
-    let p = PolicySpec::parse(spec).map_err(|msg| MachineError {
+    };
+    let err = |msg: String| MachineError {
         file: spec.to_string(),
         msg,
-    })?;
-    Ok(Some((p.name, p.args.into_iter().collect())))
+    };
+    let name = spec_t[..open].trim();
+    if name.is_empty() {
+        return Err(err("no machine before the overrides".into()));
+    }
+    let inner = &spec_t[open + 1..spec_t.len() - 1];
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[start..]);
+    let mut sets: Sets = Vec::new();
+    for item in items.into_iter().map(str::trim).filter(|s| !s.is_empty()) {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| err(format!("override {item:?} is not key=value")))?;
+        let k = k.trim().to_string();
+        if sets.iter().any(|(x, _)| *x == k) {
+            return Err(err(format!("override {k} given twice")));
+        }
+        sets.push((k, v.trim().to_string()));
+    }
+    Ok(Some((name.to_string(), sets)))
 }
 
 /// The machine `base` (a preset or a file) with `sets` applied.
@@ -84,6 +115,11 @@ mod tests {
     fn overrides_change_the_named_keys_and_nothing_else() {
         let base = Machine::load("genoa2n").unwrap();
         let m = Machine::load("genoa2n[memory.mlp=12,cpu.max_ghz=3.5]").unwrap();
+        // An array value keeps its commas.
+        let d =
+            Machine::load("genoa2n[topology.distances=[[10, 21], [21, 10]],memory.mlp=8]").unwrap();
+        assert_eq!(d.distances[0][1], 21);
+        assert_eq!(d.mlp, 8.0);
         assert_eq!(m.mlp, 12.0);
         assert_eq!(m.max_ghz, 3.5);
         assert_eq!(m.base_ghz, base.base_ghz);
