@@ -562,10 +562,14 @@ guest = {{ nodes = 2, kernel = "vmlinuz-copy" }}
 
 #[test]
 fn the_example_plans_parse_and_the_sim_sweep_runs_its_75_cells() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/campaigns");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let dir = tempfile::tempdir().unwrap();
     let mut n = 0;
-    for e in std::fs::read_dir(&examples).unwrap().flatten() {
+    // The example campaigns and the reproduce claims' sensitivity sweeps.
+    let plans = ["campaigns", "sensitivity"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten());
+    for e in plans {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "toml") {
             // A copy: results land beside it, in the temporary directory.
@@ -587,7 +591,7 @@ fn the_example_plans_parse_and_the_sim_sweep_runs_its_75_cells() {
             n += 1;
         }
     }
-    assert!(n >= 4, "{n} example plans");
+    assert!(n >= 9, "{n} example plans");
     let o = campaign(dir.path(), &["run", "sim-sweep.toml", "--quiet"]);
     assert!(o.status.success(), "{}", show(&o));
     let out = text(&o.stdout);
