@@ -53,7 +53,10 @@ impl<'a> Pool<'a> {
                     .map_err(|e| e.to_string())?,
             ),
         };
-        if self.output != Output::Quiet && self.described.insert(c.backend_identity()) {
+        // `Progress` (numalab reproduce) shows progress and failures only.
+        if !matches!(self.output, Output::Quiet | Output::Progress)
+            && self.described.insert(c.backend_identity())
+        {
             say(&format!("{}: on {}", c.label, b.describe()));
         }
         Ok(b)
