@@ -5,7 +5,7 @@
 
 use crate::autonuma::{self, Kind, Placement as BindPlacement};
 use crate::numa_test::{Disturb, MAX_TASKS};
-use crate::{command, numa_test, placement, BenchError, Calibration, Resolved};
+use crate::{command, forkexec, numa_test, placement, BenchError, Calibration, Resolved};
 use numalab_topology::placement::Placement;
 use std::path::PathBuf;
 
@@ -269,6 +269,47 @@ impl HackbenchArgs {
     }
 }
 
+/// Microseconds, at least 0 and at most a second.
+pub fn parse_us(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1e6).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of microseconds between 0 and 1000000"
+        )),
+    }
+}
+
+/// A shell-like parent forking short programs (configure, make -jJ).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ForkExecArgs {
+    /// Children the parent forks in all (each execs a new program)
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=forkexec::MAX_CHILDREN as i64))]
+    pub children: u32,
+    /// Children running at once: 1 is configure's shape, J is make -jJ's
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=forkexec::MAX_JOBS as i64))]
+    pub jobs: u32,
+    /// Microseconds of work each child does alone on a core, for the
+    /// default --child-iterations
+    #[arg(long, value_name = "US", default_value_t = 1000.0, allow_negative_numbers = true, value_parser = parse_us)]
+    pub child_us: f64,
+    /// Spin iterations each child does after its exec; default: from --child-us
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub child_iterations: Option<u64>,
+    /// Microseconds of the parent's own work before each fork, for the
+    /// default --parent-iterations
+    #[arg(long, value_name = "US", default_value_t = 100.0, allow_negative_numbers = true, value_parser = parse_us)]
+    pub parent_us: f64,
+    /// Spin iterations the parent does before each fork; default: from --parent-us
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..))]
+    pub parent_iterations: Option<u64>,
+}
+
+impl ForkExecArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        forkexec::resolve(self, cal)
+    }
+}
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct CommandArgs {
     /// Benchmark name in the records and tables; default: the program's file name
@@ -299,11 +340,12 @@ pub enum Spec {
     TwoHalves(TwoHalvesArgs),
     Spin(SpinArgs),
     Hackbench(HackbenchArgs),
+    ForkExec(ForkExecArgs),
     Command(CommandArgs),
 }
 
 /// Every benchmark name, as `numalab run` lists them.
-pub const NAMES: [&str; 9] = [
+pub const NAMES: [&str; 10] = [
     "numa_test",
     "numa01",
     "numa01_THREAD_ALLOC",
@@ -312,6 +354,7 @@ pub const NAMES: [&str; 9] = [
     "twohalves",
     "spin",
     "hackbench",
+    "forkexec",
     "command",
 ];
 
@@ -332,6 +375,7 @@ fn command_for(name: &str) -> Result<clap::Command, String> {
         "twohalves" => with_args::<TwoHalvesArgs>("twohalves"),
         "spin" => with_args::<SpinArgs>("spin"),
         "hackbench" => with_args::<HackbenchArgs>("hackbench"),
+        "forkexec" => with_args::<ForkExecArgs>("forkexec"),
         "command" => with_args::<CommandArgs>("command"),
         n if Kind::from_name(n).is_some() => {
             with_args::<AutonumaArgs>(Kind::from_name(n).expect("checked").name())
@@ -369,6 +413,7 @@ impl Spec {
             "twohalves" => Spec::TwoHalves(TwoHalvesArgs::from_arg_matches(&m).map_err(e)?),
             "spin" => Spec::Spin(SpinArgs::from_arg_matches(&m).map_err(e)?),
             "hackbench" => Spec::Hackbench(HackbenchArgs::from_arg_matches(&m).map_err(e)?),
+            "forkexec" => Spec::ForkExec(ForkExecArgs::from_arg_matches(&m).map_err(e)?),
             "command" => Spec::Command(CommandArgs::from_arg_matches(&m).map_err(e)?),
             n => Spec::Autonuma(
                 Kind::from_name(n).expect("checked by command_for"),
@@ -399,6 +444,7 @@ impl Spec {
             Spec::TwoHalves(_) => "twohalves",
             Spec::Spin(_) => "spin",
             Spec::Hackbench(_) => "hackbench",
+            Spec::ForkExec(_) => "forkexec",
             Spec::Command(_) => "command",
         }
     }
@@ -411,6 +457,7 @@ impl Spec {
             Spec::TwoHalves(a) => a.resolve(cal),
             Spec::Spin(a) => a.resolve(cal),
             Spec::Hackbench(a) => a.resolve(cal),
+            Spec::ForkExec(a) => a.resolve(cal),
             Spec::Command(a) => a.resolve(cal),
         }
     }

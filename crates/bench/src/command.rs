@@ -12,10 +12,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Names a command may not take: they are numalab's own benchmarks.
-pub const RESERVED: [&str; 9] = [
+pub const RESERVED: [&str; 10] = [
     "numa_test",
     "spin",
     "hackbench",
+    "forkexec",
     "numa01",
     "numa01_THREAD_ALLOC",
     "numa02",

@@ -38,6 +38,7 @@
 pub mod args;
 pub mod autonuma;
 pub mod command;
+pub mod forkexec;
 pub mod metrics;
 pub mod numa_test;
 pub mod placement;
@@ -92,6 +93,8 @@ pub enum Case {
     Autonuma(autonuma::Params),
     Spin(placement::SpinParams),
     Hackbench(placement::HackbenchParams),
+    /// A shell-like parent forking short programs (configure's shape).
+    ForkExec(forkexec::Params),
     Command(command::Params),
 }
 
@@ -103,6 +106,7 @@ impl Case {
             Case::Autonuma(p) => p.kind.name().into(),
             Case::Spin(_) => "spin".into(),
             Case::Hackbench(_) => "hackbench".into(),
+            Case::ForkExec(_) => "forkexec".into(),
             Case::Command(p) => p.name.clone(),
         }
     }
@@ -115,6 +119,7 @@ impl Case {
             Case::Autonuma(p) => p.key(),
             Case::Spin(p) => p.key(),
             Case::Hackbench(p) => p.key(),
+            Case::ForkExec(p) => p.key(),
             Case::Command(p) => p.key(),
         }
     }
@@ -144,6 +149,7 @@ impl Case {
             Case::NumaTest(p) => Some(p.tasks as u64 * p.passes as u64),
             Case::Autonuma(p) => Some(p.kind.total_threads(p.threads) as u64 * p.loops),
             Case::Spin(p) => Some(p.tasks as u64 * p.iterations),
+            Case::ForkExec(p) => Some(p.children as u64),
             _ => None,
         }
     }

@@ -51,6 +51,18 @@ pub const ALL: &[MetricDef] = &[
         "the message storm's own time, first message to last exit (H)",
     ),
     def(
+        "children_per_s",
+        "1/s",
+        Better::Higher,
+        "forkexec: children forked, run and reaped per second of elapsed time",
+    ),
+    def(
+        "child_latency_ms",
+        "ms",
+        Better::Lower,
+        "forkexec: mean time from a child's fork to its reaping by the parent",
+    ),
+    def(
         "convergence_s",
         "s",
         Better::Lower,

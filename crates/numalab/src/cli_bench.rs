@@ -5,7 +5,8 @@
 
 use anyhow::{bail, Context, Result};
 use numalab_bench::args::{
-    AutonumaArgs, CommandArgs, HackbenchArgs, NumaTestArgs, Spec, SpinArgs, TwoHalvesArgs,
+    AutonumaArgs, CommandArgs, ForkExecArgs, HackbenchArgs, NumaTestArgs, Spec, SpinArgs,
+    TwoHalvesArgs,
 };
 use numalab_bench::autonuma::Kind;
 use numalab_linux::knobs::{Guard, Knob};
@@ -244,6 +245,16 @@ pub enum BenchCmd {
         #[command(flatten)]
         runner: RunnerArgs,
     },
+    /// A shell-like parent forking short-lived programs one at a time
+    /// (configure's shape) or --jobs at a time (make -jJ's): where NEST's
+    /// published gains are (NEST evaluation, 2022)
+    #[command(name = "forkexec")]
+    ForkExec {
+        #[command(flatten)]
+        bench: ForkExecArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
     /// Any command, e.g. a configure script: elapsed, user and sys time of
     /// its whole process tree per run (this machine and guests only)
     #[command(name = "command")]
@@ -272,6 +283,7 @@ impl BenchCmd {
             | BenchCmd::Twohalves { runner, .. }
             | BenchCmd::Spin { runner, .. }
             | BenchCmd::Hackbench { runner, .. }
+            | BenchCmd::ForkExec { runner, .. }
             | BenchCmd::Command { runner, .. } => runner.results = dir,
         }
     }
@@ -286,6 +298,7 @@ impl BenchCmd {
             | BenchCmd::Twohalves { runner, .. }
             | BenchCmd::Spin { runner, .. }
             | BenchCmd::Hackbench { runner, .. }
+            | BenchCmd::ForkExec { runner, .. }
             | BenchCmd::Command { runner, .. } => runner,
         }
     }
@@ -303,6 +316,7 @@ impl BenchCmd {
             BenchCmd::Twohalves { bench, .. } => Spec::TwoHalves(bench.clone()),
             BenchCmd::Spin { bench, .. } => Spec::Spin(bench.clone()),
             BenchCmd::Hackbench { bench, .. } => Spec::Hackbench(bench.clone()),
+            BenchCmd::ForkExec { bench, .. } => Spec::ForkExec(bench.clone()),
             BenchCmd::Command { bench, .. } => Spec::Command(bench.clone()),
         }
     }

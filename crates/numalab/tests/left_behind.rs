@@ -358,3 +358,22 @@ fn ctrl_c_during_the_storm_reaps_every_worker() {
 fn sigint_to_numalab_alone_during_the_storm_reaps_every_worker() {
     interrupted_during_the_storm(false);
 }
+
+#[test]
+fn kill_9_during_forkexec_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            "run",
+            "forkexec",
+            "--children",
+            "1000000",
+            "--jobs",
+            "4",
+            "--child-us",
+            "20000",
+        ],
+        &[],
+        "forkexec's parent and its children",
+        |ps| count(ps, &["__forkexec"]) == 1 && count(ps, &["__task", "burst"]) >= 1,
+    );
+}

@@ -16,7 +16,7 @@
 //! point is to be measured. Two mechanisms, one per kind of process:
 //!
 //! - **numalab's own tasks** (numa_test's, the autonuma processes, spin,
-//!   the storm) carry `PR_SET_PDEATHSIG`, and each checks right after
+//!   the storm, forkexec's parent and its children) carry `PR_SET_PDEATHSIG`, and each checks right after
 //!   setting it that its parent did not die between its `fork` and the
 //!   `prctl` (the kernel signals only a later death; a storm worker caught
 //!   there ran on forever, found by the tests). These programs are ours:
@@ -60,6 +60,7 @@
 pub mod autonuma_run;
 pub mod autonuma_task;
 pub mod command;
+pub mod forkexec;
 pub mod hackbench;
 pub mod numa_test;
 pub mod observe;
@@ -284,6 +285,7 @@ impl Backend for HostBackend {
             Case::Autonuma(p) => autonuma_run::run_once(&self.exe, m, p, ctx),
             Case::Spin(p) => placement_run::run_spin(&self.exe, m, p, ctx),
             Case::Hackbench(p) => placement_run::run_hackbench(&self.exe, m, p, ctx),
+            Case::ForkExec(p) => forkexec::run_forkexec(&self.exe, m, p, ctx),
             Case::Command(p) => {
                 let t0 = std::time::Instant::now();
                 command::run_once(&self.exe, m, p, ctx, |_| {
@@ -320,12 +322,14 @@ pub fn internal_main(args: &[String]) -> i32 {
             Some("autonuma") => autonuma_task::task_main(&args[2..]),
             Some("hold") => autonuma_task::hold_main(&args[2..]),
             Some("spin") => placement_run::spin_main(&args[2..]),
+            Some("burst") => forkexec::burst_main(&args[2..]),
             other => {
                 eprintln!("numalab: internal: unknown task {other:?}");
                 2
             }
         },
         Some("__hackbench") => hackbench::hackbench_main(&args[1..]),
+        Some("__forkexec") => forkexec::driver_main(&args[1..]),
         Some(numalab_linux::supervise::SUBCOMMAND) => numalab_linux::supervise::main(&args[1..]),
         other => {
             eprintln!("numalab: internal: unknown entry {other:?}");

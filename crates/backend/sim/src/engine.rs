@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 pub type TaskId = usize;
 pub type CpuId = usize;
 pub const NO_NODE: u16 = u16::MAX;
+/// PELT's half-life: a utilisation sum halves every 32 ms (LOAD_AVG_PERIOD).
+pub const PELT_HALF_LIFE_NS: f64 = 32e6;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
@@ -64,6 +66,9 @@ pub enum Work {
         remaining: u64,
         credit: f64,
     },
+    /// A shell-like parent (forkexec) that forks short-lived children
+    /// (`crate::workload::run_forker`); it blocks while it waits for them.
+    Fork(crate::workload::Forker),
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +103,13 @@ pub struct Task {
     pub work_expected: u64,
     pub work: Work,
     pub migrations: u64,
+    /// PELT utilisation (0..1) of the task as of `util_at` (ns); it is
+    /// part of the utilisation of the CPU the task is attached to.
+    pub util: f64,
+    pub util_at: u64,
+    /// Not runnable before this time (ns): when the event that made it
+    /// runnable within a tick happened (a fork, a child's exit).
+    pub ready_at: u64,
     /// NUMA balancer's preferred node, visible to schedulers.
     pub preferred_node: Option<usize>,
     /// Cached fraction of accesses per node, valid while the summed
@@ -235,6 +247,8 @@ pub struct CpuRq {
     pub freq_ghz: f64,
     pub idle_since: u64,
     pub busy_at_tick: bool,
+    /// The last task that ran on the CPU in this tick.
+    ran: Option<TaskId>,
     trace_task: Option<TaskId>,
     trace_start: u64,
 }
@@ -297,6 +311,8 @@ pub struct World {
     llc_busy: Vec<u32>,
     pkg_busy_cores: Vec<u32>,
     wakeups: Vec<(TaskId, CpuId)>,
+    /// Tasks forked in the current run of a task, to be placed at once.
+    pub(crate) forked: Vec<TaskId>,
     pelt_decay: f64,
 }
 
@@ -310,7 +326,7 @@ impl World {
                 ..Default::default()
             })
             .collect();
-        let pelt_decay = 0.5f64.powf(tick_ns as f64 / 32e6);
+        let pelt_decay = 0.5f64.powf(tick_ns as f64 / PELT_HALF_LIFE_NS);
         World {
             now: 0,
             tick_ns,
@@ -339,6 +355,7 @@ impl World {
             llc_busy: vec![0; m.llc_count()],
             pkg_busy_cores: vec![0; m.npackages],
             wakeups: Vec::new(),
+            forked: Vec::new(),
             pelt_decay,
             m,
         }
@@ -435,8 +452,23 @@ impl World {
         let old = self.tasks[t].cpu;
         if self.tasks[t].placed && old != cpu {
             self.note_move(t, old, cpu);
+            // The task's utilisation leaves the old CPU and joins the new
+            // one (migrate_task_rq_fair: remove_entity_load_avg, then
+            // attach_entity_load_avg at the enqueue).
+            let u = self.task_util(t);
+            let rq = &mut self.cpus[old];
+            rq.util = (rq.util - u).max(0.0);
+            self.cpus[cpu].util += u;
+            self.tasks[t].util = u;
+            self.tasks[t].util_at = self.now;
         }
         if !self.tasks[t].placed {
+            // A new task starts with half the CPU's spare capacity
+            // (post_init_entity_util_avg), which joins the CPU's.
+            let u = ((1.0 - self.cpus[cpu].util) / 2.0).max(0.0);
+            self.tasks[t].util = u;
+            self.tasks[t].util_at = self.now;
+            self.cpus[cpu].util += u;
             self.tasks[t].placed = true;
             if let Work::Message { group, .. } = self.tasks[t].work {
                 let g = &mut self.groups[group];
@@ -467,6 +499,8 @@ impl World {
                     g.llc_members[la] = g.llc_members[la].saturating_sub(1);
                     g.llc_members[lb] += 1;
                 }
+                // A shell's few lines: not modelled.
+                Work::Fork(_) => {}
             }
         }
     }
@@ -499,6 +533,22 @@ impl World {
         }
         self.enqueue(t, dst);
         true
+    }
+
+    /// Task `t`'s utilisation now (decayed since it last ran).
+    pub fn task_util(&self, t: TaskId) -> f64 {
+        let task = &self.tasks[t];
+        let dt = self.now.saturating_sub(task.util_at) as f64;
+        task.util * 0.5f64.powf(dt / PELT_HALF_LIFE_NS)
+    }
+
+    /// Wake blocked task `t` from a task running on `waker_cpu`: it is
+    /// placed through the scheduler's wakeup path within the tick.
+    pub fn wake(&mut self, t: TaskId, waker_cpu: CpuId) {
+        if self.tasks[t].state == TaskState::Blocked {
+            self.tasks[t].state = TaskState::Runnable;
+            self.wakeups.push((t, waker_cpu));
+        }
     }
 
     /// Idle-latency-weighted memory latency of task `t` if it ran on `cpu`.
@@ -553,7 +603,7 @@ impl World {
                     (rand_lines + stream_lines) * self.m.line_bytes / unit
                 }
             }
-            Work::Message { .. } => 0.0,
+            Work::Message { .. } | Work::Fork(_) => 0.0,
         }
     }
 }
@@ -750,9 +800,24 @@ impl Engine {
     fn finish_tick(&mut self, dt: u64) {
         let w = &mut self.w;
         let decay = w.pelt_decay;
+        let end = w.now + dt;
         for cpu in 0..w.m.ncpus {
+            // A CPU's utilisation is the sum of its tasks' (PELT's cfs_rq
+            // util_avg): all of them decay, and the one that ran (the
+            // current one, or the last to run in the tick) accrues.
             let busy = w.cpus[cpu].curr.is_some() || w.cpus[cpu].busy_at_tick;
-            let u = w.cpus[cpu].util * decay + if busy { 1.0 - decay } else { 0.0 };
+            let owner = w.cpus[cpu]
+                .curr
+                .or(w.cpus[cpu].ran.take())
+                .filter(|&t| !w.tasks[t].is_done() && w.tasks[t].cpu == cpu);
+            let mut u = w.cpus[cpu].util * decay;
+            if let (true, Some(t)) = (busy, owner) {
+                u += 1.0 - decay;
+                let task = &mut w.tasks[t];
+                let since = end.saturating_sub(task.util_at) as f64;
+                task.util = task.util * 0.5f64.powf(since / PELT_HALF_LIFE_NS) + (1.0 - decay);
+                task.util_at = end;
+            }
             w.cpus[cpu].util = u;
         }
         std::mem::swap(&mut w.demand, &mut w.demand_next);
@@ -805,6 +870,29 @@ impl Engine {
         }
     }
 
+    /// Place the tasks forked by a task running on `cpu` (the fork and
+    /// exec path: `Placement::New`), at once so they run within the tick.
+    fn place_forks(&mut self, cpu: CpuId) {
+        while !self.w.forked.is_empty() {
+            let t = self.w.forked.remove(0);
+            let exec = self.w.tasks[t].exec;
+            let mut c = self.sched.select_cpu(
+                &mut self.w,
+                t,
+                Placement::New {
+                    parent_cpu: cpu,
+                    exec,
+                },
+            );
+            if !self.w.allowed(t, c) {
+                c = first_allowed(&self.w, t);
+            }
+            self.w.tasks[t].cpu = c;
+            self.w.enqueue(t, c);
+            self.spawned += 1;
+        }
+    }
+
     /// Run `cpu` for up to `budget` ns; returns the time used.
     fn run_cpu(&mut self, cpu: CpuId, budget: u64) -> u64 {
         let start = self.w.now + (self.w.tick_ns - budget);
@@ -814,6 +902,18 @@ impl Engine {
             if self.w.cpus[cpu].curr.is_none() {
                 match self.w.cpus[cpu].queue.pop_front() {
                     Some(t) => {
+                        // A task forked or woken later in the tick than
+                        // this CPU's time cannot start before that: the
+                        // CPU idles until then (or to the tick's end).
+                        let ready = self.w.tasks[t].ready_at;
+                        if ready > start + used {
+                            if ready >= start + budget {
+                                self.w.cpus[cpu].queue.push_front(t);
+                                used = budget;
+                                break;
+                            }
+                            used = ready - start;
+                        }
                         let slice = self.sched.slice_ns(&self.w, cpu);
                         let rq = &mut self.w.cpus[cpu];
                         rq.curr = Some(t);
@@ -845,6 +945,10 @@ impl Engine {
             let avail = (budget - used).min(self.w.cpus[cpu].slice_left);
             let (ran, outcome) = self.run_task(cpu, t, avail, start + used);
             used += ran;
+            self.w.cpus[cpu].ran = Some(t);
+            // Children forked during the run are placed while their
+            // parent is still current (wake_up_new_task at fork).
+            self.place_forks(cpu);
             let rq = &mut self.w.cpus[cpu];
             rq.slice_left = rq.slice_left.saturating_sub(ran);
             let now = start + used;
@@ -881,6 +985,13 @@ impl Engine {
                     if outcome == RunOutcome::Done {
                         self.w.tasks[t].state = TaskState::Done;
                         self.w.tasks[t].end_ns = Some(now);
+                        // An exiting task's utilisation leaves its CPU
+                        // (task_dead_fair: remove_entity_load_avg).
+                        let u = self.w.task_util(t);
+                        let rq = &mut self.w.cpus[cpu];
+                        rq.util = (rq.util - u).max(0.0);
+                        self.w.tasks[t].util = 0.0;
+                        crate::workload::task_exited(&mut self.w, t, cpu, now);
                     } else {
                         self.w.tasks[t].state = TaskState::Blocked;
                     }
@@ -933,6 +1044,7 @@ impl Engine {
             let (spent, out) = match w.tasks[t].work {
                 Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt),
                 Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
+                Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
             w.tasks[t].user_ns += spent;
             left -= spent;
@@ -945,7 +1057,6 @@ impl Engine {
             ran.min(avail)
         };
         w.tasks[t].node_time[node] += ran;
-        let _ = at;
         (ran, outcome)
     }
 
@@ -965,7 +1076,7 @@ impl Engine {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RunOutcome {
+pub(crate) enum RunOutcome {
     Continue,
     Blocked,
     Done,

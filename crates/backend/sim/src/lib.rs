@@ -38,9 +38,15 @@
 //!   cost, the throughput of a thread whose SMT sibling is busy, and core
 //!   frequency: the boost limit falls from max to base as more cores of a
 //!   package are busy, and under `schedutil` a CPU asks for 1.25 x its
-//!   PELT utilisation (32 ms half-life) x that limit — so a core that has
-//!   just woken up runs slowly until its utilisation ramps up, the
-//!   warm-core effect NEST exploits.
+//!   PELT utilisation (32 ms half-life) x that limit, set at each tick's
+//!   start. Utilisation is the task's, as in the kernel: a CPU's is the
+//!   sum of its tasks' (running, queued or blocked there), it moves with
+//!   a task that moves and leaves with one that exits, and a new task
+//!   starts with half its CPU's spare capacity (post_init_entity_util_avg).
+//! - **Processes that fork** (forkexec): a shell-like parent forks
+//!   children placed at once through the scheduler's fork/exec path, each
+//!   runs once and exits, and its exit wakes the parent; a task made
+//!   runnable within a tick cannot start before the moment it was.
 //! - **Memory** in pages: 2 MiB transparent huge pages ([`CHUNK_BYTES`])
 //!   when the simulated kernel's THP setting is `always` (the default), or
 //!   4 KiB base pages ([`BASE_PAGE_BYTES`]) with `madvise` or `never`
@@ -409,7 +415,7 @@ pub fn list_text() -> String {
     }
     let _ = writeln!(
         s,
-        "\nbenchmarks: numa_test, numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT,\n  twohalves, spin, hackbench (their flags are numalab run's)"
+        "\nbenchmarks: numa_test, numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT,\n  twohalves, spin, hackbench, forkexec (their flags are numalab run's)"
     );
     s
 }

@@ -98,7 +98,7 @@ pub fn started(w: &World, meta: &Meta) -> bool {
         task.state != TaskState::NotStarted
             && match &task.work {
                 Work::Compute { init, .. } => init.is_empty(),
-                Work::Message { .. } => true,
+                Work::Message { .. } | Work::Fork(_) => true,
             }
     })
 }
@@ -235,6 +235,21 @@ pub fn build(
     }
     if meta.benchmark == "hackbench" {
         metrics.insert("hackbench_s".into(), metric("hackbench_s", elapsed));
+    }
+    // forkexec: children reaped per second, mean fork-to-reaping time.
+    for &t in &meta.main_tasks {
+        if let Work::Fork(f) = &w.tasks[t].work {
+            if f.reaped > 0 && elapsed > 0.0 {
+                metrics.insert(
+                    "children_per_s".into(),
+                    metric("children_per_s", f.reaped as f64 / elapsed),
+                );
+                metrics.insert(
+                    "child_latency_ms".into(),
+                    metric("child_latency_ms", f.latency_ns / f.reaped as f64 / 1e6),
+                );
+            }
+        }
     }
     if let (Some(b), true) = (meta.bytes_zeroed, elapsed > 0.0) {
         metrics.insert(

@@ -7,7 +7,10 @@
 //! the benchmarks' source code (instructions per loop iteration); they are
 //! stated here, not fitted to any seed's result.
 
-use crate::engine::{MemPolicy, MsgGroup, Parent, Region, Task, TaskState, Work, World, NO_NODE};
+use crate::engine::{
+    CpuId, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work, World,
+    NO_NODE,
+};
 use numalab_bench::autonuma::{interleave, MemPlan};
 use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
 use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
@@ -41,6 +44,124 @@ pub const THREAD_LAUNCH_NS: u64 = 50_000;
 /// (a few scheduler ticks: the launcher itself competes for a CPU; for a
 /// group started after a `sleep`, the timer's slack). Estimate.
 pub const LAUNCH_JITTER_NS: u64 = 4_000_000;
+/// forkexec: cycles of the parent's `fork` (copying a small shell's page
+/// tables and task state) and of a child's `execve` (mapping and
+/// dynamically linking a small program) and exit. Order-of-magnitude
+/// estimates after lmbench's lat_proc (fork+exit tens of microseconds,
+/// fork+execve a few hundred, on current x86 cores); unknown per machine.
+pub const FORK_CYCLES: f64 = 150_000.0;
+pub const EXEC_CYCLES: f64 = 450_000.0;
+
+/// A shell-like parent's state (forkexec): it forks `children` children,
+/// at most `jobs` running at once, doing `cycles_per_fork` of its own work
+/// (its share of the script plus the fork) before each.
+#[derive(Debug, Clone)]
+pub struct Forker {
+    pub children: u32,
+    pub jobs: u32,
+    pub cycles_per_fork: f64,
+    /// Spin iterations of each child (its exec counted as more).
+    pub child_units: u64,
+    pub forked: u32,
+    pub running: u32,
+    pub reaped: u32,
+    /// Nanoseconds of work already done toward the next fork.
+    pub credit: f64,
+    /// Sum over reaped children of fork-to-reaping time (ns).
+    pub latency_ns: f64,
+}
+
+/// Run the parent `t` for up to `avail` ns from time `at`: fork while
+/// fewer than `jobs` children run, then block until one exits (its exit
+/// wakes the parent: [`task_exited`]). Forked children go to
+/// `w.forked`, which the engine places at once through the scheduler's
+/// fork/exec path.
+pub(crate) fn run_forker(
+    w: &mut World,
+    t: TaskId,
+    avail: f64,
+    freq: f64,
+    smt: f64,
+    at: u64,
+) -> (f64, RunOutcome) {
+    let mut left = avail;
+    let process = w.tasks[t].process;
+    let affinity = w.tasks[t].affinity;
+    loop {
+        let Work::Fork(f) = &mut w.tasks[t].work else {
+            unreachable!()
+        };
+        if f.reaped == f.children {
+            return (avail - left, RunOutcome::Done);
+        }
+        if f.forked == f.children || f.running == f.jobs {
+            // wait(): blocked until a child exits.
+            return (avail - left, RunOutcome::Blocked);
+        }
+        let need = f.cycles_per_fork / freq / smt - f.credit;
+        if left < need {
+            f.credit += left;
+            return (avail, RunOutcome::Continue);
+        }
+        left -= need;
+        f.credit = 0.0;
+        f.forked += 1;
+        f.running += 1;
+        let (k, units) = (f.forked, f.child_units);
+        let now = at + (avail - left) as u64;
+        let id = add_task(
+            w,
+            format!("child {k}"),
+            process,
+            spin_work(),
+            units,
+            Parent::Task(t),
+            true,
+            now,
+            false,
+        );
+        w.tasks[id].affinity = affinity;
+        w.tasks[id].ready_at = now;
+        w.forked.push(id);
+    }
+}
+
+/// Task `t` exited on `cpu` at `now`: a forkexec parent reaps it (its
+/// times join the parent's, as `wait4` counts a reaped child's) and, if it
+/// is waiting, wakes.
+pub(crate) fn task_exited(w: &mut World, t: TaskId, cpu: CpuId, now: u64) {
+    let Parent::Task(p) = w.tasks[t].parent else {
+        return;
+    };
+    let (user, sys, born) = (w.tasks[t].user_ns, w.tasks[t].sys_ns, w.tasks[t].start_ns);
+    let Work::Fork(f) = &mut w.tasks[p].work else {
+        return;
+    };
+    f.running -= 1;
+    f.reaped += 1;
+    f.latency_ns += now.saturating_sub(born) as f64;
+    let reaped = f.reaped;
+    let parent = &mut w.tasks[p];
+    parent.progress = reaped as f64;
+    parent.user_ns += user;
+    parent.sys_ns += sys;
+    if parent.state == TaskState::Blocked {
+        parent.ready_at = now;
+    }
+    w.wake(p, cpu);
+}
+
+fn spin_work() -> Work {
+    Work::Compute {
+        init: VecDeque::new(),
+        init_credit: 0.0,
+        cycles: SPIN_CYCLES_PER_ITERATION,
+        rand_lines: 0.0,
+        stream_lines: 0.0,
+        wss_bytes: 0.0,
+        access: Vec::new(),
+    }
+}
 
 /// Stagger the start of tasks launched together, with seeded jitter: the
 /// run-to-run variation of real launches (and the only randomness of a
@@ -176,6 +297,9 @@ pub(crate) fn add_task(
         work_expected: expected,
         work,
         migrations: 0,
+        util: 0.0,
+        util_at: 0,
+        ready_at: 0,
         preferred_node: None,
         frac: Vec::new(),
         frac_key: u64::MAX,
@@ -453,6 +577,36 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
             let _ = add_region(w, 0, 1);
             meta.main_tasks = add_hackbench(w, 0, p.groups, p.fds, p.loops, p.size, 0, true, mask);
         }
+        Case::ForkExec(p) => {
+            p.check().map_err(|e| e.to_string())?;
+            meta.processes.push("forkexec parent".into());
+            let _ = add_region(w, 0, 1);
+            let work = Work::Fork(Forker {
+                children: p.children,
+                jobs: p.jobs,
+                cycles_per_fork: p.parent_iterations as f64 * SPIN_CYCLES_PER_ITERATION
+                    + FORK_CYCLES,
+                child_units: p.child_iterations
+                    + (EXEC_CYCLES / SPIN_CYCLES_PER_ITERATION).round() as u64,
+                forked: 0,
+                running: 0,
+                reaped: 0,
+                credit: 0.0,
+                latency_ns: 0.0,
+            });
+            let id = add_task(
+                w,
+                "forkexec parent".into(),
+                0,
+                work,
+                p.children as u64,
+                Parent::Cpu(0),
+                true,
+                0,
+                true,
+            );
+            meta.main_tasks.push(id);
+        }
         Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
     }
     let need = w.mem.node.len() as u64 * w.mem.chunk_bytes;
@@ -473,3 +627,72 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
 /// Why the simulator refuses `run command`.
 pub const COMMAND_UNSUPPORTED: &str =
     "the simulator cannot run a program: `command` runs on this machine (numalab run) or in a guest (numalab vm)";
+
+#[cfg(test)]
+mod tests {
+    use numalab_bench::forkexec::Params;
+    use numalab_bench::Case;
+    use numalab_record::Repetition;
+
+    /// Every child runs and is reaped, the parent never runs while it
+    /// waits, and no more than `jobs` children run at once.
+    #[test]
+    fn forkexec_runs_every_child_and_the_parent_waits() {
+        for (sched, jobs) in [("linux", 1), ("nest", 1), ("linux", 3), ("nest", 3)] {
+            let mut cfg = crate::SimConfig::new("epyc7642", sched, "none", 1).unwrap();
+            cfg.trace = true;
+            let case = Case::ForkExec(Params {
+                children: 40,
+                jobs,
+                child_iterations: 200_000,
+                parent_iterations: 10_000,
+            });
+            let rep = Repetition { index: 1, of: 1 };
+            let out = crate::run(&cfg, &case, "t", rep, &mut |_| {}, &|| false).unwrap();
+            let r = &out.record;
+            assert!(r.outcome.is_ok(), "{sched} {jobs}");
+            assert_eq!(r.tasks.len(), 1);
+            assert_eq!(r.tasks[0].work_done, 40, "{sched} {jobs}: children reaped");
+            let el = r.metrics["elapsed_s"].value;
+            let rate = r.metrics["children_per_s"].value;
+            assert!((rate * el - 40.0).abs() < 1e-6);
+            assert!(r.metrics["child_latency_ms"].value > 0.0);
+            // The parent's user time includes its reaped children's.
+            assert!(r.metrics["user_s"].value > 40.0 * 200_000.0 * 6.0 / 3.3e9);
+            let trace = out.trace_json.expect("traced");
+            let v: serde_json::Value = serde_json::from_str(&trace).unwrap();
+            let spans: Vec<(f64, f64, bool)> = v["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X")
+                .map(|e| {
+                    let ts = e["ts"].as_f64().unwrap();
+                    let child = e["name"].as_str().unwrap().starts_with("child");
+                    (ts, ts + e["dur"].as_f64().unwrap(), child)
+                })
+                .collect();
+            let children: Vec<_> = spans.iter().filter(|s| s.2).collect();
+            let names: std::collections::BTreeSet<&str> = v["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X")
+                .filter_map(|e| e["name"].as_str())
+                .filter(|n| n.starts_with("child"))
+                .collect();
+            assert_eq!(names.len(), 40, "{sched} {jobs}: every child ran");
+            for &(a, b, child) in &spans {
+                let mid = (a + b) / 2.0;
+                let running = children.iter().filter(|c| c.0 <= mid && mid < c.1).count();
+                assert!(
+                    running <= jobs as usize,
+                    "{sched}: {running} children at once"
+                );
+                if !child && jobs == 1 {
+                    assert_eq!(running, 0, "{sched}: the parent ran while it waited");
+                }
+            }
+        }
+    }
+}

@@ -281,12 +281,26 @@ impl Linux {
                     }
                 }
             }
+            // Groups are visited in the domain's ring order from the
+            // parent's own group (sd->groups, then group->next), and a
+            // later group must be strictly better (update_pick_idlest):
+            // ties go to the first group after the parent's, so
+            // successive forks walk round the machine.
+            let local = groups
+                .iter()
+                .position(|g| g.contains(&parent_cpu))
+                .unwrap_or(0);
+            let ng = groups.len();
             let mut best: Option<((usize, usize, usize), usize)> = None;
             for (i, g) in groups.iter().enumerate() {
                 let nr: usize = g.iter().map(|&c| w.nr_running(c)).sum();
                 let idle = g.iter().filter(|&&c| w.cpus[c].is_idle()).count();
                 // Lowest load per CPU (scaled), then most idle CPUs.
-                let key = (nr * 1024 / g.len(), usize::MAX - idle, i);
+                let key = (
+                    nr * 1024 / g.len(),
+                    usize::MAX - idle,
+                    (i + ng - local) % ng,
+                );
                 if best.is_none_or(|b| key < b.0) {
                     best = Some((key, i));
                 }

@@ -1,0 +1,327 @@
+//! `forkexec` on this machine: a shell-like parent forking short-lived
+//! programs ([`numalab_bench::forkexec`]).
+//!
+//! The parent is numalab re-executed as `__forkexec` (the driver); each
+//! child is a real `fork` + `execve` of numalab as `__task burst N`,
+//! which spins N iterations and exits 0, so every child is a new process
+//! placed by the kernel's fork and exec paths, as a configure script's
+//! compilers and tools are. The driver waits for any child with
+//! `waitpid`, counts the children that exited 0, and reports the mean
+//! time from each fork to its reaping.
+//!
+//! Nothing is left behind: the driver dies with numalab (`PR_SET_PDEATHSIG`
+//! SIGKILL, as every task of numalab's), and each child with the driver
+//! (the same, set between its fork and its exec, with the check that the
+//! driver did not die in between). A child lives a millisecond or so, so
+//! killing the driver ends the tree at once; the orphans are reaped by
+//! init or the nearest subreaper.
+
+use crate::observe::{push_final_sample, Observer};
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::run::{progress_bar, RunSpec, TaskProcess};
+use crate::{Error, Result};
+use numalab_bench::forkexec::Params;
+use numalab_bench::metrics::metric;
+use numalab_bench::Case;
+use numalab_linux::child::{self, Exit};
+use numalab_record::{Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_topology::MachineInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the driver reports on its last line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriverReport {
+    /// Children forked, and those that exited 0.
+    pub forked: u64,
+    pub succeeded: u64,
+    /// How the first failed child ended, if one did.
+    pub first_failure: Option<String>,
+    /// Seconds from the first fork to the last reaping.
+    pub elapsed_s: f64,
+    /// Mean seconds from a child's fork to its reaping.
+    pub mean_latency_s: f64,
+}
+
+/// Spin through `n` iterations of the placement experiments' chain.
+fn spin(n: u64) -> u64 {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    std::hint::black_box(x)
+}
+
+/// `numalab __task burst N`: spin N iterations, exit 0.
+pub fn burst_main(args: &[String]) -> i32 {
+    let Some(n) = args.first().and_then(|s| s.parse::<u64>().ok()) else {
+        eprintln!("numalab: internal: usage: __task burst ITERATIONS");
+        return 2;
+    };
+    spin(n);
+    0
+}
+
+/// How a child ended, from `waitpid`'s status.
+fn describe_status(status: i32) -> Option<String> {
+    if libc::WIFEXITED(status) {
+        match libc::WEXITSTATUS(status) {
+            0 => None,
+            c => Some(format!("exit {c}")),
+        }
+    } else if libc::WIFSIGNALED(status) {
+        Some(format!("signal {}", libc::WTERMSIG(status)))
+    } else {
+        Some(format!("status {status:#x}"))
+    }
+}
+
+/// The driver's loop; progress lines (children reaped) go to `out`.
+fn drive(exe: &Path, p: &Params, out: &mut dyn Write) -> std::io::Result<DriverReport> {
+    let start = Instant::now();
+    let mut running: BTreeMap<i32, Instant> = BTreeMap::new();
+    let mut forked = 0u64;
+    let mut succeeded = 0u64;
+    let mut reaped = 0u64;
+    let mut first_failure = None;
+    let mut latency = 0.0;
+    let every = (p.children as u64 / 64).max(1);
+    loop {
+        while forked < p.children as u64 && running.len() < p.jobs as usize {
+            spin(p.parent_iterations);
+            let mut cmd = Command::new(exe);
+            cmd.args(["__task", "burst"])
+                .arg(p.child_iterations.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            child::die_with_parent(&mut cmd);
+            let t = Instant::now();
+            let c = cmd.spawn()?;
+            running.insert(c.id() as i32, t);
+            forked += 1;
+        }
+        if running.is_empty() {
+            break;
+        }
+        let mut status = 0;
+        // SAFETY: a valid pointer to a local.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let Some(t) = running.remove(&pid) else {
+            continue;
+        };
+        latency += t.elapsed().as_secs_f64();
+        reaped += 1;
+        match describe_status(status) {
+            None => succeeded += 1,
+            Some(why) => {
+                first_failure.get_or_insert(format!("child {reaped} ended with {why}"));
+            }
+        }
+        if reaped.is_multiple_of(every) || reaped == p.children as u64 {
+            let _ = writeln!(out, "progress {reaped}");
+            let _ = out.flush();
+        }
+    }
+    Ok(DriverReport {
+        forked,
+        succeeded,
+        first_failure,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        mean_latency_s: latency / reaped.max(1) as f64,
+    })
+}
+
+/// `numalab __forkexec CHILDREN JOBS CHILD_ITERATIONS PARENT_ITERATIONS`:
+/// progress lines, then `done <json>`.
+pub fn driver_main(args: &[String]) -> i32 {
+    let n: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let (Some(&children), Some(&jobs), Some(&child_iterations), Some(&parent_iterations), 4) =
+        (n.first(), n.get(1), n.get(2), n.get(3), n.len())
+    else {
+        eprintln!(
+            "numalab: internal: usage: __forkexec CHILDREN JOBS CHILD_ITERATIONS PARENT_ITERATIONS"
+        );
+        return 2;
+    };
+    let p = Params {
+        children: children.min(u32::MAX as u64) as u32,
+        jobs: jobs.min(u32::MAX as u64) as u32,
+        child_iterations,
+        parent_iterations,
+    };
+    if let Err(e) = p.check() {
+        eprintln!("numalab: internal: {e}");
+        return 2;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("numalab: forkexec: cannot find numalab's own binary: {e}");
+            return 1;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match drive(&exe, &p, &mut out) {
+        Ok(r) => {
+            let _ = writeln!(
+                out,
+                "done {}",
+                serde_json::to_string(&r).expect("report serialises")
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("numalab: forkexec: {e}");
+            1
+        }
+    }
+}
+
+/// Run the fork/exec workload once.
+pub fn run_forkexec(
+    exe: &Path,
+    machine: &MachineInfo,
+    p: &Params,
+    spec: &RunSpec,
+) -> Result<RunRecord> {
+    p.check().map_err(|e| Error::Other(e.to_string()))?;
+    let topo = &machine.topology;
+    let mut rec = spec.new_record(&Case::ForkExec(p.clone()), machine);
+    let observer = Observer::start(topo);
+    let bar = progress_bar(p.children as u64, spec);
+    let mut cmd = Command::new(exe);
+    cmd.arg("__forkexec")
+        .args(
+            [
+                p.children as u64,
+                p.jobs as u64,
+                p.child_iterations,
+                p.parent_iterations,
+            ]
+            .map(|v| v.to_string()),
+        )
+        .stderr(Stdio::inherit());
+    let start = Instant::now();
+    let mut proc: TaskProcess<DriverReport> =
+        TaskProcess::spawn(cmd, "progress", "the forkexec parent")?;
+    let pid = proc.pid;
+    let mut pacer = Pacer::new(spec.interval);
+    let (exit, ended_s): (Exit, f64) = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            // Its children die with it (PR_SET_PDEATHSIG).
+            child::signal(pid, libc::SIGKILL);
+            let _ = child::wait4(pid, true);
+            proc.finish();
+            return Err(Error::Interrupted);
+        }
+        if let Some(e) =
+            child::wait4(pid, false).map_err(|e| Error::io("waiting for the forkexec parent", e))?
+        {
+            break (e, now);
+        }
+        bar.set_position(proc.done());
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], vec![proc.done()]));
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    rec.series.interval_s = pacer.longest_s();
+    let report = proc.finish();
+    let done = report.as_ref().map_or(0, |r| r.succeeded);
+    rec.processes.push(ProcessInfo {
+        index: 0,
+        name: format!("forkexec parent, {} children", p.children),
+        pid: Some(pid),
+    });
+    rec.tasks.push(TaskRecord {
+        id: 1,
+        name: "forkexec parent".into(),
+        pid: Some(pid),
+        process: Some(0),
+        initial_node: None,
+        main_node: None,
+        node_time_s: Vec::new(),
+        residency_method: "not observed: thousands of short-lived processes".into(),
+        residency_samples: 0,
+        user_s: exit.user_s,
+        sys_s: exit.sys_s,
+        work_done: done,
+        work_expected: p.children as u64,
+        exit: exit.describe(),
+        kernel: crate::kernel_counters(exit.sched),
+    });
+    // wait4's times include the children the parent reaped.
+    rec.metrics
+        .insert("user_s".into(), metric("user_s", exit.user_s));
+    rec.metrics
+        .insert("sys_s".into(), metric("sys_s", exit.sys_s));
+    let vm = observer.vmstat_delta();
+    push_final_sample(&mut rec, pacer.enabled(), ended_s, vec![done], &vm);
+    crate::vmstat_metrics(&mut rec, &vm);
+    match report {
+        Some(r) if exit.success() && r.succeeded == p.children as u64 => {
+            rec.metrics
+                .insert("elapsed_s".into(), metric("elapsed_s", r.elapsed_s));
+            if r.elapsed_s > 0.0 {
+                rec.metrics.insert(
+                    "children_per_s".into(),
+                    metric("children_per_s", r.succeeded as f64 / r.elapsed_s),
+                );
+            }
+            rec.metrics.insert(
+                "child_latency_ms".into(),
+                metric("child_latency_ms", r.mean_latency_s * 1e3),
+            );
+        }
+        Some(r) => {
+            rec.outcome = Outcome::failed(format!(
+                "{} of {} children succeeded{}",
+                r.succeeded,
+                p.children,
+                r.first_failure
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default()
+            ));
+        }
+        None => {
+            rec.outcome = Outcome::failed(format!(
+                "the forkexec parent ended with {} without a report",
+                exit.describe()
+            ));
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_is_described() {
+        assert_eq!(describe_status(0), None);
+        assert_eq!(describe_status(3 << 8).as_deref(), Some("exit 3"));
+        assert_eq!(describe_status(9).as_deref(), Some("signal 9"));
+        assert_ne!(spin(10), spin(11));
+    }
+}
