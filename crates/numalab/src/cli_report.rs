@@ -1,4 +1,6 @@
-//! `numalab report PATH... -o report.html`: one self-contained HTML file.
+//! `numalab report PATH... -o report.html`: one self-contained HTML file;
+//! without `-o`, the text report (`numalab show`'s view of a set of runs)
+//! on stdout.
 
 use anyhow::{Context, Result};
 use numalab_report::{compare, html, CompareOptions};
@@ -11,9 +13,9 @@ pub struct ReportArgs {
     /// Record files or directories of records (searched recursively)
     #[arg(value_name = "PATH", required = true, num_args = 1..)]
     paths: Vec<PathBuf>,
-    /// The HTML file to write
+    /// The HTML file to write; without it, the text report on stdout
     #[arg(short, long, value_name = "FILE")]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// Configuration to compare against (as for `numalab compare`)
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
@@ -32,11 +34,15 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         ..CompareOptions::default()
     };
     let cmp = compare(&ds, &opts)?;
+    let Some(output) = a.output.as_ref() else {
+        crate::print_stdout(&numalab_report::show::dataset_with(&ds, Some(&cmp)))?;
+        return Ok(ExitCode::SUCCESS);
+    };
     let inputs: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
     let text = html::report(&ds, &cmp, &inputs);
     // Written next to its destination and renamed, so a reader never sees
     // half a report.
-    let dir = match a.output.parent() {
+    let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -44,21 +50,21 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         .prefix(".numalab-report")
         .suffix(".tmp")
         .tempfile_in(&dir)
-        .with_context(|| format!("writing {}", a.output.display()))?;
+        .with_context(|| format!("writing {}", output.display()))?;
     tmp.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", a.output.display()))?;
+        .with_context(|| format!("writing {}", output.display()))?;
     // tempfile creates 0600; a report is for sharing.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644));
     }
-    tmp.persist(&a.output)
+    tmp.persist(output)
         .map_err(|e| e.error)
-        .with_context(|| format!("writing {}", a.output.display()))?;
+        .with_context(|| format!("writing {}", output.display()))?;
     eprintln!(
         "numalab: wrote {} ({} runs, {} KiB)",
-        a.output.display(),
+        output.display(),
         ds.runs.len(),
         text.len().div_ceil(1024)
     );

@@ -179,7 +179,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     let traced = runs
         .iter()
         .any(|&(_, _, i)| ds.runs[i].record.sched.is_some());
-    p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a>");
+    p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#figures\">Figures</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a>");
     if traced {
         p.body
             .push_str("<a href=\"#sched\">Scheduling (traced)</a>");
@@ -261,6 +261,8 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         }
     }
     p.body.push_str("</ul></section>");
+
+    figures_section(&mut p, cmp);
 
     // Comparison: per metric, the table and the runs per configuration.
     let _ = write!(p.body, "<section id=\"comparison\"><h2>Comparison</h2>");
@@ -586,6 +588,131 @@ fn sched_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str)
     }
 }
 
+/// The seed-style figures over all runs ([`crate::figures`]): each time
+/// metric against a numeric parameter, and bars per case.
+fn figures_section(p: &mut Page, cmp: &CompareReport) {
+    let figs = crate::figures::figures(cmp);
+    p.body.push_str("<section id=\"figures\"><h2>Figures</h2>");
+    if figs.is_empty() {
+        p.body
+            .push_str("<p class=\"meta\">No metric in seconds to draw.</p></section>");
+        return;
+    }
+    p.body.push_str("<p class=\"meta\">Means over the successful runs, one colour per configuration. A metric against a parameter when a benchmark's cases differ in one numeric parameter; otherwise bars per case, normalised to the baseline in the same case when there is more than one configuration.</p><div class=\"charts\">");
+    let names: Vec<String> = cmp.configurations.iter().map(|c| c.name.clone()).collect();
+    for s in &figs.scaling {
+        let lines: Vec<SvgLine> = s
+            .lines
+            .iter()
+            .map(|(ci, name, pts)| SvgLine {
+                series: *ci,
+                points: pts.iter().map(|(x, st)| (*x, st.mean)).collect(),
+                tooltip: format!(
+                    "{name}: {}",
+                    pts.iter()
+                        .map(|(x, st)| format!(
+                            "{}={} {}{}",
+                            s.param,
+                            crate::num::value(*x),
+                            crate::num::value(st.mean),
+                            st.stddev
+                                .map(|sd| format!("({})", crate::num::value(sd)))
+                                .unwrap_or_default()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+            .collect();
+        let caption = if s.metric == crate::figures::ELAPSED_LESS_HACKBENCH {
+            "Elapsed time less the load peak's (hackbench) time, per run, then the mean: the E - H that seed 000 compares.".to_string()
+        } else {
+            format!(
+                "Mean {} of the runs of each case, one line per configuration.",
+                s.metric
+            )
+        };
+        p.figure(
+            svg::line_chart(&s.title(), &s.param, &s.y_label(), &names, &lines),
+            &caption,
+            "",
+        );
+    }
+    for b in &figs.bars {
+        let values: Vec<Vec<svg::BarValue>> = b
+            .values
+            .iter()
+            .zip(&b.categories)
+            .map(|(row, cat)| {
+                row.iter()
+                    .zip(&b.configs)
+                    .map(|(v, (_, name))| {
+                        v.map(|v| (v.value, format!("{cat}, {name}: {}", b.bar_text(&v))))
+                    })
+                    .collect()
+            })
+            .collect();
+        let caption = match &b.normalised_to {
+            Some(base) => format!(
+                "Each bar: a configuration's mean {} over its mean in the same case's baseline ({base}), the dashed line at 1; hover for the mean(sd).",
+                b.metric
+            ),
+            None => format!("Each bar: the mean {} over the successful runs; hover for the mean(sd).", b.metric),
+        };
+        p.figure(
+            svg::bar_chart(
+                &b.title(),
+                b.category_key.as_deref().unwrap_or(""),
+                &b.y_label(),
+                &b.categories,
+                &b.configs,
+                &values,
+                b.normalised_to.as_ref().map(|_| 1.0),
+            ),
+            &caption,
+            "",
+        );
+    }
+    p.body.push_str("</div></section>");
+}
+
+/// The convergence chart of a run, or of one of its processes.
+fn memory_figure(p: &mut Page, r: &RunRecord, view: Option<usize>, title: &str, who: Option<&str>) {
+    let mem = series::memory_per_node_of(r, view);
+    let names: Vec<String> = mem.iter().map(|l| l.name.clone()).collect();
+    // Ticks are written in the axis's unit: from 10 000 MiB on, the axis
+    // is in GiB, so that no tick reads "20k" on a MiB axis.
+    let max_mib = mem
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0_f64, f64::max);
+    let (scale, unit) = memory_axis_unit(max_mib);
+    let lines: Vec<SvgLine> = mem
+        .iter()
+        .enumerate()
+        .map(|(i, l)| SvgLine {
+            series: i,
+            points: l.points.iter().map(|&(t, v)| (t, v / scale)).collect(),
+            tooltip: l.name.clone(),
+        })
+        .collect();
+    p.figure(
+        svg::line_chart(
+            &format!("{title}: memory per node"),
+            "Time (s)",
+            &format!("resident memory ({unit})"),
+            &names,
+            &lines,
+        ),
+        &match who {
+            Some(w) => format!("Resident memory of {w} on each node (one line per node)."),
+            None => "Resident memory of the run's processes on each node (one line per node)."
+                .to_string(),
+        },
+        "This run recorded no memory samples.",
+    );
+}
+
 fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let status = if r.outcome.is_ok() { "ok" } else { "failed" };
     let _ = write!(
@@ -621,35 +748,41 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     }
     p.body.push_str("<div class=\"charts\">");
     let title = format!("{case}, {cfg}, run {}", r.repetition.index);
-    let mem = series::memory_per_node(r);
-    let names: Vec<String> = mem.iter().map(|l| l.name.clone()).collect();
-    // Ticks are written in the axis's unit: from 10 000 MiB on, the axis
-    // is in GiB, so that no tick reads "20k" on a MiB axis.
-    let max_mib = mem
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(0.0_f64, f64::max);
-    let (scale, unit) = memory_axis_unit(max_mib);
-    let lines: Vec<SvgLine> = mem
-        .iter()
-        .enumerate()
-        .map(|(i, l)| SvgLine {
-            series: i,
-            points: l.points.iter().map(|&(t, v)| (t, v / scale)).collect(),
-            tooltip: l.name.clone(),
-        })
-        .collect();
-    p.figure(
-        svg::line_chart(
-            &format!("{title}: memory per node"),
-            "Time (s)",
-            &format!("resident memory ({unit})"),
-            &names,
-            &lines,
-        ),
-        "Resident memory of the run's processes on each node (one line per node).",
-        "This run recorded no memory samples.",
-    );
+    for view in series::process_views(r) {
+        let who = series::process_name(r, view);
+        let t = match &who {
+            Some(w) => format!("{title}, {w}"),
+            None => title.clone(),
+        };
+        memory_figure(p, r, view, &t, who.as_deref());
+        if series::has_threads(r) && r.machine.topology.nodes.len() > 1 {
+            let lines = series::tasks_per_node_of(r, view);
+            let names: Vec<String> = lines.iter().map(|l| l.name.clone()).collect();
+            let svg_lines: Vec<SvgLine> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| SvgLine {
+                    series: i,
+                    points: l.points.clone(),
+                    tooltip: l.name.clone(),
+                })
+                .collect();
+            p.figure(
+                svg::line_chart(
+                    &format!("{t}: threads per node"),
+                    "Time (s)",
+                    "threads on the node",
+                    &names,
+                    &svg_lines,
+                ),
+                &format!(
+                    "How many threads of {} were on each node at each sample (one line per node).",
+                    who.as_deref().unwrap_or("the run")
+                ),
+                "",
+            );
+        }
+    }
     let nodes: Vec<String> = r
         .machine
         .topology

@@ -18,6 +18,10 @@
 //! * [`series`] pulls time series out of records (memory per node, pages
 //!   migrated, progress); [`textplot`] draws them as ASCII charts within
 //!   80×20 characters and [`svg`] as inline SVG.
+//! * [`figures`] derives the seed-style charts over a whole set of runs
+//!   from the comparison: a time metric against a benchmark's one
+//!   numeric parameter (seed 000's N), or bars per case normalised to the
+//!   baseline (seeds 002 and 003).
 //! * [`show`] prints one run or a directory of runs the way the seeds do;
 //!   [`html`] writes the self-contained HTML report; [`summary`] is what
 //!   `numalab run` and `numalab sim` print after their runs.
@@ -35,6 +39,7 @@ pub mod axis;
 pub mod compare;
 pub mod compare_render;
 pub mod dataset;
+pub mod figures;
 pub mod html;
 pub mod num;
 pub mod sched;

@@ -64,6 +64,135 @@ pub fn memory_per_node(r: &RunRecord) -> Vec<Line> {
         .collect()
 }
 
+/// Most processes drawn one chart each; a run with more (numa_test's
+/// one process per task) is drawn summed over its processes.
+pub const MAX_PROCESS_CHARTS: usize = 4;
+
+/// The views a run's convergence charts take: one per process (`Some(i)`,
+/// an index into `processes` and the memory samples) when it has 2 to
+/// [`MAX_PROCESS_CHARTS`] processes with memory, as seed 002 charts "the
+/// test process's memory"; else one of the whole run (`None`).
+pub fn process_views(r: &RunRecord) -> Vec<Option<usize>> {
+    let n = r
+        .series
+        .samples
+        .iter()
+        .map(|s| s.memory_bytes.len())
+        .max()
+        .unwrap_or(0);
+    if (2..=MAX_PROCESS_CHARTS).contains(&n) {
+        (0..n).map(Some).collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// How a view is named: the process's name (`numa01 process 0`), else
+/// `process N`; `None` for the whole run.
+pub fn process_name(r: &RunRecord, view: Option<usize>) -> Option<String> {
+    let i = view?;
+    Some(match r.processes.get(i) {
+        Some(p) if !p.name.is_empty() => p.name.clone(),
+        _ => format!("process {}", i + 1),
+    })
+}
+
+/// Resident memory per node over time in MiB of one process (`Some(i)`)
+/// or of all (`None`): one line per node. Empty without memory samples.
+pub fn memory_per_node_of(r: &RunRecord, view: Option<usize>) -> Vec<Line> {
+    let Some(p) = view else {
+        return memory_per_node(r);
+    };
+    let nodes = r.machine.topology.node_ids();
+    let samples: Vec<_> = r
+        .series
+        .samples
+        .iter()
+        .filter(|s| !s.memory_bytes.is_empty())
+        .collect();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            Line::new(
+                format!("node{id}"),
+                samples
+                    .iter()
+                    .map(|s| {
+                        let bytes = s
+                            .memory_bytes
+                            .get(p)
+                            .and_then(|m| m.get(i))
+                            .copied()
+                            .unwrap_or(0);
+                        (s.t_s, crate::num::mib(bytes))
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Whether the run's tasks are threads of multi-threaded processes (some
+/// process has two tasks or more): then where its threads ran over time
+/// is worth a chart.
+pub fn has_threads(r: &RunRecord) -> bool {
+    let mut per: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for t in &r.tasks {
+        if let Some(p) = t.process {
+            *per.entry(p).or_default() += 1;
+        }
+    }
+    per.values().any(|&n| n >= 2)
+}
+
+/// How many of the tasks (of process `view`, or all) were on each node at
+/// each sample, from `task_node`: one line per node. Empty when no sample
+/// places a task.
+pub fn tasks_per_node_of(r: &RunRecord, view: Option<usize>) -> Vec<Line> {
+    let nodes = r.machine.topology.node_ids();
+    let mine: Vec<usize> = r
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| view.is_none() || t.process.map(|p| p as usize) == view)
+        .map(|(i, _)| i)
+        .collect();
+    let samples: Vec<_> = r
+        .series
+        .samples
+        .iter()
+        .filter(|s| {
+            mine.iter()
+                .any(|&i| s.task_node.get(i).copied().flatten().is_some())
+        })
+        .collect();
+    if samples.is_empty() || mine.is_empty() {
+        return Vec::new();
+    }
+    nodes
+        .iter()
+        .map(|id| {
+            Line::new(
+                format!("node{id}"),
+                samples
+                    .iter()
+                    .map(|s| {
+                        let n = mine
+                            .iter()
+                            .filter(|&&i| s.task_node.get(i).copied().flatten() == Some(*id))
+                            .count();
+                        (s.t_s, n as f64)
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
 /// A vmstat counter (delta from the run's start) over time; `None` when no
 /// sample has it.
 pub fn vmstat(r: &RunRecord, key: &str) -> Option<Vec<(f64, f64)>> {

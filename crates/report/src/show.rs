@@ -219,11 +219,43 @@ pub fn kernel_table(r: &RunRecord) -> String {
 /// The charts of one run: memory per node, pages migrated, progress.
 pub fn record_charts(r: &RunRecord) -> String {
     let mut out = String::new();
-    let mem = series::memory_per_node(r);
-    if mem.first().is_some_and(|l| enough(l.points.len())) {
-        out.push_str(&Chart::new("Memory per node vs time", "Time (s)", "MiB", mem).render());
-        out.push('\n');
-    } else if !r.series.samples.is_empty() {
+    let mut drawn = false;
+    for view in series::process_views(r) {
+        let who = series::process_name(r, view)
+            .map(|w| format!(", {w}"))
+            .unwrap_or_default();
+        let mem = series::memory_per_node_of(r, view);
+        if mem.first().is_some_and(|l| enough(l.points.len())) {
+            drawn = true;
+            out.push_str(
+                &Chart::new(
+                    format!("Memory per node vs time{who}"),
+                    "Time (s)",
+                    "MiB",
+                    mem,
+                )
+                .render(),
+            );
+            out.push('\n');
+        }
+        let threads = series::tasks_per_node_of(r, view);
+        if series::has_threads(r)
+            && r.machine.topology.nodes.len() > 1
+            && threads.first().is_some_and(|l| enough(l.points.len()))
+        {
+            out.push_str(
+                &Chart::new(
+                    format!("Threads per node vs time{who}"),
+                    "Time (s)",
+                    "threads",
+                    threads,
+                )
+                .render(),
+            );
+            out.push('\n');
+        }
+    }
+    if !drawn && !r.series.samples.is_empty() {
         push_wrapped(
             &mut out,
             "Memory per node: fewer than 2 samples, no chart (a longer run or a smaller --interval gives more)",
@@ -310,6 +342,13 @@ pub fn summary_table(ds: &Dataset, benchmark: &str, config: usize) -> Table {
 /// failed runs, then per case the charts with one line per configuration
 /// (its typical run: the median of `elapsed_s`).
 pub fn dataset(ds: &Dataset) -> String {
+    let cmp = crate::compare(ds, &crate::CompareOptions::default()).ok();
+    dataset_with(ds, cmp.as_ref())
+}
+
+/// [`dataset`], its figures ([`crate::figures`]) drawn from `cmp` (its
+/// baseline and metrics); none without it.
+pub fn dataset_with(ds: &Dataset, cmp: Option<&crate::CompareReport>) -> String {
     let mut out = String::new();
     if !ds.default_grouping() || !ds.filters.is_empty() {
         let mut s = String::new();
@@ -402,6 +441,10 @@ pub fn dataset(ds: &Dataset) -> String {
             out.push('\n');
         }
     }
+    // The seed-style figures over all runs (crate::figures).
+    if let Some(cmp) = cmp {
+        out.push_str(&crate::figures::text(&crate::figures::figures(cmp)));
+    }
     for (c, case) in ds.cases.iter().enumerate() {
         out.push_str(&case_charts(ds, c, &case.name));
     }
@@ -478,19 +521,34 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
         out.push('\n');
     }
     for ((_, r), n) in typical.iter().zip(&short) {
-        let mem = series::memory_per_node(r);
-        if r.machine.topology.nodes.len() > 1 && mem.first().is_some_and(|l| enough(l.points.len()))
-        {
-            out.push_str(
-                &Chart::new(
-                    format!("{name}, {n}: memory per node"),
-                    "Time (s)",
-                    "MiB",
-                    mem,
-                )
-                .render(),
-            );
-            out.push('\n');
+        if r.machine.topology.nodes.len() < 2 {
+            continue;
+        }
+        for view in series::process_views(r) {
+            let who = match series::process_name(r, view) {
+                Some(w) => format!("{name}, {n}, {w}"),
+                None => format!("{name}, {n}"),
+            };
+            let mem = series::memory_per_node_of(r, view);
+            if mem.first().is_some_and(|l| enough(l.points.len())) {
+                out.push_str(
+                    &Chart::new(format!("{who}: memory per node"), "Time (s)", "MiB", mem).render(),
+                );
+                out.push('\n');
+            }
+            let threads = series::tasks_per_node_of(r, view);
+            if series::has_threads(r) && threads.first().is_some_and(|l| enough(l.points.len())) {
+                out.push_str(
+                    &Chart::new(
+                        format!("{who}: threads per node"),
+                        "Time (s)",
+                        "threads",
+                        threads,
+                    )
+                    .render(),
+                );
+                out.push('\n');
+            }
         }
     }
     out

@@ -395,6 +395,169 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[StripGroup]) -> Option<
     Some(out)
 }
 
+/// A bar of a bar chart: its height and its hover text.
+pub type BarValue = Option<(f64, String)>;
+
+/// Grouped bars: a group per category, in each a bar per series
+/// (`series[k] = (colour index, name)`), `values[category][k]`; a dashed
+/// line at `reference` (1 for bars normalised to a baseline). Category
+/// labels too long for their group are slanted. `None` when no bar has a
+/// finite value.
+pub fn bar_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(usize, String)],
+    values: &[Vec<BarValue>],
+    reference: Option<f64>,
+) -> Option<String> {
+    let finite: Vec<f64> = values
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|(v, _)| *v)
+        .filter(|v| v.is_finite())
+        .collect();
+    if finite.is_empty() || categories.is_empty() || series.is_empty() {
+        return None;
+    }
+    let lo = finite.iter().copied().fold(0.0_f64, f64::min);
+    let hi = finite
+        .iter()
+        .copied()
+        .chain(reference)
+        .fold(0.0_f64, f64::max);
+    let band = (W - RIGHT - LEFT) / categories.len() as f64;
+    let longest = categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    // About 6.5 px a character at the tick size.
+    let slant = longest * 6.5 > band - 4.0;
+    let label_h = if slant {
+        (longest * 6.5 * 0.5).min(120.0) + 10.0
+    } else {
+        0.0
+    };
+    let fr = Frame {
+        x: Axis {
+            lo: 0.0,
+            hi: categories.len() as f64,
+            step: 1.0,
+        },
+        y: Axis::covering(lo, hi, 5, true),
+        px0: LEFT,
+        px1: W - RIGHT,
+        py0: TOP,
+        py1: TOP + PLOT_H,
+    };
+    let names: Vec<String> = series.iter().map(|(_, n)| n.clone()).collect();
+    let legend_top = TOP + PLOT_H + AXIS_BOTTOM + label_h + 14.0;
+    let height = legend_top + legend_rows(&names) * LEGEND_ROW + 4.0;
+    let mut out = String::new();
+    open_svg(&mut out, "bars", title, height);
+    out.push_str("<g class=\"axes\">");
+    let _ = write!(
+        out,
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
+        f(fr.px0),
+        f(fr.py0),
+        f(fr.px1 - fr.px0),
+        f(fr.py1 - fr.py0)
+    );
+    for v in fr.y.ticks() {
+        let y = fr.sy(v);
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#ddd\"/><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            f(fr.px0),
+            f(fr.px1),
+            f(fr.px0 - 6.0),
+            f(y + 4.0),
+            esc(&fr.y.label(v)),
+            y = f(y)
+        );
+    }
+    for (i, c) in categories.iter().enumerate() {
+        let x = fr.sx(i as f64 + 0.5);
+        let y = fr.py1 + 16.0;
+        if slant {
+            let _ = write!(
+                out,
+                "<text class=\"tick\" x=\"{x}\" y=\"{y}\" text-anchor=\"end\" transform=\"rotate(-30 {x} {y})\">{}</text>",
+                esc(c),
+                x = f(x),
+                y = f(y)
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                f(x),
+                f(y),
+                esc(c)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+        f((fr.px0 + fr.px1) / 2.0),
+        f(fr.py1 + 36.0 + label_h),
+        esc(x_label)
+    );
+    let _ = write!(
+        out,
+        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        f((fr.py0 + fr.py1) / 2.0),
+        esc(y_label)
+    );
+    if let Some(r) = reference {
+        let y = fr.sy(r);
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>",
+            f(fr.px0),
+            f(fr.px1),
+            y = f(y)
+        );
+    }
+    out.push_str("</g><g class=\"marks\">");
+    let inner = band * 0.8;
+    let bw = inner / series.len() as f64;
+    for (i, row) in values.iter().enumerate() {
+        let x0 = fr.sx(i as f64) + band * 0.1;
+        for (k, v) in row.iter().enumerate() {
+            let Some((v, tip)) = v else { continue };
+            if !v.is_finite() {
+                continue;
+            }
+            let Some((ci, name)) = series.get(k) else {
+                continue;
+            };
+            let (ya, yb) = (fr.sy(v.max(0.0)), fr.sy(v.min(0.0)));
+            let _ = write!(
+                out,
+                "<rect data-series=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>",
+                esc(name),
+                f(x0 + k as f64 * bw + 1.0),
+                f(ya),
+                f((bw - 2.0).max(1.0)),
+                f((yb - ya).max(1.0)),
+                color(*ci),
+                esc(tip)
+            );
+        }
+    }
+    out.push_str("</g>");
+    let entries: Vec<(usize, String)> = series.to_vec();
+    legend(&mut out, &entries, legend_top);
+    out.push_str("</svg>");
+    Some(out)
+}
+
 /// Per-task node residency: one horizontal bar per task, split into the
 /// % of its running time on each node. `None` without tasks.
 pub fn residency_chart(

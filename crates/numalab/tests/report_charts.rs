@@ -1,0 +1,144 @@
+//! `numalab report` over `numalab reproduce`'s records draws the seeds'
+//! charts, from the records alone: a metric against N per configuration
+//! (seeds 000/001), bars per benchmark normalised to the baseline and
+//! per-process convergence charts (002), bars per placement (003).
+
+mod common;
+
+use common::{numalab_in, show, text};
+use std::path::Path;
+
+/// The `<svg class="chart">` element whose title is `title`, whole.
+fn svg_titled<'a>(html: &'a str, title: &str) -> Option<&'a str> {
+    let at = html.find(&format!("aria-label=\"{title}\""))?;
+    let start = html[..at].rfind("<svg")?;
+    let end = at + html[at..].find("</svg>")? + "</svg>".len();
+    Some(&html[start..end])
+}
+
+fn report(dir: &Path, records: &str) -> (String, String) {
+    let o = numalab_in(&["report", records, "-o", "r.html"], dir);
+    assert!(o.status.success(), "{}", show(&o));
+    let html = std::fs::read_to_string(dir.join("r.html")).unwrap();
+    let o = numalab_in(&["report", records], dir);
+    assert!(o.status.success(), "{}", show(&o));
+    let txt = text(&o.stdout);
+    assert!(
+        txt.lines().all(|l| l.chars().count() <= 80 && l.is_ascii()),
+        "{txt}"
+    );
+    (html, txt)
+}
+
+#[test]
+fn report_over_reproduce_records_draws_the_seed_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "reproduce",
+            "focht-2003",
+            "autonuma-2012",
+            "nest-placement-2022",
+            "--runs",
+            "1",
+            "--results",
+            "res",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+
+    // Seed 001: numa_test over N, one line per scheduler, for the times
+    // and for elapsed less hackbench.
+    let (html, txt) = report(dir.path(), "res/focht-2003-r1");
+    for metric in [
+        "user_s",
+        "avg_user_s",
+        "elapsed_s",
+        "elapsed_s - hackbench_s",
+    ] {
+        let title = format!("numa_test: {metric} vs tasks");
+        let svg = svg_titled(&html, &title).unwrap_or_else(|| panic!("no chart {title}"));
+        assert!(svg.contains("data-kind=\"line\""), "{svg}");
+        // A line per configuration, each through the four values of N.
+        assert_eq!(svg.matches("class=\"series\"").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 8, "{svg}");
+        for cfg in ["node-affine", "node-aware"] {
+            assert!(svg.contains(&format!(">{cfg}</text>")), "{cfg}: {svg}");
+        }
+        assert!(
+            txt.contains(&format!("{title}, mean of the runs (s)")),
+            "{txt}"
+        );
+    }
+    assert!(txt.contains("* node-affine   # node-aware"), "{txt}");
+    // sys_s is 0 in every simulated run: no chart of it.
+    assert!(svg_titled(&html, "numa_test: sys_s vs tasks").is_none());
+    assert!(html.contains("<a href=\"#figures\">Figures</a>"));
+
+    // Seed 002: elapsed time per benchmark, normalised to the baseline;
+    // the convergence chart per process, and where its threads ran.
+    let (html, txt) = report(dir.path(), "res/autonuma-2012-r1");
+    let title = "numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT: elapsed_s normalised to autonuma";
+    let svg = svg_titled(&html, title).unwrap_or_else(|| panic!("no chart {title}: {html}"));
+    assert!(svg.contains("data-kind=\"bars\""), "{svg}");
+    for cfg in ["autonuma", "none"] {
+        assert_eq!(
+            svg.matches(&format!("<rect data-series=\"{cfg}\"")).count(),
+            4,
+            "{cfg}: {svg}"
+        );
+    }
+    for b in ["numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT"] {
+        assert!(svg.contains(&format!(">{b}</text>")), "{b}: {svg}");
+    }
+    let block: Vec<&str> = txt
+        .split("\n\n")
+        .find(|b| b.starts_with("numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT: elapsed_s"))
+        .unwrap_or_else(|| panic!("{txt}"))
+        .lines()
+        .collect();
+    let base: Vec<&&str> = block
+        .iter()
+        .filter(|l| l.starts_with("    autonuma "))
+        .collect();
+    assert_eq!(base.len(), 4, "{block:?}");
+    assert!(base.iter().all(|l| l.contains(" 1.00 (")), "{block:?}");
+    for bal in ["autonuma", "none"] {
+        for p in 0..2 {
+            for what in ["memory per node", "threads per node"] {
+                let t = format!("numa01, {bal}, run 1, numa01 process {p}: {what}");
+                let svg = svg_titled(&html, &t).unwrap_or_else(|| panic!("no chart {t}"));
+                // One line per node of the 2-node machine.
+                assert_eq!(svg.matches("class=\"series\"").count(), 2, "{svg}");
+            }
+        }
+    }
+    assert!(
+        txt.contains("numa01, autonuma run 1, numa01 process 1: memory per node (MiB)"),
+        "{txt}"
+    );
+
+    // Seed 003: one configuration, so bars of the means, a bar per
+    // placement, labelled by the placement.
+    let (html, txt) = report(dir.path(), "res/nest-placement-2022-r1");
+    for b in ["spin", "hackbench"] {
+        let title = format!("{b}: elapsed_s");
+        let svg = svg_titled(&html, &title).unwrap_or_else(|| panic!("no chart {title}"));
+        assert_eq!(
+            svg.matches("<rect data-series=\"linux\"").count(),
+            4,
+            "{svg}"
+        );
+        for p in ["packed", "packed-smt", "spread", "spread-smt"] {
+            assert!(svg.contains(&format!(">{p}</text>")), "{p}: {svg}");
+        }
+        assert!(!svg.contains("stroke-dasharray"), "not normalised: {svg}");
+        assert!(
+            txt.contains(&format!(
+                "{b}: elapsed_s (lower is better)\n  by placement\n"
+            )),
+            "{txt}"
+        );
+    }
+}
