@@ -119,17 +119,21 @@ fn report_over_reproduce_records_draws_the_seed_charts() {
         "{txt}"
     );
 
-    // Seed 003: one configuration, so bars of the means, a bar per
-    // placement, labelled by the placement.
+    // Seed 003: one benchmark's placements, so bars of the means (not
+    // normalised, though there are two configurations), a bar per
+    // placement and configuration, labelled by the placement.
     let (html, txt) = report(dir.path(), "res/nest-placement-2022-r1");
     for b in ["spin", "hackbench"] {
         let title = format!("{b}: elapsed_s");
         let svg = svg_titled(&html, &title).unwrap_or_else(|| panic!("no chart {title}"));
-        assert_eq!(
-            svg.matches("<rect data-series=\"linux\"").count(),
-            4,
-            "{svg}"
-        );
+        for config in ["linux", "nest"] {
+            assert_eq!(
+                svg.matches(&format!("<rect data-series=\"{config}\""))
+                    .count(),
+                4,
+                "{svg}"
+            );
+        }
         for p in ["packed", "packed-smt", "spread", "spread-smt"] {
             assert!(svg.contains(&format!(">{p}</text>")), "{p}: {svg}");
         }

@@ -11,10 +11,12 @@
 //! * **Bars**: every other case, a group of bars per case with one bar per
 //!   configuration: a benchmark with several cases gets a chart of its own
 //!   (seed 003's placements), the benchmarks with one case share one
-//!   (seed 002's numa01 ... numa02_SMT). With more than one configuration
-//!   each bar is the mean normalised to its baseline's mean in the same
-//!   case (the pairing `compare` uses), so the baseline's bars are 1;
-//!   with one configuration the bars are the means.
+//!   (seed 002's numa01 ... numa02_SMT). One benchmark's cases share a
+//!   unit of work, so its bars are the means (a placement's time beside
+//!   another's, for every configuration); on the shared chart, with more
+//!   than one configuration, each bar is the mean normalised to its
+//!   baseline's mean in the same case (the pairing `compare` uses), so the
+//!   baseline's bars are 1.
 //!
 //! Both are drawn for the metrics in seconds the comparison has (all, or
 //! those named with `--metric`), less those 0 in every successful run. [`text`] prints
@@ -248,7 +250,7 @@ pub fn figures(cmp: &CompareReport) -> Figures {
             }
             None => {
                 for t in &tables {
-                    if let Some(f) = bars(cmp, t, &cases, b) {
+                    if let Some(f) = bars(cmp, t, &cases, b, false) {
                         figs.bars.push(f);
                     }
                 }
@@ -262,7 +264,7 @@ pub fn figures(cmp: &CompareReport) -> Figures {
             .collect();
         names.dedup();
         for t in &tables {
-            if let Some(f) = bars(cmp, t, &singles, &names.join(", ")) {
+            if let Some(f) = bars(cmp, t, &singles, &names.join(", "), true) {
                 figs.bars.push(f);
             }
         }
@@ -270,13 +272,21 @@ pub fn figures(cmp: &CompareReport) -> Figures {
     figs
 }
 
-/// Bars of table `t` over `cases`; `None` when no group has a value.
-fn bars(cmp: &CompareReport, t: &MetricTable, cases: &[usize], benchmarks: &str) -> Option<Bars> {
+/// Bars of table `t` over `cases`, normalised to the baseline when asked
+/// and there is more than one configuration; `None` when no group has a
+/// value.
+fn bars(
+    cmp: &CompareReport,
+    t: &MetricTable,
+    cases: &[usize],
+    benchmarks: &str,
+    normalise: bool,
+) -> Option<Bars> {
     let rows: Vec<&GroupRow> = t.rows.iter().filter(|r| cases.contains(&r.case)).collect();
     let mut configs: Vec<usize> = rows.iter().map(|r| r.config).collect();
     configs.sort_unstable();
     configs.dedup();
-    let normalise = configs.len() > 1;
+    let normalise = normalise && configs.len() > 1;
     let row =
         |case: usize, config: usize| rows.iter().find(|r| r.case == case && r.config == config);
     let values: Vec<Vec<Option<Bar>>> = cases
