@@ -15,22 +15,24 @@
 //! - The scan period starts at task_scan_start and stays within
 //!   [task_scan_min, task_scan_max]: scan_period_min / windows, floored so
 //!   no more than MAX_SCAN_WINDOW (2560 MB/s) is scanned, and
-//!   scan_period_max / windows, where windows = RSS / scan_size.
-//!   update_task_scan_period, run at each placement (once per completed
-//!   pass over the address space), lengthens it when 7 of 10 faults are
-//!   local or private and shortens it otherwise (NUMA_PERIOD_SLOTS 10,
-//!   NUMA_PERIOD_THRESHOLD 7); with no faults it doubles.
+//!   scan_period_max / windows (scaled up for a numa group with shared
+//!   faults), where windows = RSS / scan_size. update_task_scan_period,
+//!   run at each placement (once per completed pass over the address
+//!   space, on the task's next fault), lengthens it when 7 of 10 faults
+//!   are local or private and shortens it otherwise (NUMA_PERIOD_SLOTS 10,
+//!   NUMA_PERIOD_THRESHOLD 7); with no faults, or after a failed
+//!   migration, it doubles ([`super::numa`]).
 //! - A marked page faults on the next access by any thread that uses it;
 //!   the chance that a thread touches a given chunk within a tick follows
 //!   from its access rate over the region. The fault costs `fault_us` of
 //!   system time to the faulting task, a migration `migrate_us_per_mb`.
-//! - What a fault does (counts, two-reference filter, placement, task
-//!   moves and swaps) is in [`super::numa`].
+//! - What a fault does (should_numa_migrate_memory, task_numa_fault,
+//!   task_numa_placement, task_numa_migrate) is in [`super::numa`].
 //!
-//! Memory is modelled as transparent huge pages (one chunk, one PMD):
-//! one fault per chunk, `numa_pages_migrated` counts its 4 KiB pages.
+//! One fault per chunk (a THP fault is one PMD); `numa_pages_migrated`
+//! and the fault counts count its 4 KiB pages.
 
-use super::numa::{NumaCommon, NONE32};
+use super::numa::NumaCommon;
 use crate::engine::{rand_unit, Balancer, Scheduler, TaskId, World, NO_NODE};
 use crate::machine::Machine;
 use crate::params::Params;
@@ -43,14 +45,10 @@ pub struct AutoNuma {
     scan_size_mb: f64,
     fault_ns: f64,
     scan_ns_per_gb: f64,
-    /// Per task: runtime at which the next scan is due, and its period (ms).
+    /// Per task: runtime at which the next scan is due.
     node_stamp: Vec<u64>,
-    period_ms: Vec<f64>,
-    seen_seq: Vec<u64>,
-    /// Per process: scan position, next allowed scan, completed passes.
+    /// Per process: scan position, and what the scanner walks.
     proc_offset: Vec<usize>,
-    proc_next_scan: Vec<u64>,
-    proc_seq: Vec<u64>,
     proc_chunks: Vec<Vec<usize>>,
     active: Vec<usize>,
 }
@@ -87,7 +85,11 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         500.0,
         "system time to change protection of 1 GiB (estimate)",
     )?;
-    let filter = p.bool("filter", true, "two-reference migration filter")?;
+    let filter = p.bool(
+        "filter",
+        true,
+        "should_numa_migrate_memory (two-reference filter, shared-page rules); false migrates every misplaced page on its fault",
+    )?;
     if size <= 0.0 || pmin <= 0.0 || pmax < pmin {
         return Err(
             "autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms"
@@ -95,7 +97,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         );
     }
     Ok(Box::new(AutoNuma {
-        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3, filter),
+        common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true),
         scan_delay_ns: (scan_delay * 1e6) as u64,
         period_min_ms: pmin,
         period_max_ms: pmax,
@@ -103,11 +105,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         fault_ns: fault_us * 1e3,
         scan_ns_per_gb: scan_us_per_gb * 1e3,
         node_stamp: Vec::new(),
-        period_ms: Vec::new(),
-        seen_seq: Vec::new(),
         proc_offset: Vec::new(),
-        proc_next_scan: Vec::new(),
-        proc_seq: Vec::new(),
         proc_chunks: Vec::new(),
         active: Vec::new(),
     }))
@@ -121,11 +119,11 @@ impl AutoNuma {
         let n = w.tasks.len();
         if self.node_stamp.len() < n {
             self.node_stamp.resize(n, 0);
-            self.period_ms.resize(n, 0.0);
-            self.seen_seq.resize(n, 0);
         }
-        let np = w.mem.proc_node.len();
+        self.common.ensure(w);
+        let np = self.common.scan_seq.len();
         if self.proc_chunks.len() < np {
+            let old = self.proc_chunks.len();
             self.proc_offset.resize(np, 0);
             // mm->numa_next_scan, set when the process is created (its
             // first task's fork): init_numa_balancing.
@@ -133,13 +131,9 @@ impl AutoNuma {
             for t in &w.tasks {
                 created[t.process] = created[t.process].min(t.start_ns);
             }
-            let old = self.proc_next_scan.len();
-            self.proc_next_scan.extend(
-                created[old..]
-                    .iter()
-                    .map(|&c| c.saturating_add(self.scan_delay_ns)),
-            );
-            self.proc_seq.resize(np, 0);
+            for p in old..np {
+                self.common.next_scan[p] = created[p].saturating_add(self.scan_delay_ns);
+            }
             // What the scanner walks: memory bound by MPOL_BIND is not
             // (task_numa_work skips a VMA whose policy lacks MPOL_F_MOF).
             let mut chunks = vec![Vec::new(); np];
@@ -148,7 +142,10 @@ impl AutoNuma {
             }
             self.proc_chunks = chunks;
         }
-        self.common.ensure(n);
+        // task_scan_min / task_scan_max follow the process's RSS.
+        for p in 0..np {
+            self.common.scan_bounds[p] = (self.scan_min(w, p), self.scan_max(w, p));
+        }
     }
 
     fn windows(&self, w: &World, process: usize) -> f64 {
@@ -175,10 +172,11 @@ impl AutoNuma {
     /// task_numa_work: scan the next window of the process.
     fn scan(&mut self, w: &mut World, t: TaskId) {
         let p = w.tasks[t].process;
-        if w.now < self.proc_next_scan[p] {
+        if w.now < self.common.next_scan[p] {
             return;
         }
-        self.proc_next_scan[p] = w.now + (self.period_ms[t] * 1e6) as u64;
+        let period_ms = self.common.tasks[t].scan_period_ms;
+        self.common.next_scan[p] = w.now + (period_ms * 1e6) as u64;
         let chunks = &self.proc_chunks[p];
         if chunks.is_empty() {
             return;
@@ -210,41 +208,12 @@ impl AutoNuma {
         }
         if off >= chunks.len() {
             off = 0;
-            self.proc_seq[p] += 1;
+            self.common.scan_seq[p] += 1;
         }
         self.proc_offset[p] = off;
         w.stats.pte_updates += marked as u64 * w.mem.chunk_pages();
-        let gb = w.mem.chunk_bytes as f64 / (1u64 << 30) as f64;
-        w.charge_sys(t, marked as f64 * gb * self.scan_ns_per_gb);
-    }
-
-    /// update_task_scan_period.
-    fn update_period(&mut self, w: &World, t: TaskId) {
-        let p = w.tasks[t].process;
-        let (smin, smax) = (self.scan_min(w, p), self.scan_max(w, p));
-        let tn = &mut self.common.tasks[t];
-        let (local, remote) = (tn.local as f64, tn.remote as f64);
-        let (private, shared) = (tn.private as f64, tn.shared as f64);
-        tn.local = 0;
-        tn.remote = 0;
-        tn.private = 0;
-        tn.shared = 0;
-        let period = self.period_ms[t];
-        if local + shared == 0.0 {
-            self.period_ms[t] = (period * 2.0).min(smax);
-            return;
-        }
-        let slot = (period / 10.0).ceil();
-        let lr = ((local * 10.0) / (local + remote).max(1.0)).floor();
-        let ps = ((private * 10.0) / (private + shared).max(1.0)).floor();
-        let diff = if ps >= 7.0 {
-            (ps - 7.0).max(1.0) * slot
-        } else if lr >= 7.0 {
-            (lr - 7.0).max(1.0) * slot
-        } else {
-            -(7.0 - lr.max(ps)) * slot
-        };
-        self.period_ms[t] = (period + diff).clamp(smin, smax);
+        let gb = (marked as u64 * w.mem.chunk_bytes) as f64 / (1u64 << 30) as f64;
+        w.charge_sys(t, gb * self.scan_ns_per_gb);
     }
 
     fn faults(&mut self, w: &mut World) {
@@ -319,25 +288,23 @@ impl Balancer for AutoNuma {
             if !matches!(w.tasks[t].work, crate::engine::Work::Compute { .. }) {
                 continue;
             }
+            // task_tick_numa: the first scan after scan_delay of runtime,
+            // then one per scan period of runtime.
             let runtime = (w.tasks[t].user_ns + w.tasks[t].sys_ns) as u64;
-            if self.period_ms[t] == 0.0 {
+            if self.common.tasks[t].scan_period_ms == 0.0 {
                 let p = w.tasks[t].process;
-                self.period_ms[t] = self.scan_min(w, p);
+                self.common.tasks[t].scan_period_ms = self.scan_min(w, p);
                 self.node_stamp[t] = self.scan_delay_ns;
             }
             if runtime >= self.node_stamp[t] {
-                self.node_stamp[t] = runtime + (self.period_ms[t] * 1e6) as u64;
+                let period_ms = self.common.tasks[t].scan_period_ms;
+                self.node_stamp[t] = runtime + (period_ms * 1e6) as u64;
                 self.scan(w, t);
             }
-            let p = w.tasks[t].process;
-            if self.seen_seq[t] != self.proc_seq[p] {
-                self.seen_seq[t] = self.proc_seq[p];
-                self.common.placement(w, t);
-                self.update_period(w, t);
-            }
         }
+        // Placement, task moves and memory migration happen on the faults
+        // (task_numa_fault).
         self.faults(w);
-        self.common.retry_moves(w);
-        let _ = NONE32;
+        self.common.reap(w);
     }
 }

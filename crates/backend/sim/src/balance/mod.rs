@@ -20,7 +20,7 @@ pub const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "autonuma",
-        summary: "Linux automatic NUMA balancing: runtime-driven PTE scans, hinting faults, two-reference filter, preferred node",
+        summary: "Linux automatic NUMA balancing: runtime-driven PTE scans, hinting faults, should_numa_migrate_memory, preferred node and task_numa_migrate",
         build: autonuma::build,
     },
     Entry {

@@ -13,6 +13,11 @@
 //! misses, so a running task yields its DRAM line accesses / `period`
 //! samples a second, spread over the memory it accesses. `rate` > 0
 //! replaces that with a fixed number of samples a second per task.
+//!
+//! With no scan passes to count, a pass (`mm->numa_scan_seq`) is every
+//! `placement_ms`: a task's placement runs on its first sample after one,
+//! and its task moves are retried every `placement_ms` / 16 (the kernel's
+//! min(1 s, scan period / 16)).
 
 use super::numa::{draw_count, NumaCommon};
 use crate::engine::{rand_below, Balancer, Scheduler, Work, World};
@@ -24,8 +29,8 @@ pub struct Sampling {
     period: f64,
     rate: f64,
     sample_ns: f64,
-    placement_ns: u64,
-    next_placement: Vec<u64>,
+    placement_ms: f64,
+    next_pass: u64,
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
@@ -54,23 +59,35 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         250.0,
         "system time to migrate 1 MiB (estimate)",
     )?;
-    let filter = p.bool("filter", true, "two-reference migration filter")?;
+    let filter = p.bool(
+        "filter",
+        true,
+        "should_numa_migrate_memory (two-reference filter, shared-page rules); false migrates every misplaced page on its sample",
+    )?;
+    if placement_ms <= 0.0 {
+        return Err("sampling: need placement_ms > 0".into());
+    }
     Ok(Box::new(Sampling {
-        common: NumaCommon::new(m.nnodes, migrate_us_per_mb * 1e3, filter),
+        common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, false),
         period,
         rate,
         sample_ns: sample_us * 1e3,
-        placement_ns: (placement_ms * 1e6).max(1.0) as u64,
-        next_placement: Vec::new(),
+        placement_ms,
+        next_pass: 0,
     }))
 }
 
 impl Balancer for Sampling {
     fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
-        let n = w.tasks.len();
-        self.common.ensure(n);
-        if self.next_placement.len() < n {
-            self.next_placement.resize(n, 0);
+        self.common.ensure(w);
+        let pass_ns = (self.placement_ms * 1e6).max(1.0) as u64;
+        if self.next_pass == 0 {
+            self.next_pass = w.now + pass_ns;
+        } else if w.now >= self.next_pass {
+            self.next_pass += pass_ns;
+            for seq in self.common.scan_seq.iter_mut() {
+                *seq += 1;
+            }
         }
         let tick_s = w.tick_ns as f64 / 1e9;
         for cpu in 0..w.m.ncpus {
@@ -88,6 +105,7 @@ impl Balancer for Sampling {
                 // access_rate is bytes per ns of the task's memory lines.
                 w.access_rate(t) * 1e9 / w.m.line_bytes / self.period * tick_s
             };
+            self.common.tasks[t].scan_period_ms = self.placement_ms;
             let k = draw_count(w, per_tick);
             let wsum: f64 = access.iter().map(|a| a.1).sum();
             for _ in 0..k {
@@ -106,13 +124,7 @@ impl Balancer for Sampling {
                 self.common.access(w, t, c, false);
                 w.charge_sys(t, self.sample_ns);
             }
-            if self.next_placement[t] == 0 {
-                self.next_placement[t] = w.now + self.placement_ns;
-            } else if w.now >= self.next_placement[t] {
-                self.next_placement[t] = w.now + self.placement_ns;
-                self.common.placement(w, t);
-            }
         }
-        self.common.retry_moves(w);
+        self.common.reap(w);
     }
 }
