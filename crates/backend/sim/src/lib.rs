@@ -122,6 +122,8 @@ pub mod trace;
 pub mod workload;
 
 #[cfg(test)]
+mod invariants;
+#[cfg(test)]
 mod tests;
 
 pub use backend::SimBackend;
