@@ -249,6 +249,9 @@ pub struct CpuRq {
     pub busy_at_tick: bool,
     /// The last task that ran on the CPU in this tick.
     ran: Option<TaskId>,
+    /// Busy at the tick's start with a task that misses in the cache (it
+    /// takes a share of its core's miss buffers; see `run_task`).
+    pub mem_at_tick: bool,
     trace_task: Option<TaskId>,
     trace_start: u64,
 }
@@ -303,10 +306,20 @@ pub struct World {
     pub rng: ChaCha8Rng,
     pub stats: Stats,
     pub trace: Option<Vec<Span>>,
-    /// Per node: contention factor applied to memory latency this tick.
+    /// Per path (`cpu node * nnodes + memory node`): the contention
+    /// factor applied to its memory latency this tick.
     pub contention: Vec<f64>,
+    /// Per machine resource (`Machine::resources`): its utilisation
+    /// (demand over bandwidth) in the last tick.
+    pub resource_rho: Vec<f64>,
+    resource_wait: Vec<f64>,
+    resource_cap: Vec<f64>,
+    /// Bytes per ns per path, last tick's and this tick's, and the same
+    /// weighted by the share of memory time in the work that made them.
     demand: Vec<f64>,
     demand_next: Vec<f64>,
+    demand_mem: Vec<f64>,
+    demand_mem_next: Vec<f64>,
     /// Busy CPUs per LLC and busy cores per package at the tick's start.
     llc_busy: Vec<u32>,
     pkg_busy_cores: Vec<u32>,
@@ -349,9 +362,14 @@ impl World {
             rng,
             stats: Stats::default(),
             trace: if trace { Some(Vec::new()) } else { None },
-            contention: vec![1.0; nn],
-            demand: vec![0.0; nn],
-            demand_next: vec![0.0; nn],
+            contention: vec![1.0; nn * nn],
+            resource_rho: vec![0.0; m.resources.len()],
+            resource_wait: vec![0.0; m.resources.len()],
+            resource_cap: vec![0.0; m.resources.len()],
+            demand: vec![0.0; nn * nn],
+            demand_next: vec![0.0; nn * nn],
+            demand_mem: vec![0.0; nn * nn],
+            demand_mem_next: vec![0.0; nn * nn],
             llc_busy: vec![0; m.llc_count()],
             pkg_busy_cores: vec![0; m.npackages],
             wakeups: Vec::new(),
@@ -748,9 +766,18 @@ impl Engine {
         for x in w.pkg_busy_cores.iter_mut() {
             *x = 0;
         }
+        let smt = w.m.core_cpus.first().is_some_and(|c| c.len() > 1);
         for cpu in 0..w.m.ncpus {
-            let busy = !w.cpus[cpu].is_idle();
+            let rq = &w.cpus[cpu];
+            let busy = !rq.is_idle();
+            let mem = smt
+                && busy
+                && rq
+                    .curr
+                    .or_else(|| rq.queue.front().copied())
+                    .is_some_and(|t| misses_in_cache(&w.tasks[t].work));
             w.cpus[cpu].busy_at_tick = busy;
+            w.cpus[cpu].mem_at_tick = mem;
             if busy {
                 w.llc_busy[w.m.cpu_llc[cpu]] += 1;
             }
@@ -785,15 +812,47 @@ impl Engine {
                 w.cpus[c].freq_ghz = f;
             }
         }
-        // Memory contention from last tick's demand (M/M/1-like queueing on
-        // a node's bandwidth; throughput capped at the bandwidth).
-        for n in 0..w.m.nnodes {
-            let rho = w.demand[n] / w.m.bandwidth[n];
-            let svc = w.m.line_bytes / w.m.bandwidth[n];
-            let r = rho.min(0.95);
-            let q = 1.0 + (svc / w.m.latency_ns[n][n]) * r / (1.0 - r);
-            w.contention[n] = q.max(rho);
-            w.demand_next[n] = 0.0;
+        // Memory contention from last tick's demand (the uncontended
+        // rate of the work done). Each resource (memory controller, bus)
+        // queues like M/M/1 on its line service time: a wait of
+        // svc x rho / (1 - rho), counted in units of its reference
+        // latency, with rho capped at 0.95. A path's latency factor adds
+        // the waits of every resource it crosses (queues in tandem) and is
+        // at least the largest throughput cap among them: the factor f on
+        // the memory part of the work that brings the resource's traffic
+        // down to its bandwidth. With a share phi of memory time in that
+        // work (demand-weighted), the rate falls by 1 - phi + phi x f, so
+        // f = (rho - 1 + phi) / phi; for pure memory work, f = rho.
+        for (i, r) in w.m.resources.iter().enumerate() {
+            let (mut demand, mut mem) = (0.0, 0.0);
+            for &p in &r.paths {
+                demand += w.demand[p];
+                mem += w.demand_mem[p];
+            }
+            if demand == 0.0 {
+                (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = (0.0, 0.0, 0.0);
+                continue;
+            }
+            let rho = demand * r.inv_bandwidth;
+            let x = rho.min(0.95);
+            w.resource_rho[i] = rho;
+            w.resource_wait[i] = r.wait_per_load * x / (1.0 - x);
+            w.resource_cap[i] = if rho > 1.0 {
+                let phi = (mem / demand).max(1e-9);
+                (rho - 1.0 + phi) / phi
+            } else {
+                rho
+            };
+        }
+        for (p, res) in w.m.path_resources.iter().enumerate() {
+            let (mut wait, mut cap) = (0.0, 0.0f64);
+            for &i in res {
+                wait += w.resource_wait[i];
+                cap = cap.max(w.resource_cap[i]);
+            }
+            w.contention[p] = (1.0 + wait).max(cap);
+            w.demand_next[p] = 0.0;
+            w.demand_mem_next[p] = 0.0;
         }
     }
 
@@ -821,6 +880,7 @@ impl Engine {
             w.cpus[cpu].util = u;
         }
         std::mem::swap(&mut w.demand, &mut w.demand_next);
+        std::mem::swap(&mut w.demand_mem, &mut w.demand_mem_next);
         let _ = dt;
     }
 
@@ -1028,21 +1088,28 @@ impl Engine {
             }
         }
         let freq = w.cpus[cpu].freq_ghz;
-        let smt = {
+        // SMT siblings share the core: a busy sibling slows the compute
+        // part, and the core's miss buffers (L1D line fill buffers, `mlp`)
+        // are shared by the threads that miss: with k of them each keeps
+        // mlp / k lines in flight (Intel's optimization manual: the L1D
+        // and its fill buffers are competitively shared between the
+        // logical processors, only a few queues are partitioned).
+        let (smt, mlp) = {
             let core = w.m.cpu_core[cpu];
-            let sib_busy = w.m.core_cpus[core]
-                .iter()
-                .any(|&c| c != cpu && w.cpus[c].busy_at_tick);
-            if sib_busy {
-                w.m.smt_throughput
-            } else {
-                1.0
+            let (mut busy, mut missing) = (false, 0usize);
+            for &c in &w.m.core_cpus[core] {
+                if c != cpu && w.cpus[c].busy_at_tick {
+                    busy = true;
+                    missing += w.cpus[c].mem_at_tick as usize;
+                }
             }
+            let smt = if busy { w.m.smt_throughput } else { 1.0 };
+            (smt, w.m.mlp / (1 + missing) as f64)
         };
         let mut outcome = RunOutcome::Continue;
         if left > 0.0 {
             let (spent, out) = match w.tasks[t].work {
-                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt),
+                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt, mlp),
                 Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
                 Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
@@ -1082,7 +1149,22 @@ pub(crate) enum RunOutcome {
     Done,
 }
 
-/// Compute work: returns (ns spent, outcome).
+/// Whether work misses in the cache (and so holds miss buffers).
+fn misses_in_cache(work: &Work) -> bool {
+    match work {
+        Work::Compute {
+            init,
+            rand_lines,
+            stream_lines,
+            ..
+        } => !init.is_empty() || *rand_lines > 0.0 || *stream_lines > 0.0,
+        // A shell forking children computes (its fork and exec costs).
+        Work::Message { .. } | Work::Fork(_) => false,
+    }
+}
+
+/// Compute work: returns (ns spent, outcome). `mlp` is this thread's share
+/// of its core's misses in flight.
 fn run_compute(
     w: &mut World,
     t: TaskId,
@@ -1090,11 +1172,11 @@ fn run_compute(
     avail: f64,
     freq: f64,
     smt: f64,
+    mlp: f64,
 ) -> (f64, RunOutcome) {
     let cn = w.m.cpu_node[cpu];
     let nn = w.m.nnodes;
     let line = w.m.line_bytes;
-    let mlp = w.m.mlp;
     let mut left = avail;
     // First touches.
     let task_policy = w.tasks[t].mem_policy;
@@ -1171,15 +1253,17 @@ fn run_compute(
     }
     let frac = std::mem::take(&mut w.tasks[t].frac);
     let (mut l0, mut lc) = (0.0, 0.0);
+    let row = cn * nn;
     if frac.is_empty() {
         l0 = w.m.latency_ns[cn][cn];
-        lc = l0 * w.contention[cn];
+        lc = l0 * w.contention[row + cn];
     } else {
         let lat = &w.m.latency_ns[cn];
+        let cont = &w.contention[row..row + nn];
         for n in 0..nn {
             let l = lat[n] * frac[n];
             l0 += l;
-            lc += l * w.contention[n];
+            lc += l * cont[n];
         }
     }
     // LLC hits for random accesses: the task's share of its LLC.
@@ -1193,7 +1277,8 @@ fn run_compute(
     let misses = rand_lines * miss;
     let compute = cycles / freq / smt;
     let unit = compute + misses * lc + stream_lines * lc / mlp;
-    let unit0 = compute + misses * l0 + stream_lines * l0 / mlp;
+    let mem0 = misses * l0 + stream_lines * l0 / mlp;
+    let unit0 = compute + mem0;
     let task = &mut w.tasks[t];
     let expected = task.work_expected as f64;
     let todo = expected - task.progress;
@@ -1209,13 +1294,19 @@ fn run_compute(
     }
     // Bandwidth demand this tick (uncontended rate, so no feedback loop).
     if unit0 > 0.0 {
-        let bytes_per_ns = (misses + stream_lines) * line / unit0 * (spent / w.tick_ns as f64);
+        // Its share of memory time: phi = mem0 / unit0 (one division).
+        let inv_unit0 = 1.0 / unit0;
+        let bytes_per_ns = (misses + stream_lines) * line * inv_unit0 * (spent / w.tick_ns as f64);
+        let phi = mem0 * inv_unit0;
         if frac.is_empty() {
-            w.demand_next[cn] += bytes_per_ns;
+            w.demand_next[row + cn] += bytes_per_ns;
+            w.demand_mem_next[row + cn] += bytes_per_ns * phi;
         } else {
             for n in 0..nn {
                 if frac[n] > 0.0 {
-                    w.demand_next[n] += bytes_per_ns * frac[n];
+                    let d = bytes_per_ns * frac[n];
+                    w.demand_next[row + n] += d;
+                    w.demand_mem_next[row + n] += d * phi;
                 }
             }
         }

@@ -33,8 +33,10 @@
 //! - **Machine** ([`machine`]): nodes, packages, cores, SMT siblings, LLC
 //!   groups, memory per node, SLIT distances, idle local and remote
 //!   latency (a matrix, or local x distance / 10 as the ACPI SLIT defines
-//!   distance), per-node bandwidth, memory-level parallelism (misses in
-//!   flight per core), LLC size and hit latency, cache-to-cache transfer
+//!   distance), per-node bandwidth (or one memory system for all
+//!   nodes), shared buses and links (`[[bus]]`: front-side buses,
+//!   interconnects), memory-level parallelism (misses in flight per core,
+//!   shared by its busy SMT siblings), LLC size and hit latency, cache-to-cache transfer
 //!   cost, the throughput of a thread whose SMT sibling is busy, and core
 //!   frequency: the boost limit falls from max to base as more cores of a
 //!   package are busy, and under `schedutil` a CPU asks for 1.25 x its
@@ -60,10 +62,11 @@
 //!   from its current node) and streamed lines (the same latency divided
 //!   by the memory-level parallelism). Random accesses hit the LLC in
 //!   proportion to the task's share of the LLC over its working set.
-//!   Latency to a node is multiplied by a contention factor from that
-//!   node's bandwidth demand in the previous tick: M/M/1 queueing on the
-//!   line service time, and at least demand/bandwidth so throughput cannot
-//!   exceed the bandwidth. A task moved to another LLC first pays the
+//!   Latency to a node is multiplied by a contention factor from the
+//!   previous tick's demand on every resource the path crosses (the
+//!   memory's controller, the buses that carry it): M/M/1 queueing waits
+//!   on the line service time, added along the path, and at least the
+//!   factor that keeps each resource's throughput within its bandwidth. A task moved to another LLC first pays the
 //!   refill of the lines that were hits (its working set up to the LLC
 //!   size, at its memory latency over the MLP).
 //! - **Message passing** (hackbench): each sender writes to the receivers
@@ -84,8 +87,8 @@
 //! ## What is not modelled
 //!
 //! Instruction-level behaviour, TLBs and page-walk cost, L1/L2 refill after
-//! a migration within an LLC, interconnect link bandwidth (only memory
-//! controller bandwidth is shared), DRAM bank and row effects, prefetchers,
+//! a migration within an LLC, interconnect links the machine file does
+//! not declare as a `[[bus]]`, DRAM bank and row effects, prefetchers,
 //! cache coherence traffic other than message lines, thermal limits,
 //! C-state exit latency, interrupts, the kernel's own threads, page cache,
 //! swapping, mixed page sizes within a run, nice levels, and
@@ -128,6 +131,8 @@ pub mod sched;
 pub mod trace;
 pub mod workload;
 
+#[cfg(test)]
+mod invariants;
 #[cfg(test)]
 mod tests;
 

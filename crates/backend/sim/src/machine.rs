@@ -20,8 +20,22 @@
 //! latency_ns = [[..], ..]   # optional full matrix [cpu node][memory node];
 //!                           # default: local_latency_ns * distance / 10
 //! bandwidth_gbs = 2.1       # sustainable DRAM bandwidth per node, GB/s
+//!                           # (`inf`: unlimited)
+//! controllers = "node"      # "node": one memory controller per node with
+//!                           # bandwidth_gbs each (default); "single": all
+//!                           # nodes' memory behind one controller with
+//!                           # bandwidth_gbs in all (an SMP/UMA memory system)
 //! line_bytes = 64
-//! mlp = 8                   # cache misses one core keeps in flight when streaming
+//! mlp = 8                   # cache misses one core keeps in flight when
+//!                           # streaming (shared by its busy SMT siblings)
+//! [[bus]]                   # a shared link memory traffic crosses (any number)
+//! name = "fsb0"
+//! bandwidth_gbs = 2.1       # `inf`: unlimited
+//! cpu_nodes = [0]           # it carries the traffic of these nodes' CPUs
+//!                           # (default: every node's) ...
+//! memory_nodes = [0, 1]     # ... to these nodes' memory (default: every node's)
+//! both_ways = false         # true: also memory_nodes' CPUs to cpu_nodes'
+//!                           # memory (a link between two groups of nodes)
 //! [cache]
 //! llc_mib = 4.0             # size of one LLC
 //! llc_hit_ns = 20.0         # LLC hit latency (also the cost of a line moved within an LLC)
@@ -59,8 +73,40 @@ pub struct MachineFile {
     pub memory: MemorySpec,
     pub cache: CacheSpec,
     pub cpu: CpuSpec,
+    /// Shared buses and interconnect links (`[[bus]]` tables).
+    #[serde(default)]
+    pub bus: Vec<BusSpec>,
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// One `[[bus]]` table: a link with its own bandwidth that the memory
+/// traffic of some CPUs to some memory crosses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BusSpec {
+    pub name: String,
+    pub bandwidth_gbs: f64,
+    #[serde(default)]
+    pub cpu_nodes: Option<Vec<i64>>,
+    #[serde(default)]
+    pub memory_nodes: Option<Vec<i64>>,
+    #[serde(default)]
+    pub both_ways: bool,
+}
+
+/// How memory sits behind controllers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Controllers {
+    /// One controller per node (every modern NUMA machine).
+    Node,
+    /// One controller for all nodes' memory (SMP/UMA).
+    Single,
+}
+
+fn per_node() -> Controllers {
+    Controllers::Node
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -100,6 +146,8 @@ pub struct MemorySpec {
     pub line_bytes: i64,
     #[serde(default = "default_mlp")]
     pub mlp: f64,
+    #[serde(default = "per_node")]
+    pub controllers: Controllers,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -136,6 +184,46 @@ fn one_f() -> f64 {
     1.0
 }
 
+/// A shared bandwidth resource on the path of memory traffic: a node's
+/// memory controller, the single controller of an SMP memory system, or a
+/// `[[bus]]`. Its contention is computed from the traffic of all the paths
+/// it carries (see the engine's `prepare_tick`).
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub name: String,
+    /// Bytes per nanosecond (= GB/s); infinite means unlimited.
+    pub bandwidth: f64,
+    /// Its queueing delay is counted in units of this idle latency (a
+    /// controller's: its node's local latency; a bus's: the smallest idle
+    /// latency of the paths it carries).
+    pub ref_latency_ns: f64,
+    /// The paths it carries, as `cpu node * nnodes + memory node`.
+    pub paths: Vec<usize>,
+    /// 1 / bandwidth, and the service time of a line over the reference
+    /// latency (the engine's per-tick constants).
+    pub inv_bandwidth: f64,
+    pub wait_per_load: f64,
+}
+
+impl Resource {
+    fn new(
+        name: String,
+        bandwidth: f64,
+        ref_latency_ns: f64,
+        paths: Vec<usize>,
+        line: f64,
+    ) -> Self {
+        Resource {
+            name,
+            bandwidth,
+            ref_latency_ns,
+            paths,
+            inv_bandwidth: 1.0 / bandwidth,
+            wait_per_load: line / bandwidth / ref_latency_ns,
+        }
+    }
+}
+
 /// A validated machine, with the lookup tables the engine needs.
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -158,8 +246,15 @@ pub struct Machine {
     pub distances: Vec<Vec<u32>>,
     /// `latency_ns[cpu node][memory node]`, idle.
     pub latency_ns: Vec<Vec<f64>>,
-    /// Bytes per nanosecond (= GB/s) per node.
+    /// Bytes per nanosecond (= GB/s) of each node's memory controller (of
+    /// the single controller, for every node, when there is one).
     pub bandwidth: Vec<f64>,
+    /// Memory controllers first (one per node, or one), then the buses.
+    pub resources: Vec<Resource>,
+    /// For each path (`cpu node * nnodes + memory node`), the resources
+    /// its traffic crosses, in the order of `resources`.
+    pub path_resources: Vec<Vec<usize>>,
+    pub controllers: Controllers,
     pub memory_bytes: Vec<u64>,
     pub line_bytes: f64,
     pub mlp: f64,
@@ -245,7 +340,16 @@ impl MachineFile {
         };
         positive("topology.memory_per_node_gib", t.memory_per_node_gib)?;
         positive("memory.local_latency_ns", self.memory.local_latency_ns)?;
-        positive("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
+        let bandwidth = |k: &str, v: f64| -> Result<(), MachineError> {
+            if v.is_nan() || v <= 0.0 {
+                Err(err(format!(
+                    "{k} must be a positive number or inf (unlimited), got {v}"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        bandwidth("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
         positive("memory.mlp", self.memory.mlp)?;
         positive("cache.llc_mib", self.cache.llc_mib)?;
         positive("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
@@ -337,6 +441,8 @@ impl MachineFile {
             }
         };
 
+        let (resources, path_resources) = self.resources(n, &latency_ns, &err)?;
+
         let cores_per_node = t.cores_per_node as usize;
         let threads = t.threads_per_core as usize;
         let llcs_per_node = t.llcs_per_node as usize;
@@ -427,6 +533,9 @@ impl MachineFile {
             distances,
             latency_ns,
             bandwidth: vec![self.memory.bandwidth_gbs; n],
+            resources,
+            path_resources,
+            controllers: self.memory.controllers,
             memory_bytes: vec![mem_bytes; n],
             line_bytes: self.memory.line_bytes as f64,
             mlp: self.memory.mlp,
@@ -440,6 +549,127 @@ impl MachineFile {
             smt_throughput: self.cpu.smt_throughput,
             sources: self.sources.clone(),
         })
+    }
+}
+
+impl MachineFile {
+    /// The memory controllers and the `[[bus]]` tables as resources, and
+    /// the resources each path crosses.
+    #[allow(clippy::type_complexity)]
+    fn resources(
+        &self,
+        n: usize,
+        latency_ns: &[Vec<f64>],
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<(Vec<Resource>, Vec<Vec<usize>>), MachineError> {
+        let all: Vec<usize> = (0..n).collect();
+        let line = self.memory.line_bytes as f64;
+        let min_latency = |paths: &[usize]| {
+            paths
+                .iter()
+                .map(|&p| latency_ns[p / n][p % n])
+                .fold(f64::INFINITY, f64::min)
+        };
+        let mut resources = Vec::new();
+        match self.memory.controllers {
+            Controllers::Node => {
+                for node in 0..n {
+                    resources.push(Resource::new(
+                        format!("memory controller of node {node}"),
+                        self.memory.bandwidth_gbs,
+                        latency_ns[node][node],
+                        (0..n).map(|c| c * n + node).collect(),
+                        line,
+                    ));
+                }
+            }
+            Controllers::Single => {
+                let paths: Vec<usize> = (0..n * n).collect();
+                let reference = min_latency(&paths);
+                resources.push(Resource::new(
+                    "memory controller".into(),
+                    self.memory.bandwidth_gbs,
+                    reference,
+                    paths,
+                    line,
+                ));
+            }
+        }
+        if self.bus.len() > 1024 {
+            return Err(err(format!(
+                "too many [[bus]] tables ({}, at most 1024)",
+                self.bus.len()
+            )));
+        }
+        for (i, b) in self.bus.iter().enumerate() {
+            if b.name.trim().is_empty() {
+                return Err(err(format!("bus {}: name must not be empty", i + 1)));
+            }
+            if self.bus[..i].iter().any(|o| o.name == b.name) {
+                return Err(err(format!("bus {:?} is declared twice", b.name)));
+            }
+            if b.bandwidth_gbs.is_nan() || b.bandwidth_gbs <= 0.0 {
+                return Err(err(format!(
+                    "bus {:?}: bandwidth_gbs must be a positive number or inf (unlimited), got {}",
+                    b.name, b.bandwidth_gbs
+                )));
+            }
+            let nodes = |key: &str, v: &Option<Vec<i64>>| -> Result<Vec<usize>, MachineError> {
+                let Some(v) = v else { return Ok(all.clone()) };
+                if v.is_empty() {
+                    return Err(err(format!(
+                        "bus {:?}: {key} is empty (leave it out for every node)",
+                        b.name
+                    )));
+                }
+                let mut out = Vec::new();
+                for &x in v {
+                    if x < 0 || x as usize >= n {
+                        return Err(err(format!(
+                            "bus {:?}: unknown node {x} in {key} (nodes are 0..{})",
+                            b.name,
+                            n - 1
+                        )));
+                    }
+                    if out.contains(&(x as usize)) {
+                        return Err(err(format!(
+                            "bus {:?}: node {x} appears twice in {key}",
+                            b.name
+                        )));
+                    }
+                    out.push(x as usize);
+                }
+                Ok(out)
+            };
+            let cpu = nodes("cpu_nodes", &b.cpu_nodes)?;
+            let mem = nodes("memory_nodes", &b.memory_nodes)?;
+            let mut paths: Vec<usize> = Vec::new();
+            for &c in &cpu {
+                for &m in &mem {
+                    paths.push(c * n + m);
+                    if b.both_ways {
+                        paths.push(m * n + c);
+                    }
+                }
+            }
+            paths.sort_unstable();
+            paths.dedup();
+            let reference = min_latency(&paths);
+            resources.push(Resource::new(
+                format!("bus {}", b.name),
+                b.bandwidth_gbs,
+                reference,
+                paths,
+                line,
+            ));
+        }
+        let mut path_resources = vec![Vec::new(); n * n];
+        for (i, r) in resources.iter().enumerate() {
+            for &p in &r.paths {
+                path_resources[p].push(i);
+            }
+        }
+        Ok((resources, path_resources))
     }
 }
 
@@ -596,6 +826,10 @@ max_ghz = 3
 min_ghz = 1
 "#;
 
+    fn bus(name: &str, gbs: &str, extra: &str) -> String {
+        format!("[[bus]]\nname = \"{name}\"\nbandwidth_gbs = {gbs}\n{extra}\n")
+    }
+
     fn build(text: &str) -> Result<Machine, MachineError> {
         MachineFile::parse("x.toml", text)?.build("x.toml")
     }
@@ -654,6 +888,53 @@ min_ghz = 1
                 OK.replace("llc_hit_ns = 10", "llc_hit_ns = 10\nfoo = 1"),
                 "unknown field `foo`",
             ),
+            (
+                OK.replace("bandwidth_gbs = 10", "bandwidth_gbs = 0"),
+                "memory.bandwidth_gbs must be a positive number or inf (unlimited), got 0",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "1", "cpu_nodes = [2]")),
+                "bus \"fsb\": unknown node 2 in cpu_nodes (nodes are 0..1)",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "1", "memory_nodes = [-1]")),
+                "bus \"fsb\": unknown node -1 in memory_nodes",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "0", "")),
+                "bus \"fsb\": bandwidth_gbs must be a positive number or inf (unlimited), got 0",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "nan", "")),
+                "bandwidth_gbs must be a positive number or inf",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "1", "cpu_nodes = []")),
+                "bus \"fsb\": cpu_nodes is empty",
+            ),
+            (
+                format!("{OK}{}", bus("fsb", "1", "cpu_nodes = [1, 1]")),
+                "bus \"fsb\": node 1 appears twice in cpu_nodes",
+            ),
+            (
+                format!("{OK}{}{}", bus("a", "1", ""), bus("a", "2", "")),
+                "bus \"a\" is declared twice",
+            ),
+            (
+                format!("{OK}{}", bus(" ", "1", "")),
+                "bus 1: name must not be empty",
+            ),
+            (
+                format!("{OK}{}", bus("a", "1", "nodes = [0]")),
+                "unknown field `nodes`",
+            ),
+            (
+                OK.replace(
+                    "bandwidth_gbs = 10",
+                    "bandwidth_gbs = 10\ncontrollers = \"two\"",
+                ),
+                "unknown variant `two`",
+            ),
         ];
         for (text, want) in cases {
             let e = build(&text).unwrap_err().to_string();
@@ -661,5 +942,47 @@ min_ghz = 1
             assert!(!e.contains('\n'), "{e:?} is not one line");
             assert!(e.starts_with("machine file x.toml: "), "{e}");
         }
+    }
+
+    #[test]
+    fn buses_and_controllers_become_resources_on_the_paths_they_carry() {
+        // Per node: one controller per node, each path crosses its memory's.
+        let m = build(OK).unwrap();
+        assert_eq!(m.resources.len(), 2);
+        assert_eq!(m.path_resources, vec![vec![0], vec![1], vec![0], vec![1]]);
+        assert_eq!(m.resources[1].paths, vec![1, 3]);
+        assert_eq!(m.resources[1].ref_latency_ns, 100.0);
+        // A front-side bus per node carries its CPUs' traffic to any memory;
+        // a link between the two nodes carries only remote traffic.
+        let text = format!(
+            "{OK}{}{}{}",
+            bus("fsb0", "2", "cpu_nodes = [0]"),
+            bus("fsb1", "inf", "cpu_nodes = [1]"),
+            bus(
+                "link",
+                "3",
+                "cpu_nodes = [0]\nmemory_nodes = [1]\nboth_ways = true"
+            )
+        );
+        let m = build(&text).unwrap();
+        assert_eq!(m.resources.len(), 5);
+        assert_eq!(m.resources[2].name, "bus fsb0");
+        assert_eq!(m.resources[2].paths, vec![0, 1]);
+        assert_eq!(m.resources[3].bandwidth, f64::INFINITY);
+        assert_eq!(m.resources[4].paths, vec![1, 2]);
+        assert_eq!(m.resources[4].ref_latency_ns, 200.0);
+        assert_eq!(
+            m.path_resources,
+            vec![vec![0, 2], vec![1, 2, 4], vec![0, 3, 4], vec![1, 3]]
+        );
+        // A single memory system: one controller every path crosses.
+        let m = build(&OK.replace(
+            "bandwidth_gbs = 10",
+            "bandwidth_gbs = 10\ncontrollers = \"single\"",
+        ))
+        .unwrap();
+        assert_eq!(m.resources.len(), 1);
+        assert_eq!(m.resources[0].paths, vec![0, 1, 2, 3]);
+        assert!(m.path_resources.iter().all(|r| r == &vec![0]));
     }
 }
