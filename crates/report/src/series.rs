@@ -32,36 +32,7 @@ pub const PAGES_MIGRATED: &str = "numa_pages_migrated";
 /// processes: one line per node (seed 002's convergence chart). Empty when
 /// the run recorded no memory samples.
 pub fn memory_per_node(r: &RunRecord) -> Vec<Line> {
-    let nodes = r.machine.topology.node_ids();
-    let samples: Vec<_> = r
-        .series
-        .samples
-        .iter()
-        .filter(|s| !s.memory_bytes.is_empty())
-        .collect();
-    if samples.is_empty() {
-        return Vec::new();
-    }
-    nodes
-        .iter()
-        .enumerate()
-        .map(|(i, id)| {
-            Line::new(
-                format!("node{id}"),
-                samples
-                    .iter()
-                    .map(|s| {
-                        let bytes: u64 = s
-                            .memory_bytes
-                            .iter()
-                            .map(|p| p.get(i).copied().unwrap_or(0))
-                            .sum();
-                        (s.t_s, crate::num::mib(bytes))
-                    })
-                    .collect(),
-            )
-        })
-        .collect()
+    memory_per_node_of(r, None)
 }
 
 /// Most processes drawn one chart each; a run with more (numa_test's
@@ -100,9 +71,6 @@ pub fn process_name(r: &RunRecord, view: Option<usize>) -> Option<String> {
 /// Resident memory per node over time in MiB of one process (`Some(i)`)
 /// or of all (`None`): one line per node. Empty without memory samples.
 pub fn memory_per_node_of(r: &RunRecord, view: Option<usize>) -> Vec<Line> {
-    let Some(p) = view else {
-        return memory_per_node(r);
-    };
     let nodes = r.machine.topology.node_ids();
     let samples: Vec<_> = r
         .series
@@ -113,6 +81,14 @@ pub fn memory_per_node_of(r: &RunRecord, view: Option<usize>) -> Vec<Line> {
     if samples.is_empty() {
         return Vec::new();
     }
+    // Bytes on node `i` of one process, or summed over all of them.
+    let bytes = |procs: &[Vec<u64>], i: usize| -> u64 {
+        let on = |m: &Vec<u64>| m.get(i).copied().unwrap_or(0);
+        match view {
+            Some(p) => procs.get(p).map_or(0, on),
+            None => procs.iter().map(on).sum(),
+        }
+    };
     nodes
         .iter()
         .enumerate()
@@ -121,15 +97,7 @@ pub fn memory_per_node_of(r: &RunRecord, view: Option<usize>) -> Vec<Line> {
                 format!("node{id}"),
                 samples
                     .iter()
-                    .map(|s| {
-                        let bytes = s
-                            .memory_bytes
-                            .get(p)
-                            .and_then(|m| m.get(i))
-                            .copied()
-                            .unwrap_or(0);
-                        (s.t_s, crate::num::mib(bytes))
-                    })
+                    .map(|s| (s.t_s, crate::num::mib(bytes(&s.memory_bytes, i))))
                     .collect(),
             )
         })

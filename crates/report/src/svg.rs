@@ -92,8 +92,8 @@ fn open_svg(out: &mut String, kind: &str, title: &str, height: f64) {
     );
 }
 
-fn axes(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, x_ticks: bool) {
-    out.push_str("<g class=\"axes\">");
+/// The plot's frame and the y axis's ticks and grid lines.
+fn frame_and_y_ticks(out: &mut String, fr: &Frame) {
     let _ = write!(
         out,
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
@@ -115,6 +115,29 @@ fn axes(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, x_ticks: boo
             y = f(y)
         );
     }
+}
+
+/// The axes' labels; the x label `below` further down (under slanted
+/// category names).
+fn axis_labels(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, below: f64) {
+    let _ = write!(
+        out,
+        "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+        f((fr.px0 + fr.px1) / 2.0),
+        f(fr.py1 + 36.0 + below),
+        esc(x_label)
+    );
+    let _ = write!(
+        out,
+        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        f((fr.py0 + fr.py1) / 2.0),
+        esc(y_label)
+    );
+}
+
+fn axes(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, x_ticks: bool) {
+    out.push_str("<g class=\"axes\">");
+    frame_and_y_ticks(out, fr);
     if x_ticks {
         for v in fr.x.ticks() {
             let x = fr.sx(v);
@@ -129,19 +152,7 @@ fn axes(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, x_ticks: boo
             );
         }
     }
-    let _ = write!(
-        out,
-        "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-        f((fr.px0 + fr.px1) / 2.0),
-        f(fr.py1 + 36.0),
-        esc(x_label)
-    );
-    let _ = write!(
-        out,
-        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-        f((fr.py0 + fr.py1) / 2.0),
-        esc(y_label)
-    );
+    axis_labels(out, fr, x_label, y_label, 0.0);
     out.push_str("</g>");
 }
 
@@ -459,27 +470,7 @@ pub fn bar_chart(
     let mut out = String::new();
     open_svg(&mut out, "bars", title, height);
     out.push_str("<g class=\"axes\">");
-    let _ = write!(
-        out,
-        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
-        f(fr.px0),
-        f(fr.py0),
-        f(fr.px1 - fr.px0),
-        f(fr.py1 - fr.py0)
-    );
-    for v in fr.y.ticks() {
-        let y = fr.sy(v);
-        let _ = write!(
-            out,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#ddd\"/><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            f(fr.px0),
-            f(fr.px1),
-            f(fr.px0 - 6.0),
-            f(y + 4.0),
-            esc(&fr.y.label(v)),
-            y = f(y)
-        );
-    }
+    frame_and_y_ticks(&mut out, &fr);
     for (i, c) in categories.iter().enumerate() {
         let x = fr.sx(i as f64 + 0.5);
         let y = fr.py1 + 16.0;
@@ -501,19 +492,7 @@ pub fn bar_chart(
             );
         }
     }
-    let _ = write!(
-        out,
-        "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-        f((fr.px0 + fr.px1) / 2.0),
-        f(fr.py1 + 36.0 + label_h),
-        esc(x_label)
-    );
-    let _ = write!(
-        out,
-        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-        f((fr.py0 + fr.py1) / 2.0),
-        esc(y_label)
-    );
+    axis_labels(&mut out, &fr, x_label, y_label, label_h);
     if let Some(r) = reference {
         let y = fr.sy(r);
         let _ = write!(

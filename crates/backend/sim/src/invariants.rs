@@ -72,20 +72,7 @@ smt_throughput = 0.6
 }
 
 fn config(m: Machine, sched: &str, bal: &str) -> SimConfig {
-    let cfg = SimConfig {
-        machine: m,
-        machine_spec: "inv".into(),
-        scheduler: PolicySpec::parse(sched).unwrap(),
-        balancer: PolicySpec::parse(bal).unwrap(),
-        seed: 1,
-        tick_us: 1000,
-        sample_ms: 500,
-        max_sim_s: 600.0,
-        trace: false,
-        thp: "always".into(),
-    };
-    cfg.check().unwrap();
-    cfg
+    crate::tests::config(m, sched, bal, 1)
 }
 
 fn go(m: &Machine, sched: &str, bal: &str, case: &Case) -> RunRecord {
@@ -101,24 +88,10 @@ fn metric(r: &RunRecord, k: &str) -> f64 {
     r.metric(k).unwrap_or_else(|| panic!("no metric {k}"))
 }
 
-fn auto(kind: Kind, placement: BindMode, threads: u32, bytes: u64, loops: u64) -> Case {
-    Case::Autonuma(numalab_bench::autonuma::Params {
-        kind,
-        placement,
-        threads,
-        bytes,
-        loops,
-    })
-}
+use crate::tests::auto;
 
 fn numa_test(tasks: u32, size: u64) -> Case {
-    Case::NumaTest(numalab_bench::numa_test::Params {
-        tasks,
-        size,
-        passes: numalab_bench::numa_test::PASSES,
-        disturb: Disturb::None,
-        peak_at_s: numalab_bench::numa_test::PEAK_AT_S,
-    })
+    crate::tests::numa_test(tasks, size, Disturb::None)
 }
 
 fn spin(tasks: u32, mcycles: u64) -> Case {

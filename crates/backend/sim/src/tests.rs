@@ -76,7 +76,7 @@ min_ghz = 2
     MachineFile::parse("n", &text).unwrap().build("n").unwrap()
 }
 
-fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
+pub(crate) fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
     let cfg = SimConfig {
         machine: m,
         machine_spec: "small".into(),
@@ -98,7 +98,7 @@ fn numa02(bytes: u64, loops: u64) -> Case {
     auto(Kind::Numa02, BindMode::Default, 8, bytes, loops)
 }
 
-fn auto(kind: Kind, placement: BindMode, threads: u32, bytes: u64, loops: u64) -> Case {
+pub(crate) fn auto(kind: Kind, placement: BindMode, threads: u32, bytes: u64, loops: u64) -> Case {
     Case::Autonuma(numalab_bench::autonuma::Params {
         kind,
         placement,
@@ -108,7 +108,7 @@ fn auto(kind: Kind, placement: BindMode, threads: u32, bytes: u64, loops: u64) -
     })
 }
 
-fn numa_test(tasks: u32, size: u64, disturb: Disturb) -> Case {
+pub(crate) fn numa_test(tasks: u32, size: u64, disturb: Disturb) -> Case {
     Case::NumaTest(numalab_bench::numa_test::Params {
         tasks,
         size,
