@@ -672,6 +672,19 @@ fn every_benchmark_on(m: Machine) {
         auto(Kind::TwoHalves, BindMode::Default, 2, 16 << 20, 3),
         spin(3, 1, None),
         hackbench(1, 2, 5, 100),
+        // A shell forking short children, one and two at a time.
+        Case::ForkExec(numalab_bench::forkexec::Params {
+            children: 6,
+            jobs: 1,
+            child_iterations: 100_000,
+            parent_iterations: 10_000,
+        }),
+        Case::ForkExec(numalab_bench::forkexec::Params {
+            children: 6,
+            jobs: 2,
+            child_iterations: 100_000,
+            parent_iterations: 10_000,
+        }),
     ];
     for variant in [
         Kind::Numa01,
