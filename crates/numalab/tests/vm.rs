@@ -1246,13 +1246,23 @@ fn a_traced_run_in_a_guest_brings_back_its_events() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Migrations, node to node"), "{out}");
     assert!(out.contains("Migrations and wakeups by distance"), "{out}");
-    // Four threads on two CPUs, one per node: the balancer moves them
-    // across nodes, and they sleep and wake (the observer's protocol).
+    // Four threads on two CPUs, one per node: they sleep and wake (the
+    // observer's protocol), and the load balancer may move them across
+    // nodes or leave two on each CPU for the whole run (a real kernel
+    // decides; both happen). The trace must agree with the kernel's own
+    // count of the threads' moves: some whenever the kernel counted some
+    // (the trace also sees the processes' other tasks, so not the
+    // converse).
     let m = &r["metrics"];
-    assert!(
-        m["sched_migrations_cross_node"]["value"].as_f64().unwrap() > 0.0,
-        "{m}"
+    let value = |k: &str| m[k]["value"].as_f64().unwrap_or_else(|| panic!("{k}: {m}"));
+    let (traced, cross) = (
+        value("sched_migrations"),
+        value("sched_migrations_cross_node"),
     );
+    assert!(cross <= traced, "{m}");
+    if value("kernel_migrations") > 0.0 {
+        assert!(traced > 0.0, "{m}");
+    }
     assert!(m["sched_wakeups"]["value"].as_f64().unwrap() > 0.0, "{m}");
     assert!(
         s["method"].as_str().unwrap().contains("CPU-wide"),
