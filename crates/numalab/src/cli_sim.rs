@@ -12,7 +12,8 @@ pub struct SimArgs {
     /// List machine presets, schedulers and balancers
     #[arg(long)]
     list: bool,
-    /// Machine: a preset (see --list), `host`, or a machine file (TOML)
+    /// Machine: a preset (see --list), `host`, or a machine file (TOML);
+    /// NAME[section.key=value,...] overrides keys of a preset or file
     #[arg(long, global = true, value_name = "PRESET|FILE")]
     machine: Option<String>,
     /// Scheduler and its parameters, e.g. node-affine[dynamic=true,initial=false]
