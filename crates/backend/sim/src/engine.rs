@@ -155,16 +155,42 @@ pub struct Region {
 #[derive(Debug, Clone)]
 pub struct Memory {
     pub chunk_bytes: u64,
-    pub node: Vec<u16>,
-    pub region_of: Vec<u32>,
-    /// Node and task of the last NUMA fault on the chunk (two-reference filter).
-    pub last_node: Vec<u16>,
-    pub last_task: Vec<u32>,
-    pub marked: Vec<bool>,
+    /// One record per chunk: everything a hinting fault reads and writes
+    /// sits in one 16-byte record, so a fault costs one cache miss, not
+    /// one per array (base pages: millions of chunks, faults in random
+    /// order).
+    pub chunks: Vec<Chunk>,
     pub regions: Vec<Region>,
     pub used: Vec<u64>,
     pub capacity: Vec<u64>,
     pub proc_node: Vec<Vec<u64>>,
+}
+
+/// A chunk of memory (a 4 KiB page, or a 2 MiB huge page).
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk {
+    /// Its node, or [`NO_NODE`] before the first touch.
+    pub node: u16,
+    /// Node and task of the last NUMA fault on it (the page's cpupid, for
+    /// the two-reference filter); [`NO_NODE`] / `u32::MAX` when unset.
+    pub last_node: u16,
+    pub last_task: u32,
+    /// The region it belongs to.
+    pub region: u32,
+    /// Marked PROT_NONE by the NUMA scanner, not yet faulted.
+    pub marked: bool,
+}
+
+impl Chunk {
+    pub fn new(region: u32) -> Chunk {
+        Chunk {
+            node: NO_NODE,
+            last_node: NO_NODE,
+            last_task: u32::MAX,
+            region,
+            marked: false,
+        }
+    }
 }
 
 impl Memory {
@@ -174,7 +200,7 @@ impl Memory {
 
     /// Allocate chunk `c` on `want`, or the nearest node with room.
     pub fn allocate(&mut self, m: &Machine, c: usize, want: usize) {
-        debug_assert_eq!(self.node[c], NO_NODE);
+        debug_assert_eq!(self.chunks[c].node, NO_NODE);
         let mut node = want;
         if self.used[want] >= self.capacity[want] {
             let mut order: Vec<usize> = (0..m.nnodes).collect();
@@ -184,9 +210,9 @@ impl Memory {
                 .find(|&n| self.used[n] < self.capacity[n])
                 .unwrap_or(want);
         }
-        self.node[c] = node as u16;
+        self.chunks[c].node = node as u16;
         self.used[node] += 1;
-        let r = self.region_of[c] as usize;
+        let r = self.chunks[c].region as usize;
         let reg = &mut self.regions[r];
         reg.per_node[node] += 1;
         reg.touched += 1;
@@ -196,15 +222,16 @@ impl Memory {
 
     /// Move chunk `c` to `dst`; false when it is already there or `dst` is full.
     pub fn migrate(&mut self, c: usize, dst: usize) -> bool {
-        let src = self.node[c];
+        let ch = &mut self.chunks[c];
+        let src = ch.node;
         if src == NO_NODE || src as usize == dst || self.used[dst] >= self.capacity[dst] {
             return false;
         }
         let src = src as usize;
-        self.node[c] = dst as u16;
+        ch.node = dst as u16;
+        let r = ch.region as usize;
         self.used[src] -= 1;
         self.used[dst] += 1;
-        let r = self.region_of[c] as usize;
         let reg = &mut self.regions[r];
         reg.per_node[src] -= 1;
         reg.per_node[dst] += 1;
@@ -347,11 +374,7 @@ impl World {
             cpus,
             mem: Memory {
                 chunk_bytes,
-                node: Vec::new(),
-                region_of: Vec::new(),
-                last_node: Vec::new(),
-                last_task: Vec::new(),
-                marked: Vec::new(),
+                chunks: Vec::new(),
                 regions: Vec::new(),
                 used: vec![0; nn],
                 capacity: cap,
@@ -873,8 +896,14 @@ impl Engine {
             if let (true, Some(t)) = (busy, owner) {
                 u += 1.0 - decay;
                 let task = &mut w.tasks[t];
-                let since = end.saturating_sub(task.util_at) as f64;
-                task.util = task.util * 0.5f64.powf(since / PELT_HALF_LIFE_NS) + (1.0 - decay);
+                let since = end.saturating_sub(task.util_at);
+                // Usually it ran the tick before: one tick's decay, known.
+                let d = if since == w.tick_ns {
+                    decay
+                } else {
+                    0.5f64.powf(since as f64 / PELT_HALF_LIFE_NS)
+                };
+                task.util = task.util * d + (1.0 - decay);
                 task.util_at = end;
             }
             w.cpus[cpu].util = u;
@@ -1202,7 +1231,7 @@ fn run_compute(
             MemPolicy::Local => cn,
             MemPolicy::Node(n) => n,
         };
-        if w.mem.node[c] == NO_NODE {
+        if w.mem.chunks[c].node == NO_NODE {
             w.mem.allocate(&w.m, c, want);
         }
     }
@@ -1224,7 +1253,10 @@ fn run_compute(
         .map(|&(r, _)| w.mem.regions[r].version + 1)
         .sum();
     if w.tasks[t].frac_key != key || w.tasks[t].frac.len() != nn {
-        let mut frac = vec![0.0f64; nn];
+        // The old vector is reused: with base pages, pages move every tick.
+        let mut frac = std::mem::take(&mut w.tasks[t].frac);
+        frac.clear();
+        frac.resize(nn, 0.0);
         let mut wsum = 0.0;
         let Work::Compute { ref access, .. } = w.tasks[t].work else {
             unreachable!()

@@ -8,8 +8,8 @@
 //! stated here, not fitted to any seed's result.
 
 use crate::engine::{
-    CpuId, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work, World,
-    NO_NODE,
+    Chunk, CpuId, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work,
+    World,
 };
 use numalab_bench::autonuma::{interleave, MemPlan};
 use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
@@ -218,13 +218,11 @@ pub struct Meta {
 pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
     let cb = w.mem.chunk_bytes;
     let len = bytes.div_ceil(cb).max(1) as usize;
-    let first = w.mem.node.len();
+    let first = w.mem.chunks.len();
     let r = w.mem.regions.len();
-    w.mem.node.extend(std::iter::repeat_n(NO_NODE, len));
-    w.mem.region_of.extend(std::iter::repeat_n(r as u32, len));
-    w.mem.last_node.extend(std::iter::repeat_n(NO_NODE, len));
-    w.mem.last_task.extend(std::iter::repeat_n(u32::MAX, len));
-    w.mem.marked.extend(std::iter::repeat_n(false, len));
+    w.mem
+        .chunks
+        .extend(std::iter::repeat_n(Chunk::new(r as u32), len));
     while w.mem.proc_node.len() <= process {
         w.mem.proc_node.push(vec![0; w.m.nnodes]);
     }
@@ -601,7 +599,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         }
         Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
     }
-    let need = w.mem.node.len() as u64 * w.mem.chunk_bytes;
+    let need = w.mem.chunks.len() as u64 * w.mem.chunk_bytes;
     let have: u64 = w.m.memory_bytes.iter().sum();
     if need > have {
         return Err(format!(

@@ -33,9 +33,10 @@
 //! and the fault counts count its 4 KiB pages.
 
 use super::numa::NumaCommon;
-use crate::engine::{rand_unit, Balancer, Scheduler, TaskId, World, NO_NODE};
+use crate::engine::{Balancer, Scheduler, TaskId, World, NO_NODE};
 use crate::machine::Machine;
 use crate::params::Params;
+use rand_core::Rng;
 
 pub struct AutoNuma {
     common: NumaCommon,
@@ -51,6 +52,13 @@ pub struct AutoNuma {
     proc_offset: Vec<usize>,
     proc_chunks: Vec<Vec<usize>>,
     active: Vec<usize>,
+    /// Scratch for the fault loop: running accessors and their rates, the
+    /// marked pages touched this tick, and the table that picks the
+    /// faulting thread.
+    accessors: Vec<(TaskId, f64)>,
+    hits: Vec<(usize, u64)>,
+    faulted: Vec<(u32, TaskId)>,
+    alias: Alias,
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
@@ -108,6 +116,10 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         proc_offset: Vec::new(),
         proc_chunks: Vec::new(),
         active: Vec::new(),
+        accessors: Vec::new(),
+        hits: Vec::new(),
+        faulted: Vec::new(),
+        alias: Alias::default(),
     }))
 }
 
@@ -193,13 +205,14 @@ impl AutoNuma {
             let c = chunks[off];
             off += 1;
             walked += 1;
-            if w.mem.node[c] == NO_NODE {
+            let ch = &mut w.mem.chunks[c];
+            if ch.node == NO_NODE {
                 continue;
             }
             marked += 1;
-            if !w.mem.marked[c] {
-                w.mem.marked[c] = true;
-                let r = w.mem.region_of[c] as usize;
+            if !ch.marked {
+                ch.marked = true;
+                let r = ch.region as usize;
                 if w.mem.regions[r].marked.is_empty() {
                     self.active.push(r);
                 }
@@ -224,7 +237,8 @@ impl AutoNuma {
             let chunk = w.mem.chunk_bytes as f64;
             let bytes = w.mem.regions[r].len as f64 * chunk;
             // Per running accessor: chance of touching a given chunk this tick.
-            let mut lam: Vec<(TaskId, f64)> = Vec::new();
+            let accessors = &mut self.accessors;
+            accessors.clear();
             let mut total = 0.0;
             for &t in &w.mem.regions[r].accessors {
                 let cpu = w.tasks[t].cpu;
@@ -234,7 +248,7 @@ impl AutoNuma {
                 let l = w.access_rate(t) * dt / bytes;
                 if l > 0.0 {
                     total += l;
-                    lam.push((t, total));
+                    accessors.push((t, l));
                 }
             }
             if total > 0.0 {
@@ -245,28 +259,49 @@ impl AutoNuma {
                 // for E ~ Exp(1).
                 let mut marked = std::mem::take(&mut w.mem.regions[r].marked);
                 let n = marked.len();
-                let mut hits = Vec::new();
+                let hits = &mut self.hits;
+                hits.clear();
+                // One 64-bit draw per touched page: its low half gives the
+                // gap before it, its high half (below) the thread.
+                let inv_total = 1.0 / total;
                 let mut i = 0usize;
                 while i < n {
-                    let e = -(1.0 - rand_unit(&mut w.rng)).ln();
-                    let gap = (e / total).floor();
-                    if gap >= (n - i) as f64 {
+                    let bits = w.rng.next_u64();
+                    // u in (0, 1]; single precision is enough for 32 bits.
+                    let u = ((bits & 0xffff_ffff) as f32 + 1.0) / 4_294_967_296.0;
+                    let e = -u.ln() as f64;
+                    // Truncation is floor here (e / total >= 0); the cast
+                    // saturates for huge gaps.
+                    let gap = (e * inv_total) as usize;
+                    if gap >= n - i {
                         break;
                     }
-                    i += gap as usize;
-                    hits.push(i);
+                    i += gap;
+                    hits.push((i, bits >> 32));
                     i += 1;
                 }
-                for &h in &hits {
-                    let x = rand_unit(&mut w.rng) * total;
-                    let idx = lam.partition_point(|&(_, cum)| cum <= x).min(lam.len() - 1);
-                    let t = lam[idx].0;
-                    let c = marked[h] as usize;
-                    w.mem.marked[c] = false;
+                // Which thread touched it: in proportion to its rate.
+                if !hits.is_empty() {
+                    self.alias
+                        .build(self.accessors.iter().map(|&(_, l)| l), total);
+                }
+                let faults = &mut self.faulted;
+                faults.clear();
+                for &(h, hi) in self.hits.iter() {
+                    let u = hi as f64 / 4_294_967_296.0;
+                    let c = marked[h];
+                    // Unmarked here, in a loop of independent stores: the
+                    // chunk records' cache misses overlap, and the fault
+                    // path below finds them in cache.
+                    w.mem.chunks[c as usize].marked = false;
+                    faults.push((c, self.accessors[self.alias.sample(u)].0));
+                }
+                for &(c, t) in self.faulted.iter() {
+                    let c = c as usize;
                     self.common.access(w, t, c, true);
                     w.charge_sys(t, self.fault_ns);
                 }
-                for &h in hits.iter().rev() {
+                for &(h, _) in self.hits.iter().rev() {
                     marked.swap_remove(h);
                 }
                 w.mem.regions[r].marked = marked;
@@ -276,6 +311,66 @@ impl AutoNuma {
             } else {
                 i += 1;
             }
+        }
+    }
+}
+
+/// Walker's alias method (Vose's construction): draws an index in
+/// proportion to its weight in O(1), after O(n) set-up. The faulting
+/// thread of each hinting fault is drawn this way (millions of faults per
+/// simulated second with base pages, over up to hundreds of threads).
+#[derive(Default)]
+struct Alias {
+    prob: Vec<f64>,
+    alias: Vec<u32>,
+    scaled: Vec<f64>,
+    small: Vec<u32>,
+    large: Vec<u32>,
+}
+
+impl Alias {
+    fn build(&mut self, weights: impl Iterator<Item = f64>, total: f64) {
+        self.scaled.clear();
+        self.scaled.extend(weights);
+        let n = self.scaled.len();
+        let k = n as f64 / total;
+        self.prob.clear();
+        self.prob.resize(n, 1.0);
+        self.alias.clear();
+        self.alias.extend(0..n as u32);
+        self.small.clear();
+        self.large.clear();
+        for (j, p) in self.scaled.iter_mut().enumerate() {
+            *p *= k;
+            if *p < 1.0 {
+                self.small.push(j as u32);
+            } else {
+                self.large.push(j as u32);
+            }
+        }
+        while let (Some(&s), Some(&l)) = (self.small.last(), self.large.last()) {
+            self.small.pop();
+            let (s, l) = (s as usize, l as usize);
+            self.prob[s] = self.scaled[s];
+            self.alias[s] = l as u32;
+            self.scaled[l] += self.scaled[s] - 1.0;
+            if self.scaled[l] < 1.0 {
+                self.large.pop();
+                self.small.push(l as u32);
+            }
+        }
+        // What is left has probability 1 (up to rounding).
+    }
+
+    /// The index for `u` uniform in [0, 1).
+    fn sample(&self, u: f64) -> usize {
+        let n = self.prob.len();
+        let x = u * n as f64;
+        let j = (x as usize).min(n - 1);
+        if x - (j as f64) < self.prob[j] {
+            j
+        } else {
+            self.alias[j] as usize
         }
     }
 }
@@ -306,5 +401,39 @@ impl Balancer for AutoNuma {
         // (task_numa_fault).
         self.faults(w);
         self.common.reap(w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Alias;
+
+    /// Over a fine uniform grid, each index is drawn in proportion to its
+    /// weight (to the grid's resolution), whatever the order of weights.
+    #[test]
+    fn the_alias_table_draws_in_proportion_to_the_weights() {
+        for weights in [
+            vec![1.0, 2.0, 3.0, 4.0],
+            vec![4.0, 0.5, 0.5, 3.0, 2.0],
+            vec![7.0],
+            vec![1e-9, 1.0, 1e-9],
+        ] {
+            let total: f64 = weights.iter().sum();
+            let mut a = Alias::default();
+            a.build(weights.iter().copied(), total);
+            let n = 1_000_000;
+            let mut counts = vec![0usize; weights.len()];
+            for k in 0..n {
+                counts[a.sample((k as f64 + 0.5) / n as f64)] += 1;
+            }
+            for (j, &w) in weights.iter().enumerate() {
+                let got = counts[j] as f64 / n as f64;
+                assert!(
+                    (got - w / total).abs() < 1e-5,
+                    "{weights:?}: index {j} drawn {got}, want {}",
+                    w / total
+                );
+            }
+        }
     }
 }

@@ -236,10 +236,16 @@ impl NumaCommon {
         self.topology
     }
 
+    #[inline]
     pub fn ensure(&mut self, w: &World) {
         if self.tasks.len() == w.tasks.len() && self.groups.len() >= w.mem.proc_node.len() {
             return;
         }
+        self.grow(w);
+    }
+
+    #[inline(never)]
+    fn grow(&mut self, w: &World) {
         let nn = self.nnodes;
         while self.tasks.len() < w.tasks.len() {
             self.tasks.push(TaskNuma {
@@ -367,13 +373,14 @@ impl NumaCommon {
     pub fn access(&mut self, w: &mut World, t: TaskId, c: usize, hint_fault: bool) {
         self.ensure(w);
         let cpu_node = w.task_node(t);
-        let sn = w.mem.node[c];
+        let ch = w.mem.chunks[c];
+        let sn = ch.node;
         if sn == NO_NODE {
             return;
         }
         let page_nid = sn as usize;
         let pages = w.mem.chunk_pages() as f64;
-        let (last_t, last_n) = (w.mem.last_task[c], w.mem.last_node[c]);
+        let (last_t, last_n) = (ch.last_task, ch.last_node);
         let local = page_nid == cpu_node;
         if hint_fault {
             w.stats.hint_faults += 1;
@@ -385,7 +392,7 @@ impl NumaCommon {
         }
         // mpol_misplaced: memory bound by MPOL_BIND stays; otherwise
         // should_numa_migrate_memory decides (and records this access).
-        let bound = w.mem.regions[w.mem.region_of[c] as usize].bound;
+        let bound = w.mem.regions[ch.region as usize].bound;
         let mut mem_node = page_nid;
         let mut failed = false;
         if !bound
@@ -402,8 +409,9 @@ impl NumaCommon {
                 failed = true;
             }
         }
-        w.mem.last_node[c] = cpu_node as u16;
-        w.mem.last_task[c] = t as u32;
+        let ch = &mut w.mem.chunks[c];
+        ch.last_node = cpu_node as u16;
+        ch.last_task = t as u32;
         self.task_numa_fault(w, t, last_t, mem_node, cpu_node, pages, local, failed);
     }
 
@@ -1164,7 +1172,7 @@ min_ghz = 2
         let mut c = common(&w);
         c.access(&mut w, t0, first, true);
         // First fault: the page moved to node 1 and counts there.
-        assert_eq!(w.mem.node[first], 1);
+        assert_eq!(w.mem.chunks[first].node, 1);
         assert_eq!(c.tasks[t0].mem_buf[PRIVATE], vec![0.0, 1.0]);
         assert_eq!(c.tasks[t0].cpu_buf, vec![0.0, 1.0]);
         assert!(!c.tasks[t0].in_group);
