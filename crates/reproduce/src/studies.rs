@@ -442,7 +442,7 @@ fn ibs_2023(r: &Records) -> Findings {
         Some(x) if x >= 2.0 => Verdict::Reproduced,
         Some(x) => Verdict::NotReproduced(match r.mean("twohalves", "autonuma", &[], "convergence_s") {
             Some(c) => format!(
-                "sampling is {x:.2}x faster, not 2x: the model's autonuma has each set's half on its node at {c:.0} s, where the seed's default NUMA balancing was still migrating at ~140 s; its scanner, at the minimum period (256 MB per 100 ms), passes over 16 GiB in 6.4 s and every 4 KiB fault of a streamed page comes within a tick, so what slowed the seed's kernel is not in the model"
+                "sampling is {x:.2}x faster, not 2x: the model's autonuma has each set's half on its node at {c:.0} s, as the kernel's rules give (one pass over 16 GiB at the 2560 MB/s scan ceiling, MAX_SCAN_WINDOW, and every misplaced page moves at its first fault, early in the task's life); in the seed's default run the remote thread reached ~370 iterations before the IBS run's did, then made none until ~170 s while its pages moved between ~30 and ~100 s: a stall the seed does not explain and the model does not have"
             ),
             None => format!("sampling is {x:.2}x faster, not 2x"),
         }),
