@@ -191,6 +191,21 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
         let backend = pool.get(ci)?;
         let mut instances = Vec::new();
         for b in &plan.benchmarks {
+            // Not run under any configuration of this machine (`configs`):
+            // nothing to size here.
+            if !plan
+                .configs
+                .iter()
+                .any(|x| x.machine_group() == machine && b.runs_under(&x.label))
+            {
+                instances.push(LockInstance {
+                    instance: b.title.clone(),
+                    cases: Vec::new(),
+                    notes: vec![format!("not run on {machine}")],
+                    warnings: Vec::new(),
+                });
+                continue;
+            }
             let r = b.spec.resolve(backend).map_err(|e| {
                 CampaignError::Plan(format!(
                     "{}:{}: {} on {machine}: {e}",

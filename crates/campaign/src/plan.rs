@@ -90,6 +90,16 @@ pub struct Instance {
     pub line: usize,
     /// `trace = true`: its runs record their scheduling events (`--trace`).
     pub trace: bool,
+    /// `configs = ["a", "b"]`: the labels of the configurations it runs
+    /// under; empty: every configuration.
+    pub configs: Vec<String>,
+}
+
+impl Instance {
+    /// Whether it runs under the configuration labelled `label`.
+    pub fn runs_under(&self, label: &str) -> bool {
+        self.configs.is_empty() || self.configs.iter().any(|c| c == label)
+    }
 }
 
 /// One configuration, expanded.
@@ -499,9 +509,42 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             ));
         }
     }
+    // `configs = [...]` names configurations that exist, and every
+    // configuration runs something.
+    for b in &benchmarks {
+        if let Some(l) = b.configs.iter().find(|l| !seen.contains_key(l.as_str())) {
+            return Err(loc.err(
+                b.line,
+                format!(
+                    "{}: configs names {l:?}, but no configuration has that label (labels: {})",
+                    b.title,
+                    configs
+                        .iter()
+                        .map(|c| c.label.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(c) = configs
+        .iter()
+        .find(|c| !benchmarks.iter().any(|b| b.runs_under(&c.label)))
+    {
+        return Err(loc.err(
+            c.line,
+            format!(
+                "configuration {:?} runs no benchmark: every [[benchmark]]'s configs leaves it out",
+                c.label
+            ),
+        ));
+    }
     for c in &configs {
         if matches!(c.target, Target::Sim(_)) {
-            if let Some(b) = benchmarks.iter().find(|b| b.spec.is_command()) {
+            if let Some(b) = benchmarks
+                .iter()
+                .find(|b| b.spec.is_command() && b.runs_under(&c.label))
+            {
                 return Err(loc.err(
                     b.line,
                     format!(
@@ -534,6 +577,17 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             "benchmarks": traced_benchmarks,
             "configs": traced_configs,
         });
+    }
+    // Which benchmark runs under which configurations, when not all of
+    // them do (likewise only then, so older plans keep their hash).
+    let only: BTreeMap<usize, &Vec<String>> = benchmarks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.configs.is_empty())
+        .map(|(i, b)| (i, &b.configs))
+        .collect();
+    if !only.is_empty() {
+        meaning["only"] = serde_json::json!(only);
     }
     let hash = hash_hex(&meaning.to_string(), 16);
     Ok(Plan {
@@ -600,10 +654,30 @@ fn expand_benchmark(
     let mut axes: Vec<(String, Vec<Option<String>>, usize)> = Vec::new();
     let mut argv: Option<Vec<String>> = None;
     let mut trace = false;
+    let mut only: Vec<String> = Vec::new();
     for (k, v) in table {
         let key = k.get_ref();
         let kline = loc.line(k.span().start);
         if key == "name" {
+            continue;
+        }
+        if key == "configs" {
+            let labels = match v.get_ref() {
+                Value::Array(a) if !a.is_empty() => a
+                    .iter()
+                    .map(|x| x.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>(),
+                _ => None,
+            };
+            only = labels.ok_or_else(|| {
+                loc.err(
+                    kline,
+                    format!(
+                        "configs = {}: the labels of the configurations it runs under, a list of strings, e.g. [\"linux\"]",
+                        show(v.get_ref())
+                    ),
+                )
+            })?;
             continue;
         }
         if key == "trace" {
@@ -752,6 +826,7 @@ fn expand_benchmark(
             spec,
             line,
             trace,
+            configs: only.clone(),
         });
     }
     Ok(out)

@@ -184,6 +184,9 @@ impl Campaign {
             }
             let config_hash = canonical(c);
             for (inst, bench) in g.instances.iter().zip(&plan.benchmarks) {
+                if !bench.runs_under(&c.label) {
+                    continue;
+                }
                 let trace = c.trace || bench.trace;
                 for case in &inst.cases {
                     let k = match cases.iter().position(|x| x == case) {

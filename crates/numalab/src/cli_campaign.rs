@@ -328,11 +328,15 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
     let Some(c) = load_pinned(&a.plan)? else {
         let plan = plan::load(&a.plan)?;
         let line = format!(
-            "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) x {} configuration(s) x {} run(s)",
+            "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) under {} configuration(s), {} pair(s), x {} run(s)",
             plan.name,
             plan.results.display(),
             plan.benchmarks.len(),
             plan.configs.len(),
+            plan.benchmarks
+                .iter()
+                .map(|b| plan.configs.iter().filter(|c| b.runs_under(&c.label)).count())
+                .sum::<usize>(),
             plan.runs
         );
         crate::print_stdout(&(numalab_report::table::wrap(&line, 80).join("\n") + "\n"))?;

@@ -79,7 +79,7 @@ sim = { machine = "azusa16", balancer = "autonuma[scan_period_max_ms={ms}]" }
 #[test]
 fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let bad: [(&str, &str); 10] = [
+    let bad: [(&str, &str); 13] = [
         ("[[benchmark]]\nname = \"numa02\"\nthread = 2\n", "bad.toml:3: numa02 has no parameter \"thread\""),
         ("[[benchmark]]\nname = \"numa02\"\nthreads = []\n", "bad.toml:3: threads = []: an empty list"),
         ("runz = 3\n[[benchmark]]\nname = \"numa02\"\n", "bad.toml:1: unknown field `runz`"),
@@ -90,6 +90,9 @@ fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
         ("[[benchmark]]\nname = \"numa02\"\n[[config]]\nlabel = \"a {x}\"\nmatrix = { x = [] }\n", "bad.toml:5: matrix: x = []"),
         ("[[benchmark]]\nname = \"command\"\nargv = [\"true\"]\n[[config]]\nlabel = \"s\"\nsim = { machine = \"azusa16\" }\n", "the simulator cannot run a program"),
         ("[[benchmark]]\nname = \"numa02\"\n[[config]]\nlabel = \"a\"\n[[config]]\nlabel = \"a\"\n", "bad.toml:5: label \"a\" is also the label of the configuration on line 3"),
+        ("[[benchmark]]\nname = \"numa02\"\nconfigs = [\"b\"]\n[[config]]\nlabel = \"a\"\n", "bad.toml:2: numa02: configs names \"b\", but no configuration has that label (labels: a)"),
+        ("[[benchmark]]\nname = \"numa02\"\nconfigs = \"a\"\n[[config]]\nlabel = \"a\"\n", "bad.toml:3: configs = \"a\": the labels of the configurations it runs under"),
+        ("[[benchmark]]\nname = \"numa02\"\nconfigs = [\"a\"]\n[[config]]\nlabel = \"a\"\n[[config]]\nlabel = \"b\"\n", "bad.toml:6: configuration \"b\" runs no benchmark"),
     ];
     for (plan, needle) in bad {
         write(dir.path(), "bad.toml", plan);
@@ -124,6 +127,79 @@ fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
         "g.toml:3: configuration \"g\" needs a guest: qemu-system-x86_64 not found",
     );
     assert!(!dir.path().join("g-results").exists());
+}
+
+/// `configs = [...]` on a benchmark: it runs under those configurations
+/// only, while the others run everything; a program may then share a plan
+/// with a simulated configuration it does not run under.
+#[test]
+fn a_benchmark_with_configs_runs_under_those_configurations_only() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "only.toml",
+        r#"
+name = "only"
+runs = 2
+
+[[benchmark]]
+name = "numa02"
+threads = 4
+bytes = "32M"
+loops = 4
+configs = ["linux"]
+
+[[benchmark]]
+name = "twohalves"
+threads = 2
+bytes = "32M"
+iterations = 4
+
+[[config]]
+label = "linux"
+sim = { machine = "azusa16", scheduler = "linux" }
+
+[[config]]
+label = "blind"
+sim = { machine = "azusa16", scheduler = "node-blind" }
+"#,
+    );
+    let o = campaign(dir.path(), &["status", "only.toml"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(text(&o.stdout).contains("3 pair(s)"), "{}", show(&o));
+    let o = campaign(dir.path(), &["run", "only.toml", "--quiet"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        text(&o.stdout).contains("campaign only: 6 of 6 cells done"),
+        "{}",
+        show(&o)
+    );
+    let mut ran: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for r in records(&dir.path().join("only-results")) {
+        let key = (
+            r["label"].as_str().unwrap().to_string(),
+            r["benchmark"].as_str().unwrap().to_string(),
+        );
+        *ran.entry(key).or_default() += 1;
+    }
+    let want: BTreeMap<(String, String), usize> = [
+        (("blind".to_string(), "twohalves".to_string()), 2),
+        (("linux".to_string(), "numa02".to_string()), 2),
+        (("linux".to_string(), "twohalves".to_string()), 2),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(ran, want);
+    // A program restricted to this machine next to a simulated
+    // configuration: accepted (the simulator never runs it).
+    write(
+        dir.path(),
+        "mixed.toml",
+        "[[benchmark]]\nname = \"command\"\nargv = [\"true\"]\nconfigs = [\"here\"]\n[[benchmark]]\nname = \"numa02\"\nconfigs = [\"s\"]\n[[config]]\nlabel = \"here\"\n[[config]]\nlabel = \"s\"\nsim = { machine = \"azusa16\" }\n",
+    );
+    let o = campaign(dir.path(), &["status", "mixed.toml"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(text(&o.stdout).contains("2 pair(s)"), "{}", show(&o));
 }
 
 #[test]
