@@ -113,6 +113,7 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct NumaTestArgs {
     /// Task counts to run, e.g. 4,8,16 (one case each)
     #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_tasks, default_value = "4")]
@@ -134,6 +135,7 @@ impl NumaTestArgs {
 
 /// numa01, numa01_THREAD_ALLOC, numa02 and numa02_SMT.
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct AutonumaArgs {
     /// Placements, one case each: default (memory first touched on the
     /// first node, then the kernel decides), bind (threads and memory on
@@ -171,6 +173,7 @@ impl AutonumaArgs {
 
 /// The two-halves microbenchmark.
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct TwoHalvesArgs {
     /// Placements, one case each: default (all memory first touched on
     /// the first node), bind (each half on its set's node), inverse-bind
@@ -209,6 +212,7 @@ impl TwoHalvesArgs {
 
 /// Where the placement experiments run: named placements, or a list.
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct Where {
     /// Placements, one case each: default, spread (split), spread-smt
     /// (mix), packed (same_ccd), packed-smt (same_ccx); default: every one
@@ -221,6 +225,7 @@ pub struct Where {
 }
 
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct SpinArgs {
     /// Spinning tasks (processes); default: half the cores
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -243,6 +248,7 @@ impl SpinArgs {
 }
 
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct HackbenchArgs {
     /// Groups of senders and receivers (hackbench -g)
     #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -281,6 +287,7 @@ pub fn parse_us(s: &str) -> Result<f64, String> {
 
 /// A shell-like parent forking short programs (configure, make -jJ).
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct ForkExecArgs {
     /// Children the parent forks in all (each execs a new program)
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=forkexec::MAX_CHILDREN as i64))]
@@ -311,6 +318,7 @@ impl ForkExecArgs {
 }
 
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
 pub struct CommandArgs {
     /// Benchmark name in the records and tables; default: the program's file name
     #[arg(long)]

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 /// Options of the runner, the same for every benchmark and backend.
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Runs")]
 pub struct RunnerArgs {
     /// Recorded repetitions of every case, or auto: at least --min-runs,
     /// then as many as fit in --max-time by the first round's time, at
@@ -61,23 +62,23 @@ pub struct RunnerArgs {
     /// Set a sysctl for the runs and restore it after (repeatable; also
     /// the NUMA-balancing scan tunables by their sysctl names, e.g.
     /// kernel.numa_balancing_scan_period_max_ms=2000); needs root
-    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl)]
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = parse_sysctl, help_heading = "Machine settings, restored after the runs")]
     pub sysctl: Vec<Knob>,
     /// Set every CPU's cpufreq governor for the runs (e.g. performance)
-    #[arg(long, value_name = "NAME", value_parser = parse_governor)]
+    #[arg(long, value_name = "NAME", value_parser = parse_governor, help_heading = "Machine settings, restored after the runs")]
     pub governor: Option<Knob>,
     /// Set transparent_hugepage/enabled for the runs (always, madvise, never)
-    #[arg(long, value_name = "MODE", value_parser = parse_thp)]
+    #[arg(long, value_name = "MODE", value_parser = parse_thp, help_heading = "Machine settings, restored after the runs")]
     pub thp: Option<Knob>,
     /// Write a file under /sys for the runs and restore it after (repeatable)
-    #[arg(long = "sysfs", value_name = "PATH=VALUE", value_parser = parse_sysfs)]
+    #[arg(long = "sysfs", value_name = "PATH=VALUE", value_parser = parse_sysfs, help_heading = "Machine settings, restored after the runs")]
     pub sysfs: Vec<Knob>,
     /// Print one line per run and the summary: no sizing notes, warnings
     /// or progress bar
-    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    #[arg(long, short = 'q', conflicts_with = "verbose", help_heading = "Output")]
     pub quiet: bool,
     /// Also print each record's path as it is written
-    #[arg(long, short = 'v')]
+    #[arg(long, short = 'v', help_heading = "Output")]
     pub verbose: bool,
     /// Record every scheduling event of the benchmark's tasks (switches,
     /// forks, execs, exits, wakeups) and derive exact per-task facts; the

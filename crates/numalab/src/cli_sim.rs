@@ -14,12 +14,18 @@ pub struct SimArgs {
     list: bool,
     /// Machine: a preset (see --list), `host`, or a machine file (TOML);
     /// NAME[section.key=value,...] overrides keys of a preset or file
-    #[arg(long, global = true, value_name = "PRESET|FILE")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Simulator",
+        value_name = "PRESET|FILE"
+    )]
     machine: Option<String>,
     /// Scheduler and its parameters, e.g. node-affine[dynamic=true,initial=false]
     #[arg(
         long,
         global = true,
+        help_heading = "Simulator",
         value_name = "NAME[k=v,...]",
         default_value = "linux"
     )]
@@ -28,22 +34,26 @@ pub struct SimArgs {
     #[arg(
         long,
         global = true,
+        help_heading = "Simulator",
         value_name = "NAME[k=v,...]",
         default_value = "none"
     )]
     balancer: String,
     /// Seed of the simulator's random numbers (repetition r uses seed + r - 1)
-    #[arg(long, global = true, default_value_t = 1, allow_negative_numbers = true,
+    #[arg(long, global = true,
+        help_heading = "Simulator", default_value_t = 1, allow_negative_numbers = true,
           value_parser = parse_seed)]
     seed: u64,
     /// Length of the simulation tick in microseconds
-    #[arg(long, global = true, value_name = "US", default_value_t = 1000,
+    #[arg(long, global = true,
+        help_heading = "Simulator", value_name = "US", default_value_t = 1000,
           allow_negative_numbers = true, value_parser = parse_tick_us)]
     tick_us: u64,
     /// Stop a run after this many simulated seconds (it is recorded as failed)
     #[arg(
         long,
         global = true,
+        help_heading = "Simulator",
         value_name = "SECONDS",
         default_value_t = 3600.0,
         allow_negative_numbers = true

@@ -56,6 +56,28 @@ fn help_fits_80_columns_and_names_origins_not_seed_numbers() {
         }
         assert!(!help.contains("seed 0"), "{args:?}: {help}");
     }
+    // A benchmark's help groups its flags by what they set: the
+    // benchmark, the runs, the machine's settings, the output, and under
+    // `sim` the simulated machine.
+    let help = text(&numalab(&["sim", "numa02", "--help"], std::path::Path::new(".")).stdout);
+    let at = |h: &str| {
+        help.find(&format!("\n{h}:\n"))
+            .unwrap_or_else(|| panic!("no {h:?} heading: {help}"))
+    };
+    let (bench, runs, settings, sim) = (
+        at("Benchmark"),
+        at("Runs"),
+        at("Machine settings, restored after the runs"),
+        at("Simulator"),
+    );
+    let flag = |f: &str| help.find(f).unwrap_or_else(|| panic!("no {f}: {help}"));
+    assert!(bench < flag("--bytes") && flag("--bytes") < runs, "{help}");
+    assert!(
+        runs < flag("--warmup") && flag("--warmup") < settings,
+        "{help}"
+    );
+    assert!(settings < flag("--sysctl"), "{help}");
+    assert!(sim < flag("--balancer <"), "{help}");
     let list = text(&numalab(&["sim", "--list"], std::path::Path::new(".")).stdout);
     assert!(list.contains("Focht") && !list.contains("seed 0"), "{list}");
 }
