@@ -74,6 +74,23 @@ use std::time::{Duration, Instant};
 /// The hidden numalab subcommand that runs [`main`].
 pub const SUBCOMMAND: &str = "__supervise";
 
+/// numalab's own executable, once the binary has said it dispatches
+/// [`SUBCOMMAND`] ([`enable`]); library code (the runner's hooks) then
+/// runs its programs under a supervisor.
+static SELF_EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Called by numalab's `main`: `exe` runs [`main`] when given
+/// [`SUBCOMMAND`].
+pub fn enable(exe: std::path::PathBuf) {
+    let _ = SELF_EXE.set(exe);
+}
+
+/// The executable to start supervisors with, when [`enable`] was called
+/// (not in a library's unit tests).
+pub fn exe() -> Option<&'static Path> {
+    SELF_EXE.get().map(|p| p.as_path())
+}
+
 /// The signals the supervisor ignores and the program gets back.
 const DEAF_TO: [i32; 5] = [
     libc::SIGINT,
@@ -202,22 +219,22 @@ pub struct Supervisor {
 impl Supervisor {
     /// Start `exe __supervise -- argv...` in `cwd` (numalab's own when
     /// `None`), the program's standard output and error going to
-    /// `output`, the file at `log`, which the supervisor removes if
+    /// `output`, the file at `log` if any, which the supervisor removes if
     /// numalab ends before it is told how the program ended. `exe` is
     /// numalab itself.
     pub fn start(
         exe: &Path,
         argv: &[String],
         cwd: Option<&Path>,
-        log: &Path,
+        log: Option<&Path>,
         output: File,
     ) -> io::Result<Supervisor> {
-        let log = std::path::absolute(log)?;
         let mut cmd = Command::new(exe);
-        cmd.arg(SUBCOMMAND)
-            .arg("--log")
-            .arg(log)
-            .arg("--")
+        cmd.arg(SUBCOMMAND);
+        if let Some(log) = log {
+            cmd.arg("--log").arg(std::path::absolute(log)?);
+        }
+        cmd.arg("--")
             .args(argv)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -80,6 +80,11 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|a| a.starts_with("__")) {
         return ExitCode::from(numalab_host::internal_main(&args) as u8);
     }
+    // Programs numalab starts on the user's behalf (hooks) run under its
+    // supervisor, which it starts by re-executing itself.
+    if let Ok(exe) = std::env::current_exe() {
+        numalab_linux::supervise::enable(exe);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),

@@ -317,6 +317,71 @@ fn kill_9_during_a_command_with_background_children_leaves_nothing_running() {
     );
 }
 
+/// A hook's background jobs (here `--prepare`'s, under `sim`) die with
+/// numalab too: the shell alone would (it dies with its parent), its
+/// children would not.
+#[test]
+fn kill_9_during_a_hook_with_background_children_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "numa02",
+            "--bytes",
+            "8M",
+            "--loops",
+            "1",
+            "--prepare",
+            "sleep 300 & sleep 301; wait",
+        ],
+        &[],
+        "the hook's sh and its two sleeps",
+        |ps| {
+            count_exact(ps, &["sh", "-c", "sleep 300 & sleep 301; wait"]) == 1
+                && count_exact(ps, &["sleep", "300"]) == 1
+                && count_exact(ps, &["sleep", "301"]) == 1
+        },
+    );
+}
+
+/// What a hook leaves running when it ends is killed then: a hook is a
+/// step, not a service.
+#[test]
+fn a_hook_that_leaves_a_background_job_has_it_killed_when_it_ends() {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, mark) = start(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "numa02",
+            "--bytes",
+            "8M",
+            "--loops",
+            "1",
+            "--setup",
+            "sleep 302 &",
+            "--prepare",
+            "sleep 1",
+        ],
+        dir.path(),
+        &[],
+        false,
+    );
+    // While the first run's prepare sleeps, setup has ended: its job must
+    // be gone.
+    wait_for(&mut c, dir.path(), &mark, "the prepare hook", |ps| {
+        count_exact(ps, &["sleep", "1"]) == 1
+    });
+    let left = running(&mark);
+    let status = c.wait().unwrap();
+    clean_up(&mark);
+    assert!(status.success(), "{status}");
+    assert_eq!(count_exact(&left, &["sleep", "302"]), 0, "{left:#?}");
+}
+
 /// Ctrl-C during the storm: numalab exits 130 having reaped every worker.
 /// Nothing of the benchmark may exist afterwards, not even a zombie (a
 /// zombie left behind is reparented to this subreaper and stays visible).

@@ -1,7 +1,11 @@
 //! Configuration hooks: `--prepare CMD` before every repetition (untimed),
 //! `--setup CMD` and `--cleanup CMD` once per configuration. Each runs as
-//! `sh -c CMD` in its own process group, dies with numalab, and is killed
-//! with its group on Ctrl-C.
+//! `sh -c CMD` under numalab's supervisor (numalab_linux::supervise), like
+//! `numalab run command`: whatever the hook starts (a background job, a
+//! daemon) is killed when the hook ends, on Ctrl-C, and when numalab dies
+//! however it dies, SIGKILL included. Where no supervisor is available (a
+//! library's unit tests) the shell runs in its own process group, dies
+//! with numalab and is killed with its group on Ctrl-C.
 
 use crate::interrupt::Interrupt;
 use std::os::unix::process::CommandExt;
@@ -29,10 +33,74 @@ pub enum HookError {
 
 /// Run `cmd` through `sh -c`, its output to numalab's standard error.
 pub fn run(which: &'static str, cmd: &str, interrupt: &Interrupt) -> Result<(), HookError> {
+    match numalab_linux::supervise::exe() {
+        Some(exe) => supervised(exe, which, cmd, interrupt),
+        None => unsupervised(which, cmd, interrupt),
+    }
+}
+
+/// Standard error, duplicated: hook output must not mix into the per-run
+/// lines and tables on standard output.
+fn stderr_dup() -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::AsFd;
-    // Hook output goes to standard error: it must not mix into the
-    // per-run lines and tables on standard output.
-    let out = match std::io::stderr().as_fd().try_clone_to_owned() {
+    std::io::stderr().as_fd().try_clone_to_owned()
+}
+
+fn supervised(
+    exe: &std::path::Path,
+    which: &'static str,
+    cmd: &str,
+    interrupt: &Interrupt,
+) -> Result<(), HookError> {
+    use numalab_linux::supervise::{Event, Supervisor};
+    use std::sync::mpsc::RecvTimeoutError;
+    let start_err = |err: std::io::Error| HookError::Start {
+        which,
+        cmd: cmd.to_string(),
+        err,
+    };
+    let failed = |status: String| HookError::Failed {
+        which,
+        cmd: cmd.to_string(),
+        status,
+    };
+    let out = stderr_dup().map_err(start_err)?;
+    let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
+    let sup =
+        Supervisor::start(exe, &argv, None, None, std::fs::File::from(out)).map_err(start_err)?;
+    loop {
+        if interrupt.is_set() {
+            let _ = sup.stop();
+            return Err(HookError::Interrupted { which });
+        }
+        match sup.recv_timeout(Duration::from_millis(10)) {
+            Ok(Event::Exited { exit, .. }) => {
+                // What the hook left running is killed here.
+                sup.finish().map_err(|e| failed(e.to_string()))?;
+                return if exit.success() {
+                    Ok(())
+                } else {
+                    Err(failed(exit.describe()))
+                };
+            }
+            Ok(Event::Failed(why)) => {
+                let _ = sup.stop();
+                return Err(failed(why));
+            }
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                let why = match sup.stop() {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "its supervisor ended first".into(),
+                };
+                return Err(failed(why));
+            }
+        }
+    }
+}
+
+fn unsupervised(which: &'static str, cmd: &str, interrupt: &Interrupt) -> Result<(), HookError> {
+    let out = match stderr_dup() {
         Ok(fd) => Stdio::from(fd),
         Err(_) => Stdio::null(),
     };

@@ -96,7 +96,7 @@ pub fn run_once(
         .map_err(|e| Error::io(format!("creating the log file {}", log.path.display()), e))?;
     let observer = Observer::start(topo);
     let start = Instant::now();
-    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), &log.path, out)
+    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), Some(&log.path), out)
         .map_err(|e| Error::io(format!("starting the supervisor of {}", p.argv[0]), e))?;
     let mut pid = None;
     let mut pacer = Pacer::new(spec.interval);
