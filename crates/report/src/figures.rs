@@ -392,6 +392,17 @@ impl Scaling {
             better_word(self.better)
         )
     }
+    /// Whether the parameter's values read best on a base-2 axis (task
+    /// counts 4, 8, ..., 64).
+    pub fn x_log2(&self) -> bool {
+        let xs: Vec<f64> = self
+            .lines
+            .iter()
+            .flat_map(|(_, _, pts)| pts.iter().map(|(x, _)| *x))
+            .collect();
+        crate::axis::powers_of_two(&xs)
+    }
+
     /// The lines of means, for [`Chart`] and the SVG line chart.
     pub fn mean_lines(&self) -> Vec<Line> {
         self.lines
@@ -452,12 +463,13 @@ impl Bars {
 pub fn text(figs: &Figures) -> String {
     let mut out = String::new();
     for s in &figs.scaling {
-        let c = Chart::new(
+        let mut c = Chart::new(
             format!("{}, mean of the runs", s.title()),
             &s.param,
             &s.unit,
             s.mean_lines(),
         );
+        c.x_log2 = s.x_log2();
         let r = c.render();
         if !r.is_empty() {
             out.push_str(&r);

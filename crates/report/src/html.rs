@@ -633,7 +633,14 @@ fn figures_section(p: &mut Page, cmp: &CompareReport) {
             )
         };
         p.figure(
-            svg::line_chart(&s.title(), &s.param, &s.y_label(), &names, &lines),
+            svg::line_chart_x(
+                &s.title(),
+                &s.param,
+                &s.y_label(),
+                &names,
+                &lines,
+                s.x_log2(),
+            ),
             &caption,
             "",
         );

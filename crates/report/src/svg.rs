@@ -186,6 +186,18 @@ pub fn line_chart(
     names: &[String],
     lines: &[SvgLine],
 ) -> Option<String> {
+    line_chart_x(title, x_label, y_label, names, lines, false)
+}
+
+/// [`line_chart`], its x axis base-2 logarithmic when `x_log2`.
+pub fn line_chart_x(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    names: &[String],
+    lines: &[SvgLine],
+    x_log2: bool,
+) -> Option<String> {
     let finite = |l: &SvgLine| -> Vec<(f64, f64)> {
         l.points
             .iter()
@@ -204,7 +216,11 @@ pub fn line_chart(
         (a.0.min(p.1), a.1.max(p.1))
     });
     let fr = Frame {
-        x: Axis::covering(xmin, xmax, 8, true),
+        x: if x_log2 && xmin > 0.0 {
+            Axis::log2(xmin, xmax)
+        } else {
+            Axis::covering(xmin, xmax, 8, true)
+        },
         y: Axis::covering(ymin, ymax, 5, true),
         px0: LEFT,
         px1: W - RIGHT,
@@ -321,6 +337,7 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[StripGroup]) -> Option<
             lo: 0.0,
             hi: groups.len() as f64,
             step: 1.0,
+            log2: false,
         },
         y,
         px0: LEFT,
@@ -457,6 +474,7 @@ pub fn bar_chart(
             lo: 0.0,
             hi: categories.len() as f64,
             step: 1.0,
+            log2: false,
         },
         y: Axis::covering(lo, hi, 5, true),
         px0: LEFT,
@@ -555,11 +573,13 @@ pub fn residency_chart(
             lo: 0.0,
             hi: 100.0,
             step: 20.0,
+            log2: false,
         },
         y: Axis {
             lo: 0.0,
             hi: 1.0,
             step: 1.0,
+            log2: false,
         },
         px0: LEFT,
         px1: W - RIGHT,

@@ -25,6 +25,8 @@ pub struct Chart {
     pub width: usize,
     /// Rows inside the frame.
     pub height: usize,
+    /// A base-2 logarithmic x axis (task counts 4, 8, ..., 64).
+    pub x_log2: bool,
 }
 
 impl Chart {
@@ -36,6 +38,7 @@ impl Chart {
             series,
             width: crate::table::TEXT_WIDTH,
             height: 14,
+            x_log2: false,
         }
     }
 
@@ -72,7 +75,11 @@ impl Chart {
         let ylw = ylabels.iter().map(|(_, s)| s.len()).max().unwrap_or(1);
         // Columns: label, space, frame, interior, frame.
         let iw = self.width.saturating_sub(ylw + 3).max(10);
-        let xaxis = Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), true);
+        let xaxis = if self.x_log2 && xmin > 0.0 {
+            Axis::log2(xmin, xmax)
+        } else {
+            Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), true)
+        };
 
         let col =
             |x: f64| ((xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1);
@@ -228,6 +235,43 @@ mod tests {
         let top = lines[3];
         let first_sym = |l: &str| l.find(['*', '#']);
         assert!(first_sym(bottom).unwrap() < first_sym(top).unwrap(), "{s}");
+    }
+
+    /// Task counts 4 to 64 on a base-2 axis: equal steps between the
+    /// tick labels, each under its point.
+    #[test]
+    fn a_base_2_x_axis_spaces_doublings_evenly() {
+        let mut c = Chart::new(
+            "t",
+            "tasks",
+            "s",
+            vec![Line::new(
+                "A",
+                [4.0, 8.0, 16.0, 32.0, 64.0]
+                    .iter()
+                    .map(|&x| (x, x))
+                    .collect(),
+            )],
+        );
+        c.x_log2 = true;
+        let s = c.render();
+        let labels = s
+            .lines()
+            .find(|l| l.trim_start().starts_with("4 "))
+            .unwrap_or_else(|| panic!("{s}"));
+        let at: Vec<usize> = ["4", "8", "16", "32", "64"]
+            .iter()
+            .map(|t| {
+                labels
+                    .find(&format!(" {t}"))
+                    .unwrap_or_else(|| panic!("{t}: {s}"))
+            })
+            .collect();
+        let gaps: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.iter().max().unwrap() - gaps.iter().min().unwrap() <= 2,
+            "{gaps:?}\n{s}"
+        );
     }
 
     #[test]
