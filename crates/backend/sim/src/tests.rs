@@ -52,7 +52,9 @@ smt_throughput = 0.6
 }
 
 /// `nodes` nodes x `cores` cores, one thread each, SLIT 10/20.
-fn nodes_machine(nodes: usize, cores: usize) -> Machine {
+/// `nodes` x `cores` (no SMT, one LLC per node), 100 ns local memory at
+/// 50 GB/s per node, a fixed 2 GHz: the machine of the model's unit tests.
+pub(crate) fn nodes_machine(nodes: usize, cores: usize) -> Machine {
     let text = format!(
         r#"
 name = "n{nodes}"
@@ -459,30 +461,7 @@ fn only_benchmarks_real_runs_judge_have_a_convergence() {
             .all(|s| s.task_memory_bytes.is_empty()));
     }
     // On one node it is trivial, with the real runs' reason.
-    let text = r#"
-name = "one"
-[topology]
-nodes = 1
-cores_per_node = 2
-threads_per_core = 1
-memory_per_node_gib = 4
-distances = [[10]]
-[memory]
-local_latency_ns = 100
-bandwidth_gbs = 50
-[cache]
-llc_mib = 4
-llc_hit_ns = 10
-cross_llc_ns = 60
-[cpu]
-base_ghz = 2
-max_ghz = 2
-min_ghz = 2
-"#;
-    let one = MachineFile::parse("one", text)
-        .unwrap()
-        .build("one")
-        .unwrap();
+    let one = nodes_machine(1, 2);
     let cfg = config(one, "linux", "autonuma", 1);
     let r = run(
         &cfg,

@@ -1024,35 +1024,13 @@ pub fn draw_count(w: &mut World, x: f64) -> u64 {
 mod tests {
     use super::*;
     use crate::engine::{Parent, TaskState, Work};
-    use crate::machine::MachineFile;
     use crate::workload::{add_region, add_task};
     use rand_core::SeedableRng;
     use std::collections::VecDeque;
 
     /// 2 nodes x 8 cores, one LLC per node: imb_numa_nr = 8 >> 3 = 1.
     fn world() -> World {
-        let text = r#"
-name = "two"
-[topology]
-nodes = 2
-cores_per_node = 8
-memory_per_node_gib = 4
-[memory]
-local_latency_ns = 100
-bandwidth_gbs = 50
-[cache]
-llc_mib = 4
-llc_hit_ns = 10
-cross_llc_ns = 60
-[cpu]
-base_ghz = 2
-max_ghz = 2
-min_ghz = 2
-"#;
-        let m = MachineFile::parse("two", text)
-            .unwrap()
-            .build("two")
-            .unwrap();
+        let m = crate::tests::nodes_machine(2, 8);
         World::new(
             m,
             1_000_000,
