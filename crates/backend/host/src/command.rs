@@ -31,7 +31,7 @@
 //! file system that took none of the output) is not kept either, so no
 //! orphan or empty `<id>.log` is left in the results directory.
 
-use crate::observe::{push_final_sample, Observer};
+use crate::observe::Observer;
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::RunSpec;
 use crate::{Error, Result};
@@ -40,7 +40,7 @@ use numalab_bench::metrics::metric;
 use numalab_bench::Case;
 use numalab_linux::child::Exit;
 use numalab_linux::supervise::{Event, Supervisor};
-use numalab_record::{Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
@@ -152,35 +152,27 @@ pub fn run_once(
 
     rec.metrics
         .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.metrics
-        .insert("user_s".into(), metric("user_s", exit.user_s));
-    rec.metrics
-        .insert("sys_s".into(), metric("sys_s", exit.sys_s));
-    // No progress: a command reports none while it runs.
-    push_final_sample(&mut rec, pacer.enabled(), elapsed, Vec::new(), &vm);
-    crate::vmstat_metrics(&mut rec, &vm);
     rec.processes.push(ProcessInfo {
         index: 0,
         name: p.argv.join(" "),
         pid,
     });
-    rec.tasks.push(TaskRecord {
-        id: 1,
-        name: p.name.clone(),
-        pid,
-        process: Some(0),
-        initial_node: None,
-        main_node: None,
-        node_time_s: Vec::new(),
-        residency_method: "not observed: a command's processes come and go".into(),
-        residency_samples: 0,
-        user_s: exit.user_s,
-        sys_s: exit.sys_s,
-        work_done: u64::from(exit.success()),
-        work_expected: 1,
-        exit: exit.describe(),
-        kernel: crate::kernel_counters(exit.sched),
-    });
+    // No progress: a command reports none while it runs.
+    crate::record_end_only(
+        &mut rec,
+        crate::EndOnly {
+            name: p.name.clone(),
+            pid,
+            why: "a command's processes come and go",
+            exit: &exit,
+            work_done: u64::from(exit.success()),
+            work_expected: 1,
+        },
+        pacer.enabled(),
+        elapsed,
+        Vec::new(),
+        &vm,
+    );
     if !exit.success() {
         let t = tail(&log.path, TAIL_LINES);
         rec.outcome = Outcome::failed(if t.is_empty() {

@@ -16,7 +16,7 @@
 //! killing the driver ends the tree at once; the orphans are reaped by
 //! init or the nearest subreaper.
 
-use crate::observe::{push_final_sample, Observer};
+use crate::observe::Observer;
 use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
@@ -24,7 +24,7 @@ use numalab_bench::forkexec::Params;
 use numalab_bench::metrics::metric;
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
-use numalab_record::{Outcome, ProcessInfo, RunRecord, TaskRecord};
+use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -253,31 +253,23 @@ pub fn run_forkexec(
         name: format!("forkexec parent, {} children", p.children),
         pid: Some(pid),
     });
-    rec.tasks.push(TaskRecord {
-        id: 1,
-        name: "forkexec parent".into(),
-        pid: Some(pid),
-        process: Some(0),
-        initial_node: None,
-        main_node: None,
-        node_time_s: Vec::new(),
-        residency_method: "not observed: thousands of short-lived processes".into(),
-        residency_samples: 0,
-        user_s: exit.user_s,
-        sys_s: exit.sys_s,
-        work_done: done,
-        work_expected: p.children as u64,
-        exit: exit.describe(),
-        kernel: crate::kernel_counters(exit.sched),
-    });
     // wait4's times include the children the parent reaped.
-    rec.metrics
-        .insert("user_s".into(), metric("user_s", exit.user_s));
-    rec.metrics
-        .insert("sys_s".into(), metric("sys_s", exit.sys_s));
     let vm = observer.vmstat_delta();
-    push_final_sample(&mut rec, pacer.enabled(), ended_s, vec![done], &vm);
-    crate::vmstat_metrics(&mut rec, &vm);
+    crate::record_end_only(
+        &mut rec,
+        crate::EndOnly {
+            name: "forkexec parent".into(),
+            pid: Some(pid),
+            why: "thousands of short-lived processes",
+            exit: &exit,
+            work_done: done,
+            work_expected: p.children as u64,
+        },
+        pacer.enabled(),
+        ended_s,
+        vec![done],
+        &vm,
+    );
     match report {
         Some(r) if exit.success() && r.succeeded == p.children as u64 => {
             rec.metrics

@@ -102,7 +102,6 @@ impl Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// The /proc/vmstat deltas every record carries, by their metric names.
 /// A task's kernel counters as the record keeps them.
 pub fn kernel_counters(
     c: Option<numalab_linux::procfs::SchedCounters>,
@@ -141,6 +140,62 @@ pub fn kernel_metrics(rec: &mut RunRecord) {
     }
 }
 
+/// A process tree observed only when it ends (a command, hackbench,
+/// forkexec: its processes come and go too fast to sample), as the run's
+/// one task.
+pub struct EndOnly<'a> {
+    pub name: String,
+    pub pid: Option<i32>,
+    /// Why where it ran was not observed.
+    pub why: &'a str,
+    /// What `wait4` said of its top process and the children it reaped.
+    pub exit: &'a numalab_linux::child::Exit,
+    pub work_done: u64,
+    pub work_expected: u64,
+}
+
+/// Record `t` as the run's task, its user and system time as the run's
+/// metrics, and the run's final sample (`sampled`: observations were on;
+/// `progress`: the work counts at `ended_s`, empty when none is counted)
+/// and /proc/vmstat counters.
+pub fn record_end_only(
+    rec: &mut RunRecord,
+    t: EndOnly,
+    sampled: bool,
+    ended_s: f64,
+    progress: Vec<u64>,
+    vm: &BTreeMap<String, i64>,
+) {
+    rec.tasks.push(numalab_record::TaskRecord {
+        id: 1,
+        name: t.name,
+        pid: t.pid,
+        process: Some(0),
+        initial_node: None,
+        main_node: None,
+        node_time_s: Vec::new(),
+        residency_method: format!("not observed: {}", t.why),
+        residency_samples: 0,
+        user_s: t.exit.user_s,
+        sys_s: t.exit.sys_s,
+        work_done: t.work_done,
+        work_expected: t.work_expected,
+        exit: t.exit.describe(),
+        kernel: kernel_counters(t.exit.sched),
+    });
+    rec.metrics.insert(
+        "user_s".into(),
+        numalab_bench::metrics::metric("user_s", t.exit.user_s),
+    );
+    rec.metrics.insert(
+        "sys_s".into(),
+        numalab_bench::metrics::metric("sys_s", t.exit.sys_s),
+    );
+    observe::push_final_sample(rec, sampled, ended_s, progress, vm);
+    vmstat_metrics(rec, vm);
+}
+
+/// The /proc/vmstat deltas every record carries, by their metric names.
 pub fn vmstat_metrics(rec: &mut RunRecord, delta: &BTreeMap<String, i64>) {
     for k in numalab_bench::metrics::VMSTAT {
         if let Some(v) = delta.get(k) {

@@ -363,31 +363,23 @@ pub fn run_hackbench(
         name: format!("hackbench {groups} groups x {fds} fds"),
         pid: Some(pid),
     });
-    rec.tasks.push(TaskRecord {
-        id: 1,
-        name: "hackbench".into(),
-        pid: Some(pid),
-        process: Some(0),
-        initial_node: None,
-        main_node: None,
-        node_time_s: Vec::new(),
-        residency_method: "not observed: thousands of short message-passing processes".into(),
-        residency_samples: 0,
-        user_s: exit.user_s,
-        sys_s: exit.sys_s,
-        work_done: u64::from(exit.success() && h.is_some()),
-        work_expected: 1,
-        exit: exit.describe(),
-        kernel: crate::kernel_counters(exit.sched),
-    });
-    rec.metrics
-        .insert("user_s".into(), metric("user_s", exit.user_s));
-    rec.metrics
-        .insert("sys_s".into(), metric("sys_s", exit.sys_s));
     // No progress: hackbench reports none while it runs.
     let vm = observer.vmstat_delta();
-    push_final_sample(&mut rec, pacer.enabled(), ended_s, Vec::new(), &vm);
-    crate::vmstat_metrics(&mut rec, &vm);
+    crate::record_end_only(
+        &mut rec,
+        crate::EndOnly {
+            name: "hackbench".into(),
+            pid: Some(pid),
+            why: "thousands of short message-passing processes",
+            exit: &exit,
+            work_done: u64::from(exit.success() && h.is_some()),
+            work_expected: 1,
+        },
+        pacer.enabled(),
+        ended_s,
+        Vec::new(),
+        &vm,
+    );
     match h {
         Some(h) if exit.success() => {
             rec.metrics
