@@ -299,23 +299,22 @@ fn kill_9_during_hackbench_leaves_nothing_running() {
 #[test]
 fn kill_9_during_a_command_with_background_children_leaves_nothing_running() {
     killed_mid_run(
-        &[
-            "run",
-            "command",
-            "--",
-            "sh",
-            "-c",
-            "sleep 300 & sleep 301; wait",
-        ],
+        &["run", "command", "--", "sh", "-c", BACKGROUND_SLEEPS],
         &[],
         "the command's sh and its two sleeps",
-        |ps| {
-            count_exact(ps, &["sh", "-c", "sleep 300 & sleep 301; wait"]) == 1
-                && count_exact(ps, &["sleep", "300"]) == 1
-                && count_exact(ps, &["sleep", "301"]) == 1
-        },
+        sh_and_two_sleeps,
     );
 }
+
+/// `sh -c 'sleep 300 & sleep 301; wait'` and both its sleeps are running.
+fn sh_and_two_sleeps(ps: &[Proc]) -> bool {
+    count_exact(ps, &["sh", "-c", BACKGROUND_SLEEPS]) == 1
+        && count_exact(ps, &["sleep", "300"]) == 1
+        && count_exact(ps, &["sleep", "301"]) == 1
+}
+
+/// A shell with a background child and a foreground one.
+const BACKGROUND_SLEEPS: &str = "sleep 300 & sleep 301; wait";
 
 /// A hook's background jobs (here `--prepare`'s, under `sim`) die with
 /// numalab too: the shell alone would (it dies with its parent), its
@@ -333,15 +332,11 @@ fn kill_9_during_a_hook_with_background_children_leaves_nothing_running() {
             "--loops",
             "1",
             "--prepare",
-            "sleep 300 & sleep 301; wait",
+            BACKGROUND_SLEEPS,
         ],
         &[],
         "the hook's sh and its two sleeps",
-        |ps| {
-            count_exact(ps, &["sh", "-c", "sleep 300 & sleep 301; wait"]) == 1
-                && count_exact(ps, &["sleep", "300"]) == 1
-                && count_exact(ps, &["sleep", "301"]) == 1
-        },
+        sh_and_two_sleeps,
     );
 }
 
