@@ -375,6 +375,13 @@ fn a_hook_that_leaves_a_background_job_has_it_killed_when_it_ends() {
     clean_up(&mark);
     assert!(status.success(), "{status}");
     assert_eq!(count_exact(&left, &["sleep", "302"]), 0, "{left:#?}");
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    let one_line = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        one_line.contains("numalab: warning: --setup \"sleep 302 &\" left 1 process(es) running when it ended; killed"),
+        "{err}"
+    );
+    assert!(err.lines().all(|l| l.chars().count() <= 80), "{err}");
 }
 
 /// Ctrl-C during the storm: numalab exits 130 having reaped every worker.

@@ -75,8 +75,17 @@ fn supervised(
         }
         match sup.recv_timeout(Duration::from_millis(10)) {
             Ok(Event::Exited { exit, .. }) => {
-                // What the hook left running is killed here.
-                sup.finish().map_err(|e| failed(e.to_string()))?;
+                // What the hook left running is killed here, and said: a
+                // load meant to run beside the benchmark belongs in it.
+                let left = sup.finish().map_err(|e| failed(e.to_string()))?;
+                if left > 0 {
+                    let w = format!(
+                        "numalab: warning: --{which} {cmd:?} left {left} process(es) running when it ended; killed (a hook is a step: run a background load inside the benchmark)"
+                    );
+                    for l in numalab_report::table::wrap(&w, 80) {
+                        eprintln!("{l}");
+                    }
+                }
                 return if exit.success() {
                     Ok(())
                 } else {
