@@ -3,7 +3,6 @@
 //! drift from the flags.
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,7 +29,7 @@ pub struct ManArgs {
 }
 
 pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
-    let mut cmd = crate::Cli::command();
+    let mut cmd = crate::command();
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "numalab", &mut out);
     crate::print_stdout(&String::from_utf8_lossy(&out))?;
@@ -38,7 +37,7 @@ pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
 }
 
 pub fn man(a: ManArgs) -> Result<ExitCode> {
-    let cmd = crate::Cli::command();
+    let cmd = crate::command();
     match a.dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;

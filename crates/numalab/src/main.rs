@@ -85,7 +85,10 @@ fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         numalab_linux::supervise::enable(exe);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
@@ -113,6 +116,28 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The command line as parsed, documented and completed: the derived
+/// [`Cli`], with the machine settings the simulator does not have
+/// (`--sysctl`, `--governor`, `--sysfs`; it takes `--thp` only) left out
+/// of `numalab sim BENCH --help`. They still parse, to be refused in one
+/// line naming what the simulator takes.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("sim", |sim| {
+        let names: Vec<String> = sim
+            .get_subcommands()
+            .map(|b| b.get_name().to_string())
+            .collect();
+        names.iter().fold(sim, |sim, name| {
+            sim.mut_subcommand(name, |b| {
+                ["sysctl", "governor", "sysfs"]
+                    .iter()
+                    .fold(b, |b, arg| b.mut_arg(*arg, |a| a.hide(true)))
+            })
+        })
+    })
 }
 
 /// Help and version go to stdout as clap renders them; usage errors are
