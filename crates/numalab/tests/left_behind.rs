@@ -313,6 +313,18 @@ fn sh_and_two_sleeps(ps: &[Proc]) -> bool {
         && count_exact(ps, &["sleep", "301"]) == 1
 }
 
+/// A simulated run of a second or so, to hang hooks on.
+const TINY_SIM: [&str; 8] = [
+    "sim",
+    "--machine",
+    "ht2",
+    "numa02",
+    "--bytes",
+    "8M",
+    "--loops",
+    "1",
+];
+
 /// A shell with a background child and a foreground one.
 const BACKGROUND_SLEEPS: &str = "sleep 300 & sleep 301; wait";
 
@@ -322,18 +334,7 @@ const BACKGROUND_SLEEPS: &str = "sleep 300 & sleep 301; wait";
 #[test]
 fn kill_9_during_a_hook_with_background_children_leaves_nothing_running() {
     killed_mid_run(
-        &[
-            "sim",
-            "--machine",
-            "ht2",
-            "numa02",
-            "--bytes",
-            "8M",
-            "--loops",
-            "1",
-            "--prepare",
-            BACKGROUND_SLEEPS,
-        ],
+        &[TINY_SIM.as_slice(), &["--prepare", BACKGROUND_SLEEPS]].concat(),
         &[],
         "the hook's sh and its two sleeps",
         sh_and_two_sleeps,
@@ -348,19 +349,10 @@ fn a_hook_that_leaves_a_background_job_has_it_killed_when_it_ends() {
     let dir = tempfile::tempdir().unwrap();
     let (mut c, mark) = start(
         &[
-            "sim",
-            "--machine",
-            "ht2",
-            "numa02",
-            "--bytes",
-            "8M",
-            "--loops",
-            "1",
-            "--setup",
-            "sleep 302 &",
-            "--prepare",
-            "sleep 1",
-        ],
+            TINY_SIM.as_slice(),
+            &["--setup", "sleep 302 &", "--prepare", "sleep 1"],
+        ]
+        .concat(),
         dir.path(),
         &[],
         false,
