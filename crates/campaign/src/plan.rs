@@ -616,6 +616,16 @@ fn show(v: &Value) -> String {
     }
 }
 
+/// A non-empty array of strings (`configs`, `argv`), or None.
+fn string_list(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::Array(a) if !a.is_empty() => {
+            a.iter().map(|x| x.as_str().map(str::to_string)).collect()
+        }
+        _ => None,
+    }
+}
+
 /// A scalar as a flag's value.
 fn scalar_text(v: &Value) -> Option<String> {
     match v {
@@ -662,14 +672,7 @@ fn expand_benchmark(
             continue;
         }
         if key == "configs" {
-            let labels = match v.get_ref() {
-                Value::Array(a) if !a.is_empty() => a
-                    .iter()
-                    .map(|x| x.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>(),
-                _ => None,
-            };
-            only = labels.ok_or_else(|| {
+            only = string_list(v.get_ref()).ok_or_else(|| {
                 loc.err(
                     kline,
                     format!(
@@ -699,14 +702,7 @@ fn expand_benchmark(
             if name_s != "command" {
                 return Err(loc.err(kline, format!("{name_s} takes no argv (only command does)")));
             }
-            let items = match v.get_ref() {
-                Value::Array(a) if !a.is_empty() => a
-                    .iter()
-                    .map(|x| x.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>(),
-                _ => None,
-            };
-            argv = Some(items.ok_or_else(|| {
+            argv = Some(string_list(v.get_ref()).ok_or_else(|| {
                 loc.err(
                     kline,
                     "argv: the program and its arguments, a list of strings, e.g. [\"make\", \"-j4\"]",

@@ -79,7 +79,7 @@ sim = { machine = "azusa16", balancer = "autonuma[scan_period_max_ms={ms}]" }
 #[test]
 fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let bad: [(&str, &str); 13] = [
+    let bad: [(&str, &str); 16] = [
         ("[[benchmark]]\nname = \"numa02\"\nthread = 2\n", "bad.toml:3: numa02 has no parameter \"thread\""),
         ("[[benchmark]]\nname = \"numa02\"\nthreads = []\n", "bad.toml:3: threads = []: an empty list"),
         ("runz = 3\n[[benchmark]]\nname = \"numa02\"\n", "bad.toml:1: unknown field `runz`"),
@@ -93,6 +93,9 @@ fn plan_errors_are_one_line_naming_the_line_and_nothing_is_written() {
         ("[[benchmark]]\nname = \"numa02\"\nconfigs = [\"b\"]\n[[config]]\nlabel = \"a\"\n", "bad.toml:2: numa02: configs names \"b\", but no configuration has that label (labels: a)"),
         ("[[benchmark]]\nname = \"numa02\"\nconfigs = \"a\"\n[[config]]\nlabel = \"a\"\n", "bad.toml:3: configs = \"a\": the labels of the configurations it runs under"),
         ("[[benchmark]]\nname = \"numa02\"\nconfigs = [\"a\"]\n[[config]]\nlabel = \"a\"\n[[config]]\nlabel = \"b\"\n", "bad.toml:6: configuration \"b\" runs no benchmark"),
+        ("[[benchmark]]\nname = \"numa02\"\nconfigs = []\n[[config]]\nlabel = \"a\"\n", "bad.toml:3: configs = []: the labels of the configurations it runs under"),
+        ("[[benchmark]]\nname = \"command\"\nargv = []\n", "bad.toml:3: argv: the program and its arguments, a list of strings"),
+        ("[[benchmark]]\nname = \"command\"\nargv = [\"sleep\", 1]\n", "bad.toml:3: argv: the program and its arguments, a list of strings"),
     ];
     for (plan, needle) in bad {
         write(dir.path(), "bad.toml", plan);

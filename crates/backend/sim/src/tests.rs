@@ -51,7 +51,6 @@ smt_throughput = 0.6
         .unwrap()
 }
 
-/// `nodes` nodes x `cores` cores, one thread each, SLIT 10/20.
 /// `nodes` x `cores` (no SMT, one LLC per node), 100 ns local memory at
 /// 50 GB/s per node, a fixed 2 GHz: the machine of the model's unit tests.
 pub(crate) fn nodes_machine(nodes: usize, cores: usize) -> Machine {
