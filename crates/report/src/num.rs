@@ -66,8 +66,12 @@ pub fn short(x: f64) -> String {
 }
 
 /// Seed 001's `mean(stddev)`, both with the mean's decimals; `mean(-)`
-/// when there is no standard deviation (a single run).
+/// when there is no standard deviation (a single run); `0(0)` when every
+/// run gave exactly zero (a counter that never moved, as under `none`).
 pub fn mean_sd(mean: f64, sd: Option<f64>) -> String {
+    if mean == 0.0 && sd.is_none_or(|s| s == 0.0) {
+        return if sd.is_some() { "0(0)" } else { "0(-)" }.into();
+    }
     let d = if mean == 0.0 {
         sd.map(decimals_for).unwrap_or(2)
     } else {
@@ -191,7 +195,9 @@ mod tests {
         assert_eq!(mean_sd(52.67, Some(3.51)), "52.67(3.51)");
         assert_eq!(mean_sd(0.16, Some(0.02)), "0.160(0.020)");
         assert_eq!(mean_sd(5.0, None), "5.00(-)");
-        assert_eq!(mean_sd(0.0, Some(0.0)), "0.00(0.00)");
+        assert_eq!(mean_sd(0.0, Some(0.0)), "0(0)");
+        assert_eq!(mean_sd(0.0, None), "0(-)");
+        assert_eq!(mean_sd(0.0, Some(0.5)), "0.000(0.500)");
     }
 
     #[test]
