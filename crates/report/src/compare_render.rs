@@ -45,6 +45,18 @@ pub fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
+/// The change column: the relative change of the means when the test is
+/// significant; `from 0` when it is but the baseline's mean is zero (a
+/// counter the baseline never moved: no ratio exists); `~` when it is not.
+fn change_cell(c: &numalab_stats::Comparison) -> String {
+    match c.relative_change {
+        Some(rel) if c.significant => num::percent_change(rel),
+        None if c.significant && c.baseline_mean == Some(0.0) => "from 0".into(),
+        Some(_) | None if c.p_value.is_some() || c.verdict == Verdict::TooFewSamples => "~".into(),
+        _ => "-".into(),
+    }
+}
+
 fn notes_cell(ids: &[usize]) -> String {
     ids.iter()
         .map(|n| n.to_string())
@@ -192,13 +204,7 @@ fn row_cells(r: &CompareReport, row: &GroupRow) -> Vec<String> {
                     _ => "-".into(),
                 },
             };
-            let change = match c.relative_change {
-                Some(rel) if c.significant => num::percent_change(rel),
-                Some(_) | None if c.p_value.is_some() || c.verdict == Verdict::TooFewSamples => {
-                    "~".into()
-                }
-                _ => "-".into(),
-            };
+            let change = change_cell(c);
             let p = c.p_value.map(num::p_value).unwrap_or_else(|| "-".into());
             (vs, change, p, verdict_word(c.verdict).to_string())
         }
@@ -361,7 +367,7 @@ pub fn explanation(r: &CompareReport, layout: Layout) -> String {
             noise_pct(r)
         ),
         Layout::Compact => format!(
-            "Each row: mean +-CV (stddev/mean) of each side's runs; change of the means, or \"~\" when not significant ({} test, p >= {alpha}); verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold, ~ is within noise, ? too few runs to test. --detailed shows medians and intervals.",
+            "Each row: mean +-CV (stddev/mean) of each side's runs; change of the means (\"from 0\" when the baseline's is zero), or \"~\" when not significant ({} test, p >= {alpha}); verdict: better or worse needs p < {alpha} and a change beyond the {} noise threshold, ~ is within noise, ? too few runs to test. --detailed shows medians and intervals.",
             test_name(r.settings.test),
             noise_pct(r)
         ),
@@ -866,15 +872,7 @@ pub fn compact_table(
         };
         let (change, p, verdict) = match (row.role, &row.comparison) {
             (Role::Candidate, Some(c)) => (
-                match c.relative_change {
-                    Some(rel) if c.significant => num::percent_change(rel),
-                    Some(_) | None
-                        if c.p_value.is_some() || c.verdict == Verdict::TooFewSamples =>
-                    {
-                        "~".into()
-                    }
-                    _ => "-".into(),
-                },
+                change_cell(c),
                 c.p_value.map(num::p_value).unwrap_or_else(|| "-".into()),
                 compact_verdict(c.verdict).to_string(),
             ),

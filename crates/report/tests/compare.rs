@@ -928,3 +928,36 @@ fn the_line_under_comparison_explains_the_tables_when_the_summary_wraps() {
         "{under}"
     );
 }
+
+/// A counter the baseline never moved (pages migrated under `none`): no
+/// ratio exists, so the change reads `from 0` where the test is
+/// significant, never `~`, which would say it is not.
+#[test]
+fn a_change_from_a_zero_baseline_reads_from_0() {
+    let with = |label: &str, migrated: &[f64]| {
+        let mut v = runs(label, "h", 4, &BASE);
+        for ((_, r), m) in v.iter_mut().zip(migrated) {
+            r.metrics.insert(
+                "numa_pages_migrated".into(),
+                Metric::new(*m, "pages", Better::Lower),
+            );
+        }
+        v
+    };
+    let mut v = with("none", &[0.0; 6]);
+    v.extend(with(
+        "autonuma",
+        &[900.0, 1000.0, 1100.0, 950.0, 1050.0, 1000.0],
+    ));
+    let mut o = opts();
+    o.baseline = Some("none".into());
+    let r = compare(&Dataset::new(v), &o).unwrap();
+    let text = compare_render::to_text(&r, Layout::Compact);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("numa_pages_migrated"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("from 0") && line.contains("worse"), "{line}");
+    let full = compare_render::to_text(&r, Layout::Full);
+    assert!(full.contains("from 0"), "{full}");
+}
