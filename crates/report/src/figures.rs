@@ -441,15 +441,12 @@ impl Bars {
     }
     /// A bar's words: the value, and the mean it comes from.
     pub fn bar_text(&self, b: &Bar) -> String {
-        let mean = format!(
-            "{}{} {}",
-            crate::num::value(b.stat.mean),
-            b.stat
-                .stddev
-                .map(|sd| format!("({})", crate::num::value(sd)))
-                .unwrap_or_default(),
-            self.unit
-        );
+        // mean(sd) as in the tables (both with the mean's decimals).
+        let value = match b.stat.stddev {
+            Some(_) => crate::num::mean_sd(b.stat.mean, b.stat.stddev),
+            None => crate::num::value(b.stat.mean),
+        };
+        let mean = format!("{value} {}", self.unit);
         if self.normalised_to.is_some() {
             format!("{:.2} ({mean})", b.value)
         } else {
