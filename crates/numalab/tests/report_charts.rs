@@ -92,6 +92,11 @@ fn report_over_reproduce_records_draws_the_seed_charts() {
     for b in ["numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT"] {
         assert!(svg.contains(&format!(">{b}</text>")), "{b}: {svg}");
     }
+    // When the threads started is set-up, not a result: no chart of it.
+    let started =
+        "numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT: started_s normalised to autonuma";
+    assert!(svg_titled(&html, started).is_none(), "{html}");
+    assert!(!txt.contains("started_s normalised"), "{txt}");
     let block: Vec<&str> = txt
         .split("\n\n")
         .find(|b| b.starts_with("numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT: elapsed_s"))

@@ -120,11 +120,14 @@ fn stat_of(values: &[f64]) -> Option<Stat> {
 }
 
 /// The tables the figures draw: metrics in seconds that are not 0 in
-/// every successful run.
+/// every successful run, but `started_s`.
 fn time_tables(cmp: &CompareReport) -> Vec<&MetricTable> {
     cmp.tables
         .iter()
         .filter(|t| t.unit == "s")
+        // When the threads had started is a fact of the run's set-up (to
+        // read convergence from), not a cost worth a chart.
+        .filter(|t| t.metric != "started_s")
         .filter(|t| t.rows.iter().any(|r| r.values.iter().any(|v| *v != 0.0)))
         .collect()
 }
