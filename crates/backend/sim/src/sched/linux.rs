@@ -7,7 +7,8 @@
 //! busy (sd_init: min_interval = span weight in ms, busy_factor 16), only
 //! from the first idle CPU of a group (should_we_balance). A group is
 //! pulled from when its load per CPU beats the local one by the domain's
-//! imbalance_pct (SMT 110, others 117, NUMA 125 as in older sd_init), or
+//! imbalance_pct (SMT 110, others 117, NUMA 125 as in older sd_init:
+//! `numa_imbalance_pct`, 117 in current kernels), or
 //! when the local group has more idle CPUs (spare capacity); at the NUMA
 //! level a small imbalance is allowed (adjust_numa_imbalance: up to 25% of
 //! the node). Moves prefer tasks whose NUMA-preferred node is the
@@ -75,6 +76,12 @@ impl Linux {
             "fraction of a node's CPUs that may run tasks before NUMA balancing spreads them",
         )?;
         let wake_affine = p.bool("wake_affine", true, "pull sync wakees to the waker's CPU")?;
+        let numa_pct = p.f64_in(
+            "numa_imbalance_pct",
+            125.0,
+            (100.0, 1000.0),
+            "sd_init's imbalance_pct of the NUMA level (125 in older kernels; current ones give every level above SMT 117)",
+        )?;
         let factor = 1 + (m.ncpus.clamp(1, 8) as f64).log2().floor() as u64;
         let mut levels = Vec::new();
         let all: Vec<CpuId> = (0..m.ncpus).collect();
@@ -106,7 +113,7 @@ impl Linux {
         add(110.0, false, &|c| m.cpu_core[c], &|c| c);
         add(117.0, false, &|c| m.cpu_llc[c], &|c| m.cpu_core[c]);
         add(117.0, false, &|c| m.cpu_node[c], &|c| m.cpu_llc[c]);
-        add(125.0, true, &|_| 0, &|c| m.cpu_node[c]);
+        add(numa_pct, true, &|_| 0, &|c| m.cpu_node[c]);
         let n = levels.len();
         Ok(Linux {
             levels,
@@ -410,5 +417,32 @@ impl Scheduler for Linux {
     }
     fn slice_ns(&self, w: &World, cpu: CpuId) -> u64 {
         self.slice(w, cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn numa_pct(args: &[(&str, &str)]) -> Result<f64, String> {
+        let args: BTreeMap<String, String> = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let m = crate::tests::nodes_machine(2, 2);
+        let l = Linux::new(&mut Params::new("linux", &args), &m)?;
+        Ok(l.levels.iter().find(|x| x.numa).map(|x| x.pct).unwrap())
+    }
+
+    #[test]
+    fn the_numa_level_imbalance_pct_is_a_parameter() {
+        assert_eq!(numa_pct(&[]), Ok(125.0));
+        assert_eq!(numa_pct(&[("numa_imbalance_pct", "117")]), Ok(117.0));
+        let e = numa_pct(&[("numa_imbalance_pct", "90")]).unwrap_err();
+        assert!(
+            e.contains("numa_imbalance_pct=90 must be between 100 and 1000"),
+            "{e}"
+        );
     }
 }
