@@ -404,7 +404,7 @@ fn nest_placement_2022(r: &Records) -> Findings {
             None => Verdict::NotReproduced("runs missing".into()),
             Some(x) if x >= 1.06 => Verdict::Reproduced,
             Some(_) => Verdict::NotReproduced(
-                "each new process starts at half its core's spare utilisation wherever it runs (post_init_entity_util_avg) and the model has no C-state exit latency nor warm caches for a freshly exec'd program, so NEST's reuse of warm cores buys nothing; the seed's own figures point away from frequency on this machine (CFS under the performance governor is no faster than under schedutil)".into(),
+                "under schedutil a new process runs at the frequency of its own utilisation, which starts at half its CPU's spare capacity (post_init_entity_util_avg); on the core NEST reuses, the child that just exited still counts until the CPU's next PELT update, so each child starts lower and runs slower, while CFS's forks walk round the L3s to CPUs whose old utilisation has been cleared (under the performance governor both take the same time); the seed's CFS is no faster under performance than under schedutil on this machine, so frequency is not where NEST's gain comes from there, and what would be (C-state exit latency, a warm cache for a freshly exec'd program) the model does not have".into(),
             ),
         },
     });

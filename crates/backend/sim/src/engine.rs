@@ -27,8 +27,11 @@ pub enum Placement {
     /// A new task: `exec` for a new program (process), else a new thread
     /// or forked child; `parent_cpu` is where its creator runs.
     New { parent_cpu: CpuId, exec: bool },
-    /// A blocked task woken by a task running on `waker_cpu`.
-    Wake { waker_cpu: CpuId },
+    /// A blocked task woken by a task running on `waker_cpu` (still
+    /// running there as it wakes it). `sync`: the waker says it will sleep
+    /// soon (WF_SYNC: a pipe or socket write); never for an exiting waker
+    /// (select_task_rq_fair ignores WF_SYNC from a PF_EXITING task).
+    Wake { waker_cpu: CpuId, sync: bool },
 }
 
 /// Where a task's first touches allocate memory.
@@ -269,8 +272,13 @@ pub struct CpuRq {
     pub curr: Option<TaskId>,
     pub queue: VecDeque<TaskId>,
     pub slice_left: u64,
-    /// PELT-style utilisation (0..1) for schedutil.
+    /// PELT-style utilisation (0..1) for schedutil, as others see it.
     pub util: f64,
+    /// Utilisation of tasks that left (exited or moved away) not yet
+    /// taken off `util`: the kernel subtracts a departed task's util_avg
+    /// (cfs_rq->removed) at the CPU's next PELT update, which for an idle
+    /// CPU is the next blocked-load update or enqueue.
+    removed_util: f64,
     pub freq_ghz: f64,
     pub idle_since: u64,
     pub busy_at_tick: bool,
@@ -289,6 +297,11 @@ impl CpuRq {
     }
     pub fn is_idle(&self) -> bool {
         self.curr.is_none() && self.queue.is_empty()
+    }
+    /// The PELT update that takes departed tasks' utilisation off.
+    fn apply_removed(&mut self) {
+        self.util = (self.util - self.removed_util).max(0.0);
+        self.removed_util = 0.0;
     }
 }
 
@@ -350,11 +363,18 @@ pub struct World {
     /// Busy CPUs per LLC and busy cores per package at the tick's start.
     llc_busy: Vec<u32>,
     pkg_busy_cores: Vec<u32>,
-    wakeups: Vec<(TaskId, CpuId)>,
+    /// Tasks woken in this run slice, with the wakeup's sync hint.
+    wakeups: Vec<(TaskId, bool)>,
     /// Tasks forked in the current run of a task, to be placed at once.
     pub(crate) forked: Vec<TaskId>,
     pelt_decay: f64,
+    /// When idle CPUs' blocked utilisation is next brought up to date
+    /// (nohz.next_blocked: every LOAD_AVG_PERIOD, 32 ms).
+    next_blocked_ns: u64,
 }
+
+/// How often idle CPUs' blocked load is updated (LOAD_AVG_PERIOD, ms).
+const BLOCKED_UPDATE_NS: u64 = 32_000_000;
 
 impl World {
     pub fn new(m: Machine, tick_ns: u64, chunk_bytes: u64, rng: ChaCha8Rng, trace: bool) -> World {
@@ -398,6 +418,7 @@ impl World {
             wakeups: Vec::new(),
             forked: Vec::new(),
             pelt_decay,
+            next_blocked_ns: BLOCKED_UPDATE_NS,
             m,
         }
     }
@@ -497,15 +518,15 @@ impl World {
             // one (migrate_task_rq_fair: remove_entity_load_avg, then
             // attach_entity_load_avg at the enqueue).
             let u = self.task_util(t);
-            let rq = &mut self.cpus[old];
-            rq.util = (rq.util - u).max(0.0);
+            self.cpus[old].removed_util += u;
             self.cpus[cpu].util += u;
             self.tasks[t].util = u;
             self.tasks[t].util_at = self.now;
         }
         if !self.tasks[t].placed {
             // A new task starts with half the CPU's spare capacity
-            // (post_init_entity_util_avg), which joins the CPU's.
+            // (post_init_entity_util_avg, on the CPU's utilisation as it
+            // stands, departed tasks included), which joins the CPU's.
             let u = ((1.0 - self.cpus[cpu].util) / 2.0).max(0.0);
             self.tasks[t].util = u;
             self.tasks[t].util_at = self.now;
@@ -517,6 +538,9 @@ impl World {
                 g.members += 1;
             }
         }
+        // The enqueue updates the CPU's PELT sums: departed tasks'
+        // utilisation comes off now.
+        self.cpus[cpu].apply_removed();
         let task = &mut self.tasks[t];
         task.cpu = cpu;
         task.state = TaskState::Runnable;
@@ -585,10 +609,10 @@ impl World {
 
     /// Wake blocked task `t` from a task running on `waker_cpu`: it is
     /// placed through the scheduler's wakeup path within the tick.
-    pub fn wake(&mut self, t: TaskId, waker_cpu: CpuId) {
+    pub fn wake(&mut self, t: TaskId, sync: bool) {
         if self.tasks[t].state == TaskState::Blocked {
             self.tasks[t].state = TaskState::Runnable;
-            self.wakeups.push((t, waker_cpu));
+            self.wakeups.push((t, sync));
         }
     }
 
@@ -892,6 +916,14 @@ impl Engine {
                 .curr
                 .or(w.cpus[cpu].ran.take())
                 .filter(|&t| !w.tasks[t].is_done() && w.tasks[t].cpu == cpu);
+            // Departed tasks' utilisation comes off at the tick of a CPU
+            // still busy at its end, and at an idle one's blocked-load
+            // update (an idle CPU takes no tick).
+            if !w.cpus[cpu].is_idle() || end >= w.next_blocked_ns {
+                w.cpus[cpu].apply_removed();
+            } else {
+                w.cpus[cpu].removed_util *= decay;
+            }
             let mut u = w.cpus[cpu].util * decay;
             if let (true, Some(t)) = (busy, owner) {
                 u += 1.0 - decay;
@@ -907,6 +939,9 @@ impl Engine {
                 task.util_at = end;
             }
             w.cpus[cpu].util = u;
+        }
+        if end >= w.next_blocked_ns {
+            w.next_blocked_ns = end + BLOCKED_UPDATE_NS;
         }
         std::mem::swap(&mut w.demand, &mut w.demand_next);
         std::mem::swap(&mut w.demand_mem, &mut w.demand_mem_next);
@@ -948,10 +983,10 @@ impl Engine {
     }
 
     fn place_wakeups(&mut self, waker_cpu: CpuId) {
-        while let Some((t, _)) = self.w.wakeups.pop() {
-            let mut cpu = self
-                .sched
-                .select_cpu(&mut self.w, t, Placement::Wake { waker_cpu });
+        while let Some((t, sync)) = self.w.wakeups.pop() {
+            let mut cpu =
+                self.sched
+                    .select_cpu(&mut self.w, t, Placement::Wake { waker_cpu, sync });
             if !self.w.allowed(t, cpu) {
                 cpu = first_allowed(&self.w, t);
             }
@@ -1038,9 +1073,18 @@ impl Engine {
             // Children forked during the run are placed while their
             // parent is still current (wake_up_new_task at fork).
             self.place_forks(cpu);
+            let now = start + used;
+            if outcome == RunOutcome::Done {
+                // exit_notify wakes the parent before the task is gone.
+                crate::workload::task_exited(&mut self.w, t, now);
+            }
+            // The wakeups the task made (a message's receivers, an exiting
+            // child's parent) are placed while it is still current:
+            // try_to_wake_up runs in the waker's context, so to
+            // wake_affine and select_idle_sibling its CPU is busy.
+            self.place_wakeups(cpu);
             let rq = &mut self.w.cpus[cpu];
             rq.slice_left = rq.slice_left.saturating_sub(ran);
-            let now = start + used;
             self.w.tasks[t].last_ran = now;
             match outcome {
                 RunOutcome::Continue => {
@@ -1077,15 +1121,12 @@ impl Engine {
                         // An exiting task's utilisation leaves its CPU
                         // (task_dead_fair: remove_entity_load_avg).
                         let u = self.w.task_util(t);
-                        let rq = &mut self.w.cpus[cpu];
-                        rq.util = (rq.util - u).max(0.0);
+                        self.w.cpus[cpu].removed_util += u;
                         self.w.tasks[t].util = 0.0;
-                        crate::workload::task_exited(&mut self.w, t, cpu, now);
                     } else {
                         self.w.tasks[t].state = TaskState::Blocked;
                     }
                     self.sched.task_left(&mut self.w, t, cpu);
-                    self.place_wakeups(cpu);
                 }
             }
             if ran == 0 && outcome == RunOutcome::Continue {
@@ -1445,11 +1486,9 @@ fn run_message(
         }
     }
     w.tasks[t].progress = (w.tasks[t].work_expected - rem) as f64;
+    // A socket write wakes its reader with WF_SYNC.
     for x in wake {
-        if w.tasks[x].state == TaskState::Blocked {
-            w.tasks[x].state = TaskState::Runnable;
-            w.wakeups.push((x, cpu));
-        }
+        w.wake(x, true);
     }
     (spent, outcome)
 }

@@ -975,3 +975,54 @@ fn numa02_converges_under_autonuma_on_ht2() {
         );
     }
 }
+
+/// configure's shape under `linux` on the NEST evaluation's machine: the
+/// shell stays on its CPU (an exiting child's wakeup of its parent is not
+/// a sync one, so not wake-affine), and its children walk round the L3s
+/// (find_idlest_group passes over the L3 a child just left, whose
+/// utilisation still counts until that CPU's next PELT update), as the
+/// seed's CPU-selection trace shows.
+#[test]
+fn forkexec_under_linux_keeps_the_shell_and_walks_its_children_round_the_l3s() {
+    let m = Machine::load("epyc7642").unwrap();
+    let llc = m.cpu_llc.clone();
+    let mut cfg = config(m, "linux", "none", 1);
+    cfg.trace = true;
+    let b = Case::ForkExec(numalab_bench::forkexec::Params {
+        children: 12,
+        jobs: 1,
+        child_iterations: 100_000,
+        parent_iterations: 10_000,
+    });
+    let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
+    let v: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().unwrap()).unwrap();
+    let spans: Vec<(String, usize)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            let name = e["name"].as_str().unwrap().to_string();
+            (name, e["tid"].as_u64().unwrap() as usize)
+        })
+        .collect();
+    let shell: Vec<usize> = spans
+        .iter()
+        .filter(|(n, _)| n.starts_with("forkexec"))
+        .map(|s| s.1)
+        .collect();
+    assert!(shell.len() >= 12, "{spans:?}");
+    assert!(
+        shell.iter().all(|&c| c == shell[0]),
+        "the shell moved: {shell:?}"
+    );
+    let mut l3s: Vec<usize> = spans
+        .iter()
+        .filter(|(n, _)| n.starts_with("child"))
+        .map(|s| llc[s.1])
+        .collect();
+    assert_eq!(l3s.len(), 12, "{spans:?}");
+    l3s.sort_unstable();
+    l3s.dedup();
+    assert!(l3s.len() >= 6, "children on the L3s {l3s:?}");
+}

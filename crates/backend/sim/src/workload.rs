@@ -8,8 +8,7 @@
 //! stated here, not fitted to any seed's result.
 
 use crate::engine::{
-    Chunk, CpuId, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work,
-    World,
+    Chunk, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work, World,
 };
 use numalab_bench::autonuma::{interleave, MemPlan};
 use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
@@ -129,7 +128,7 @@ pub(crate) fn run_forker(
 /// Task `t` exited on `cpu` at `now`: a forkexec parent reaps it (its
 /// times join the parent's, as `wait4` counts a reaped child's) and, if it
 /// is waiting, wakes.
-pub(crate) fn task_exited(w: &mut World, t: TaskId, cpu: CpuId, now: u64) {
+pub(crate) fn task_exited(w: &mut World, t: TaskId, now: u64) {
     let Parent::Task(p) = w.tasks[t].parent else {
         return;
     };
@@ -148,7 +147,9 @@ pub(crate) fn task_exited(w: &mut World, t: TaskId, cpu: CpuId, now: u64) {
     if parent.state == TaskState::Blocked {
         parent.ready_at = now;
     }
-    w.wake(p, cpu);
+    // exit_notify's wakeup of the parent is a sync one, but an exiting
+    // waker's WF_SYNC is ignored (select_task_rq_fair: PF_EXITING).
+    w.wake(p, false);
 }
 
 fn spin_work() -> Work {

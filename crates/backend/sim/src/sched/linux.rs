@@ -14,11 +14,15 @@
 //! the node). Moves prefer tasks whose NUMA-preferred node is the
 //! destination and avoid tasks that would leave theirs
 //! (migrate_degrades_locality). A new task goes to the idlest group at
-//! each level (find_idlest_group), staying on its parent's node while that
-//! node is lightly loaded; a woken task goes to the waker's CPU for a sync
-//! wakeup when the waker is alone there (wake_affine), then to an idle CPU
-//! of that LLC, preferring an idle core (select_idle_sibling). Slices are
-//! sched_latency / nr_running, at least min_granularity.
+//! each level (find_idlest_group: least load, most idle CPUs, then least
+//! utilisation, which still counts a task that just left a CPU until that
+//! CPU's next PELT update), staying on its parent's node while that node
+//! is lightly loaded. A wakeup is placed while the waker still runs: a
+//! sync one (not from an exiting task) goes to the waker's CPU when the
+//! waker is alone there (wake_affine), otherwise the target is the
+//! task's previous CPU; then an idle CPU of the target's LLC, preferring
+//! an idle core (select_idle_sibling). Slices are sched_latency /
+//! nr_running, at least min_granularity.
 
 use super::least_loaded;
 use crate::engine::{CpuId, Placement, Scheduler, TaskId, TaskState, World};
@@ -291,21 +295,28 @@ impl Linux {
             // Groups are visited in the domain's ring order from the
             // parent's own group (sd->groups, then group->next), and a
             // later group must be strictly better (update_pick_idlest):
-            // ties go to the first group after the parent's, so
-            // successive forks walk round the machine.
+            // among groups with as many idle CPUs, the lowest utilisation
+            // (in the kernel's 1/1024 units) wins, and a group whose CPU
+            // a task just left still carries that task's utilisation
+            // until the CPU's blocked-load update, so successive forks
+            // walk round the machine; exact ties go to the first group
+            // after the parent's.
             let local = groups
                 .iter()
                 .position(|g| g.contains(&parent_cpu))
                 .unwrap_or(0);
             let ng = groups.len();
-            let mut best: Option<((usize, usize, usize), usize)> = None;
+            let mut best: Option<((usize, usize, u64, usize), usize)> = None;
             for (i, g) in groups.iter().enumerate() {
                 let nr: usize = g.iter().map(|&c| w.nr_running(c)).sum();
                 let idle = g.iter().filter(|&&c| w.cpus[c].is_idle()).count();
-                // Lowest load per CPU (scaled), then most idle CPUs.
+                let util: f64 = g.iter().map(|&c| w.cpus[c].util).sum();
+                // Lowest load per CPU (scaled), then most idle CPUs, then
+                // the lowest utilisation.
                 let key = (
                     nr * 1024 / g.len(),
                     usize::MAX - idle,
+                    (util * 1024.0).round() as u64,
                     (i + ng - local) % ng,
                 );
                 if best.is_none_or(|b| key < b.0) {
@@ -348,9 +359,14 @@ impl Linux {
     pub fn select(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId {
         match why {
             Placement::New { parent_cpu, exec } => self.idlest(w, t, parent_cpu, exec),
-            Placement::Wake { waker_cpu } => {
+            Placement::Wake { waker_cpu, sync } => {
                 let prev = w.tasks[t].cpu;
+                // wake_affine_idle: a sync wakeup from a waker alone on its
+                // CPU pulls the wakee there; otherwise prev stays the
+                // target (an idle prev is kept; a busy one is searched
+                // around by select_idle_sibling).
                 let target = if self.wake_affine
+                    && sync
                     && w.allowed(t, waker_cpu)
                     && w.nr_running(waker_cpu) <= 1
                     && w.m.cpu_llc[waker_cpu] != w.m.cpu_llc[prev]

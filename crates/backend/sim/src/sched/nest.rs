@@ -294,6 +294,14 @@ mod tests {
     use crate::engine::World;
     use rand_core::SeedableRng;
 
+    /// A sync wakeup by a task running on `waker_cpu`.
+    fn woken_by(waker_cpu: CpuId) -> Placement {
+        Placement::Wake {
+            waker_cpu,
+            sync: true,
+        }
+    }
+
     fn world(ncpus_preset: &str) -> World {
         let m = Machine::load(ncpus_preset).expect("preset");
         World::new(
@@ -396,7 +404,7 @@ mod tests {
         st.patience = INIT_PATIENCE;
         let mut primary_at = Vec::new();
         for i in 0..6 {
-            let c = s.select_cpu(&mut w, ts[1], Placement::Wake { waker_cpu: 0 });
+            let c = s.select_cpu(&mut w, ts[1], woken_by(0));
             assert_ne!(c, 0);
             if s.primary[c] {
                 primary_at.push(i);
@@ -420,7 +428,7 @@ mod tests {
         w.tasks[ts[0]].cpu = 7;
         w.tasks[ts[0]].placed = true;
         w.tasks[ts[0]].state = TaskState::Runnable;
-        let c = s.select_cpu(&mut w, ts[0], Placement::Wake { waker_cpu: 3 });
+        let c = s.select_cpu(&mut w, ts[0], woken_by(3));
         assert_eq!(c, 7);
         assert!(s.primary[7]);
         assert_eq!(s.tasks[ts[0]].attached, Some(7));
@@ -429,7 +437,7 @@ mod tests {
         s.primary[6] = true;
         w.cpus[6].idle_since = w.now;
         w.cpus[7].idle_since = w.now;
-        let c = s.select_cpu(&mut w, ts[0], Placement::Wake { waker_cpu: 6 });
+        let c = s.select_cpu(&mut w, ts[0], woken_by(6));
         assert_eq!(c, 7);
         // It runs there and exits: the idle core leaves the primary nest.
         run_on(&mut w, ts[0], 7);
