@@ -607,8 +607,9 @@ impl World {
         task.util * 0.5f64.powf(dt / PELT_HALF_LIFE_NS)
     }
 
-    /// Wake blocked task `t` from a task running on `waker_cpu`: it is
-    /// placed through the scheduler's wakeup path within the tick.
+    /// Wake blocked task `t` from the task now running (`sync`: a WF_SYNC
+    /// wakeup): it is placed through the scheduler's wakeup path while
+    /// the waker is still current.
     pub fn wake(&mut self, t: TaskId, sync: bool) {
         if self.tasks[t].state == TaskState::Blocked {
             self.tasks[t].state = TaskState::Runnable;
