@@ -404,7 +404,7 @@ fn nest_placement_2022(r: &Records) -> Findings {
             None => Verdict::NotReproduced("runs missing".into()),
             Some(x) if x >= 1.06 => Verdict::Reproduced,
             Some(_) => Verdict::NotReproduced(
-                "under schedutil a new process runs at the frequency of its own utilisation, which starts at half its CPU's spare capacity (post_init_entity_util_avg); on the core NEST reuses, the child that just exited still counts until the CPU's next PELT update, so each child starts lower and runs slower, while CFS's forks walk round the L3s to CPUs whose old utilisation has been cleared (under the performance governor both take the same time); the seed's CFS is no faster under performance than under schedutil on this machine, so frequency is not where NEST's gain comes from there, and what would be (C-state exit latency, a warm cache for a freshly exec'd program) the model does not have".into(),
+                "in the model NEST's gain is the deep idle state's exit latency that its warm cores avoid and CFS's walk round the L3s pays (cpu.idle_states: C2, 400 us on Rome), with the frequency at the limit as seed 003's neowise figures show (CFS no faster under performance than under schedutil); without C2, or under schedutil's per-task frequency, NEST gains nothing or loses (examples/sensitivity/nest-placement-2022.toml)".into(),
             ),
         },
     });

@@ -281,6 +281,10 @@ pub struct CpuRq {
     removed_util: f64,
     pub freq_ghz: f64,
     pub idle_since: u64,
+    /// How long the CPU's last idle period ended by a wakeup or fork
+    /// lasted (None: not yet in this run): the idle governor's guess of
+    /// the next one.
+    last_idle_ns: Option<u64>,
     pub busy_at_tick: bool,
     /// The last task that ran on the CPU in this tick.
     ran: Option<TaskId>,
@@ -605,6 +609,25 @@ impl World {
         let task = &self.tasks[t];
         let dt = self.now.saturating_sub(task.util_at) as f64;
         task.util * 0.5f64.powf(dt / PELT_HALF_LIFE_NS)
+    }
+
+    /// Task `t`, woken or forked onto `cpu`, starts once the CPU has left
+    /// its idle state when the machine declares idle states: the deepest
+    /// one whose target residency the CPU's previous idle period reached
+    /// (the menu governor predicts the next idle period from the recent
+    /// ones; one is taken here). A CPU idle since the run began is in the
+    /// deepest.
+    fn wake_from_idle(&mut self, t: TaskId, cpu: CpuId) {
+        if self.m.idle_states.is_empty() || !self.cpus[cpu].is_idle() {
+            return;
+        }
+        let rq = &self.cpus[cpu];
+        let predicted = rq.last_idle_ns.map_or(f64::INFINITY, |x| x as f64);
+        let woken = self.tasks[t].ready_at.max(rq.idle_since);
+        self.cpus[cpu].last_idle_ns = Some(woken - rq.idle_since);
+        if let Some(&(exit_ns, _)) = self.m.idle_states.iter().rev().find(|s| s.1 <= predicted) {
+            self.tasks[t].ready_at = woken + exit_ns as u64;
+        }
     }
 
     /// Wake blocked task `t` from the task now running (`sync`: a WF_SYNC
@@ -991,6 +1014,7 @@ impl Engine {
             if !self.w.allowed(t, cpu) {
                 cpu = first_allowed(&self.w, t);
             }
+            self.w.wake_from_idle(t, cpu);
             self.w.enqueue(t, cpu);
         }
     }
@@ -1012,6 +1036,7 @@ impl Engine {
             if !self.w.allowed(t, c) {
                 c = first_allowed(&self.w, t);
             }
+            self.w.wake_from_idle(t, c);
             self.w.tasks[t].cpu = c;
             self.w.enqueue(t, c);
             self.spawned += 1;

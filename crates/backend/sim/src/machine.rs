@@ -46,6 +46,7 @@
 //! min_ghz = 0.8             # idle / lowest P-state
 //! governor = "performance"  # or "schedutil" (frequency follows PELT utilisation)
 //! smt_throughput = 1.0      # speed of one thread while its sibling is busy (compute part)
+//! idle_states = []          # [[exit latency us, target residency us], ...] shallow to deep
 //! [sources]                 # parameter name -> where its value comes from
 //! "memory.local_latency_ns" = "..."
 //! ```
@@ -175,6 +176,11 @@ pub struct CpuSpec {
     pub governor: Governor,
     #[serde(default = "one_f")]
     pub smt_throughput: f64,
+    /// Idle states below the shallowest, each `[exit_latency_us,
+    /// target_residency_us]`, shallow to deep; none: a woken CPU starts
+    /// at once.
+    #[serde(default)]
+    pub idle_states: Vec<Vec<f64>>,
 }
 
 fn performance() -> Governor {
@@ -266,6 +272,8 @@ pub struct Machine {
     pub min_ghz: f64,
     pub governor: Governor,
     pub smt_throughput: f64,
+    /// (exit latency, target residency) in ns, shallow to deep.
+    pub idle_states: Vec<(f64, f64)>,
     pub sources: BTreeMap<String, String>,
 }
 
@@ -363,6 +371,25 @@ impl MachineFile {
                 "cpu.smt_throughput must be at most 1 (speed of a thread whose sibling is busy), got {}",
                 self.cpu.smt_throughput
             )));
+        }
+        let mut prev = (0.0, 0.0);
+        for (i, st) in self.cpu.idle_states.iter().enumerate() {
+            let &[exit, residency] = st.as_slice() else {
+                return Err(err(format!(
+                    "cpu.idle_states[{i}] = {st:?}: [exit latency us, target residency us], two numbers"
+                )));
+            };
+            if !(exit.is_finite() && residency.is_finite() && exit >= 0.0 && residency >= exit) {
+                return Err(err(format!(
+                    "cpu.idle_states[{i}] = [{exit}, {residency}]: [exit latency us, target residency us], numbers with the residency at least the exit latency"
+                )));
+            }
+            if exit < prev.0 || residency < prev.1 {
+                return Err(err(format!(
+                    "cpu.idle_states[{i}] = [{exit}, {residency}]: states go from shallow to deep (latency and residency not below the state before)"
+                )));
+            }
+            prev = (exit, residency);
         }
         if !(self.cpu.min_ghz <= self.cpu.base_ghz && self.cpu.base_ghz <= self.cpu.max_ghz) {
             return Err(err(format!(
@@ -547,6 +574,12 @@ impl MachineFile {
             min_ghz: self.cpu.min_ghz,
             governor: self.cpu.governor,
             smt_throughput: self.cpu.smt_throughput,
+            idle_states: self
+                .cpu
+                .idle_states
+                .iter()
+                .map(|st| (st[0] * 1e3, st[1] * 1e3))
+                .collect(),
             sources: self.sources.clone(),
         })
     }
@@ -887,6 +920,21 @@ min_ghz = 1
             (
                 OK.replace("llc_hit_ns = 10", "llc_hit_ns = 10\nfoo = 1"),
                 "unknown field `foo`",
+            ),
+            (
+                OK.replace("max_ghz = 3", "max_ghz = 3\nidle_states = [[400, 100]]"),
+                "cpu.idle_states[0] = [400, 100]: [exit latency us, target residency us]",
+            ),
+            (
+                OK.replace(
+                    "max_ghz = 3",
+                    "max_ghz = 3\nidle_states = [[400, 800], [1, 2]]",
+                ),
+                "cpu.idle_states[1] = [1, 2]: states go from shallow to deep",
+            ),
+            (
+                OK.replace("max_ghz = 3", "max_ghz = 3\nidle_states = [[400]]"),
+                "cpu.idle_states[0] = [400.0]: [exit latency us, target residency us], two numbers",
             ),
             (
                 OK.replace("bandwidth_gbs = 10", "bandwidth_gbs = 0"),

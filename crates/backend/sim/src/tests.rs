@@ -1026,3 +1026,42 @@ fn forkexec_under_linux_keeps_the_shell_and_walks_its_children_round_the_l3s() {
     l3s.dedup();
     assert!(l3s.len() >= 6, "children on the L3s {l3s:?}");
 }
+
+/// Idle states: a task woken or forked onto a CPU that sits in a deep
+/// state starts one exit latency later; the state is the deepest whose
+/// target residency the CPU's previous idle period reached. configure's
+/// shape on the NEST machine, 12 children of about 1 ms: under `linux`
+/// every child lands on a CPU idle for long (C2) and the shell's CPU idles
+/// longer than C2's residency while each child runs, so both pay the
+/// 400 us exit: twice per child. Under `nest` the children's core idles
+/// only while the shell forks, too short for C2: once per child (the
+/// shell's), and for the first few children while the nest forms and its
+/// core's previous idle period was long.
+#[test]
+fn a_wakeup_on_a_cpu_in_a_deep_idle_state_waits_for_its_exit_latency() {
+    let elapsed = |sched: &str, idle_states: &str| {
+        let spec = format!("epyc7642[cpu.idle_states={idle_states}]");
+        let m = Machine::load(&spec).unwrap();
+        let cfg = config(m, sched, "none", 1);
+        let b = Case::ForkExec(numalab_bench::forkexec::Params {
+            children: 12,
+            jobs: 1,
+            child_iterations: 550_000,
+            parent_iterations: 10_000,
+        });
+        run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record
+            .metric("elapsed_s")
+            .unwrap()
+    };
+    let exit_s = 400e-6;
+    for (sched, low, high) in [("linux", 1.95, 2.05), ("nest", 1.0, 1.3)] {
+        let delta = elapsed(sched, "[[400,800]]") - elapsed(sched, "[]");
+        let exits = delta / (12.0 * exit_s);
+        assert!(
+            (low..=high).contains(&exits),
+            "{sched}: {delta} s more with C2, {exits} exits per child (expected {low}-{high})"
+        );
+    }
+}
