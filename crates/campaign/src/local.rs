@@ -12,7 +12,7 @@ use std::time::Duration;
 /// A status line on standard error, within 80 columns.
 fn say(text: &str) {
     for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
-        eprintln!("{l}");
+        numalab_linux::errln!("{l}");
     }
 }
 

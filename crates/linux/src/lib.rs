@@ -20,7 +20,10 @@
 
 pub mod child;
 pub mod knobs;
+pub mod lock;
 pub mod numa;
+pub mod out;
 pub mod perf;
 pub mod procfs;
+pub mod shell;
 pub mod supervise;

@@ -975,7 +975,7 @@ mod tests {
         let t = match Tracer::attach(&cpus) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("tracing not allowed here, skipped: {e}");
+                crate::errln!("tracing not allowed here, skipped: {e}");
                 return;
             }
         };
@@ -992,7 +992,7 @@ mod tests {
             .iter()
             .filter(|e| matches!(e, Event::Waking { .. }))
             .count();
-        eprintln!("{} events, {wakings} wakings ({waking:?})", ev.len());
+        crate::errln!("{} events, {wakings} wakings ({waking:?})", ev.len());
         let fork = ev
             .iter()
             .find_map(|e| match e {

@@ -397,7 +397,7 @@ pub fn main(args: &[String]) -> i32 {
     let argv = match args.split_first() {
         Some((dd, argv)) if dd == "--" && !argv.is_empty() => argv,
         _ => {
-            eprintln!("numalab: internal: usage: {SUBCOMMAND} [--log PATH] -- PROGRAM [ARGS]");
+            crate::errln!("numalab: internal: usage: {SUBCOMMAND} [--log PATH] -- PROGRAM [ARGS]");
             return 2;
         }
     };

@@ -330,7 +330,7 @@ impl BenchCmd {
 /// A status line on standard error, wrapped within 80 columns.
 fn say(text: &str) {
     for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
-        eprintln!("{l}");
+        numalab_linux::errln!("{l}");
     }
 }
 
@@ -389,9 +389,9 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     let out = numalab_runner::run(&plan, backend)?;
     let refs: Vec<&numalab_record::RunRecord> = out.records.iter().map(|(_, r)| r).collect();
     if !refs.is_empty() {
-        println!();
+        numalab_linux::outln!();
         crate::print_stdout(&numalab_report::summary::invocation(&refs))?;
-        println!("records: {}", plan.results.display());
+        numalab_linux::outln!("records: {}", plan.results.display());
     }
     if out.interrupted {
         return Ok(ExitCode::from(130));

@@ -103,7 +103,7 @@ fn output(quiet: bool, verbose: bool) -> Output {
 
 fn say(text: &str) {
     for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
-        eprintln!("{l}");
+        numalab_linux::errln!("{l}");
     }
 }
 
@@ -161,7 +161,7 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
             numalab: std::path::absolute(&exe).context("the numalab path")?,
         };
         for s in slurm::submit(&c, &todo, &opts)? {
-            println!(
+            numalab_linux::outln!(
                 "submitted job array {} ({:?}): {} cell(s), tasks 0-{}",
                 s.job_id,
                 s.config,
@@ -169,7 +169,7 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
                 s.cells.len() - 1
             );
         }
-        println!(
+        numalab_linux::outln!(
             "progress: numalab campaign status {}",
             shell_word(&a.plan.to_string_lossy())
         );
@@ -179,16 +179,19 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
     let after = Counts::of(&c, &scan);
     let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
     if !records.is_empty() {
-        println!();
+        numalab_linux::outln!();
         crate::print_stdout(&summary(&c, &scan)?)?;
-        println!("records: {}", c.plan.results.display());
+        numalab_linux::outln!("records: {}", c.plan.results.display());
     }
-    println!(
+    numalab_linux::outln!(
         "campaign {}: {} of {total} cells done, {} failed, {} missing",
-        c.plan.name, after.done, after.failed, after.missing
+        c.plan.name,
+        after.done,
+        after.failed,
+        after.missing
     );
     if interrupted {
-        eprintln!(
+        numalab_linux::errln!(
             "numalab: run the plan again to finish the {} cell(s) not done",
             after.failed + after.missing
         );
@@ -349,13 +352,13 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
         match slurm::view(&c.plan.results) {
             Ok(v) => Some(v),
             Err(e) => {
-                eprintln!("numalab: warning: {e}");
+                numalab_linux::errln!("numalab: warning: {e}");
                 None
             }
         }
     };
     for u in &scan.unreadable {
-        eprintln!("numalab: warning: {u}");
+        numalab_linux::errln!("numalab: warning: {u}");
     }
     let mut text = String::new();
     let (mut done, mut failed, mut queued, mut missing) = (0, 0, 0, 0);
@@ -448,7 +451,7 @@ fn run_cell(a: CellArgs) -> Result<ExitCode> {
     };
     let scan = c.scan()?;
     if let CellState::Done(p) = scan.state(&a.cell) {
-        println!(
+        numalab_linux::outln!(
             "cell {} ({}) is done already: {}",
             a.cell,
             c.cell_title(&c.cells[i]),

@@ -128,11 +128,11 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
     if a.fail_on_regression {
         let regressions = report.regressions();
         for r in &regressions {
-            eprintln!("numalab: regression: {r}");
+            numalab_linux::errln!("numalab: regression: {r}");
         }
         let too_few = report.too_few();
         if too_few > 0 {
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab: note: {too_few} comparison(s) had too few runs to be tested; they cannot fail this check"
             );
         }

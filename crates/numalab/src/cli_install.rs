@@ -43,7 +43,7 @@ pub fn man(a: ManArgs) -> Result<ExitCode> {
             std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
             clap_mangen::generate_to(cmd, &dir)
                 .with_context(|| format!("writing man pages to {}", dir.display()))?;
-            eprintln!("numalab: man pages written to {}", dir.display());
+            numalab_linux::errln!("numalab: man pages written to {}", dir.display());
         }
         None => {
             let mut out = Vec::new();

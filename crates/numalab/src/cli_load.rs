@@ -40,7 +40,7 @@ pub fn load(paths: &[PathBuf], select: &SelectArgs) -> Result<Dataset> {
     }
     let report = numalab_record::load_paths(paths);
     for e in &report.errors {
-        eprintln!(
+        numalab_linux::errln!(
             "numalab: warning: {}",
             e.to_string().replace(['\n', '\r'], " ")
         );
@@ -58,7 +58,7 @@ pub fn load(paths: &[PathBuf], select: &SelectArgs) -> Result<Dataset> {
     };
     let ds = Dataset::with_options(report.records, &opts)?;
     for w in &ds.warnings {
-        eprintln!("numalab: warning: {w}");
+        numalab_linux::errln!("numalab: warning: {w}");
     }
     Ok(ds)
 }

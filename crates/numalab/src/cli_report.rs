@@ -62,7 +62,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
     tmp.persist(output)
         .map_err(|e| e.error)
         .with_context(|| format!("writing {}", output.display()))?;
-    eprintln!(
+    numalab_linux::errln!(
         "numalab: wrote {} ({} runs, {} KiB)",
         output.display(),
         ds.runs.len(),

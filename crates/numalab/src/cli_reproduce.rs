@@ -74,14 +74,16 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         let (scan, interrupted) =
             crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)?;
         if interrupted {
-            eprintln!("numalab: interrupted; `numalab reproduce` again runs only what is missing");
+            numalab_linux::errln!(
+                "numalab: interrupted; `numalab reproduce` again runs only what is missing"
+            );
             return Ok(ExitCode::from(130));
         }
         let records = Records::new(scan.records.into_iter().map(|(_, r)| r).collect());
         let f = (s.evaluate)(&records);
-        println!();
+        numalab_linux::outln!();
         crate::print_stdout(&numalab_reproduce::render(s, runs, &f))?;
-        println!("records: {}", dir.display());
+        numalab_linux::outln!("records: {}", dir.display());
         for cl in f.claims {
             verdicts.push((s.name, cl.text, cl.verdict.reproduced()));
         }
@@ -112,10 +114,10 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
             .into(),
         ]);
     }
-    println!();
+    numalab_linux::outln!();
     crate::print_stdout(&t.to_text())?;
     if a.strict && ok < verdicts.len() {
-        eprintln!(
+        numalab_linux::errln!(
             "numalab: {} claim(s) not reproduced (--strict)",
             verdicts.len() - ok
         );

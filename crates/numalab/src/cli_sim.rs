@@ -79,7 +79,7 @@ fn parse_tick_us(s: &str) -> Result<u64, String> {
 
 pub fn run(args: SimArgs) -> Result<ExitCode> {
     if args.list {
-        print!("{}", numalab_sim::list_text());
+        numalab_linux::out!("{}", numalab_sim::list_text());
         return Ok(ExitCode::SUCCESS);
     }
     let Some(bench) = args.benchmark else {

@@ -54,7 +54,7 @@ pub fn run(a: TraceArgs) -> Result<ExitCode> {
     schedule.counters = numalab_trace::export::counters(&rec);
     let json = numalab_trace::export::chrome_json(&rec.machine.topology, &rec.id, &schedule);
     std::fs::write(&e.output, json).with_context(|| format!("writing {}", e.output.display()))?;
-    eprintln!(
+    numalab_linux::errln!(
         "numalab: {}: {} slices, {} wakeups, {} migrations on {} CPUs; open it in ui.perfetto.dev",
         e.output.display(),
         schedule.slices.len(),

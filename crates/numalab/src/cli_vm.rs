@@ -162,7 +162,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
                 GuestExit::Code(c) => format!("; the command exited with {c}"),
                 GuestExit::Signal(s) => format!("; the command was killed by signal {s}"),
             };
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab vm: {} guest, kernel {}: init at {}, first output at {}, done in {:.1} s{records}{status}",
                 r.accel.as_str(),
                 r.guest_kernel,
@@ -173,7 +173,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(r.exit_code()))
         }
         Err(VmError::Interrupted(m)) => {
-            eprintln!("numalab: {m}");
+            numalab_linux::errln!("numalab: {m}");
             Ok(ExitCode::from(130))
         }
         Err(e) => Err(anyhow!(e)),
@@ -199,15 +199,15 @@ fn run_benchmark(opts: VmOptions) -> Result<ExitCode> {
     let mut backend = match GuestBackend::start(&opts, &results) {
         Ok(b) => b,
         Err(VmError::Interrupted(m)) => {
-            eprintln!("numalab: {m}");
+            numalab_linux::errln!("numalab: {m}");
             return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(anyhow!(e)),
     };
     let code = crate::cli_bench::execute(&cmd, &mut backend);
-    eprintln!("numalab vm: {}", backend.summary());
+    numalab_linux::errln!("numalab vm: {}", backend.summary());
     if let Some(log) = backend.console_log() {
-        eprintln!("numalab vm: console log: {}", log.display());
+        numalab_linux::errln!("numalab vm: console log: {}", log.display());
     }
     code
 }
@@ -216,7 +216,7 @@ fn run_benchmark(opts: VmOptions) -> Result<ExitCode> {
 /// request: the host backend does the work, inside the guest. Answers on
 /// standard output in the agent's protocol lines.
 pub fn guest_op(args: &[String]) -> i32 {
-    let say = |what: &str, arg: &str| println!("{}", op_line(what, arg));
+    let say = |what: &str, arg: &str| numalab_linux::outln!("{}", op_line(what, arg));
     let reply = |r: Reply| {
         say(
             "reply",
@@ -373,11 +373,11 @@ pub fn guest_probe(a: ProbeArgs) -> Result<ExitCode> {
         label: m.label,
     };
     let r = numalab_guest::probe::migrate(&p).map_err(anyhow::Error::msg)?;
-    println!(
+    numalab_linux::outln!(
         "probe-migrate: {} MiB ({} pages) first touched on node {}, then worked on from node {} for {:.1} s ({} passes)",
         p.mib, r.pages, p.from, p.to, r.worked_s, r.passes
     );
-    println!(
+    numalab_linux::outln!(
         "pages on node {}: {} at the start, {} at the end; on node {}: {} at the end ({:.1}%)",
         p.from,
         r.on_from_start,
@@ -386,11 +386,12 @@ pub fn guest_probe(a: ProbeArgs) -> Result<ExitCode> {
         r.on_to_end,
         100.0 * r.on_to_end as f64 / r.pages.max(1) as f64
     );
-    println!(
+    numalab_linux::outln!(
         "numa_pages_migrated +{}, numa_hint_faults +{}",
-        r.migrated, r.hint_faults
+        r.migrated,
+        r.hint_faults
     );
-    println!("record: {}", r.record_path.display());
+    numalab_linux::outln!("record: {}", r.record_path.display());
     match r.failure {
         None => Ok(ExitCode::SUCCESS),
         Some(f) => Err(anyhow!("probe-migrate failed: {f}")),

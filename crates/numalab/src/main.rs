@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("numalab: error: {}", one_line(&e));
+            numalab_linux::errln!("numalab: error: {}", one_line(&e));
             ExitCode::from(1)
         }
     }
@@ -168,7 +168,7 @@ pub(crate) fn clap_error(e: clap::Error) -> ExitCode {
                     .collect();
                 first = format!("{first} {}", more.join(", "));
             }
-            eprintln!("numalab: error: {first} (see --help)");
+            numalab_linux::errln!("numalab: error: {first} (see --help)");
             ExitCode::from(2)
         }
     }
@@ -201,6 +201,6 @@ pub fn print_stdout(text: &str) -> Result<()> {
 fn schema() -> Result<ExitCode> {
     let text = serde_json::to_string_pretty(&numalab_record::json_schema())
         .context("serialising the schema")?;
-    println!("{text}");
+    numalab_linux::outln!("{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -26,6 +26,7 @@
 //!   reason); downstream tools skip it in statistics but can show it.
 
 pub mod convergence;
+pub mod id;
 pub mod schema;
 pub mod store;
 /// numalab's version and the commit it was built from, as `--version`
@@ -35,6 +36,10 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("NUMALAB
 
 pub use store::{ensure_writable_dir, parse};
 
+pub use id::{NameError, RecordId};
 pub use numalab_topology::MachineInfo;
 pub use schema::*;
-pub use store::{load, load_paths, write_atomic, LoadReport, RecordError};
+pub use store::{
+    create_new, load, load_paths, remove_side_files, write_atomic, write_file_atomic, LoadReport,
+    RecordError, SideFile,
+};

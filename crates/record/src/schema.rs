@@ -561,6 +561,16 @@ impl RunRecord {
                 self.schema_version
             ));
         }
+        crate::RecordId::parse(&self.id).map_err(|e| e.to_string())?;
+        if self.repetition.index == 0 || self.repetition.of == 0 {
+            return Err(format!(
+                "repetition {} of {}: both count from 1",
+                self.repetition.index, self.repetition.of
+            ));
+        }
+        if let Some(name) = self.sched.as_ref().and_then(|s| s.events_file.as_deref()) {
+            crate::id::plain_file_name("sched.events_file", name).map_err(|e| e.to_string())?;
+        }
         // A label names table columns and lines of text: a record whose
         // label is empty or breaks a line would break them (`numalab run`
         // refuses such a `--label`; this catches records made otherwise).
@@ -634,11 +644,13 @@ impl RunRecord {
                 })
                 .collect()
         };
+        // Long names are cut so the id stays within RecordId's length.
+        let cut = |s: String| s.chars().take(60).collect::<String>();
         format!(
             "{}-{}-{}-r{index}-{}",
             started.format("%Y%m%dT%H%M%S%.3fZ"),
-            safe(benchmark),
-            safe(label),
+            cut(safe(benchmark)),
+            cut(safe(label)),
             std::process::id()
         )
     }

@@ -42,8 +42,12 @@ pub fn write_atomic(dir: &Path, record: &RunRecord) -> Result<PathBuf, RecordErr
         let path = path.to_path_buf();
         move |source| RecordError::Io { path, source }
     };
+    let id = crate::RecordId::parse(&record.id).map_err(|e| RecordError::Invalid {
+        path: dir.to_path_buf(),
+        msg: e.to_string(),
+    })?;
     fs::create_dir_all(dir).map_err(io(dir))?;
-    let path = dir.join(format!("{}.json", record.id));
+    let path = id.record_path(dir);
     let mut tmp = tempfile::Builder::new()
         .prefix(".numalab-record")
         .suffix(".tmp")
@@ -72,6 +76,93 @@ pub fn write_atomic(dir: &Path, record: &RunRecord) -> Result<PathBuf, RecordErr
         let _ = d.sync_all();
     }
     Ok(path)
+}
+
+/// Create the file at `path` for writing: a new file (mode 0644), never
+/// one that exists, and never through a symbolic link (`O_CREAT|O_EXCL|
+/// O_NOFOLLOW`), so a link planted where numalab writes cannot redirect
+/// the write.
+pub fn create_new(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// A file being written under a temporary name in its final directory;
+/// [`SideFile::commit`] renames it into place (replacing what is there,
+/// a symbolic link included, never writing through one). Dropped
+/// uncommitted, it is removed: a partial file never takes the name.
+pub struct SideFile {
+    tmp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+impl SideFile {
+    /// Start writing what will be `path` (mode 0644).
+    pub fn new(path: &Path) -> std::io::Result<SideFile> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".numalab-side")
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))?;
+        Ok(SideFile {
+            tmp,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The open file (a child process's output can be pointed at it).
+    pub fn file(&self) -> &fs::File {
+        self.tmp.as_file()
+    }
+
+    /// Where it will be.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sync and rename into place.
+    pub fn commit(self) -> std::io::Result<PathBuf> {
+        self.tmp.as_file().sync_all()?;
+        self.tmp.persist(&self.path).map_err(|e| e.error)?;
+        Ok(self.path)
+    }
+}
+
+impl Write for SideFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tmp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tmp.flush()
+    }
+}
+
+/// Write `bytes` as `path` atomically ([`SideFile`]).
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = SideFile::new(path)?;
+    f.write_all(bytes)?;
+    f.commit().map(drop)
+}
+
+/// Remove the side files of record `id` in `dir` (its record could not
+/// be written: a side file never stands without its record).
+pub fn remove_side_files(dir: &Path, id: &str) {
+    if let Ok(id) = crate::RecordId::parse(id) {
+        for s in crate::id::SIDE_SUFFIXES {
+            let _ = fs::remove_file(id.side_path(dir, s));
+        }
+    }
 }
 
 /// Parse one record from text.

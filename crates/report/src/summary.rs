@@ -37,7 +37,11 @@ fn push_wrapped(out: &mut String, text: &str) {
 /// [`work_warnings`] go to standard error, `numalab: warning: ...`.
 pub fn invocation(records: &[&RunRecord]) -> String {
     for w in work_warnings(records) {
-        eprintln!("numalab: warning: {w}");
+        // A closed stderr drops the warning, never the summary.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("numalab: warning: {w}\n").as_bytes(),
+        );
     }
     let mut benches: Vec<&str> = Vec::new();
     let mut groups: Vec<((&str, &str), Vec<&RunRecord>)> = Vec::new();

@@ -83,7 +83,7 @@ fn supervised(
                         "numalab: warning: --{which} {cmd:?} left {left} process(es) running when it ended; killed (a hook is a step: run a background load inside the benchmark)"
                     );
                     for l in numalab_report::table::wrap(&w, 80) {
-                        eprintln!("{l}");
+                        numalab_linux::errln!("{l}");
                     }
                 }
                 return if exit.success() {

@@ -695,7 +695,7 @@ fn run_planned(
     // Settings back, then the cleanups, whatever happened.
     if let Some(a) = active.take() {
         if let Err(e) = a.settings.undo(backends, a.config) {
-            eprintln!("numalab: error: {e}");
+            numalab_linux::errln!("numalab: error: {e}");
             error.get_or_insert(e);
         }
     }
@@ -703,7 +703,7 @@ fn run_planned(
     for (ci, config) in plan.configs.iter().enumerate() {
         if let (true, Some(cmd)) = (set_up[ci], &config.cleanup) {
             if let Err(e) = hooks::run("cleanup", cmd, &cleanup_interrupt) {
-                eprintln!("numalab: error: {e}");
+                numalab_linux::errln!("numalab: error: {e}");
                 error.get_or_insert(e.into());
             }
         }
@@ -712,7 +712,7 @@ fn run_planned(
         let during = cut_short
             .map(|h| format!(" during {h}"))
             .unwrap_or_default();
-        eprintln!(
+        numalab_linux::errln!(
             "numalab: interrupted{during}: every task stopped; {} finished run(s) kept in {}",
             out.records.len(),
             plan.results.display()
@@ -720,7 +720,7 @@ fn run_planned(
     }
     if let Some(e) = error {
         if !out.records.is_empty() {
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab: {} finished run(s) kept in {}",
                 out.records.len(),
                 plan.results.display()
@@ -907,12 +907,12 @@ mod progress {
 
         /// A line on standard error, above the bar.
         pub fn note(&self, line: &str) {
-            self.0.suspend(|| eprintln!("{line}"));
+            self.0.suspend(|| numalab_linux::errln!("{line}"));
         }
 
         /// A line on standard output, above the bar.
         pub fn println(&self, line: &str) {
-            self.0.suspend(|| println!("{line}"));
+            self.0.suspend(|| numalab_linux::outln!("{line}"));
         }
 
         pub fn finish(&self) {

@@ -24,7 +24,7 @@ pub const GUEST_HOSTNAME: &str = "numalab-vm";
 
 fn say(msg: &str) {
     // The console is fd 1/2, opened by the kernel from /dev/console.
-    eprintln!("numalab-vm: {msg}");
+    numalab_linux::errln!("numalab-vm: {msg}");
 }
 
 #[derive(Clone)]

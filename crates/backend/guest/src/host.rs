@@ -149,7 +149,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         }
     };
     for e in &session.frame_errors {
-        eprintln!("numalab vm: warning: {e}");
+        numalab_linux::errln!("numalab vm: warning: {e}");
     }
     if !matches!(end, End::Exited(_)) {
         return Err(launcher.describe_end(&end, &session));

@@ -405,7 +405,7 @@ impl Launcher {
             .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
         let workdir = tmp.path().to_path_buf();
         let tmp = if o.keep_workdir {
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab vm: keeping the working directory {} (--keep-workdir)",
                 tmp.keep().display()
             );
@@ -501,7 +501,7 @@ impl Launcher {
     /// A line on standard error, unless `--quiet`.
     pub fn status(&self, s: &str) {
         if !self.quiet {
-            eprintln!("numalab vm: {s}");
+            numalab_linux::errln!("numalab vm: {s}");
         }
     }
 
@@ -526,9 +526,9 @@ impl Launcher {
                         }
                     );
                     if !firmware.is_empty() {
-                        eprintln!("numalab vm: {what}; the last firmware lines were:");
+                        numalab_linux::errln!("numalab vm: {what}; the last firmware lines were:");
                         for l in &firmware {
-                            eprintln!("  | {l}");
+                            numalab_linux::errln!("  | {l}");
                         }
                     }
                     if accel == Accel::Kvm && self.choice == AccelChoice::Auto {
@@ -536,7 +536,7 @@ impl Launcher {
                         self.accel = Accel::Tcg;
                     } else if attempt < BOOT_ATTEMPTS {
                         attempt += 1;
-                        eprintln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
+                        numalab_linux::errln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
                     } else {
                         return Err(failed(format!(
                             "{what}, {BOOT_ATTEMPTS} times, and was stopped{}",
@@ -556,7 +556,7 @@ impl Launcher {
     /// Keep the temporary directory (`NUMALAB_VM_DEBUG`).
     pub fn keep_tmp(&mut self) {
         if let Some(t) = self.tmp.take() {
-            eprintln!("numalab vm: debug: kept {}", t.keep().display());
+            numalab_linux::errln!("numalab vm: debug: kept {}", t.keep().display());
         }
     }
 
@@ -568,16 +568,16 @@ impl Launcher {
     pub fn report(&self, msg: String, session: &Session) -> VmError {
         let tail = session.console.tail();
         if !tail.is_empty() {
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab vm: last {} lines of the guest console:",
                 tail.len()
             );
             for l in &tail {
-                eprintln!("  | {l}");
+                numalab_linux::errln!("  | {l}");
             }
         }
         if let Some(p) = &self.console_log {
-            eprintln!("numalab vm: full console log: {}", p.display());
+            numalab_linux::errln!("numalab vm: full console log: {}", p.display());
         }
         failed(msg)
     }
@@ -721,7 +721,7 @@ impl Session {
         };
         let qemu_args = qemu::args(&launch);
         if debug() {
-            eprintln!(
+            numalab_linux::errln!(
                 "numalab vm: debug: {} {}",
                 l.qemu.display(),
                 crate::host::shell_words(&qemu_args)

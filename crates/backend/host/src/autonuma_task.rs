@@ -318,7 +318,7 @@ pub fn task_main(args: &[String]) -> i32 {
     let plan: ProcPlan = match args.first().map(|a| serde_json::from_str(a)) {
         Some(Ok(p)) => p,
         _ => {
-            eprintln!("numalab: internal: usage: __task autonuma PLAN_JSON");
+            numalab_linux::errln!("numalab: internal: usage: __task autonuma PLAN_JSON");
             return 2;
         }
     };
@@ -349,18 +349,18 @@ pub fn hold_main(args: &[String]) -> i32 {
         .and_then(|a| numalab_topology::parse_size(a))
         .filter(|&b| b > 0)
     else {
-        eprintln!("numalab: internal: usage: __task hold BYTES");
+        numalab_linux::errln!("numalab: internal: usage: __task hold BYTES");
         return 2;
     };
     let buf = match Buffer::map(bytes as usize) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("numalab: hold: mapping {bytes} bytes: {e}");
+            numalab_linux::errln!("numalab: hold: mapping {bytes} bytes: {e}");
             return 1;
         }
     };
     buf.fill(0, bytes as usize, 1);
-    println!("ready {} {bytes}", buf.addr());
+    numalab_linux::outln!("ready {} {bytes}", buf.addr());
     let _ = std::io::stdout().flush();
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);

@@ -61,7 +61,7 @@ fn spin(n: u64) -> u64 {
 /// `numalab __task burst N`: spin N iterations, exit 0.
 pub fn burst_main(args: &[String]) -> i32 {
     let Some(n) = args.first().and_then(|s| s.parse::<u64>().ok()) else {
-        eprintln!("numalab: internal: usage: __task burst ITERATIONS");
+        numalab_linux::errln!("numalab: internal: usage: __task burst ITERATIONS");
         return 2;
     };
     spin(n);
@@ -152,7 +152,7 @@ pub fn driver_main(args: &[String]) -> i32 {
     let (Some(&children), Some(&jobs), Some(&child_iterations), Some(&parent_iterations), 4) =
         (n.first(), n.get(1), n.get(2), n.get(3), n.len())
     else {
-        eprintln!(
+        numalab_linux::errln!(
             "numalab: internal: usage: __forkexec CHILDREN JOBS CHILD_ITERATIONS PARENT_ITERATIONS"
         );
         return 2;
@@ -164,13 +164,13 @@ pub fn driver_main(args: &[String]) -> i32 {
         parent_iterations,
     };
     if let Err(e) = p.check() {
-        eprintln!("numalab: internal: {e}");
+        numalab_linux::errln!("numalab: internal: {e}");
         return 2;
     }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("numalab: forkexec: cannot find numalab's own binary: {e}");
+            numalab_linux::errln!("numalab: forkexec: cannot find numalab's own binary: {e}");
             return 1;
         }
     };
@@ -186,7 +186,7 @@ pub fn driver_main(args: &[String]) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("numalab: forkexec: {e}");
+            numalab_linux::errln!("numalab: forkexec: {e}");
             1
         }
     }

@@ -124,7 +124,7 @@ fn install_stop_handler() {
 
 fn fail(what: &str) -> ! {
     let e = std::io::Error::last_os_error();
-    eprintln!("numalab: hackbench: {what}: {e}");
+    numalab_linux::errln!("numalab: hackbench: {what}: {e}");
     kill_workers_and_exit(1)
 }
 
@@ -304,7 +304,7 @@ pub fn run(storm: Storm) -> f64 {
         }
     }
     if failed > 0 {
-        eprintln!("numalab: hackbench: {failed} processes failed");
+        numalab_linux::errln!("numalab: hackbench: {failed} processes failed");
         // SAFETY: terminating the process.
         unsafe { libc::_exit(1) }
     }
@@ -316,13 +316,13 @@ pub fn run(storm: Storm) -> f64 {
 pub fn hackbench_main(args: &[String]) -> i32 {
     let parse = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
     let (Some(groups), Some(loops)) = (parse(0), parse(1)) else {
-        eprintln!("numalab: internal: usage: __hackbench GROUPS LOOPS [FDS SIZE]");
+        numalab_linux::errln!("numalab: internal: usage: __hackbench GROUPS LOOPS [FDS SIZE]");
         return 2;
     };
     let fds = parse(2).unwrap_or(PER_GROUP);
     let size = parse(3).unwrap_or(MESSAGE);
     if groups == 0 || loops == 0 || fds == 0 || size == 0 {
-        eprintln!("numalab: internal: hackbench needs positive counts");
+        numalab_linux::errln!("numalab: internal: hackbench needs positive counts");
         return 2;
     }
     install_stop_handler();
@@ -332,6 +332,6 @@ pub fn hackbench_main(args: &[String]) -> i32 {
         loops,
         size,
     });
-    println!("H {h:.6}");
+    numalab_linux::outln!("H {h:.6}");
     0
 }

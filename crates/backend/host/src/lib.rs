@@ -379,7 +379,7 @@ pub fn internal_main(args: &[String]) -> i32 {
             Some("spin") => placement_run::spin_main(&args[2..]),
             Some("burst") => forkexec::burst_main(&args[2..]),
             other => {
-                eprintln!("numalab: internal: unknown task {other:?}");
+                numalab_linux::errln!("numalab: internal: unknown task {other:?}");
                 2
             }
         },
@@ -387,7 +387,7 @@ pub fn internal_main(args: &[String]) -> i32 {
         Some("__forkexec") => forkexec::driver_main(&args[1..]),
         Some(numalab_linux::supervise::SUBCOMMAND) => numalab_linux::supervise::main(&args[1..]),
         other => {
-            eprintln!("numalab: internal: unknown entry {other:?}");
+            numalab_linux::errln!("numalab: internal: unknown entry {other:?}");
             2
         }
     }

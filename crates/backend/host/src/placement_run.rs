@@ -117,7 +117,7 @@ pub fn spin_rate(duration: Duration) -> f64 {
 /// `numalab __task spin ITERATIONS`: progress lines, then `done <json>`.
 pub fn spin_main(args: &[String]) -> i32 {
     let Some(iterations) = args.first().and_then(|s| s.parse::<u64>().ok()) else {
-        eprintln!("numalab: internal: usage: __task spin ITERATIONS");
+        numalab_linux::errln!("numalab: internal: usage: __task spin ITERATIONS");
         return 2;
     };
     let stdout = std::io::stdout();

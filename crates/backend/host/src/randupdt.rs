@@ -126,7 +126,7 @@ pub fn run_task(elements: usize, passes: u32, seed: u64, progress: &mut dyn Writ
 pub fn task_main(args: &[String]) -> i32 {
     let parse = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
     let (Some(elements), Some(seed)) = (parse(0), parse(1)) else {
-        eprintln!("numalab: internal: usage: __task randupdt ELEMENTS SEED [PASSES]");
+        numalab_linux::errln!("numalab: internal: usage: __task randupdt ELEMENTS SEED [PASSES]");
         return 2;
     };
     let passes = parse(2).map(|p| p as u32).unwrap_or(PASSES);

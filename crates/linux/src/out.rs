@@ -1,0 +1,73 @@
+//! Output that a closed pipe cannot stop.
+//!
+//! `println!` panics when stdout is a pipe whose reader has gone
+//! (`numalab run ... | head -1`): Rust ignores SIGPIPE, so the write fails
+//! with EPIPE and the macro turns that into a panic, which unwinds out of
+//! the runner and loses every run not yet recorded. numalab's output is a
+//! report on work whose records are the result: when nobody reads it any
+//! more, it is dropped and the work goes on. These macros write like
+//! `println!`/`eprintln!` and ignore write errors; the binary and every
+//! library that prints use them instead of the std macros.
+
+/// `println!` that drops its line when stdout is closed or broken.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::out::line(&mut ::std::io::stdout(), ::std::format_args!("")) };
+    ($($arg:tt)*) => { $crate::out::line(&mut ::std::io::stdout(), ::std::format_args!($($arg)*)) };
+}
+
+/// `print!` that drops its text when stdout is closed or broken.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::out::text(&mut ::std::io::stdout(), ::std::format_args!($($arg)*)) };
+}
+
+/// `eprintln!` that drops its line when stderr is closed or broken.
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::out::line(&mut ::std::io::stderr(), ::std::format_args!("")) };
+    ($($arg:tt)*) => { $crate::out::line(&mut ::std::io::stderr(), ::std::format_args!($($arg)*)) };
+}
+
+/// Write `args` and a newline to `w` in one call, ignoring errors.
+pub fn line(w: &mut dyn std::io::Write, args: std::fmt::Arguments<'_>) {
+    // One buffer, one write: a line is not split by another thread's.
+    let mut s = args.to_string();
+    s.push('\n');
+    let _ = w.write_all(s.as_bytes());
+}
+
+/// Write `args` to `w` and flush, ignoring errors.
+pub fn text(w: &mut dyn std::io::Write, args: std::fmt::Arguments<'_>) {
+    let _ = w.write_fmt(args);
+    let _ = w.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Write};
+
+    /// A writer whose reader has gone.
+    struct Broken;
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+    }
+
+    #[test]
+    fn a_broken_writer_is_ignored() {
+        super::line(&mut Broken, format_args!("lost {}", 1));
+        super::text(&mut Broken, format_args!("lost"));
+    }
+
+    #[test]
+    fn a_line_is_written_whole() {
+        let mut v = Vec::new();
+        super::line(&mut v, format_args!("a {}", 2));
+        assert_eq!(v, b"a 2\n");
+    }
+}
