@@ -49,22 +49,9 @@ impl Params {
     }
 }
 
-/// The command line as a shell would take it back: words with anything
-/// but `[A-Za-z0-9_./=:,+-]` single-quoted.
+/// The command line as a shell would take it back.
 pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./=:,+-".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    numalab_linux::shell::join(argv)
 }
 
 /// Check a command name: a non-empty word of letters, digits, `_ - . +`,

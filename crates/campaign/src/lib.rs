@@ -64,6 +64,9 @@ pub enum CampaignError {
     Runner(#[from] numalab_runner::RunnerError),
     #[error("slurm: {0}")]
     Slurm(String),
+    /// The results directory or a cell is held by another numalab.
+    #[error("{0}")]
+    Busy(String),
     #[error("{0}")]
     Other(String),
 }

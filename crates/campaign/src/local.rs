@@ -292,6 +292,7 @@ pub fn runner_plan(c: &Campaign, output: Output) -> Result<numalab_runner::Plan,
         results: c.plan.results.clone(),
         notes: Vec::new(),
         guard: Some(numalab_linux::knobs::Guard::this_executable()),
+        wait: false,
         output,
         trace: false,
     })

@@ -391,6 +391,44 @@ impl Loc<'_> {
     }
 }
 
+/// Refuse a plan any string of which holds a control character: plan
+/// strings reach Slurm batch scripts, hooks, guests' command lines and
+/// file names, where a newline ends a line early and runs what follows.
+fn control_chars(loc: &Loc, src: &str) -> Result<(), CampaignError> {
+    fn walk(key: &str, v: &toml::Value) -> Option<(String, String)> {
+        match v {
+            toml::Value::String(s) if s.chars().any(char::is_control) => {
+                Some((key.to_string(), s.clone()))
+            }
+            toml::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| walk(&format!("{key}[{i}]"), v)),
+            toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
+                let key = if key.is_empty() { k.clone() } else { format!("{key}.{k}") };
+                walk(&key, v)
+            }),
+            _ => None,
+        }
+    }
+    // Not TOML at all: the typed parse says where.
+    let Ok(doc) = src.parse::<toml::Table>() else {
+        return Ok(());
+    };
+    match walk("", &toml::Value::Table(doc)) {
+        None => Ok(()),
+        Some((key, text)) => {
+            let last = key.rsplit(['.', '[']).next().unwrap_or(&key);
+            let line = src
+                .lines()
+                .position(|l| l.trim_start().starts_with(last))
+                .map_or(1, |i| i + 1);
+            let e = numalab_linux::shell::check(&key, &text).unwrap_err();
+            Err(loc.err(line, e.to_string()))
+        }
+    }
+}
+
 /// Read and check a plan file.
 pub fn load(path: &Path) -> Result<Plan, CampaignError> {
     let src = std::fs::read_to_string(path)
@@ -406,6 +444,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
         let line = e.span().map(|s| loc.line(s.start)).unwrap_or(1);
         loc.err(line, e.message().replace('\n', " ").trim_end())
     })?;
+    control_chars(&loc, src)?;
     let count = |v: &Option<Spanned<i64>>, what: &str, min: i64, max: i64, default: u32| match v {
         None => Ok(default),
         Some(s) if (min..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),

@@ -78,8 +78,28 @@ pub fn require(prog: &str) -> Result<PathBuf, CampaignError> {
         })
 }
 
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+/// The batch script of one array: task i runs the cell on line i+1 of
+/// `cells`. Every text in it is checked for control characters (a newline
+/// would end the comment line and run what follows) and quoted.
+fn batch_script(
+    name: &str,
+    label: &str,
+    cells: &Path,
+    numalab: &Path,
+    plan: &Path,
+) -> Result<String, CampaignError> {
+    use numalab_linux::shell::checked_quote;
+    let q = |what: &str, text: &str| {
+        checked_quote(what, text).map_err(|e| CampaignError::Plan(e.to_string()))
+    };
+    Ok(format!(
+        "#!/bin/sh\n# numalab campaign {name}: configuration {label}; array task i runs the cell on line i+1 of {cells}\nkey=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {cells})\nexec {exe} campaign run-cell {plan} --cell \"$key\" --quiet\n",
+        name = q("the plan's name", name)?,
+        label = q("the label", label)?,
+        cells = q("the cells file", &cells.to_string_lossy())?,
+        exe = q("numalab's path", &numalab.to_string_lossy())?,
+        plan = q("the plan's path", &plan.to_string_lossy())?,
+    ))
 }
 
 fn run(cmd: &mut Command) -> Result<String, String> {
@@ -128,19 +148,17 @@ pub fn submit(
         let config = &c.plan.configs[ci];
         let tag = format!("{stamp}-{ci}");
         let cells_file = d.join(format!("{tag}.cells"));
-        std::fs::write(&cells_file, keys.join("\n") + "\n")
+        numalab_record::write_file_atomic(&cells_file, (keys.join("\n") + "\n").as_bytes())
             .map_err(|e| CampaignError::Results(format!("{}: {e}", cells_file.display())))?;
         let script = d.join(format!("{tag}.sh"));
-        let text = format!(
-            "#!/bin/sh\n# numalab campaign {name}: configuration {label:?}; array task i runs the cell on line i+1 of {cells}\nkey=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {qcells})\nexec {exe} campaign run-cell {plan} --cell \"$key\" --quiet\n",
-            name = c.plan.name,
-            label = config.label,
-            cells = cells_file.display(),
-            qcells = quote(&cells_file.to_string_lossy()),
-            exe = quote(&opts.numalab.to_string_lossy()),
-            plan = quote(&plan_path.to_string_lossy()),
-        );
-        std::fs::write(&script, text)
+        let text = batch_script(
+            &c.plan.name,
+            &config.label,
+            &cells_file,
+            &opts.numalab,
+            &plan_path,
+        )?;
+        numalab_record::write_file_atomic(&script, text.as_bytes())
             .map_err(|e| CampaignError::Results(format!("{}: {e}", script.display())))?;
         let mut cmd = Command::new("sbatch");
         let throttle = opts
@@ -420,7 +438,7 @@ mod tests {
         assert_eq!(s["12_2"], "CANCELLED");
         assert_eq!(s["12_8"], "PENDING");
         assert_eq!(expand_ids("7"), vec!["7"]);
-        assert_eq!(quote("a'b"), r"'a'\''b'");
+        assert_eq!(numalab_linux::shell::quote("a'b"), r"'a'\''b'");
         assert_eq!(job_name("a b/c"), "a_b_c");
     }
 }

@@ -443,3 +443,63 @@ pub fn slurm_from_env() -> Option<SlurmTag> {
         node: var("SLURMD_NODENAME"),
     })
 }
+
+/// The file whose `flock` says a numalab is using a results directory.
+const BUSY_FILE: &str = "busy.lock";
+
+/// What holds a campaign's results directory: `campaign run` alone
+/// (exclusive), or any number of `run-cell`s and Slurm submissions
+/// (shared), each `run-cell` also holding its cell alone.
+#[derive(Debug)]
+pub struct Held {
+    _dir: numalab_linux::lock::Lock,
+    _cell: Option<numalab_linux::lock::Lock>,
+}
+
+/// Take the results directory of `results` for this invocation: `mode`
+/// exclusive for `campaign run` here, shared for Slurm submissions and
+/// `run-cell`, which with `cell` also takes that cell alone. A directory
+/// or cell held by another numalab is an error naming its PID; a lock
+/// whose holder was killed is taken over, and `say` is told so.
+pub fn hold(
+    results: &Path,
+    mode: numalab_linux::lock::Mode,
+    cell: Option<&str>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Held, CampaignError> {
+    use numalab_linux::lock::{acquire, LockError};
+    let dir = results.join(STATE_DIR);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| CampaignError::Results(format!("{}: {e}", dir.display())))?;
+    let err = |e: LockError, what: &str| match e {
+        LockError::Held { pid, .. } => CampaignError::Busy(format!(
+            "{what} is in use by {} (a second numalab would run its cells twice); wait for it, or stop it",
+            pid.map_or("another numalab".to_string(), |p| format!("numalab (PID {p})"))
+        )),
+        LockError::Io { path, source } => {
+            CampaignError::Results(format!("{}: {source}", path.display()))
+        }
+    };
+    let what = format!("results directory {}", results.display());
+    let d = acquire(&dir.join(BUSY_FILE), mode, false).map_err(|e| err(e, &what))?;
+    if let Some(pid) = d.took_over {
+        say(&format!(
+            "{what}: taking over from numalab (PID {pid}), which ended without letting go"
+        ));
+    }
+    let cell = match cell {
+        None => None,
+        Some(key) => {
+            let name = numalab_record::id::plain_file_name("cell", key)
+                .map_err(|e| CampaignError::Other(e.to_string()))?;
+            let path = dir.join(format!("cell-{name}.lock"));
+            let l = acquire(&path, numalab_linux::lock::Mode::Exclusive, false)
+                .map_err(|e| err(e, &format!("cell {key} of {what}")))?;
+            Some(l)
+        }
+    };
+    Ok(Held {
+        _dir: d,
+        _cell: cell,
+    })
+}

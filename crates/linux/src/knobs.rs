@@ -94,6 +94,20 @@ pub enum KnobError {
         place: String,
         available: String,
     },
+    /// Another numalab holds the knob's file (it changes it too).
+    #[error("{knob}: held by {} (PID {pid}), which changes it too; run again when it is done, or with --wait", if *.guard { "the knob guard of a numalab that was killed" } else { "numalab" })]
+    Held { knob: String, pid: u32, guard: bool },
+    /// The file has no write permission for anyone (a read-only sysctl).
+    #[error("{knob}: {path} is read-only (mode {mode:o})")]
+    ReadOnly { knob: String, path: String, mode: u32 },
+    /// The value is not of the kind the file holds.
+    #[error("{knob}: {value:?} is not {kind}, as the kernel's value {current:?} is")]
+    WrongType {
+        knob: String,
+        value: String,
+        kind: &'static str,
+        current: String,
+    },
     /// Two knobs with the same [`Knob::name`].
     #[error("{knob}: given twice")]
     Duplicate { knob: String },
@@ -320,6 +334,9 @@ pub fn sysctl_path(root: &Path, key: &str) -> PathBuf {
 pub struct Guard {
     pub exe: PathBuf,
     pub args: Vec<String>,
+    /// Extra environment for the guard (tests start it as a role of the
+    /// test binary, which needs a variable to take that role).
+    pub env: Vec<(String, String)>,
 }
 
 impl Guard {
@@ -330,6 +347,7 @@ impl Guard {
         Guard {
             exe: PathBuf::from("/proc/self/exe"),
             args: vec![GUARD_SUBCOMMAND.to_string()],
+            env: Vec::new(),
         }
     }
 }
@@ -389,6 +407,8 @@ pub struct Applied {
     values: BTreeMap<String, String>,
     guard: Option<GuardChild>,
     done: bool,
+    /// Held until the originals are back.
+    locks: Vec<crate::lock::Lock>,
 }
 
 impl Applied {
@@ -418,6 +438,8 @@ impl Applied {
                 Err(e) => warn(&format!("cannot wait for the knob guard: {e}")),
             }
         }
+        // Restored: another numalab may change these files now.
+        self.locks.clear();
         result
     }
 }
@@ -683,7 +705,120 @@ fn resolve(knob: &Knob, root: &Path, real_root: bool) -> Result<Vec<(String, Pat
             }
         }
     }
+    for (_, p) in &files {
+        check_writable_kind(knob, &label, p)?;
+    }
     Ok(files)
+}
+
+/// A file nobody may write is refused (root's `access(W_OK)` says yes
+/// to a read-only sysctl, the write then fails); a value that is not a
+/// number where the file holds numbers (`kernel.numa_balancing=banana`)
+/// is refused before anything is written.
+fn check_writable_kind(knob: &Knob, label: &str, p: &Path) -> Result<(), KnobError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(p).map(|m| m.permissions().mode()).unwrap_or(0o644);
+    if mode & 0o222 == 0 {
+        return Err(KnobError::ReadOnly {
+            knob: label.to_string(),
+            path: p.display().to_string(),
+            mode: mode & 0o7777,
+        });
+    }
+    if !matches!(knob, Knob::Sysctl { .. } | Knob::Sysfs { .. }) {
+        return Ok(());
+    }
+    let Ok(text) = read_value(p) else {
+        return Ok(()); // unreadable: apply says so when it reads the original
+    };
+    let current: Vec<&str> = text.split_whitespace().collect();
+    let numbers = |ws: &[&str]| !ws.is_empty() && ws.iter().all(|w| w.parse::<i64>().is_ok());
+    let value: Vec<&str> = knob.value().split_whitespace().collect();
+    if numbers(&current) && !(numbers(&value) && value.len() <= current.len()) {
+        return Err(KnobError::WrongType {
+            knob: label.to_string(),
+            value: knob.value().to_string(),
+            kind: if current.len() == 1 {
+                "a whole number"
+            } else {
+                "whole numbers"
+            },
+            current: text.trim().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Where the knob locks live: `/run/numalab/knobs`, or under a test's
+/// root.
+fn lock_dir(root: &Path, real_root: bool) -> PathBuf {
+    if real_root {
+        PathBuf::from("/run/numalab/knobs")
+    } else {
+        root.join("run/numalab/knobs")
+    }
+}
+
+/// Hold every target's file, machine-wide, for as long as the knobs are
+/// applied (and, through the guard, until they are restored after a
+/// SIGKILL): a second numalab that would change the same file is refused
+/// with the holder's PID, or waits with `wait`. A numalab that is not
+/// root and cannot create the lock directory (only root may write under
+/// `/run`) changes only files it may write itself, and holds no lock.
+fn hold(
+    targets: &[Target],
+    root: &Path,
+    real_root: bool,
+    wait: bool,
+) -> Result<Vec<crate::lock::Lock>, KnobError> {
+    use crate::lock::{acquire, LockError, Mode};
+    let dir = lock_dir(root, real_root);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        if is_root() {
+            return Err(KnobError::Io {
+                knob: "knob locks".into(),
+                action: "create",
+                path: dir.display().to_string(),
+                source: e,
+            });
+        }
+        return Ok(Vec::new());
+    }
+    let mut locks: Vec<crate::lock::Lock> = Vec::new();
+    for t in targets {
+        let rel = t.path.strip_prefix(root).unwrap_or(&t.path);
+        let name = rel.to_string_lossy().trim_start_matches('/').replace('/', "%");
+        let path = dir.join(format!("{name}.lock"));
+        if locks.iter().any(|l| l.path() == path) {
+            continue;
+        }
+        match acquire(&path, Mode::Exclusive, wait) {
+            Ok(l) => locks.push(l),
+            Err(LockError::Held { pid, .. }) => {
+                let pid = pid.unwrap_or(0);
+                return Err(KnobError::Held {
+                    knob: t.label.clone(),
+                    pid,
+                    guard: pid != 0 && !alive(pid),
+                });
+            }
+            Err(LockError::Io { path, source }) => {
+                return Err(KnobError::Io {
+                    knob: t.label.clone(),
+                    action: "lock",
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(locks)
+}
+
+/// Whether process `pid` exists.
+fn alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
 }
 
 /// Apply `knobs` under `root` (`/` in production), in order.
@@ -695,7 +830,18 @@ fn resolve(knob: &Knob, root: &Path, real_root: bool) -> Result<Vec<(String, Pat
 /// back. If a write fails, what was written is restored and the error
 /// returned.
 pub fn apply(knobs: &[Knob], root: &Path, guard: Option<&Guard>) -> Result<Applied, KnobError> {
-    apply_with(knobs, root, guard, &mut write_value)
+    apply_with(knobs, root, guard, false, &mut write_value)
+}
+
+/// [`apply`], waiting for another numalab that holds one of the files
+/// (`--wait`) instead of refusing.
+pub fn apply_waiting(
+    knobs: &[Knob],
+    root: &Path,
+    guard: Option<&Guard>,
+    wait: bool,
+) -> Result<Applied, KnobError> {
+    apply_with(knobs, root, guard, wait, &mut write_value)
 }
 
 /// The checks [`apply`] makes before it writes anything (names, values,
@@ -720,6 +866,7 @@ fn apply_with(
     knobs: &[Knob],
     root: &Path,
     guard: Option<&Guard>,
+    wait: bool,
     write: &mut Writer<'_>,
 ) -> Result<Applied, KnobError> {
     let real_root = root == Path::new("/");
@@ -751,6 +898,9 @@ fn apply_with(
             });
         }
     }
+    // 1b. One numalab changes a file at a time: the originals read next
+    // are the machine's, not another invocation's values.
+    let locks = hold(&targets, &root, real_root, wait)?;
     for t in &mut targets {
         let text = read_value(&t.path).map_err(|e| KnobError::Io {
             knob: t.label.clone(),
@@ -763,7 +913,7 @@ fn apply_with(
 
     // 2. The guard holds the originals before anything changes.
     let guard = match guard {
-        Some(g) => Some(start_guard(g, &targets)?),
+        Some(g) => Some(start_guard(g, &targets, &locks)?),
         None => None,
     };
     let mut applied = Applied {
@@ -771,6 +921,7 @@ fn apply_with(
         values: BTreeMap::new(),
         guard,
         done: false,
+        locks,
     };
 
     // 3. Write and read back; on failure put back what was written.
@@ -824,7 +975,13 @@ fn apply_with(
 
 /// Start the guard in a session of its own, deaf to the terminal's
 /// signals, and hand it the originals.
-fn start_guard(g: &Guard, targets: &[Target]) -> Result<GuardChild, KnobError> {
+fn start_guard(
+    g: &Guard,
+    targets: &[Target],
+    locks: &[crate::lock::Lock],
+) -> Result<GuardChild, KnobError> {
+    use std::os::fd::AsRawFd;
+    let lock_fds: Vec<i32> = locks.iter().map(|l| l.file().as_raw_fd()).collect();
     let err = |source| KnobError::Guard {
         exe: g.exe.display().to_string(),
         source,
@@ -845,13 +1002,15 @@ fn start_guard(g: &Guard, targets: &[Target]) -> Result<GuardChild, KnobError> {
 
     let mut cmd = Command::new(&g.exe);
     cmd.args(&g.args)
+        .envs(g.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .current_dir("/");
-    // SAFETY: only async-signal-safe calls (setsid, signal, a raw syscall).
+    // SAFETY: only async-signal-safe calls (setsid, signal, a raw syscall,
+    // fcntl); `lock_fds` was allocated before the fork.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             detach();
             // Only stdin, stdout and stderr: mark every other inherited
             // descriptor close-on-exec (kernels without close_range keep
@@ -862,6 +1021,11 @@ fn start_guard(g: &Guard, targets: &[Target]) -> Result<GuardChild, KnobError> {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
+            // The knob locks stay held by the guard: after a SIGKILL of
+            // numalab they are free only once it has restored the files.
+            for &fd in &lock_fds {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
             Ok(())
         });
     }
@@ -1062,6 +1226,9 @@ mod tests {
             for e in fs::read_dir(dir).unwrap() {
                 let p = e.unwrap().path();
                 let rel = p.strip_prefix(root).unwrap().display().to_string();
+                if rel == "run" {
+                    continue; // the knob locks, not the machine's state
+                }
                 if p.is_dir() {
                     out.insert(rel, "<dir>".into());
                     walk(&p, root, out);
@@ -1230,6 +1397,57 @@ mod tests {
         );
     }
 
+    /// Two invocations changing the same sysctl left it changed (10
+    /// became 13): the second read the first's value as the original and
+    /// restored it. Now the second is refused with the first's PID while
+    /// the first holds the knob, and reads the machine's value after.
+    #[test]
+    fn a_second_invocation_cannot_change_a_held_knob() {
+        let d = fake_root();
+        let r = d.path();
+        let first = apply(&knobs(&["--sysctl vm.swappiness=10"]), r, None).unwrap();
+        let e = apply(&knobs(&["--sysctl vm.swappiness=13"]), r, None).unwrap_err();
+        match &e {
+            KnobError::Held { pid, guard, .. } => {
+                assert_eq!(*pid, std::process::id());
+                assert!(!guard);
+            }
+            other => panic!("expected Held, got {other}"),
+        }
+        assert!(e.to_string().contains("--wait"), "{e}");
+        assert_eq!(get(r, "proc/sys/vm/swappiness"), "10\n");
+        // Another knob is free.
+        let other = apply(&knobs(&["--sysctl kernel.numa_balancing=0"]), r, None).unwrap();
+        first.restore().unwrap();
+        other.restore().unwrap();
+        let second = apply(&knobs(&["--sysctl vm.swappiness=13"]), r, None).unwrap();
+        second.restore().unwrap();
+        assert_eq!(get(r, "proc/sys/vm/swappiness"), "60\n");
+    }
+
+    #[test]
+    fn wrong_kinds_and_read_only_files_are_refused_before_writing() {
+        let d = fake_root();
+        let r = d.path();
+        let before = snapshot(r);
+        let e = check(&knobs(&["--sysctl kernel.numa_balancing=banana"]), r).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--sysctl kernel.numa_balancing: \"banana\" is not a whole number, as the kernel's value \"1\" is"
+        );
+        check(&knobs(&["--sysctl kernel.numa_balancing=2"]), r).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let p = r.join("proc/sys/vm/swappiness");
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o444)).unwrap();
+        let e = check(&knobs(&["--sysctl vm.swappiness=1"]), r).unwrap_err();
+        if is_root() {
+            assert!(e.to_string().contains("is read-only (mode 444)"), "{e}");
+        }
+        assert!(apply(&knobs(&["--sysctl vm.swappiness=1"]), r, None).is_err());
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(snapshot(r), before);
+    }
+
     #[test]
     fn apply_then_restore() {
         let d = fake_root();
@@ -1317,7 +1535,7 @@ mod tests {
             write_value(p, v)
         };
         let ks = knobs(&["--sysctl kernel.numa_balancing=0", "--governor performance"]);
-        let a = apply_with(&ks, r, None, &mut w).unwrap();
+        let a = apply_with(&ks, r, None, false, &mut w).unwrap();
         assert_eq!(a.values()["kernel.numa_balancing"], "2");
         assert_eq!(
             a.values()["governor"],
@@ -1481,7 +1699,7 @@ mod tests {
             "--sysfs /sys/kernel/mm/transparent_hugepage/defrag=never",
             "--thp never",
         ]);
-        let e = apply_with(&ks, r, None, &mut w).unwrap_err();
+        let e = apply_with(&ks, r, None, false, &mut w).unwrap_err();
         let m = e.to_string();
         assert!(
             m.starts_with(&format!(
@@ -1521,7 +1739,7 @@ mod tests {
             "--sysctl kernel.numa_balancing=0",
             "--sysctl vm.swappiness=1",
         ]);
-        let m = apply_with(&ks, r, None, &mut w).unwrap_err().to_string();
+        let m = apply_with(&ks, r, None, false, &mut w).unwrap_err().to_string();
         assert!(
             m.starts_with(&format!(
                 "--sysctl vm.swappiness: cannot write {}: refused; restoring the values \
@@ -1604,6 +1822,7 @@ mod tests {
         Guard {
             exe: test_exe(),
             args: role_args("subprocess_guard"),
+            env: vec![(SUBPROCESS.to_string(), "1".to_string())],
         }
     }
 
@@ -1733,10 +1952,18 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
+        let locks = lock_dir(r, false);
+        let held: Vec<PathBuf> = fds
+            .iter()
+            .filter(|f| !["0", "1", "2"].contains(&f.as_str()))
+            .map(|f| fs::read_link(format!("/proc/{pid}/fd/{f}")).unwrap())
+            .collect();
         assert!(
-            fds.iter().all(|f| ["0", "1", "2"].contains(&f.as_str())),
-            "the guard holds only stdin, stdout, stderr: {fds:?}"
+            held.iter().all(|p| p.starts_with(&locks)),
+            "the guard holds only stdin, stdout, stderr and the knob locks: {held:?}"
         );
+        assert!(fds.len() > 3, "the guard is running: {fds:?}");
+        assert_eq!(held.len(), 1, "numa_balancing's lock: {held:?}");
         let status = g.finish().unwrap();
         assert!(status.success(), "{status}");
         assert_eq!(get(r, NB), "0\n", "`done`: the guard touched nothing");
@@ -1748,6 +1975,7 @@ mod tests {
         let bad = Guard {
             exe: r.join("no-such-numalab"),
             args: vec![],
+            env: vec![],
         };
         let e = apply(&ks, r, Some(&bad)).unwrap_err();
         assert!(
@@ -1787,6 +2015,11 @@ mod tests {
         wait_for("the guard restores numa_balancing", || get(r, NB) == "1\n");
         wait_for("the guard restores thp", || {
             get(r, THP_ENABLED) == "madvise\n"
+        });
+        // The guard held the knob until it had restored it, then let go.
+        let lock = lock_dir(r, false).join("proc%sys%kernel%numa_balancing.lock");
+        wait_for("the guard lets go of the knob", || {
+            crate::lock::acquire(&lock, crate::lock::Mode::Exclusive, false).is_ok()
         });
     }
 

@@ -31,15 +31,16 @@ pub fn check(what: &str, text: &str) -> Result<(), ControlChar> {
     }
 }
 
-/// `text` as one `sh` word: unchanged when it holds only characters no
-/// shell treats specially, else in single quotes with each `'` written as
+/// `text` as one `sh` word: unchanged when it holds only
+/// `[A-Za-z0-9_./=:,+-]` (a command's case key is written with this
+/// function, so the set never changes), else in single quotes with each `'` written as
 /// `'\''`. Callers [`check`] for control characters first: quoting keeps
 /// a newline inside the word, but a comment line or a log line would not.
 pub fn quote(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "_./=:,+-".contains(c));
     if plain {
         text.to_string()
     } else {

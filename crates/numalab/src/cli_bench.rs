@@ -73,6 +73,10 @@ pub struct RunnerArgs {
     /// Write a file under /sys for the runs and restore it after (repeatable)
     #[arg(long = "sysfs", value_name = "PATH=VALUE", value_parser = parse_sysfs, help_heading = "Machine settings, restored after the runs")]
     pub sysfs: Vec<Knob>,
+    /// Wait for another numalab that is changing the same settings,
+    /// instead of refusing to run
+    #[arg(long, help_heading = "Machine settings, restored after the runs")]
+    pub wait: bool,
     /// Print one line per run and the summary: no sizing notes, warnings
     /// or progress bar
     #[arg(long, short = 'q', conflicts_with = "verbose", help_heading = "Output")]
@@ -367,6 +371,7 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         results,
         notes: resolved.notes.clone(),
         guard: Some(Guard::this_executable()),
+        wait: r.wait,
         output: r.output(),
         trace: r.trace,
     };

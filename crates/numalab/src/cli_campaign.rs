@@ -115,6 +115,13 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         slurm::require("squeue")?;
     }
     local::preflight(&plan, a.executor == Executor::Local)?;
+    // One `campaign run` on a results directory at a time; Slurm's
+    // run-cells share it with the submission that made them.
+    let mode = match a.executor {
+        Executor::Local => numalab_linux::lock::Mode::Exclusive,
+        Executor::Slurm => numalab_linux::lock::Mode::Shared,
+    };
+    let _held = numalab_campaign::state::hold(&plan.results, mode, None, &mut |l| say(l))?;
     // Records of anything else in the results directory: refused before
     // anything runs (the lock is checked by pin).
     numalab_campaign::Lock::read(&plan)?;
@@ -171,7 +178,7 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         }
         numalab_linux::outln!(
             "progress: numalab campaign status {}",
-            shell_word(&a.plan.to_string_lossy())
+            numalab_linux::shell::quote(&a.plan.to_string_lossy())
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -309,16 +316,6 @@ fn summary(c: &Campaign, scan: &numalab_campaign::state::Scan) -> Result<String>
     Ok(out)
 }
 
-fn shell_word(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 fn load_pinned(path: &std::path::Path) -> Result<Option<Campaign>> {
     let plan = plan::load(path)?;
     match numalab_campaign::Lock::read(&plan)? {
@@ -449,6 +446,12 @@ fn run_cell(a: CellArgs) -> Result<ExitCode> {
             a.cell
         );
     };
+    let _held = numalab_campaign::state::hold(
+        &c.plan.results,
+        numalab_linux::lock::Mode::Shared,
+        Some(&a.cell),
+        &mut |l| say(l),
+    )?;
     let scan = c.scan()?;
     if let CellState::Done(p) = scan.state(&a.cell) {
         numalab_linux::outln!(

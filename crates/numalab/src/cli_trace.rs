@@ -41,11 +41,13 @@ pub fn run(a: TraceArgs) -> Result<ExitCode> {
     let Some(name) = &s.events_file else {
         bail!("{}: the record names no events file", e.record.display());
     };
+    // The record was checked on loading: `name` is a plain file name,
+    // found beside the record, never a path it stores.
     let events_path = e
         .record
         .parent()
         .unwrap_or(std::path::Path::new("."))
-        .join(name);
+        .join(numalab_record::id::plain_file_name("sched.events_file", name)?);
     let text = std::fs::read_to_string(&events_path)
         .with_context(|| format!("the run's events {}", events_path.display()))?;
     let events = numalab_trace::export::read_events(&text)
@@ -53,7 +55,10 @@ pub fn run(a: TraceArgs) -> Result<ExitCode> {
     let mut schedule = numalab_trace::export::from_events(&events, 0, 0);
     schedule.counters = numalab_trace::export::counters(&rec);
     let json = numalab_trace::export::chrome_json(&rec.machine.topology, &rec.id, &schedule);
-    std::fs::write(&e.output, json).with_context(|| format!("writing {}", e.output.display()))?;
+    // A temporary file renamed into place: a full disk or an interrupt
+    // leaves no partial trace under the name.
+    numalab_record::write_file_atomic(&e.output, json.as_bytes())
+        .with_context(|| format!("writing {}", e.output.display()))?;
     numalab_linux::errln!(
         "numalab: {}: {} slices, {} wakeups, {} migrations on {} CPUs; open it in ui.perfetto.dev",
         e.output.display(),

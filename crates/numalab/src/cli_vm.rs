@@ -304,7 +304,10 @@ pub fn guest_op(args: &[String]) -> i32 {
                         }
                         value(serde_json::Value::Null);
                     }
-                    Err(e) => reply(Reply::Error(format!("writing the record: {e}"))),
+                    Err(e) => {
+                        numalab_record::remove_side_files(results, &rec.id);
+                        reply(Reply::Error(format!("writing the record: {e}")))
+                    }
                 },
                 Err(RunError::Failed(e)) => reply(Reply::Error(e)),
                 Err(RunError::Interrupted) => reply(Reply::Error("interrupted".into())),

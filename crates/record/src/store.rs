@@ -126,6 +126,11 @@ impl SideFile {
         self.tmp.as_file()
     }
 
+    /// Where it is while written (a temporary name in the same directory).
+    pub fn temp_path(&self) -> &Path {
+        self.tmp.path()
+    }
+
     /// Where it will be.
     pub fn path(&self) -> &Path {
         &self.path

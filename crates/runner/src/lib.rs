@@ -88,6 +88,9 @@ pub struct Plan {
     /// How to start the guard process that restores settings if numalab
     /// is killed (None: no guard, e.g. in tests).
     pub guard: Option<knobs::Guard>,
+    /// Wait for another numalab holding a setting (`--wait`) instead of
+    /// refusing.
+    pub wait: bool,
     /// How much the runner prints.
     pub output: Output,
     /// Trace every run's scheduling events (`--trace`).
@@ -409,10 +412,11 @@ fn apply_settings(
     }
     let backend = backends.get(ci)?;
     match backend.settings_site() {
-        SettingsSite::ThisMachine => Ok(Settings::Host(knobs::apply(
+        SettingsSite::ThisMachine => Ok(Settings::Host(knobs::apply_waiting(
             &config.knobs,
             Path::new("/"),
             plan.guard.as_ref(),
+            plan.wait,
         )?)),
         SettingsSite::Backend => backend
             .apply_settings(&config.knobs)
@@ -655,6 +659,8 @@ fn run_planned(
                 out.records.push((path, rec));
             }
             Err(e) => {
+                // A side file never stands without its record.
+                numalab_record::remove_side_files(&plan.results, &rec.id);
                 error = Some(RunnerError::Results {
                     dir: plan.results.display().to_string(),
                     err: format!("writing the record of {head}: {e}"),
@@ -971,6 +977,7 @@ mod tests {
             results: PathBuf::new(),
             notes: Vec::new(),
             guard: None,
+            wait: false,
             output: Output::Quiet,
             trace: false,
         };

@@ -394,7 +394,9 @@ pub fn write_events(
         .filter(|e| !of_process(e, numalab_pid))
         .collect();
     ev.sort_by_key(|e| time_of(e));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    // Written under a temporary name and renamed into place: never
+    // through a link planted at `path`, never a partial file under it.
+    let mut f = std::io::BufWriter::new(numalab_record::SideFile::new(path)?);
     writeln!(f, "# numalab sched events: t_ns cpu kind tid pid a b")?;
     let rel = |t: u64| t as i64 - start_ns as i64;
     for e in ev {
@@ -463,7 +465,7 @@ pub fn write_events(
             Event::Lost { count } => writeln!(f, "-\t-\tlost\t-\t-\t{count}\t-")?,
         }
     }
-    f.flush()
+    f.into_inner().map_err(|e| e.into_error())?.commit().map(drop)
 }
 
 #[cfg(test)]

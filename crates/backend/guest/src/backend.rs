@@ -257,6 +257,42 @@ impl Link {
 }
 
 /// The value of a successful answer.
+/// The one record a run request is answered with, checked to be the run
+/// that was asked for: a program in the guest can write frames too, so a
+/// record for another benchmark, label or repetition, or a second record,
+/// is refused with the frame's name.
+fn answered_record(
+    records: Vec<(String, Vec<u8>)>,
+    code: i32,
+    asked: (&str, &str, u32),
+) -> Result<RunRecord, RunError> {
+    let mut records = records.into_iter();
+    let Some((name, data)) = records.next() else {
+        return Err(RunError::Failed(format!(
+            "the guest's numalab sent no record (exit code {code})"
+        )));
+    };
+    if let Some((second, _)) = records.next() {
+        return Err(RunError::Failed(format!(
+            "the guest sent a second record frame {second:?} for one run: refused"
+        )));
+    }
+    let rec = numalab_record::parse(Path::new(&name), &String::from_utf8_lossy(&data))
+        .map_err(|e| RunError::Failed(format!("the guest's record frame: {e}")))?;
+    let got = (
+        rec.benchmark.as_str(),
+        rec.label.as_str(),
+        rec.repetition.index,
+    );
+    if asked != got {
+        return Err(RunError::Failed(format!(
+            "the guest's record frame {name:?} is {} {:?} #{}, not the run asked for ({} {:?} #{}): refused",
+            got.0, got.1, got.2, asked.0, asked.1, asked.2
+        )));
+    }
+    Ok(rec)
+}
+
 fn value(a: Answer) -> Result<serde_json::Value, String> {
     match a.reply {
         Some(Reply::Ok(v)) => Ok(v),
@@ -353,17 +389,20 @@ impl Backend for GuestBackend {
         if let Some(Reply::Error(e)) = reply {
             return Err(RunError::Failed(e));
         }
-        let Some((name, data)) = records.into_iter().next() else {
-            return Err(RunError::Failed(format!(
-                "the guest's numalab sent no record (exit code {code})"
-            )));
-        };
-        let rec = numalab_record::parse(Path::new(&name), &String::from_utf8_lossy(&data))
-            .map_err(|e| RunError::Failed(format!("the record from the guest: {e}")))?;
+        let benchmark = case.benchmark();
+        let asked = (benchmark.as_str(), ctx.label, ctx.repetition.index);
+        let rec = answered_record(records, code, asked)?;
+        let id = numalab_record::RecordId::parse(&rec.id)
+            .map_err(|e| RunError::Failed(format!("the guest's record frame: {e}")))?;
         for (name, data) in logs {
+            if !numalab_record::id::is_side_of(&id, &name) {
+                return Err(RunError::Failed(format!(
+                    "the guest's log frame {name:?} is not a file of record {id}: refused"
+                )));
+            }
             let p = ctx.results.join(&name);
             std::fs::create_dir_all(ctx.results)
-                .and_then(|_| std::fs::write(&p, &data))
+                .and_then(|_| numalab_record::write_file_atomic(&p, &data))
                 .map_err(|e| RunError::Failed(format!("{}: {e}", p.display())))?;
         }
         self.runs += 1;
@@ -374,5 +413,58 @@ impl Backend for GuestBackend {
         let mut r = ctx.new_record(case, &self.machine);
         r.outcome = numalab_record::Outcome::failed(reason);
         self.tagged(r)
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::answered_record;
+    use numalab_runner::RunError;
+
+    fn frame(id: &str, bench: &str, label: &str, index: u32) -> (String, Vec<u8>) {
+        let mut r = numalab_record::example_record(bench, label, index, 1.0);
+        r.id = id.to_string();
+        (format!("{id}.json"), serde_json::to_vec(&r).unwrap())
+    }
+
+    fn refused(r: Result<numalab_record::RunRecord, RunError>, needle: &str) {
+        match r {
+            Err(RunError::Failed(e)) => assert!(e.contains(needle), "{needle:?} not in {e:?}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_run_asked_for_is_taken() {
+        let r = answered_record(vec![frame("ok-1", "numa02", "a", 2)], 0, ("numa02", "a", 2));
+        assert_eq!(r.unwrap().id, "ok-1");
+    }
+
+    /// A program in the guest wrote a record frame whose id climbed out
+    /// of the results directory; the host wrote it there as root.
+    #[test]
+    fn a_forged_id_is_refused() {
+        let f = frame("../../../../outside/escaped", "numa02", "a", 2);
+        refused(answered_record(vec![f], 0, ("numa02", "a", 2)), "record id");
+    }
+
+    #[test]
+    fn another_run_or_a_second_record_is_refused() {
+        let asked = ("numa02", "a", 2);
+        refused(
+            answered_record(vec![frame("x", "numa01", "a", 2)], 0, asked),
+            "not the run asked for",
+        );
+        refused(
+            answered_record(vec![frame("x", "numa02", "b", 2)], 0, asked),
+            "not the run asked for",
+        );
+        refused(
+            answered_record(vec![frame("x", "numa02", "a", 3)], 0, asked),
+            "not the run asked for",
+        );
+        let two = vec![frame("x", "numa02", "a", 2), frame("y", "numa02", "a", 2)];
+        refused(answered_record(two, 0, asked), "second record");
+        refused(answered_record(vec![], 1, asked), "sent no record");
     }
 }

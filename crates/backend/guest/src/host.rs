@@ -323,19 +323,7 @@ impl VmOptions {
 
 /// Arguments quoted for a POSIX shell, for copy and paste.
 pub fn shell_words(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_=,./:+@%".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    numalab_linux::shell::join(args)
 }
 
 /// What `Backend::Guest` says about the host that ran QEMU.

@@ -356,8 +356,13 @@ pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
         // SAFETY: kill with signal 0 only checks that the process exists.
         let gone = unsafe { libc::kill(pid, 0) } != 0
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        if gone && is_dir && fs::remove_dir_all(e.path()).is_ok() {
+        // Only a directory of ours: another user's is not ours to remove.
+        let ours = e.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid takes nothing and cannot fail.
+            m.is_dir() && m.uid() == unsafe { libc::geteuid() }
+        });
+        if gone && ours && fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
         }
     }
@@ -399,8 +404,11 @@ impl Launcher {
             ),
         };
         let removed = clean_stale_workdirs(&std::env::temp_dir());
+        // Private: the initramfs, the channel and the firmware log are
+        // nobody else's to read.
         let tmp = tempfile::Builder::new()
             .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
         let workdir = tmp.path().to_path_buf();
@@ -741,10 +749,7 @@ impl Session {
         }
         let sink: Box<dyn Write + Send> = match &l.console_log {
             Some(p) => Box::new(
-                fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
+                numalab_record::create_new(p)
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
             ),
             None => Box::new(std::io::stderr()),

@@ -42,7 +42,7 @@ use numalab_linux::child::Exit;
 use numalab_linux::supervise::{Event, Supervisor};
 use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -50,20 +50,6 @@ use std::time::{Duration, Instant};
 const TAIL_LINES: usize = 10;
 
 /// The run's log file, removed on drop unless kept.
-struct Log {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for Log {
-    fn drop(&mut self) {
-        let empty = std::fs::metadata(&self.path).is_ok_and(|m| m.len() == 0);
-        if !self.keep || empty {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// The last `n` lines of the file at `path`.
 fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read(path).unwrap_or_default();
@@ -88,15 +74,20 @@ pub fn run_once(
 ) -> Result<RunRecord> {
     let topo = &machine.topology;
     let mut rec = spec.new_record(&Case::Command(p.clone()), machine);
-    let mut log = Log {
-        path: spec.results.join(format!("{}.log", rec.id)),
-        keep: false,
-    };
-    let out = std::fs::File::create(&log.path)
-        .map_err(|e| Error::io(format!("creating the log file {}", log.path.display()), e))?;
+    // Written under a temporary name and renamed to `<id>.log` when the
+    // run ends: never through a link planted at that name, and never a
+    // partial log under it (dropped early, the temporary file goes).
+    let id = numalab_record::RecordId::parse(&rec.id).map_err(|e| Error::Other(e.to_string()))?;
+    let log_path = id.side_path(&spec.results, ".log");
+    let log = numalab_record::SideFile::new(&log_path)
+        .map_err(|e| Error::io(format!("creating the log file {}", log_path.display()), e))?;
+    let out = log
+        .file()
+        .try_clone()
+        .map_err(|e| Error::io(format!("the log file {}", log_path.display()), e))?;
     let observer = Observer::start(topo);
     let start = Instant::now();
-    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), Some(&log.path), out)
+    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), Some(log.temp_path()), out)
         .map_err(|e| Error::io(format!("starting the supervisor of {}", p.argv[0]), e))?;
     let mut pid = None;
     let mut pacer = Pacer::new(spec.interval);
@@ -174,7 +165,7 @@ pub fn run_once(
         &vm,
     );
     if !exit.success() {
-        let t = tail(&log.path, TAIL_LINES);
+        let t = tail(log.temp_path(), TAIL_LINES);
         rec.outcome = Outcome::failed(if t.is_empty() {
             format!("the command ended with {} (no output)", exit.describe())
         } else {
@@ -184,6 +175,11 @@ pub fn run_once(
             )
         });
     }
-    log.keep = true;
+    // An empty log is no file at all.
+    let empty = log.file().metadata().is_ok_and(|m| m.len() == 0);
+    if !empty {
+        log.commit()
+            .map_err(|e| Error::io(format!("writing the log file {}", log_path.display()), e))?;
+    }
     Ok(rec)
 }

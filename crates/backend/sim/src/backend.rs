@@ -165,7 +165,7 @@ impl Backend for SimBackend {
         let mut rec = out.record;
         if let Some(json) = out.trace_json {
             let path = ctx.results.join(format!("{}.trace", rec.id));
-            std::fs::write(&path, json).map_err(|e| {
+            numalab_record::write_file_atomic(&path, json.as_bytes()).map_err(|e| {
                 RunError::Failed(format!("writing the trace {}: {e}", path.display()))
             })?;
             rec.backend
