@@ -104,11 +104,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Seconds, more than 0 and at most a day.
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
+    match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86400.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a number of seconds between 0 and 86400"
-        )),
+        Ok(v) if v.is_finite() && v <= 0.0 => Err("must be more than 0 s".to_string()),
+        Ok(v) if v.is_finite() => Err("must be at most 86400 s (a day)".to_string()),
+        _ => Err(format!("{s:?} is not a number of seconds")),
     }
 }
 

@@ -102,7 +102,14 @@ pub fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))
-        .find(|p| p.is_file())
+        .find(|p| executable(p))
+}
+
+/// Whether `p` is a file with an execute bit.
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 pub fn resolve(a: &CommandArgs, _cal: &dyn Calibration) -> Result<Resolved, BenchError> {
@@ -124,6 +131,22 @@ pub fn resolve(a: &CommandArgs, _cal: &dyn Calibration) -> Result<Resolved, Benc
     }
     if !program.contains('/') && which(program).is_none() {
         return Err(BenchError(format!("{program}: command not found in PATH")));
+    }
+    if program.contains('/') {
+        // As the command will see it: relative to its --cwd.
+        let p = match &a.cwd {
+            Some(c) if !program.starts_with('/') => c.join(program),
+            _ => PathBuf::from(program),
+        };
+        let why = match p.metadata() {
+            Err(_) => Some("no such file"),
+            Ok(m) if !m.is_file() => Some("not a file"),
+            Ok(_) if !executable(&p) => Some("not executable"),
+            Ok(_) => None,
+        };
+        if let Some(why) = why {
+            return Err(BenchError(format!("{program}: {why}")));
+        }
     }
     Ok(Resolved {
         cases: vec![Case::Command(Params {

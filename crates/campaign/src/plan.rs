@@ -405,7 +405,11 @@ fn control_chars(loc: &Loc, src: &str) -> Result<(), CampaignError> {
                 .enumerate()
                 .find_map(|(i, v)| walk(&format!("{key}[{i}]"), v)),
             toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
-                let key = if key.is_empty() { k.clone() } else { format!("{key}.{k}") };
+                let key = if key.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{key}.{k}")
+                };
                 walk(&key, v)
             }),
             _ => None,

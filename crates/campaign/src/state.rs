@@ -471,7 +471,8 @@ pub fn hold(
     let dir = results.join(STATE_DIR);
     std::fs::create_dir_all(&dir)
         .map_err(|e| CampaignError::Results(format!("{}: {e}", dir.display())))?;
-    let err = |e: LockError, what: &str| match e {
+    let err = |e: LockError, what: &str| {
+        match e {
         LockError::Held { pid, .. } => CampaignError::Busy(format!(
             "{what} is in use by {} (a second numalab would run its cells twice); wait for it, or stop it",
             pid.map_or("another numalab".to_string(), |p| format!("numalab (PID {p})"))
@@ -479,6 +480,7 @@ pub fn hold(
         LockError::Io { path, source } => {
             CampaignError::Results(format!("{}: {source}", path.display()))
         }
+    }
     };
     let what = format!("results directory {}", results.display());
     let d = acquire(&dir.join(BUSY_FILE), mode, false).map_err(|e| err(e, &what))?;

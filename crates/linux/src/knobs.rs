@@ -99,7 +99,11 @@ pub enum KnobError {
     Held { knob: String, pid: u32, guard: bool },
     /// The file has no write permission for anyone (a read-only sysctl).
     #[error("{knob}: {path} is read-only (mode {mode:o})")]
-    ReadOnly { knob: String, path: String, mode: u32 },
+    ReadOnly {
+        knob: String,
+        path: String,
+        mode: u32,
+    },
     /// The value is not of the kind the file holds.
     #[error("{knob}: {value:?} is not {kind}, as the kernel's value {current:?} is")]
     WrongType {
@@ -717,7 +721,9 @@ fn resolve(knob: &Knob, root: &Path, real_root: bool) -> Result<Vec<(String, Pat
 /// is refused before anything is written.
 fn check_writable_kind(knob: &Knob, label: &str, p: &Path) -> Result<(), KnobError> {
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(p).map(|m| m.permissions().mode()).unwrap_or(0o644);
+    let mode = std::fs::metadata(p)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0o644);
     if mode & 0o222 == 0 {
         return Err(KnobError::ReadOnly {
             knob: label.to_string(),
@@ -787,7 +793,10 @@ fn hold(
     let mut locks: Vec<crate::lock::Lock> = Vec::new();
     for t in targets {
         let rel = t.path.strip_prefix(root).unwrap_or(&t.path);
-        let name = rel.to_string_lossy().trim_start_matches('/').replace('/', "%");
+        let name = rel
+            .to_string_lossy()
+            .trim_start_matches('/')
+            .replace('/', "%");
         let path = dir.join(format!("{name}.lock"));
         if locks.iter().any(|l| l.path() == path) {
             continue;
@@ -1739,7 +1748,9 @@ mod tests {
             "--sysctl kernel.numa_balancing=0",
             "--sysctl vm.swappiness=1",
         ]);
-        let m = apply_with(&ks, r, None, false, &mut w).unwrap_err().to_string();
+        let m = apply_with(&ks, r, None, false, &mut w)
+            .unwrap_err()
+            .to_string();
         assert!(
             m.starts_with(&format!(
                 "--sysctl vm.swappiness: cannot write {}: refused; restoring the values \

@@ -43,11 +43,9 @@ pub fn run(a: TraceArgs) -> Result<ExitCode> {
     };
     // The record was checked on loading: `name` is a plain file name,
     // found beside the record, never a path it stores.
-    let events_path = e
-        .record
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .join(numalab_record::id::plain_file_name("sched.events_file", name)?);
+    let events_path = e.record.parent().unwrap_or(std::path::Path::new(".")).join(
+        numalab_record::id::plain_file_name("sched.events_file", name)?,
+    );
     let text = std::fs::read_to_string(&events_path)
         .with_context(|| format!("the run's events {}", events_path.display()))?;
     let events = numalab_trace::export::read_events(&text)

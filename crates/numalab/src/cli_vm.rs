@@ -147,6 +147,17 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         keep_workdir: a.keep_workdir,
         shell: a.shell,
     };
+    // The guest's command parses here first: a mistyped command is
+    // refused in one line before any guest boots.
+    if !opts.command.is_empty() && !opts.shell {
+        let argv = std::iter::once("numalab".to_string()).chain(opts.command.iter().cloned());
+        if let Err(e) = crate::command().try_get_matches_from(argv) {
+            use clap::error::ErrorKind;
+            if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                return Ok(crate::clap_error(e));
+            }
+        }
+    }
     if opts.command.first().map(String::as_str) == Some("run") && !opts.shell {
         return run_benchmark(opts);
     }

@@ -71,3 +71,244 @@ fn a_closed_pipe_loses_no_run() {
     assert!(st.success(), "run command: {st}");
     assert_eq!(count_json(&d.path().join("host")), 5);
 }
+
+const SIM: [&str; 10] = [
+    "sim",
+    "--machine",
+    "azusa16",
+    "numa_test",
+    "--tasks",
+    "2",
+    "--size",
+    "200000",
+    "--runs",
+    "1",
+];
+
+fn sim_in(dir: &Path, results: &str, extra: &[&str]) -> std::process::Output {
+    let mut a: Vec<&str> = SIM.to_vec();
+    a.extend_from_slice(&["--results", results, "-q"]);
+    a.extend_from_slice(extra);
+    numalab_in(&a, dir)
+}
+
+/// The simulator's ids are predictable, so a link planted at
+/// `<id>.trace` overwrote its target. The trace now replaces the link.
+#[test]
+fn a_planted_link_is_replaced_not_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let o = sim_in(d.path(), "first", &["--trace"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let name = std::fs::read_dir(d.path().join("first"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".trace"))
+        .expect("a trace file");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let r = d.path().join("second");
+    std::fs::create_dir(&r).unwrap();
+    std::os::unix::fs::symlink(&victim, r.join(&name)).unwrap();
+    let o = sim_in(d.path(), "second", &["--trace"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let meta = std::fs::symlink_metadata(r.join(&name)).unwrap();
+    assert!(meta.is_file(), "the trace is a file of its own");
+}
+
+/// A record whose `sched.events_file` climbed out of its directory made
+/// `trace export` open /etc/passwd and print its first line.
+#[test]
+fn a_stored_path_is_never_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let o = sim_in(d.path(), "r", &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (path, mut rec) = json_records(&d.path().join("r")).remove(0);
+    rec["sched"] = serde_json::json!({
+        "method": "perf", "lost_events": 0, "new_task_cpus": [], "tasks": [],
+        "events_file": "../../../../etc/passwd"
+    });
+    std::fs::write(&path, serde_json::to_string(&rec).unwrap()).unwrap();
+    let out = d.path().join("out.json");
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            path.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert_one_line_error(&o, "sched.events_file");
+    assert!(!text(&o.stderr).contains("root:"), "{}", text(&o.stderr));
+    assert!(!out.exists());
+    // compare, show and report skip it with the reason.
+    for cmd in ["compare", "show", "report"] {
+        let o = numalab_in(&[cmd, path.to_str().unwrap()], d.path());
+        assert!(!o.status.success(), "{cmd}");
+        assert!(
+            text(&o.stderr).contains("sched.events_file"),
+            "{cmd}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+/// A plan with `results = "inj\ntouch pwned\n#"` broke out of a comment
+/// line of the Slurm batch script. Control characters in any plan string
+/// are refused before anything is written or submitted.
+#[test]
+fn a_newline_in_a_plan_reaches_no_script() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "name = \"inj\"\nresults = \"inj\\ntouch pwned\\n#\"\n\n[[benchmark]]\nname = \"numa02\"\n\n[[config]]\nlabel = \"a\"\nsim = { machine = \"azusa16\" }\n",
+    )
+    .unwrap();
+    for exec in ["local", "slurm"] {
+        let o = numalab_in(
+            &["campaign", "run", "plan.toml", "--executor", exec],
+            d.path(),
+        );
+        assert_one_line_error(
+            &o,
+            "results \"inj\\ntouch pwned\\n#\" holds a control character",
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "only the plan: {left:?}");
+}
+
+const SLOW_PLAN: &str = r#"
+name = "twice"
+runs = 3
+
+[[benchmark]]
+name = "numa_test"
+tasks = 2
+size = 200000
+
+[[config]]
+label = "a"
+prepare = "sleep 0.5"
+sim = { machine = "azusa16" }
+"#;
+
+/// Two `campaign run` on one plan at once both ran every cell: six
+/// records for `runs = 3`. The second is refused with the first's PID.
+#[test]
+fn two_campaigns_on_one_plan_run_each_cell_once() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("plan.toml"), SLOW_PLAN).unwrap();
+    let mut first = Command::new(EXE)
+        .args(["campaign", "run", "plan.toml", "--quiet"])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first holds the directory (its lock file names it).
+    let busy = d.path().join("twice-results/.campaign/busy.lock");
+    let pid = first.id().to_string();
+    let t = std::time::Instant::now();
+    while std::fs::read_to_string(&busy).unwrap_or_default().trim() != pid {
+        assert!(
+            t.elapsed().as_secs() < 60,
+            "the first campaign never held the directory"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = numalab_in(&["campaign", "run", "plan.toml"], d.path());
+    assert_one_line_error(&second, &format!("in use by numalab (PID {pid})"));
+    let cell = numalab_in(
+        &["campaign", "run-cell", "plan.toml", "--cell", "x"],
+        d.path(),
+    );
+    assert!(!cell.status.success());
+    assert!(first.wait().unwrap().success());
+    assert_eq!(count_json(&d.path().join("twice-results")), 3);
+    // Free again: a third run has nothing left to do and says so.
+    let third = numalab_in(&["campaign", "run", "plan.toml"], d.path());
+    assert!(third.status.success(), "{}", text(&third.stderr));
+    assert_eq!(count_json(&d.path().join("twice-results")), 3);
+}
+
+/// A lock left by a killed campaign is taken over, and the new holder
+/// says so.
+#[test]
+fn a_lock_left_by_a_killed_campaign_is_taken_over() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("plan.toml"),
+        SLOW_PLAN.replace("runs = 3", "runs = 1"),
+    )
+    .unwrap();
+    let state = d.path().join("twice-results/.campaign");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("busy.lock"), "999999999\n").unwrap();
+    let o = numalab_in(&["campaign", "run", "plan.toml"], d.path());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // Status lines wrap at 80 columns.
+    let said = text(&o.stderr).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("taking over from numalab (PID 999999999)"), "{said}");
+}
+
+/// Bad input that got through, or said too little, and left an empty
+/// results directory behind.
+#[test]
+fn checked_before_anything_is_created() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "numa02", "--duration", "0"],
+            "must be more than 0 s",
+        ),
+        (
+            &["run", "command", "--", "/nonexistent/prog"],
+            "/nonexistent/prog: no such file",
+        ),
+        (
+            &["run", "command", "--", "/etc/passwd"],
+            "/etc/passwd: not executable",
+        ),
+        (
+            &[
+                "run",
+                "command",
+                "--sysctl",
+                "kernel.numa_balancing=banana",
+                "--",
+                "true",
+            ],
+            "\"banana\" is not a whole number",
+        ),
+        (
+            &["run", "command", "--setup", "false", "--", "true"],
+            "--setup \"false\" failed",
+        ),
+        (
+            &["vm", "--mem-per-node", "1T", "--", "topology"],
+            "more than this machine's",
+        ),
+        (&["vm", "--", "no-such-command"], "unrecognized subcommand"),
+    ];
+    for (args, needle) in cases {
+        let o = numalab_in(args, d.path());
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(
+            err.lines()
+                .filter(|l| l.starts_with("numalab: error"))
+                .count(),
+            1,
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}

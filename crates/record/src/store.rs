@@ -19,20 +19,31 @@ pub enum RecordError {
     Newer { path: PathBuf, found: u64 },
 }
 
-/// Create `dir` if needed and check that records can be written there,
-/// before any work is done.
+/// Check that records can be written in `dir`, before any work is done.
+/// A directory that does not exist yet is created for the check and
+/// removed again: it is made when the first record is written, so an
+/// invocation that records nothing leaves nothing behind.
 pub fn ensure_writable_dir(dir: &Path) -> Result<(), RecordError> {
     let io = |source| RecordError::Io {
         path: dir.to_path_buf(),
         source,
     };
-    fs::create_dir_all(dir).map_err(io)?;
-    let probe = tempfile::Builder::new()
-        .prefix(".numalab-write-test")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    drop(probe);
-    Ok(())
+    let mut missing = Vec::new();
+    let mut d = Some(dir);
+    while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        missing.push(p.to_path_buf());
+        d = p.parent();
+    }
+    let checked = fs::create_dir_all(dir).and_then(|()| {
+        tempfile::Builder::new()
+            .prefix(".numalab-write-test")
+            .tempfile_in(dir)
+            .map(drop)
+    });
+    for p in &missing {
+        let _ = fs::remove_dir(p);
+    }
+    checked.map_err(io)
 }
 
 /// Write `record` as `<dir>/<id>.json` atomically: a temporary file in the
@@ -109,6 +120,7 @@ impl SideFile {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        fs::create_dir_all(dir)?;
         let tmp = tempfile::Builder::new()
             .prefix(".numalab-side")
             .suffix(".tmp")
@@ -264,4 +276,94 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RecordError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planted(d: &Path, name: &str) -> (PathBuf, PathBuf) {
+        let victim = d.join("victim");
+        fs::write(&victim, "keep").unwrap();
+        let link = d.join(name);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        (victim, link)
+    }
+
+    /// `<id>.trace` and `<id>.log` overwrote a victim through a link
+    /// planted in the results directory: a side file now replaces the
+    /// link, never writes through it.
+    #[test]
+    fn a_side_file_replaces_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let (victim, link) = planted(d.path(), "x.log");
+        write_file_atomic(&link, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(!fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(fs::read_to_string(&link).unwrap(), "new");
+    }
+
+    #[test]
+    fn an_uncommitted_side_file_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let mut f = SideFile::new(&d.path().join("sub/x.trace")).unwrap();
+        f.write_all(b"partial").unwrap();
+        drop(f);
+        assert_eq!(fs::read_dir(d.path().join("sub")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn create_new_refuses_links_and_existing_files() {
+        let d = tempfile::tempdir().unwrap();
+        let (victim, link) = planted(d.path(), "console.log");
+        assert!(create_new(&link).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(create_new(&victim).is_err());
+        let mut f = create_new(&d.path().join("fresh")).unwrap();
+        f.write_all(b"x").unwrap();
+    }
+
+    #[test]
+    fn a_bad_id_is_never_a_path() {
+        let d = tempfile::tempdir().unwrap();
+        let mut r = crate::example_record("numa02", "a", 1, 1.0);
+        r.id = "../escaped".into();
+        let e = write_atomic(&d.path().join("r"), &r).unwrap_err();
+        assert!(e.to_string().contains("record id"), "{e}");
+        assert!(!d.path().join("escaped.json").exists());
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(parse(Path::new("x.json"), &text).is_err());
+    }
+
+    #[test]
+    fn side_files_go_with_their_record() {
+        let d = tempfile::tempdir().unwrap();
+        for s in crate::id::SIDE_SUFFIXES {
+            fs::write(d.path().join(format!("run-1{s}")), "x").unwrap();
+        }
+        fs::write(d.path().join("run-2.log"), "x").unwrap();
+        remove_side_files(d.path(), "run-1");
+        let left: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("run-2.log")]);
+    }
+
+    /// `ensure_writable_dir` leaves no directory it made for the check.
+    #[test]
+    fn checking_a_new_directory_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        ensure_writable_dir(&d.path().join("a/b")).unwrap();
+        assert!(!d.path().join("a").exists());
+    }
+
+    #[test]
+    fn repetition_zero_is_refused() {
+        let mut r = crate::example_record("numa02", "a", 1, 1.0);
+        r.repetition = crate::Repetition { index: 0, of: 0 };
+        let text = serde_json::to_string(&r).unwrap();
+        let e = parse(Path::new("x.json"), &text).unwrap_err();
+        assert!(e.to_string().contains("repetition 0 of 0"), "{e}");
+    }
 }

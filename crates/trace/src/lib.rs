@@ -465,7 +465,10 @@ pub fn write_events(
             Event::Lost { count } => writeln!(f, "-\t-\tlost\t-\t-\t{count}\t-")?,
         }
     }
-    f.into_inner().map_err(|e| e.into_error())?.commit().map(drop)
+    f.into_inner()
+        .map_err(|e| e.into_error())?
+        .commit()
+        .map(drop)
 }
 
 #[cfg(test)]

@@ -369,11 +369,39 @@ pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// This machine's memory (`MemTotal`), if /proc/meminfo says.
+fn host_memory_bytes() -> Option<u64> {
+    let t = fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = t
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// A guest bigger than this machine is refused before QEMU is started
+/// (QEMU would start, then fail or push the host into swap and OOM).
+pub(crate) fn check_host_memory(guest: u64, host: Option<u64>) -> Result<(), String> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    match host {
+        Some(h) if guest > h => Err(format!(
+            "--mem-per-node: the guest's {:.1} GiB in all is more than this machine's {:.1} GiB of memory",
+            gib(guest),
+            gib(h)
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Launcher {
     /// Check everything, build the initramfs for `job`, install the
     /// signal handlers and say what will boot.
     pub fn new(o: &LaunchOptions, job: &Job) -> Result<Launcher, VmError> {
         let start = Instant::now();
+        check_host_memory(o.spec.total_memory_bytes(), host_memory_bytes()).map_err(failed)?;
         qemu::check_append(o.append).map_err(failed)?;
         let qemu_bin = qemu::find_qemu().map_err(failed)?;
         let kernel = match o.kernel {
@@ -1023,6 +1051,18 @@ impl Drop for Session {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_guest_bigger_than_the_host_is_refused() {
+        let g = 1u64 << 30;
+        assert!(super::check_host_memory(2 * g, Some(24 * g)).is_ok());
+        assert!(super::check_host_memory(2 * g, None).is_ok());
+        let e = super::check_host_memory(128 * g, Some(24 * g)).unwrap_err();
+        assert_eq!(
+            e,
+            "--mem-per-node: the guest's 128.0 GiB in all is more than this machine's 24.0 GiB of memory"
+        );
+    }
+
     use super::*;
 
     #[test]
