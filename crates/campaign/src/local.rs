@@ -124,6 +124,7 @@ pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
         },
         modules: g.modules.clone(),
         shares: g.shares.clone(),
+        share_passthrough: false,
         cwd: g.cwd.clone(),
         keep_workdir: false,
         shell: false,

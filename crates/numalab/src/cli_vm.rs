@@ -73,6 +73,12 @@ pub struct VmArgs {
     /// A host directory the guest can write, at the same path (repeatable)
     #[arg(long = "share", value_name = "DIR")]
     shares: Vec<PathBuf>,
+    /// Pass the guest's file modes through to --share directories as they
+    /// are, setuid bits and device nodes included (default: files the
+    /// guest makes are mode 0644 on the host, their guest modes kept in
+    /// user.virtfs.* attributes)
+    #[arg(long, requires = "shares")]
+    share_passthrough: bool,
     /// Where `-- run` runs its cases in the guest, a host path [default: the current directory]
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
@@ -143,6 +149,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         },
         modules: a.modules,
         shares: a.shares,
+        share_passthrough: a.share_passthrough,
         cwd: a.cwd,
         keep_workdir: a.keep_workdir,
         shell: a.shell,

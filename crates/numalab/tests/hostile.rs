@@ -252,8 +252,14 @@ fn a_lock_left_by_a_killed_campaign_is_taken_over() {
     let o = numalab_in(&["campaign", "run", "plan.toml"], d.path());
     assert!(o.status.success(), "{}", text(&o.stderr));
     // Status lines wrap at 80 columns.
-    let said = text(&o.stderr).split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(said.contains("taking over from numalab (PID 999999999)"), "{said}");
+    let said = text(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        said.contains("taking over from numalab (PID 999999999)"),
+        "{said}"
+    );
 }
 
 /// Bad input that got through, or said too little, and left an empty
@@ -311,4 +317,155 @@ fn checked_before_anything_is_created() {
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
+}
+
+/// A tmpfs of `bytes` mounted on a fresh directory, unmounted on drop.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    /// None (said loudly) when not root: only root mounts.
+    fn new(bytes: u64) -> Option<Tmpfs> {
+        // SAFETY: geteuid takes nothing.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("\n!!!!! not root: the full-disk test is SKIPPED !!!!!\n");
+            return None;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(d.path())
+            .status()
+            .expect("mount runs");
+        assert!(st.success(), "mounting a tmpfs as root");
+        Some(Tmpfs(d))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Fill it up to `leave` free bytes.
+    fn fill(&self, leave: u64) {
+        let _ = std::fs::remove_file(self.path().join("filler"));
+        // SAFETY: statvfs with a valid path and a zeroed struct.
+        let free = unsafe {
+            let c = std::ffi::CString::new(self.path().to_str().unwrap()).unwrap();
+            let mut s: libc::statvfs = std::mem::zeroed();
+            assert_eq!(libc::statvfs(c.as_ptr(), &mut s), 0);
+            s.f_bavail * s.f_bsize
+        };
+        let n = free.saturating_sub(leave) as usize;
+        std::fs::write(self.path().join("filler"), vec![b'x'; n]).unwrap();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// In `dir`: every side file has its record beside it, and no temporary
+/// file is left.
+fn side_files_have_records(dir: &Path) {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    for n in &names {
+        assert!(
+            !n.starts_with(".numalab-"),
+            "a temporary file was left: {n} in {names:?}"
+        );
+        for suffix in [".log", ".trace", ".sched.tsv"] {
+            if let Some(id) = n.strip_suffix(suffix) {
+                let rec = dir.join(format!("{id}.json"));
+                let text = std::fs::read_to_string(&rec)
+                    .unwrap_or_else(|e| panic!("{n} without its record: {e} ({names:?})"));
+                serde_json::from_str::<serde_json::Value>(&text).expect("a whole record");
+            }
+        }
+    }
+}
+
+/// A full disk left a `.log`, `.trace` or `.sched.tsv` without its
+/// record, truncated side files, and 8 KiB of invalid JSON from
+/// `trace export -o`.
+#[test]
+fn a_full_disk_leaves_no_side_file_alone() {
+    let Some(t) = Tmpfs::new(2 << 20) else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    // A command whose output is more than the disk holds.
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--runs",
+            "2",
+            "-q",
+            "--results",
+            t.path().join("cmd").to_str().unwrap(),
+            "--",
+            "head",
+            "-c",
+            "3000000",
+            "/dev/zero",
+        ],
+        d.path(),
+    );
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    side_files_have_records(&t.path().join("cmd"));
+    // A simulated trace (4 KiB) fits in the 8 KiB left, its record
+    // (11 KiB) does not: the trace goes with it.
+    t.fill(8 << 10);
+    let o = sim_in(
+        d.path(),
+        t.path().join("sim").to_str().unwrap(),
+        &["--trace", "--runs", "2"],
+    );
+    assert!(
+        !o.status.success(),
+        "the trace cannot fit: {}",
+        text(&o.stderr)
+    );
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    side_files_have_records(&t.path().join("sim"));
+    // A traced run's export into a full disk: no file at all.
+    let traced = numalab_in(
+        &[
+            "run",
+            "command",
+            "--trace",
+            "-q",
+            "--results",
+            "tr",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6 7 8; do /bin/true; done",
+        ],
+        d.path(),
+    );
+    assert!(traced.status.success(), "{}", text(&traced.stderr));
+    let (rec, _) = json_records(&d.path().join("tr")).remove(0);
+    t.fill(4 << 10);
+    let out = t.path().join("export.json");
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            rec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert!(!o.status.success());
+    assert!(!out.exists(), "a partial export was left");
+    side_files_have_records(t.path());
 }

@@ -827,7 +827,7 @@ fn a_shared_c_project_builds_in_the_guest_three_times() {
     let out = Command::new(EXE)
         .current_dir(&proj)
         .args(["vm", "--quiet", "--timeout", "600", "--nodes", "2"])
-        .args(["--mem-per-node", "384M", "--share"])
+        .args(["--mem-per-node", "384M", "--share-passthrough", "--share"])
         .arg(&proj)
         .arg("--results")
         .arg(&res)
@@ -1295,4 +1295,102 @@ fn a_traced_run_in_a_guest_brings_back_its_events() {
         .map(|e| e["pid"].to_string())
         .collect();
     assert_eq!(slice_pids.len(), 2, "slices on both nodes' CPUs");
+}
+
+/// A program in the guest attacks the host: it writes a record frame of
+/// its own to the channel whose id climbs out of the results directory
+/// (the host wrote it four levels up, as root, and it replaced the run's
+/// real record), and makes a setuid-root file and a device node in a
+/// `--share` directory. The frame is refused with one line naming it, the
+/// host writes nothing outside the results directory, and the share holds
+/// neither a setuid bit nor a device node.
+#[test]
+fn a_hostile_guest_program_reaches_nothing_on_the_host() {
+    if !guests_enabled("a_hostile_guest_program_reaches_nothing_on_the_host") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let share = d.path().join("a/b/c/share");
+    std::fs::create_dir_all(&share).unwrap();
+    // A valid record to forge from, made here by the simulator.
+    let made = Command::new(EXE)
+        .current_dir(d.path())
+        .args(["sim", "--machine", "azusa16", "numa_test", "--tasks", "2"])
+        .args(["--size", "200000", "--runs", "1", "-q", "--results", "made"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made));
+    let (_, mut rec) = records(&d.path().join("made")).remove(0);
+    rec["id"] = "../../../../outside/escaped".into();
+    rec["benchmark"] = "command".into();
+    std::fs::write(share.join("forged.json"), rec.to_string()).unwrap();
+    let forge = "import sys, zlib\n\
+                 p = open(sys.argv[1], 'rb').read()\n\
+                 f = b'\\n@@NUMALAB v1 record escaped.json %d %08x\\n' % (len(p), zlib.crc32(p))\n\
+                 t = open('/dev/ttyS1', 'wb', buffering=0)\n\
+                 t.write(f + p + b'\\n@@END\\n')\n";
+    std::fs::write(share.join("forge.py"), forge).unwrap();
+    let s = share.display();
+    let script = format!(
+        "cp /bin/true {s}/suid && chmod 4755 {s}/suid && ls -l {s}/suid; \
+         mknod {s}/null c 1 3 && echo mknod-ok; python3 {s}/forge.py {s}/forged.json; echo forged"
+    );
+    let res = share.join("results");
+    let out = vm(
+        &res,
+        &[
+            "--nodes",
+            "2",
+            "--mem-per-node",
+            "384M",
+            "--share",
+            &share.to_string_lossy(),
+        ],
+        &["run", "command", "--", "sh", "-c", &script],
+    );
+    let all = text(&out);
+    assert!(
+        !out.status.success(),
+        "the forged frame fails the run: {all}"
+    );
+    assert!(all.contains("second record frame"), "{all}");
+    for up in [
+        d.path().join("outside"),
+        share.join("outside"),
+        d.path().join("a/outside"),
+    ] {
+        assert!(!up.exists(), "{} was written: {all}", up.display());
+    }
+    let escaped: Vec<_> = walk(d.path())
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "escaped.json"))
+        .collect();
+    assert!(escaped.is_empty(), "{escaped:?}");
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let suid = std::fs::metadata(share.join("suid")).expect("the guest's copy is there");
+    assert_eq!(
+        suid.permissions().mode() & 0o7000,
+        0,
+        "no setuid bit on the host"
+    );
+    if let Ok(m) = std::fs::symlink_metadata(share.join("null")) {
+        assert!(
+            !m.file_type().is_char_device(),
+            "no device node on the host"
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

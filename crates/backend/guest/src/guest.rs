@@ -195,7 +195,13 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
     for (i, path) in h.shares.iter().enumerate() {
         let target = format!("{NEWROOT}{path}");
         fs::create_dir_all(&target).map_err(|e| format!("--share {path}: {e}"))?;
-        mount_9p(&crate::job::share_tag(i), &target, 0, "mmap")
+        // Nothing set-uid runs, and no device node opens, from a share.
+        let flags = if h.share_passthrough {
+            0
+        } else {
+            libc::MS_NOSUID | libc::MS_NODEV
+        };
+        mount_9p(&crate::job::share_tag(i), &target, flags, "mmap")
             .map_err(|e| format!("--share {path}: {e}"))?;
     }
     for m in ["/proc", "/sys", "/dev"] {

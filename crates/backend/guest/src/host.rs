@@ -42,6 +42,8 @@ pub struct VmOptions {
     pub modules: Option<PathBuf>,
     /// Read-write host directories, mounted at their host paths.
     pub shares: Vec<PathBuf>,
+    /// `--share-passthrough` (see [`crate::qemu::Share::passthrough`]).
+    pub share_passthrough: bool,
     /// The guest command's working directory (a host path).
     pub cwd: Option<PathBuf>,
     /// Keep the working directory (initramfs, channel socket, logs).
@@ -314,6 +316,7 @@ impl VmOptions {
             rootfs: self.rootfs,
             modules: self.modules.as_deref(),
             shares: &self.shares,
+            share_passthrough: self.share_passthrough,
             cwd: self.cwd.as_deref(),
             keep_workdir: self.keep_workdir,
             shell: self.shell,

@@ -145,6 +145,7 @@ mod tests {
             modules: vec!["/numalab/modules/x.ko".into()],
             hostfs: Some(crate::job::HostFs {
                 shares: vec!["/src".into()],
+                share_passthrough: false,
                 cwd: "/src".into(),
             }),
             shell: None,

@@ -59,6 +59,9 @@ pub struct HostFs {
     /// Read-write host directories: the i-th has 9p tag `share<i>` and is
     /// mounted at its host path.
     pub shares: Vec<String>,
+    /// Mounted without `nosuid,nodev` (`vm --share-passthrough`).
+    #[serde(default)]
+    pub share_passthrough: bool,
     /// Where the command (and the agent's requests) run.
     pub cwd: String,
 }

@@ -233,6 +233,11 @@ pub struct Share {
     pub tag: String,
     pub path: PathBuf,
     pub readonly: bool,
+    /// Pass the guest's modes, owners and special files through to the
+    /// host as they are (`security_model=none`); otherwise a writable
+    /// share keeps them in extended attributes (`mapped-xattr`), so a
+    /// guest cannot make a setuid-root file or a device node on the host.
+    pub passthrough: bool,
 }
 
 /// The kernel command line. `panic=-1` reboots at once on a panic and
@@ -339,15 +344,24 @@ pub fn args(l: &Launch) -> Vec<String> {
     push(&["-initrd", &l.initrd.to_string_lossy()]);
     push(&["-append", &l.append]);
     // The host's filesystem: `security_model=none` passes the host's
-    // ownership and modes through as they are (numalab runs QEMU as the
-    // invoking user, so the guest can write only what that user can);
-    // `multidevs=remap` keeps inode numbers unique across the host's
-    // mount points.
+    // ownership and modes through as they are, which is what a read-only
+    // share wants. A writable one would let the guest's root make a
+    // setuid-root file or a device node on the host (QEMU runs as the
+    // invoking user, root included), so it is `mapped-xattr`: files the
+    // guest makes are plain files of mode 0644 (directories 0755) on the
+    // host, their guest modes in `user.virtfs.*` attributes, unless the
+    // share is `passthrough`. `multidevs=remap` keeps inode numbers
+    // unique across the host's mount points.
     for (i, sh) in l.shares.iter().enumerate() {
+        let model = if sh.readonly || sh.passthrough {
+            "security_model=none"
+        } else {
+            "security_model=mapped-xattr,fmode=0644,dmode=0755"
+        };
         push(&[
             "-fsdev",
             &format!(
-                "local,id=fs{i},path={},security_model=none,multidevs=remap{}",
+                "local,id=fs{i},path={},{model},multidevs=remap{}",
                 sh.path.to_string_lossy().replace(',', ",,"),
                 if sh.readonly { ",readonly=on" } else { "" }
             ),
@@ -470,11 +484,13 @@ mod tests {
                     tag: "hostroot".into(),
                     path: "/".into(),
                     readonly: true,
+                    passthrough: false,
                 },
                 Share {
                     tag: "share1".into(),
                     path: "/src/a,b".into(),
                     readonly: false,
+                    passthrough: false,
                 },
             ],
         };
@@ -496,7 +512,7 @@ mod tests {
             "-debugcon file:/tmp/x/firmware.log",
             "-fsdev local,id=fs0,path=/,security_model=none,multidevs=remap,readonly=on",
             "-device virtio-9p-pci,fsdev=fs0,mount_tag=hostroot",
-            "-fsdev local,id=fs1,path=/src/a,,b,security_model=none,multidevs=remap -device virtio-9p-pci,fsdev=fs1,mount_tag=share1",
+            "-fsdev local,id=fs1,path=/src/a,,b,security_model=mapped-xattr,fmode=0644,dmode=0755,multidevs=remap -device virtio-9p-pci,fsdev=fs1,mount_tag=share1",
         ] {
             assert!(a.contains(want), "missing {want:?} in {a}");
         }

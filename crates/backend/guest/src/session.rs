@@ -191,6 +191,9 @@ pub(crate) struct LaunchOptions<'a> {
     pub modules: Option<&'a Path>,
     /// Read-write host directories for a host-filesystem guest.
     pub shares: &'a [PathBuf],
+    /// `--share-passthrough`: modes, setuid bits and device nodes of the
+    /// shares pass through to the host.
+    pub share_passthrough: bool,
     /// The command's working directory in a host-filesystem guest.
     pub cwd: Option<&'a Path>,
     /// Keep the working directory and say where it is.
@@ -276,6 +279,7 @@ fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, St
         tag: crate::job::HOSTROOT_TAG.into(),
         path: "/".into(),
         readonly: true,
+        passthrough: false,
     }];
     let mut guest_shares = Vec::new();
     for (i, d) in o.shares.iter().enumerate() {
@@ -295,6 +299,7 @@ fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, St
             tag: crate::job::share_tag(i),
             path: c.clone(),
             readonly: false,
+            passthrough: o.share_passthrough,
         });
         guest_shares.push(c.to_string_lossy().to_string());
     }
@@ -324,6 +329,7 @@ fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, St
         module_paths,
         hostfs: crate::job::HostFs {
             shares: guest_shares,
+            share_passthrough: o.share_passthrough,
             cwd,
         },
         shares,
