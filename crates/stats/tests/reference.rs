@@ -508,7 +508,7 @@ fn summary_mean_ci_uses_accurate_t_quantiles() {
         let df = row["df"].as_f64().unwrap();
         let p = row["p"].as_f64().unwrap();
         let want = row["quantile"].as_f64().unwrap();
-        if df.fract() == 0.0 && (df as usize + 1) % 2 == 0 {
+        if df.fract() == 0.0 && (df as usize + 1).is_multiple_of(2) {
             let n = df as usize + 1;
             let x: Vec<f64> = (0..n)
                 .map(|i| if i % 2 == 0 { -1.0 } else { 1.0 })

@@ -78,7 +78,7 @@ pub fn run_once(
     // run ends: never through a link planted at that name, and never a
     // partial log under it (dropped early, the temporary file goes).
     let id = numalab_record::RecordId::parse(&rec.id).map_err(|e| Error::Other(e.to_string()))?;
-    let log_path = id.side_path(&spec.results, ".log");
+    let log_path = id.side_path(spec.results, ".log");
     let log = numalab_record::SideFile::new(&log_path)
         .map_err(|e| Error::io(format!("creating the log file {}", log_path.display()), e))?;
     let out = log
