@@ -13,9 +13,17 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     let commit = git(&["rev-parse", "--short=12", "HEAD"]);
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-        .map(|s| !s.is_empty())
-        .unwrap_or(false);
+    // --no-optional-locks: `git status` would otherwise refresh and
+    // rewrite .git/index, which this script watches, so every build
+    // would run it again and rebuild every crate that depends on this one.
+    let dirty = git(&[
+        "--no-optional-locks",
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+    ])
+    .map(|s| !s.is_empty())
+    .unwrap_or(false);
     let id = match commit {
         Some(c) if dirty => format!("{c}-dirty"),
         Some(c) => c,

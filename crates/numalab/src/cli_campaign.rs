@@ -115,6 +115,10 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         slurm::require("squeue")?;
     }
     local::preflight(&plan, a.executor == Executor::Local)?;
+    // Records of anything else in the results directory: refused before
+    // anything runs or is written (the lock is checked by pin).
+    numalab_campaign::Lock::read(&plan)?;
+    numalab_campaign::state::scan(&plan, |_| true)?;
     // One `campaign run` on a results directory at a time; Slurm's
     // run-cells share it with the submission that made them.
     let mode = match a.executor {
@@ -122,10 +126,6 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
         Executor::Slurm => numalab_linux::lock::Mode::Shared,
     };
     let _held = numalab_campaign::state::hold(&plan.results, mode, None, &mut |l| say(l))?;
-    // Records of anything else in the results directory: refused before
-    // anything runs (the lock is checked by pin).
-    numalab_campaign::Lock::read(&plan)?;
-    numalab_campaign::state::scan(&plan, |_| true)?;
     let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
     let mut pool = Pool::new(&plan, out);
     let lock = local::pin(&plan, &mut pool, out)?;

@@ -125,7 +125,10 @@ fn main() -> ExitCode {
 /// line naming what the simulator takes.
 pub(crate) fn command() -> clap::Command {
     use clap::CommandFactory;
-    Cli::command().mut_subcommand("sim", |sim| {
+    // Help fits an 80-column terminal and an email, whatever the width
+    // of the terminal it is printed in (clap would use up to 100 columns
+    // where it cannot tell).
+    Cli::command().term_width(80).mut_subcommand("sim", |sim| {
         let names: Vec<String> = sim
             .get_subcommands()
             .map(|b| b.get_name().to_string())

@@ -311,8 +311,8 @@ fn bad_flags_are_one_line_errors() {
         (vec!["--bytes", "4000G"], "does not fit"),
         (vec!["--threads", "0"], "threads"),
         (vec!["--loops", "0"], "loops"),
-        (vec!["--duration", "0"], "seconds"),
-        (vec!["--duration", "-1"], "seconds"),
+        (vec!["--duration", "0"], "must be more than 0 s"),
+        (vec!["--duration", "-1"], "must be more than 0 s"),
         (vec!["--loops", "-3"], "loops"),
         (vec!["--bytes", "8K", "--threads", "16"], "less than a page"),
     ] {

@@ -296,6 +296,17 @@ fn checked_before_anything_is_created() {
             "--setup \"false\" failed",
         ),
         (
+            &[
+                "run",
+                "command",
+                "--prepare",
+                "true\nrm -rf x",
+                "--",
+                "true",
+            ],
+            "--prepare \"true\\nrm -rf x\" holds a control character",
+        ),
+        (
             &["vm", "--mem-per-node", "1T", "--", "topology"],
             "more than this machine's",
         ),
@@ -468,4 +479,118 @@ fn a_full_disk_leaves_no_side_file_alone() {
     assert!(!o.status.success());
     assert!(!out.exists(), "a partial export was left");
     side_files_have_records(t.path());
+}
+
+/// Every subcommand refuses bad input in one line, without a panic and
+/// without writing anything; the list is checked against `--help`, so a
+/// new subcommand cannot be left out.
+#[test]
+fn every_subcommand_refuses_bad_input_in_one_line() {
+    let cases: &[(&str, &[&str])] = &[
+        ("topology", &["topology", "--sysfs", "/nonexistent"]),
+        ("run", &["run", "numa02", "--threads", "0"]),
+        ("sim", &["sim", "--machine", "nosuch", "numa02"]),
+        ("vm", &["vm", "--nodes", "0", "--", "topology"]),
+        ("campaign", &["campaign", "run", "/nonexistent.toml"]),
+        ("reproduce", &["reproduce", "nosuchstudy"]),
+        ("schema", &["schema", "extra"]),
+        ("compare", &["compare", "/nonexistent"]),
+        ("show", &["show", "/nonexistent"]),
+        ("report", &["report", "/nonexistent", "-o", "x.html"]),
+        (
+            "trace",
+            &["trace", "export", "/nonexistent", "-o", "x.json"],
+        ),
+        ("completions", &["completions", "nosh"]),
+        ("man", &["man", "--dir", "/proc/nope"]),
+        ("help", &["help", "nosuch"]),
+    ];
+    let help = numalab_in(&["--help"], Path::new("/"));
+    let listed: Vec<String> = text(&help.stdout)
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A command's line; its help's wrapped lines are indented deeper.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert!(listed.len() > 10, "{listed:?}");
+    for c in &listed {
+        assert!(
+            cases.iter().any(|(n, _)| n == c),
+            "no bad-input case for `{c}`"
+        );
+    }
+    let d = tempfile::tempdir().unwrap();
+    for (name, args) in cases {
+        let o = numalab_in(args, d.path());
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: one line: {err}");
+        assert!(err.starts_with("numalab: error: "), "{name}: {err}");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{name} left {left:?}");
+    }
+}
+
+/// Two invocations changing the same sysctl left it changed (10 became
+/// 13): the second took the first's value for the original. Now the
+/// second is refused with the first's PID, and the machine's value comes
+/// back. On this machine's real /proc/sys, as root.
+#[test]
+fn overlapping_settings_leave_nothing_changed() {
+    // SAFETY: geteuid takes nothing.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("\n!!!!! not root: overlapping_settings SKIPPED !!!!!\n");
+        return;
+    }
+    let knob = Path::new("/proc/sys/vm/swappiness");
+    let original = std::fs::read_to_string(knob).unwrap();
+    let other = if original.trim() == "13" { "14" } else { "13" };
+    let d = tempfile::tempdir().unwrap();
+    let mut first = Command::new(EXE)
+        .args([
+            "run",
+            "command",
+            "-q",
+            "--sysctl",
+            &format!("vm.swappiness={other}"),
+        ])
+        .args(["--results", "a", "--", "sleep", "3"])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::fs::read_to_string(knob).unwrap().trim() != other {
+        assert!(t.elapsed().as_secs() < 30, "the first never set it");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = numalab_in(
+        &[
+            "run",
+            "command",
+            "--sysctl",
+            "vm.swappiness=10",
+            "--results",
+            "b",
+            "--",
+            "true",
+        ],
+        d.path(),
+    );
+    let err = text(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    let said = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains(&format!("held by numalab (PID {})", first.id())),
+        "{err}"
+    );
+    assert_eq!(err.matches("numalab: error").count(), 1, "{err}");
+    assert!(first.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(knob).unwrap(), original);
+    assert!(!d.path().join("b").exists());
 }

@@ -332,6 +332,18 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
 /// backend applies settings.
 pub fn check_config(c: &Configuration, site: &SettingsSite) -> Result<(), RunnerError> {
     check_label(&c.label)?;
+    // A hook is one shell command line: a control character in it is a
+    // line break or an escape nobody typed on purpose.
+    for (flag, hook) in [
+        ("--prepare", &c.prepare),
+        ("--setup", &c.setup),
+        ("--cleanup", &c.cleanup),
+    ] {
+        if let Some(h) = hook {
+            numalab_linux::shell::check(flag, h)
+                .map_err(|e| RunnerError::Invalid(e.to_string()))?;
+        }
+    }
     match (c.knobs.first(), site) {
         (Some(first), SettingsSite::Unsupported(why)) => {
             Err(RunnerError::Invalid(format!("{}: {why}", first.name())))
