@@ -437,12 +437,16 @@ fn ibs_2023(r: &Records) -> Findings {
     }
     t.legend
         .push("seed: default NUMA balancing 174.5 s, IBS-driven 54.7 s".into());
+    t.legend.push(
+        "autonuma: the worker threads are threads (CLONE_VM), so each one's scan period starts at the 1 s scan delay and stays there until its first full pass (init_numa_balancing, task_tick_numa): the process scans 256 MB a second, the local half first"
+            .into(),
+    );
     let ratio = el("autonuma").zip(el("sampling")).map(|(a, s)| a / s);
     let faster = match ratio {
         Some(x) if x >= 2.0 => Verdict::Reproduced,
         Some(x) => Verdict::NotReproduced(match r.mean("twohalves", "autonuma", &[], "convergence_s") {
             Some(c) => format!(
-                "sampling is {x:.2}x faster, not 2x: the model's autonuma has each set's half on its node at {c:.0} s, as the kernel's rules give (one pass over 16 GiB at the 2560 MB/s scan ceiling, MAX_SCAN_WINDOW, and every misplaced page moves at its first fault, early in the task's life); in the seed's default run the remote thread reached ~370 iterations before the IBS run's did, then made none until ~170 s while its pages moved between ~30 and ~100 s: a stall the seed does not explain and the model does not have"
+                "sampling is {x:.2}x faster, not 2x: the model's autonuma has each set's half on its node at {c:.0} s (its worker threads scan 256 MB per 1 s period until their first full pass: a thread's scan period starts at the scan delay, init_numa_balancing)"
             ),
             None => format!("sampling is {x:.2}x faster, not 2x"),
         }),

@@ -90,6 +90,11 @@ pub struct Task {
     pub mem_policy: MemPolicy,
     pub exec: bool,
     pub parent: Parent,
+    /// A thread (created with CLONE_VM) of a process that already ran:
+    /// its parent is a task of the same process, or the process's main
+    /// thread is not simulated (the autonuma benchmarks' workers, started
+    /// by a main thread that first-touched the buffer and then waits).
+    pub clone_vm: bool,
     pub start_ns: u64,
     pub end_ns: Option<u64>,
     /// The run ends when every main task is done.

@@ -516,18 +516,31 @@ impl NumaCommon {
         tn.in_group = true;
     }
 
-    /// task_scan_max, scaled up for a group with shared faults.
-    fn task_scan_max(&self, w: &World, t: TaskId) -> f64 {
+    /// task_scan_start: task_scan_min, scaled up like task_scan_max's
+    /// maximum for a group with shared faults.
+    pub fn task_scan_start(&self, w: &World, t: TaskId) -> f64 {
         let p = w.tasks[t].process;
-        let (smin, mut smax) = self.scan_bounds[p];
-        if self.grouped(t) {
-            let g = &self.groups[p];
-            let shared: f64 = g.mem[SHARED].iter().sum::<f64>().max(0.0);
-            let private: f64 = g.mem[PRIVATE].iter().sum::<f64>().max(0.0);
-            let period = smax * g.nr_tasks as f64 * (shared + 1.0) / (private + shared + 1.0);
-            smax = smax.max(period);
+        let smin = self.scan_bounds[p].0;
+        smin.max(self.group_scaled(w, t, smin))
+    }
+
+    /// `period` scaled by the task's numa group: times its tasks, times
+    /// its share of shared faults (task_scan_start, task_scan_max).
+    fn group_scaled(&self, w: &World, t: TaskId, period: f64) -> f64 {
+        if !self.grouped(t) {
+            return period;
         }
-        smin.max(smax)
+        let g = &self.groups[w.tasks[t].process];
+        let shared: f64 = g.mem[SHARED].iter().sum::<f64>().max(0.0);
+        let private: f64 = g.mem[PRIVATE].iter().sum::<f64>().max(0.0);
+        period * g.nr_tasks as f64 * (shared + 1.0) / (private + shared + 1.0)
+    }
+
+    /// task_scan_max, scaled up for a group with shared faults.
+    pub fn task_scan_max(&self, w: &World, t: TaskId) -> f64 {
+        let p = w.tasks[t].process;
+        let (smin, smax) = self.scan_bounds[p];
+        smin.max(smax.max(self.group_scaled(w, t, smax)))
     }
 
     /// task_numa_placement: once per completed scan pass of the process.
