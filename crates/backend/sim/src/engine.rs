@@ -715,6 +715,12 @@ pub trait Scheduler {
     fn slice_ns(&self, w: &World, cpu: CpuId) -> u64;
     /// A task finished or blocked (bookkeeping hook).
     fn task_left(&mut self, _w: &mut World, _t: TaskId, _cpu: CpuId) {}
+    /// The imbalance_pct of the scheduler's NUMA domain (sd_numa), which
+    /// task_numa_migrate halves above 100; `None` without scheduling
+    /// domains.
+    fn numa_imbalance_pct(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The NUMA balancer interface (memory placement and NUMA task moves).

@@ -72,6 +72,10 @@ pub struct AutoNuma {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+    Ok(Box::new(new(p, m)?))
+}
+
+fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, String> {
     let scan_delay = p.f64(
         "scan_delay_ms",
         1000.0,
@@ -114,7 +118,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
                 .into(),
         );
     }
-    Ok(Box::new(AutoNuma {
+    Ok(AutoNuma {
         common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true),
         scan_delay_ns: (scan_delay * 1e6) as u64,
         period_min_ms: pmin,
@@ -131,7 +135,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         hits: Vec::new(),
         faulted: Vec::new(),
         alias: Alias::default(),
-    }))
+    })
 }
 
 /// MAX_SCAN_WINDOW in kernel/sched/fair.c: MB scanned per second at most.
@@ -447,8 +451,9 @@ impl Alias {
 }
 
 impl Balancer for AutoNuma {
-    fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
+    fn tick(&mut self, w: &mut World, s: &mut dyn Scheduler) {
         self.ensure(w);
+        self.common.set_sd_numa(s.numa_imbalance_pct());
         for cpu in 0..w.m.ncpus {
             let Some(t) = w.cpus[cpu].curr else { continue };
             if !matches!(w.tasks[t].work, crate::engine::Work::Compute { .. }) {
@@ -469,6 +474,36 @@ impl Balancer for AutoNuma {
 #[cfg(test)]
 mod tests {
     use super::Alias;
+    use crate::engine::{Balancer, World};
+    use crate::params::{Params, PolicySpec};
+    use rand_core::SeedableRng;
+
+    /// task_numa_migrate takes env.imbalance_pct from the scheduler's NUMA
+    /// domain: 100 + (125 - 100) / 2 = 112 under `linux`'s default, 108
+    /// with the 117 of current kernels' sd_init, and its initial 112 under
+    /// a scheduler without domains.
+    #[test]
+    fn task_numa_migrate_takes_the_schedulers_numa_imbalance_pct() {
+        let m = crate::tests::nodes_machine(2, 4);
+        let mut w = World::new(
+            m.clone(),
+            1_000_000,
+            4096,
+            rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            false,
+        );
+        for (sched, want) in [
+            ("linux", 112.0),
+            ("linux[numa_imbalance_pct=117]", 108.0),
+            ("nest[numa_imbalance_pct=140]", 120.0),
+            ("node-blind", 112.0),
+        ] {
+            let mut s = crate::sched::build(&PolicySpec::parse(sched).unwrap(), &m).unwrap();
+            let mut b = super::new(&mut Params::new("autonuma", &Default::default()), &m).unwrap();
+            b.tick(&mut w, s.as_mut());
+            assert_eq!(b.common.imbalance_pct(), want, "{sched}");
+        }
+    }
 
     /// Over a fine uniform grid, each index is drawn in proportion to its
     /// weight (to the grid's resolution), whatever the order of weights.

@@ -198,7 +198,8 @@ pub struct NumaCommon {
     max_distance: u32,
     /// sd->imb_numa_nr of the lowest NUMA domain.
     imb_numa_nr: i64,
-    /// env.imbalance_pct: 100 + (117 - 100) / 2.
+    /// env.imbalance_pct (task_numa_migrate): 112, or with a NUMA
+    /// scheduling domain 100 + (its imbalance_pct - 100) / 2, in integers.
     imbalance_pct: f64,
     /// Per process: mm->numa_scan_seq (bumped by the balancer at the end
     /// of each pass) and mm->numa_next_scan (ns).
@@ -224,7 +225,7 @@ impl NumaCommon {
             distances: m.distances.clone(),
             max_distance,
             imb_numa_nr: imb_numa_nr(m),
-            imbalance_pct: 100.0 + (117.0 - 100.0) / 2.0,
+            imbalance_pct: 112.0,
             scan_seq: Vec::new(),
             next_scan: Vec::new(),
             scan_bounds: Vec::new(),
@@ -234,6 +235,20 @@ impl NumaCommon {
 
     pub fn topology(&self) -> NumaTopology {
         self.topology
+    }
+
+    /// task_numa_migrate: env.imbalance_pct from the scheduler's NUMA
+    /// domain (sd_numa), 100 + (sd->imbalance_pct - 100) / 2 in integer
+    /// arithmetic; 112 when the scheduler has no domains.
+    pub fn set_sd_numa(&mut self, sd_imbalance_pct: Option<f64>) {
+        self.imbalance_pct = match sd_imbalance_pct {
+            Some(p) => 100.0 + ((p.floor() - 100.0) / 2.0).floor(),
+            None => 112.0,
+        };
+    }
+
+    pub fn imbalance_pct(&self) -> f64 {
+        self.imbalance_pct
     }
 
     #[inline]

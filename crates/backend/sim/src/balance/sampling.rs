@@ -78,8 +78,9 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
 }
 
 impl Balancer for Sampling {
-    fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
+    fn tick(&mut self, w: &mut World, s: &mut dyn Scheduler) {
         self.common.ensure(w);
+        self.common.set_sd_numa(s.numa_imbalance_pct());
         let pass_ns = (self.placement_ms * 1e6).max(1.0) as u64;
         if self.next_pass == 0 {
             self.next_pass = w.now + pass_ns;
