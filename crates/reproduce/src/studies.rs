@@ -282,7 +282,7 @@ fn autonuma_2012(r: &Records) -> Findings {
                     r.mean("numa02_SMT", "autonuma", &[], "bandwidth_gbs"),
                 ) {
                     (Some(a), Some(b)) => format!(
-                        " (numa02 and numa02_SMT zero memory at {a:.0} and {b:.0} GB/s, near the two nodes' bandwidth: once their memory is local both are bound by the memory controllers, not by threads per core, so the seed's 12% gap, from costs per thread the model does not have, is a near tie here; AutoNUMA27 measured the same tie on an 8-node machine, numa02 58.88 vs numa02_SMT 58.63 s on average: Dronamraju, linux-mm, 14 Oct 2012)"
+                        " (numa02 and numa02_SMT zero memory at {a:.0} and {b:.0} GB/s, near the two nodes' bandwidth: once their memory is local both are bound by the memory controllers, not by threads per core, so they nearly tie here; the seed's 12% gap was measured under AutoNUMA25, Arcangeli's own balancer (the knuma_scand scanner and knuma_migrated threads), not the kernel/sched/fair.c NUMA balancing the model follows, with numa02 at 100% CPU occupancy, a thread on every hardware thread of the HT machine, against numa02_SMT's one per core; AutoNUMA27 measured a tie on an 8-node machine, numa02 58.88 vs numa02_SMT 58.63 s on average: Dronamraju, linux-mm, 14 Oct 2012)"
                     ),
                     _ => String::new(),
                 }
