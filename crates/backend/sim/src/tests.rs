@@ -214,7 +214,12 @@ fn assert_pages_conserved(w: &World) {
 #[test]
 fn pages_are_conserved_while_migrating() {
     for bal in ["autonuma", "sampling"] {
-        let cfg = config(small_machine(2), "linux", bal, 3);
+        let mut cfg = config(small_machine(2), "linux", bal, 3);
+        // The IBS RFC acts on base pages only (do_numa_access skips
+        // compound pages).
+        if bal == "sampling" {
+            cfg.thp = "never".into();
+        }
         let b = numa02(1 << 30, 200);
         let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
         assert!(out.stats.pages_migrated > 0, "{bal} migrated nothing");
@@ -480,25 +485,35 @@ fn only_benchmarks_real_runs_judge_have_a_convergence() {
     }
 }
 
+/// twohalves with base pages (as seed 004): sampling starts moving the
+/// misplaced half first (its first samples come 1 s after the process
+/// starts; autonuma's scanner first reaches set 1's half after walking
+/// set 0's). Neither convergence nor elapsed time is asserted: on this
+/// small machine autonuma's scanner passes over the 2 GiB in 8 s while
+/// random samples need about 2.3 per page to have touched 90% of the
+/// half, so autonuma finishes first here.
 #[test]
-fn sampling_converges_twohalves_sooner_than_autonuma() {
+fn sampling_migrates_twohalves_pages_before_autonuma() {
     let b = auto(Kind::TwoHalves, BindMode::Default, 2, 2 << 30, 150);
-    let conv = |bal: &str| {
-        let cfg = config(small_machine(1), "linux", bal, 1);
+    let first = |bal: &str| {
+        let mut cfg = config(small_machine(1), "linux", bal, 1);
+        cfg.thp = "never".into();
         let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
             .unwrap()
             .record;
-        (
-            r.metric("convergence_s").unwrap_or(f64::INFINITY),
-            r.metric("elapsed_s").unwrap(),
-        )
+        assert!(
+            r.metric("numa_pages_migrated").unwrap_or(0.0) > 0.0,
+            "{bal}"
+        );
+        r.series
+            .samples
+            .iter()
+            .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+            .map(|s| s.t_s)
+            .unwrap()
     };
-    let (ca, ea) = conv("autonuma");
-    let (cs, es) = conv("sampling");
-    // Both move each set's slices to its node, sampling sooner.
-    assert!(ca.is_finite(), "autonuma did not converge twohalves");
-    assert!(cs < ca, "sampling {cs} s vs autonuma {ca} s");
-    assert!(es <= ea, "elapsed sampling {es} s vs autonuma {ea} s");
+    let (a, s) = (first("autonuma"), first("sampling"));
+    assert!(s < a, "first migration: sampling {s} s, autonuma {a} s");
 }
 
 #[test]
@@ -899,6 +914,27 @@ fn a_new_process_scans_at_task_scan_start_after_its_first_period() {
     );
 }
 
+/// The IBS RFC's do_numa_access skips compound pages: with huge pages
+/// sampling takes (and pays for) samples but moves nothing; with base
+/// pages it moves the slices. And no sample comes before the RFC's
+/// 1 s delay after the process first runs (delay_hw_access_profiling).
+#[test]
+fn ibs_sampling_skips_huge_pages_and_waits_its_delay() {
+    let huge = numa02_with("always", "sampling");
+    let base = numa02_with("never", "sampling");
+    let migrated = |r: &numalab_record::RunRecord| r.metric("numa_pages_migrated").unwrap_or(0.0);
+    assert_eq!(migrated(&huge), 0.0);
+    assert!(migrated(&base) > 0.0);
+    let first = base
+        .series
+        .samples
+        .iter()
+        .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+        .map(|s| s.t_s)
+        .unwrap();
+    assert!(first >= 1.0, "first migration at {first} s");
+}
+
 fn numa02_with(thp: &str, balancer: &str) -> numalab_record::RunRecord {
     let mut cfg = config(small_machine(2), "linux", balancer, 1);
     cfg.thp = thp.into();
@@ -963,10 +999,14 @@ fn the_simulator_takes_thp_and_refuses_other_machine_settings_in_one_line() {
 #[test]
 fn ibs_samples_follow_the_memory_access_rate_over_the_period() {
     let samples = |bal: &str| {
-        let r = numa02_with("always", bal);
+        let r = numa02_with("never", bal);
         r.backend.details()["access_samples"].as_f64().unwrap()
     };
-    let (p1, p4) = (samples("sampling"), samples("sampling[period=40000]"));
+    // Periods pinned (update_task_sample_period would adapt them).
+    let (p1, p4) = (
+        samples("sampling[period=10000,period_min=10000,period_max=10000]"),
+        samples("sampling[period=40000,period_min=40000,period_max=40000]"),
+    );
     // Four times the period, about a quarter of the samples (the run's
     // timing changes a little with fewer samples).
     assert!(
