@@ -417,17 +417,23 @@ pub fn plan(
                     vec![None; threads as usize],
                 ),
                 Placement::Bind | Placement::InverseBind => {
-                    let shift = usize::from(placement == Placement::InverseBind);
+                    // Where thread t runs: its ideal node (bind), or the
+                    // mirror image's, thread threads-1-t's (inverse-bind:
+                    // the original's bind((THREADS - 1 - i) / (THREADS /
+                    // NNODES)), so node k's slices are worked on from node
+                    // N-1-k, the farthest on machines numbered along their
+                    // links; with an odd node count the middle node's
+                    // threads stay local, as in the original).
+                    let run = |t: u32| match placement {
+                        Placement::InverseBind => ideal(threads - 1 - t),
+                        _ => ideal(t),
+                    };
                     (
-                        (0..threads)
-                            .map(|t| Some(cpus_of(ideal(t) + shift)))
-                            .collect(),
+                        (0..threads).map(|t| Some(cpus_of(run(t)))).collect(),
                         MemPlan::Bound {
                             nodes: (0..threads).map(|t| id_of(ideal(t))).collect(),
                         },
-                        (0..threads)
-                            .map(|t| Some(vec![id_of(ideal(t) + shift)]))
-                            .collect(),
+                        (0..threads).map(|t| Some(vec![id_of(run(t))])).collect(),
                     )
                 }
             };
@@ -455,8 +461,11 @@ pub fn plan(
                 Placement::Bind => MemPlan::Bound {
                     nodes: (0..total).map(|t| id_of(set_of(t))).collect(),
                 },
+                // Each half bound to the other set's node (set 0 runs on
+                // the first node with CPUs, set 1 on the second), on any
+                // number of nodes.
                 Placement::InverseBind => MemPlan::Bound {
-                    nodes: (0..total).map(|t| id_of(set_of(t) + 1)).collect(),
+                    nodes: (0..total).map(|t| id_of(1 - set_of(t))).collect(),
                 },
             };
             ideal_nodes = (0..total).map(|t| Some(vec![id_of(set_of(t))])).collect();
@@ -854,6 +863,44 @@ mod tests {
             }
         );
         assert_eq!(Kind::TwoHalves.default_threads(&t), 2);
+        // On four nodes the sets run on nodes 0 and 1, and inverse-bind
+        // puts each half on the other set's node, not on node 2.
+        let t4 = Topology::regular(4, 2, 1, 1, 32 << 20, 1 << 30, None).unwrap();
+        let i = plan(&t4, Kind::TwoHalves, Placement::InverseBind, 2, 1 << 20, 3).unwrap();
+        let runs: Vec<u32> = i.procs[0]
+            .thread_cpus
+            .iter()
+            .map(|c| node_of(&t4, c.as_ref().unwrap()))
+            .collect();
+        assert_eq!(runs, vec![0, 0, 1, 1]);
+        assert_eq!(
+            i.procs[0].memory,
+            MemPlan::Bound {
+                nodes: vec![1, 1, 0, 0]
+            }
+        );
+    }
+
+    /// numa02 inverse-bind as the original's INVERSE_BIND: thread i runs
+    /// on the node of thread THREADS-1-i, so node k's slices are worked on
+    /// from node N-1-k (on 8 nodes: 0 from 7, 1 from 6, ...).
+    #[test]
+    fn numa02_inverse_bind_mirrors_the_nodes() {
+        let t = Topology::regular(8, 2, 1, 1, 32 << 20, 1 << 30, None).unwrap();
+        let i = plan(&t, Kind::Numa02, Placement::InverseBind, 16, 1 << 20, 3).unwrap();
+        let p = &i.procs[0];
+        let runs: Vec<u32> = p
+            .thread_cpus
+            .iter()
+            .map(|c| node_of(&t, c.as_ref().unwrap()))
+            .collect();
+        let MemPlan::Bound { nodes: mem } = &p.memory else {
+            panic!("{:?}", p.memory)
+        };
+        for (t, (&run, &m)) in runs.iter().zip(mem).enumerate() {
+            assert_eq!(m, t as u32 / 2, "thread {t}'s slice");
+            assert_eq!(run, 7 - m, "thread {t} runs on the mirror node");
+        }
     }
 
     #[test]

@@ -263,7 +263,13 @@ fn invalid_machine_files_are_one_line_errors() {
         (
             "neg.toml",
             Box::new(|s: String| s.replace("local_latency_ns = 100", "local_latency_ns = -3")),
-            "machine file neg.toml: memory.local_latency_ns must be a positive number, got -3",
+            "machine file neg.toml: memory.local_latency_ns = -3: must be between 1 and 100000 ns",
+        ),
+        (
+            // Ran to the 3600 s simulation limit before the ranges.
+            "huge.toml",
+            Box::new(|s: String| s.replace("local_latency_ns = 100", "local_latency_ns = 1e308")),
+            "machine file huge.toml: memory.local_latency_ns = 1e308: must be between 1 and 100000 ns",
         ),
         (
             "unknown.toml",

@@ -90,6 +90,11 @@ pub struct Task {
     pub mem_policy: MemPolicy,
     pub exec: bool,
     pub parent: Parent,
+    /// A thread (created with CLONE_VM) of a process that already ran:
+    /// its parent is a task of the same process, or the process's main
+    /// thread is not simulated (the autonuma benchmarks' workers, started
+    /// by a main thread that first-touched the buffer and then waits).
+    pub clone_vm: bool,
     pub start_ns: u64,
     pub end_ns: Option<u64>,
     /// The run ends when every main task is done.
@@ -710,6 +715,12 @@ pub trait Scheduler {
     fn slice_ns(&self, w: &World, cpu: CpuId) -> u64;
     /// A task finished or blocked (bookkeeping hook).
     fn task_left(&mut self, _w: &mut World, _t: TaskId, _cpu: CpuId) {}
+    /// The imbalance_pct of the scheduler's NUMA domain (sd_numa), which
+    /// task_numa_migrate halves above 100; `None` without scheduling
+    /// domains.
+    fn numa_imbalance_pct(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The NUMA balancer interface (memory placement and NUMA task moves).

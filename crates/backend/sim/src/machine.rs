@@ -56,6 +56,65 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The physically plausible range of each number of a machine file
+/// (key as written, after its table; `memory.latency_ns[i][j]` checks as
+/// `memory.latency_ns`, a bus's `bandwidth_gbs` as `bandwidth_gbs`):
+/// lowest, highest, unit, and whether `inf` (unlimited) is allowed.
+/// Wide enough for any machine from a 2002 Itanium to a 2025 server,
+/// narrow enough that no value makes a run crawl or divide by zero.
+const RANGES: &[(&str, f64, f64, &str, bool)] = &[
+    ("topology.memory_per_node_gib", 0.001, 65536.0, "GiB", false),
+    ("memory.local_latency_ns", 1.0, 100_000.0, "ns", false),
+    ("memory.latency_ns", 1.0, 100_000.0, "ns", false),
+    ("memory.bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
+    ("bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
+    ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
+    ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
+    ("cache.llc_hit_ns", 0.1, 10_000.0, "ns", false),
+    ("cache.cross_llc_ns", 0.1, 100_000.0, "ns", false),
+    ("cpu.base_ghz", 0.001, 100.0, "GHz", false),
+    ("cpu.max_ghz", 0.001, 100.0, "GHz", false),
+    ("cpu.min_ghz", 0.001, 100.0, "GHz", false),
+    (
+        "cpu.smt_throughput",
+        0.01,
+        1.0,
+        "(speed of a thread whose sibling is busy)",
+        false,
+    ),
+];
+
+/// Longest exit latency or target residency of an idle state (us): 1 s.
+const IDLE_US_MAX: f64 = 1e6;
+
+/// A number as written in a file: 1e308, not its 309 digits.
+fn num(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-3..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `key = value: must be between LO and HI UNIT`, or Ok.
+fn check_range(key: &str, v: f64) -> Result<(), String> {
+    let base = key.split('[').next().unwrap_or(key);
+    let &(_, lo, hi, unit, inf) = RANGES
+        .iter()
+        .find(|r| r.0 == base)
+        .expect("every checked key has a range");
+    if (lo..=hi).contains(&v) || (inf && v == f64::INFINITY) {
+        return Ok(());
+    }
+    let or_inf = if inf { ", or inf (unlimited)" } else { "" };
+    Err(format!(
+        "{key} = {}: must be between {} and {} {unit}{or_inf}",
+        num(v),
+        num(lo),
+        num(hi)
+    ))
+}
+
 /// Errors in a machine file, one line each.
 #[derive(Debug, thiserror::Error)]
 #[error("machine file {file}: {msg}")]
@@ -339,39 +398,22 @@ impl MachineFile {
                 t.nodes, t.nodes_per_package
             )));
         }
-        let positive = |k: &str, v: f64| -> Result<(), MachineError> {
-            if !(v.is_finite() && v > 0.0) {
-                Err(err(format!("{k} must be a positive number, got {v}")))
-            } else {
-                Ok(())
-            }
-        };
-        positive("topology.memory_per_node_gib", t.memory_per_node_gib)?;
-        positive("memory.local_latency_ns", self.memory.local_latency_ns)?;
-        let bandwidth = |k: &str, v: f64| -> Result<(), MachineError> {
-            if v.is_nan() || v <= 0.0 {
-                Err(err(format!(
-                    "{k} must be a positive number or inf (unlimited), got {v}"
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        bandwidth("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
-        positive("memory.mlp", self.memory.mlp)?;
-        positive("cache.llc_mib", self.cache.llc_mib)?;
-        positive("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
-        positive("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
-        positive("cpu.base_ghz", self.cpu.base_ghz)?;
-        positive("cpu.max_ghz", self.cpu.max_ghz)?;
-        positive("cpu.min_ghz", self.cpu.min_ghz)?;
-        positive("cpu.smt_throughput", self.cpu.smt_throughput)?;
-        if self.cpu.smt_throughput > 1.0 {
-            return Err(err(format!(
-                "cpu.smt_throughput must be at most 1 (speed of a thread whose sibling is busy), got {}",
-                self.cpu.smt_throughput
-            )));
-        }
+        // Every value within a physically plausible range, so that a
+        // typo or a hostile file cannot make a run crawl to the
+        // simulation's time limit (or divide by zero).
+        let within =
+            |k: &str, v: f64| -> Result<(), MachineError> { check_range(k, v).map_err(&err) };
+        within("topology.memory_per_node_gib", t.memory_per_node_gib)?;
+        within("memory.local_latency_ns", self.memory.local_latency_ns)?;
+        within("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
+        within("memory.mlp", self.memory.mlp)?;
+        within("cache.llc_mib", self.cache.llc_mib)?;
+        within("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
+        within("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
+        within("cpu.base_ghz", self.cpu.base_ghz)?;
+        within("cpu.max_ghz", self.cpu.max_ghz)?;
+        within("cpu.min_ghz", self.cpu.min_ghz)?;
+        within("cpu.smt_throughput", self.cpu.smt_throughput)?;
         let mut prev = (0.0, 0.0);
         for (i, st) in self.cpu.idle_states.iter().enumerate() {
             let &[exit, residency] = st.as_slice() else {
@@ -379,6 +421,13 @@ impl MachineFile {
                     "cpu.idle_states[{i}] = {st:?}: [exit latency us, target residency us], two numbers"
                 )));
             };
+            if !(exit <= IDLE_US_MAX && residency <= IDLE_US_MAX) {
+                return Err(err(format!(
+                    "cpu.idle_states[{i}] = [{}, {}]: exit latency and residency must be at most {IDLE_US_MAX} us",
+                    num(exit),
+                    num(residency)
+                )));
+            }
             if !(exit.is_finite() && residency.is_finite() && exit >= 0.0 && residency >= exit) {
                 return Err(err(format!(
                     "cpu.idle_states[{i}] = [{exit}, {residency}]: [exit latency us, target residency us], numbers with the residency at least the exit latency"
@@ -457,11 +506,7 @@ impl MachineFile {
                 }
                 for (i, row) in l.iter().enumerate() {
                     for (j, &v) in row.iter().enumerate() {
-                        if !(v.is_finite() && v > 0.0) {
-                            return Err(err(format!(
-                                "memory.latency_ns[{i}][{j}] must be a positive number, got {v}"
-                            )));
-                        }
+                        check_range(&format!("memory.latency_ns[{i}][{j}]"), v).map_err(&err)?;
                     }
                 }
                 l.clone()
@@ -641,12 +686,8 @@ impl MachineFile {
             if self.bus[..i].iter().any(|o| o.name == b.name) {
                 return Err(err(format!("bus {:?} is declared twice", b.name)));
             }
-            if b.bandwidth_gbs.is_nan() || b.bandwidth_gbs <= 0.0 {
-                return Err(err(format!(
-                    "bus {:?}: bandwidth_gbs must be a positive number or inf (unlimited), got {}",
-                    b.name, b.bandwidth_gbs
-                )));
-            }
+            check_range("bandwidth_gbs", b.bandwidth_gbs)
+                .map_err(|m| err(format!("bus {:?}: {m}", b.name)))?;
             let nodes = |key: &str, v: &Option<Vec<i64>>| -> Result<Vec<usize>, MachineError> {
                 let Some(v) = v else { return Ok(all.clone()) };
                 if v.is_empty() {
@@ -915,7 +956,7 @@ min_ghz = 1
             ),
             (
                 OK.replace("local_latency_ns = 100", "local_latency_ns = -5"),
-                "local_latency_ns must be a positive number, got -5",
+                "memory.local_latency_ns = -5: must be between 1 and 100000 ns",
             ),
             (
                 OK.replace("llc_hit_ns = 10", "llc_hit_ns = 10\nfoo = 1"),
@@ -938,7 +979,7 @@ min_ghz = 1
             ),
             (
                 OK.replace("bandwidth_gbs = 10", "bandwidth_gbs = 0"),
-                "memory.bandwidth_gbs must be a positive number or inf (unlimited), got 0",
+                "memory.bandwidth_gbs = 0: must be between 0.001 and 100000 GB/s, or inf (unlimited)",
             ),
             (
                 format!("{OK}{}", bus("fsb", "1", "cpu_nodes = [2]")),
@@ -950,11 +991,11 @@ min_ghz = 1
             ),
             (
                 format!("{OK}{}", bus("fsb", "0", "")),
-                "bus \"fsb\": bandwidth_gbs must be a positive number or inf (unlimited), got 0",
+                "bus \"fsb\": bandwidth_gbs = 0: must be between 0.001 and 100000 GB/s, or inf",
             ),
             (
                 format!("{OK}{}", bus("fsb", "nan", "")),
-                "bandwidth_gbs must be a positive number or inf",
+                "bus \"fsb\": bandwidth_gbs = NaN: must be between",
             ),
             (
                 format!("{OK}{}", bus("fsb", "1", "cpu_nodes = []")),
@@ -990,6 +1031,50 @@ min_ghz = 1
             assert!(!e.contains('\n'), "{e:?} is not one line");
             assert!(e.starts_with("machine file x.toml: "), "{e}");
         }
+    }
+
+    /// Each number of a machine file is checked against its physical
+    /// range before anything runs, in one line naming the key, the value
+    /// and the rule (issue 23: `local_latency_ns = 1e308` ran to the
+    /// simulation's 3600 s limit).
+    #[test]
+    fn machine_file_values_are_checked_against_physical_ranges() {
+        let e = build(&OK.replace("local_latency_ns = 100", "local_latency_ns = 1e308"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "machine file x.toml: memory.local_latency_ns = 1e308: must be between 1 and 100000 ns"
+        );
+        for (from, to, key) in [
+            ("memory_per_node_gib = 1", "memory_per_node_gib = 1e9", "topology.memory_per_node_gib = 1e9"),
+            ("bandwidth_gbs = 10", "bandwidth_gbs = 1e-9", "memory.bandwidth_gbs = 1e-9"),
+            ("llc_mib = 8", "llc_mib = 0.0", "cache.llc_mib = 0"),
+            ("llc_hit_ns = 10", "llc_hit_ns = 1e5", "cache.llc_hit_ns = 100000"),
+            ("cross_llc_ns = 50", "cross_llc_ns = inf", "cache.cross_llc_ns = inf"),
+            ("base_ghz = 2", "base_ghz = 1000", "cpu.base_ghz = 1000"),
+            ("max_ghz = 3", "max_ghz = 3\nsmt_throughput = 0", "cpu.smt_throughput = 0"),
+            ("max_ghz = 3", "max_ghz = 3\nsmt_throughput = 1.5", "cpu.smt_throughput = 1.5"),
+            ("bandwidth_gbs = 10", "bandwidth_gbs = 10\nmlp = 0.5", "memory.mlp = 0.5"),
+            (
+                "bandwidth_gbs = 10",
+                "bandwidth_gbs = 10\nlatency_ns = [[100, 1e300], [200, 100]]",
+                "memory.latency_ns[0][1] = 1e300",
+            ),
+            (
+                "max_ghz = 3",
+                "max_ghz = 3\nidle_states = [[1, 1e300]]",
+                "cpu.idle_states[0] = [1, 1e300]: exit latency and residency must be at most 1000000 us",
+            ),
+        ] {
+            let text = OK.replace(from, to);
+            assert_ne!(text, OK);
+            let e = build(&text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e:?} does not name {key:?}");
+            assert!(!e.contains('\n'), "{e:?}");
+        }
+        // Unlimited bandwidth stays allowed, and the presets pass.
+        build(&OK.replace("bandwidth_gbs = 10", "bandwidth_gbs = inf")).unwrap();
     }
 
     #[test]

@@ -214,7 +214,12 @@ fn assert_pages_conserved(w: &World) {
 #[test]
 fn pages_are_conserved_while_migrating() {
     for bal in ["autonuma", "sampling"] {
-        let cfg = config(small_machine(2), "linux", bal, 3);
+        let mut cfg = config(small_machine(2), "linux", bal, 3);
+        // The IBS RFC acts on base pages only (do_numa_access skips
+        // compound pages).
+        if bal == "sampling" {
+            cfg.thp = "never".into();
+        }
         let b = numa02(1 << 30, 200);
         let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
         assert!(out.stats.pages_migrated > 0, "{bal} migrated nothing");
@@ -480,25 +485,35 @@ fn only_benchmarks_real_runs_judge_have_a_convergence() {
     }
 }
 
+/// twohalves with base pages (as seed 004): sampling starts moving the
+/// misplaced half first (its first samples come 1 s after the process
+/// starts; autonuma's scanner first reaches set 1's half after walking
+/// set 0's). Neither convergence nor elapsed time is asserted: on this
+/// small machine autonuma's scanner passes over the 2 GiB in 8 s while
+/// random samples need about 2.3 per page to have touched 90% of the
+/// half, so autonuma finishes first here.
 #[test]
-fn sampling_converges_twohalves_sooner_than_autonuma() {
+fn sampling_migrates_twohalves_pages_before_autonuma() {
     let b = auto(Kind::TwoHalves, BindMode::Default, 2, 2 << 30, 150);
-    let conv = |bal: &str| {
-        let cfg = config(small_machine(1), "linux", bal, 1);
+    let first = |bal: &str| {
+        let mut cfg = config(small_machine(1), "linux", bal, 1);
+        cfg.thp = "never".into();
         let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
             .unwrap()
             .record;
-        (
-            r.metric("convergence_s").unwrap_or(f64::INFINITY),
-            r.metric("elapsed_s").unwrap(),
-        )
+        assert!(
+            r.metric("numa_pages_migrated").unwrap_or(0.0) > 0.0,
+            "{bal}"
+        );
+        r.series
+            .samples
+            .iter()
+            .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+            .map(|s| s.t_s)
+            .unwrap()
     };
-    let (ca, ea) = conv("autonuma");
-    let (cs, es) = conv("sampling");
-    // Both move each set's slices to its node, sampling sooner.
-    assert!(ca.is_finite(), "autonuma did not converge twohalves");
-    assert!(cs < ca, "sampling {cs} s vs autonuma {ca} s");
-    assert!(es <= ea, "elapsed sampling {es} s vs autonuma {ea} s");
+    let (a, s) = (first("autonuma"), first("sampling"));
+    assert!(s < a, "first migration: sampling {s} s, autonuma {a} s");
 }
 
 #[test]
@@ -812,8 +827,17 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
         let scan = scan.expect("a scan within 3 s") - start;
         let fault = fault.expect("a hinting fault within 3 s") - start;
         let what = format!("{b:?}");
+        // task_tick_numa waits for the runtime to exceed node_stamp + the
+        // period, and sees it at the tick after: up to two ticks late. A
+        // thread's node_stamp starts at about two ticks more
+        // (init_numa_balancing), and the threads start up to 4 ms apart.
+        let late = if matches!(b, Case::Autonuma(_)) {
+            4 * tick + 5_000_000
+        } else {
+            2 * tick
+        };
         assert!(
-            (1_000_000_000..=1_000_000_000 + tick).contains(&scan),
+            (1_000_000_000..=1_000_000_000 + late).contains(&scan),
             "{what}: first scan {scan} ns after the start"
         );
         // The marked pages fault on their next access: numa_test's two
@@ -825,6 +849,90 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
             "{what}: first hinting fault {fault} ns after the start, scan at {scan}"
         );
     }
+}
+
+/// init_numa_balancing and task_tick_numa: every task's scan period
+/// starts at the scan delay (1 s), and only a new process's task (its
+/// node_stamp 0) takes task_scan_start after its first period. numa02's
+/// workers are threads (CLONE_VM), so until their first
+/// update_task_scan_period, after a full pass, the process scans 256 MB
+/// per second of runtime: 4 or 5 scans in its first 5.5 s, not a pass over
+/// its 4 GiB every 1.6 s at task_scan_min's 100 ms.
+#[test]
+fn threads_scan_at_the_scan_delay_until_their_first_full_pass() {
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let mut w = World::new(
+        cfg.machine.clone(),
+        cfg.tick_us * 1000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    );
+    let _ = crate::workload::populate(&numa02(4 << 30, 400), &mut w).unwrap();
+    assert!(w.tasks.iter().all(|t| t.clone_vm));
+    let mut e = Engine::new(
+        w,
+        sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+        balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+    );
+    e.run(5_500_000_000, |_| true);
+    let scanned = e.w.stats.pte_updates * 4096;
+    let scans = scanned as f64 / (256 << 20) as f64;
+    assert!(
+        (4.0..=5.0).contains(&scans),
+        "{scans} scans of 256 MB in 5.5 s"
+    );
+}
+
+/// The same with a task that is a process of its own (numa_test): its
+/// node_stamp is 0, so after its first second task_tick_numa gives it
+/// task_scan_start (task_scan_min: 1000 ms over its 2 GB's eight 256 MB
+/// windows, 125 ms) and it scans at that pace: about eight scans by 2 s,
+/// where a period left at the scan delay would give one or two.
+#[test]
+fn a_new_process_scans_at_task_scan_start_after_its_first_period() {
+    let cfg = config(small_machine(2), "linux", "autonuma", 1);
+    let mut w = World::new(
+        cfg.machine.clone(),
+        cfg.tick_us * 1000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    );
+    let _ = crate::workload::populate(&numa_test(1, 100_000_000, Disturb::None), &mut w).unwrap();
+    assert!(!w.tasks[0].clone_vm);
+    let mut e = Engine::new(
+        w,
+        sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+        balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+    );
+    e.run(2_000_000_000, |_| true);
+    let scans = (e.w.stats.pte_updates * 4096) as f64 / (256 << 20) as f64;
+    assert!(
+        (6.0..=8.0).contains(&scans),
+        "{scans} scans of 256 MB by 2 s"
+    );
+}
+
+/// The IBS RFC's do_numa_access skips compound pages: with huge pages
+/// sampling takes (and pays for) samples but moves nothing; with base
+/// pages it moves the slices. And no sample comes before the RFC's
+/// 1 s delay after the process first runs (delay_hw_access_profiling).
+#[test]
+fn ibs_sampling_skips_huge_pages_and_waits_its_delay() {
+    let huge = numa02_with("always", "sampling");
+    let base = numa02_with("never", "sampling");
+    let migrated = |r: &numalab_record::RunRecord| r.metric("numa_pages_migrated").unwrap_or(0.0);
+    assert_eq!(migrated(&huge), 0.0);
+    assert!(migrated(&base) > 0.0);
+    let first = base
+        .series
+        .samples
+        .iter()
+        .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+        .map(|s| s.t_s)
+        .unwrap();
+    assert!(first >= 1.0, "first migration at {first} s");
 }
 
 fn numa02_with(thp: &str, balancer: &str) -> numalab_record::RunRecord {
@@ -891,10 +999,14 @@ fn the_simulator_takes_thp_and_refuses_other_machine_settings_in_one_line() {
 #[test]
 fn ibs_samples_follow_the_memory_access_rate_over_the_period() {
     let samples = |bal: &str| {
-        let r = numa02_with("always", bal);
+        let r = numa02_with("never", bal);
         r.backend.details()["access_samples"].as_f64().unwrap()
     };
-    let (p1, p4) = (samples("sampling"), samples("sampling[period=40000]"));
+    // Periods pinned (update_task_sample_period would adapt them).
+    let (p1, p4) = (
+        samples("sampling[period=10000,period_min=10000,period_max=10000]"),
+        samples("sampling[period=40000,period_min=40000,period_max=40000]"),
+    );
     // Four times the period, about a quarter of the samples (the run's
     // timing changes a little with fewer samples).
     assert!(
@@ -953,6 +1065,9 @@ fn numa01_settles_under_autonuma_on_four_and_eight_nodes() {
 /// ht2, each on its own slice) converges under autonuma. The earlier
 /// placement (swaps whenever the gain was above zero, retried every
 /// second) kept moving threads after their slices had followed them.
+/// The seed's 800 loops: the threads scan 256 MB a second (their scan
+/// period starts at the scan delay), so the 1 GiB is first passed over
+/// about 5 s in.
 #[test]
 fn numa02_converges_under_autonuma_on_ht2() {
     let m = Machine::load("ht2").unwrap();
@@ -961,7 +1076,7 @@ fn numa02_converges_under_autonuma_on_ht2() {
         BindMode::Default,
         m.ncpus as u32,
         1 << 30,
-        300,
+        800,
     );
     for seed in [1, 2] {
         let cfg = config(m.clone(), "linux", "autonuma", seed);

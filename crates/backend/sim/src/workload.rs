@@ -283,6 +283,7 @@ pub(crate) fn add_task(
         mem_policy: MemPolicy::Local,
         exec,
         parent,
+        clone_vm: matches!(parent, Parent::Task(q) if w.tasks[q].process == process),
         start_ns,
         end_ns: None,
         main,
@@ -530,6 +531,10 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                         true,
                     );
                     first_thread.get_or_insert(id);
+                    // Every worker is a thread: the process's main thread
+                    // (not simulated) first-touched the buffer, created
+                    // them and waits for them.
+                    w.tasks[id].clone_vm = true;
                     let mask = match pp.thread_cpus.get(t as usize).cloned().flatten() {
                         Some(c) => cpu_mask(w, &Some(c))?,
                         None => process_mask,

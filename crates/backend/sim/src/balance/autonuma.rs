@@ -3,16 +3,23 @@
 //!
 //! - Memory bound by a memory policy (MPOL_BIND: the bind placements) is
 //!   not scanned (task_numa_work skips VMAs without MPOL_F_MOF).
-//! - Scanning is driven by task runtime (task_tick_numa): once a task has
-//!   run `scan_delay_ms`, and then every scan period of its own runtime, it
-//!   scans the next `scan_size_mb` of its process's address space
-//!   (task_numa_work), unless another thread of the process scanned less
-//!   than a period ago (mm->numa_next_scan). A scan marks the pages
-//!   PROT_NONE; it walks at most 8x that much address space. The process's
-//!   first scan is allowed `scan_delay_ms` after it is created
-//!   (init_numa_balancing sets mm->numa_next_scan at fork), so a task that
-//!   runs from its start scans first after `scan_delay_ms`.
-//! - The scan period starts at task_scan_start and stays within
+//! - Scanning is driven by task runtime (task_tick_numa): when a task's
+//!   runtime passes node_stamp + its scan period, node_stamp advances by
+//!   the period and the task scans the next `scan_size_mb` of its
+//!   process's address space (task_numa_work), unless another thread of
+//!   the process scanned less than a period ago (mm->numa_next_scan). A
+//!   scan marks the pages PROT_NONE; it walks at most 8x that much address
+//!   space. The process's first scan is allowed `scan_delay_ms` after it
+//!   is created (init_numa_balancing sets mm->numa_next_scan at fork), so
+//!   a task that runs from its start scans first after `scan_delay_ms`.
+//! - Per-task scan periods (init_numa_balancing): every task's period
+//!   starts at `scan_delay_ms`. A new process's task has node_stamp 0 and
+//!   takes task_scan_start after its first period; a thread (CLONE_VM)
+//!   starts with a non-zero node_stamp, so it keeps the scan delay as its
+//!   period until its first update_task_scan_period, after a full pass.
+//!   The autonuma benchmarks' workers are all threads (their main thread,
+//!   not simulated, first-touches the buffer and waits).
+//! - The period then stays within
 //!   [task_scan_min, task_scan_max]: scan_period_min / windows, floored so
 //!   no more than MAX_SCAN_WINDOW (2560 MB/s) is scanned, and
 //!   scan_period_max / windows (scaled up for a numa group with shared
@@ -46,8 +53,11 @@ pub struct AutoNuma {
     scan_size_mb: f64,
     fault_ns: f64,
     scan_ns_per_gb: f64,
-    /// Per task: runtime at which the next scan is due.
+    /// Per task: p->node_stamp (ns of runtime; 0 for a new process's
+    /// task until its first scan period), and whether init_numa_balancing
+    /// has run for it.
     node_stamp: Vec<u64>,
+    started: Vec<bool>,
     /// Per process: scan position, and what the scanner walks.
     proc_offset: Vec<usize>,
     proc_chunks: Vec<Vec<usize>>,
@@ -62,6 +72,10 @@ pub struct AutoNuma {
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+    Ok(Box::new(new(p, m)?))
+}
+
+fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, String> {
     let scan_delay = p.f64(
         "scan_delay_ms",
         1000.0,
@@ -104,7 +118,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
                 .into(),
         );
     }
-    Ok(Box::new(AutoNuma {
+    Ok(AutoNuma {
         common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true),
         scan_delay_ns: (scan_delay * 1e6) as u64,
         period_min_ms: pmin,
@@ -113,6 +127,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         fault_ns: fault_us * 1e3,
         scan_ns_per_gb: scan_us_per_gb * 1e3,
         node_stamp: Vec::new(),
+        started: Vec::new(),
         proc_offset: Vec::new(),
         proc_chunks: Vec::new(),
         active: Vec::new(),
@@ -120,7 +135,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         hits: Vec::new(),
         faulted: Vec::new(),
         alias: Alias::default(),
-    }))
+    })
 }
 
 /// MAX_SCAN_WINDOW in kernel/sched/fair.c: MB scanned per second at most.
@@ -131,6 +146,7 @@ impl AutoNuma {
         let n = w.tasks.len();
         if self.node_stamp.len() < n {
             self.node_stamp.resize(n, 0);
+            self.started.resize(n, false);
         }
         self.common.ensure(w);
         let np = self.common.scan_seq.len();
@@ -181,11 +197,70 @@ impl AutoNuma {
         (self.period_max_ms / self.windows(w, process)).max(self.scan_min(w, process))
     }
 
-    /// task_numa_work: scan the next window of the process.
+    /// init_numa_balancing (at fork; here before the task's first tick):
+    /// every task starts with p->numa_scan_period = the scan delay. A new
+    /// process's task (fork without CLONE_VM) has node_stamp 0, so its
+    /// first scan period is replaced by task_scan_start once it has run
+    /// that long (task_tick_numa). A thread (CLONE_VM) gets a non-zero
+    /// node_stamp, the smaller of task_scan_max(current) and
+    /// current->numa_scan_period times mm_users ms, plus 2 ticks, where
+    /// the kernel adds task_scan_max's
+    /// milliseconds as nanoseconds: about two ticks. So a thread keeps
+    /// the scan delay as its period until its first
+    /// update_task_scan_period, which comes after a full pass.
+    fn init_numa_balancing(&mut self, w: &World, t: TaskId) {
+        self.started[t] = true;
+        let delay_ms = self.scan_delay_ns as f64 / 1e6;
+        self.common.tasks[t].scan_period_ms = delay_ms;
+        let p = w.tasks[t].process;
+        // The creating thread: the parent, or for a thread whose creator
+        // is not simulated, the task itself (the same initial state).
+        let parent = match w.tasks[t].parent {
+            crate::engine::Parent::Task(q) if w.tasks[q].process == p => q,
+            _ => t,
+        };
+        self.node_stamp[t] = match w.tasks[t].clone_vm {
+            false => 0,
+            true => {
+                let q = parent;
+                let mm_users = w
+                    .tasks
+                    .iter()
+                    .filter(|x| x.process == p && !x.is_done())
+                    .count()
+                    .max(1) as f64;
+                let max_as_ns = self.common.task_scan_max(w, q);
+                let period_ns = self.common.tasks[q].scan_period_ms * mm_users * 1e6;
+                max_as_ns.min(period_ns) as u64 + 2 * w.tick_ns
+            }
+        };
+    }
+
+    /// task_tick_numa: once the task's runtime passes node_stamp + its
+    /// scan period, node_stamp advances by the period (a new process's
+    /// first period becomes task_scan_start) and task_numa_work runs.
+    fn task_tick_numa(&mut self, w: &mut World, t: TaskId) {
+        let runtime = (w.tasks[t].user_ns + w.tasks[t].sys_ns) as u64;
+        let period_ns = (self.common.tasks[t].scan_period_ms * 1e6) as u64;
+        if runtime > self.node_stamp[t] + period_ns {
+            if self.node_stamp[t] == 0 {
+                self.common.tasks[t].scan_period_ms = self.common.task_scan_start(w, t);
+            }
+            self.node_stamp[t] += period_ns;
+            self.scan(w, t);
+        }
+    }
+
+    /// task_numa_work: scan the next window of the process, unless
+    /// another thread did less than a scan period ago (mm->numa_next_scan;
+    /// the next scan is allowed one of this task's periods from now).
     fn scan(&mut self, w: &mut World, t: TaskId) {
         let p = w.tasks[t].process;
         if w.now < self.common.next_scan[p] {
             return;
+        }
+        if self.common.tasks[t].scan_period_ms == 0.0 {
+            self.common.tasks[t].scan_period_ms = self.common.task_scan_start(w, t);
         }
         let period_ms = self.common.tasks[t].scan_period_ms;
         self.common.next_scan[p] = w.now + (period_ms * 1e6) as u64;
@@ -376,26 +451,18 @@ impl Alias {
 }
 
 impl Balancer for AutoNuma {
-    fn tick(&mut self, w: &mut World, _s: &mut dyn Scheduler) {
+    fn tick(&mut self, w: &mut World, s: &mut dyn Scheduler) {
         self.ensure(w);
+        self.common.set_sd_numa(s.numa_imbalance_pct());
         for cpu in 0..w.m.ncpus {
             let Some(t) = w.cpus[cpu].curr else { continue };
             if !matches!(w.tasks[t].work, crate::engine::Work::Compute { .. }) {
                 continue;
             }
-            // task_tick_numa: the first scan after scan_delay of runtime,
-            // then one per scan period of runtime.
-            let runtime = (w.tasks[t].user_ns + w.tasks[t].sys_ns) as u64;
-            if self.common.tasks[t].scan_period_ms == 0.0 {
-                let p = w.tasks[t].process;
-                self.common.tasks[t].scan_period_ms = self.scan_min(w, p);
-                self.node_stamp[t] = self.scan_delay_ns;
+            if !self.started[t] {
+                self.init_numa_balancing(w, t);
             }
-            if runtime >= self.node_stamp[t] {
-                let period_ms = self.common.tasks[t].scan_period_ms;
-                self.node_stamp[t] = runtime + (period_ms * 1e6) as u64;
-                self.scan(w, t);
-            }
+            self.task_tick_numa(w, t);
         }
         // Placement, task moves and memory migration happen on the faults
         // (task_numa_fault).
@@ -407,6 +474,36 @@ impl Balancer for AutoNuma {
 #[cfg(test)]
 mod tests {
     use super::Alias;
+    use crate::engine::{Balancer, World};
+    use crate::params::{Params, PolicySpec};
+    use rand_core::SeedableRng;
+
+    /// task_numa_migrate takes env.imbalance_pct from the scheduler's NUMA
+    /// domain: 100 + (125 - 100) / 2 = 112 under `linux`'s default, 108
+    /// with the 117 of current kernels' sd_init, and its initial 112 under
+    /// a scheduler without domains.
+    #[test]
+    fn task_numa_migrate_takes_the_schedulers_numa_imbalance_pct() {
+        let m = crate::tests::nodes_machine(2, 4);
+        let mut w = World::new(
+            m.clone(),
+            1_000_000,
+            4096,
+            rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            false,
+        );
+        for (sched, want) in [
+            ("linux", 112.0),
+            ("linux[numa_imbalance_pct=117]", 108.0),
+            ("nest[numa_imbalance_pct=140]", 120.0),
+            ("node-blind", 112.0),
+        ] {
+            let mut s = crate::sched::build(&PolicySpec::parse(sched).unwrap(), &m).unwrap();
+            let mut b = super::new(&mut Params::new("autonuma", &Default::default()), &m).unwrap();
+            b.tick(&mut w, s.as_mut());
+            assert_eq!(b.common.imbalance_pct(), want, "{sched}");
+        }
+    }
 
     /// Over a fine uniform grid, each index is drawn in proportion to its
     /// weight (to the grid's resolution), whatever the order of weights.

@@ -135,6 +135,12 @@ pub struct TaskNuma {
     pub scan_seq: u64,
     /// p->numa_scan_period (ms); 0 until the balancer starts the task.
     pub scan_period_ms: f64,
+    /// Hardware access hints (the IBS RFC): p->numa_sample_period (ops
+    /// per sample; 0 until the balancer starts the task), and
+    /// p->numa_access_faults and p->numa_access_faults_window.
+    pub sample_period: f64,
+    access_faults: u64,
+    access_window: u64,
     scan_period_max_ms: f64,
     /// numa_get_avg_runtime: time and runtime at the last placement.
     last_placement: Option<(u64, f64)>,
@@ -198,7 +204,8 @@ pub struct NumaCommon {
     max_distance: u32,
     /// sd->imb_numa_nr of the lowest NUMA domain.
     imb_numa_nr: i64,
-    /// env.imbalance_pct: 100 + (117 - 100) / 2.
+    /// env.imbalance_pct (task_numa_migrate): 112, or with a NUMA
+    /// scheduling domain 100 + (its imbalance_pct - 100) / 2, in integers.
     imbalance_pct: f64,
     /// Per process: mm->numa_scan_seq (bumped by the balancer at the end
     /// of each pass) and mm->numa_next_scan (ns).
@@ -209,6 +216,21 @@ pub struct NumaCommon {
     pub scan_bounds: Vec<(f64, f64)>,
     /// Whether placement adapts the scan period (update_task_scan_period).
     adapt_period: bool,
+    /// Hardware access hints instead of scanning (the IBS RFC's
+    /// hw_access_hints static key).
+    hw: Option<HwHints>,
+}
+
+/// The IBS RFC's sysctls (Rao, "[RFC PATCH 4/5] x86/ibs: Adjust access
+/// faults sampling period", LKML, Feb 2023).
+#[derive(Debug, Clone, Copy)]
+pub struct HwHints {
+    /// sysctl_numa_balancing_access_faults_threshold (250): placement
+    /// once per this many counted accesses.
+    pub threshold: u64,
+    /// sysctl_numa_balancing_sample_period_min / _max (5000, 20000).
+    pub period_min: f64,
+    pub period_max: f64,
 }
 
 impl NumaCommon {
@@ -224,16 +246,36 @@ impl NumaCommon {
             distances: m.distances.clone(),
             max_distance,
             imb_numa_nr: imb_numa_nr(m),
-            imbalance_pct: 100.0 + (117.0 - 100.0) / 2.0,
+            imbalance_pct: 112.0,
             scan_seq: Vec::new(),
             next_scan: Vec::new(),
             scan_bounds: Vec::new(),
             adapt_period: adapt,
+            hw: None,
         }
+    }
+
+    /// Placement driven by hardware access hints (the IBS RFC).
+    pub fn set_hw_hints(&mut self, hw: HwHints) {
+        self.hw = Some(hw);
     }
 
     pub fn topology(&self) -> NumaTopology {
         self.topology
+    }
+
+    /// task_numa_migrate: env.imbalance_pct from the scheduler's NUMA
+    /// domain (sd_numa), 100 + (sd->imbalance_pct - 100) / 2 in integer
+    /// arithmetic; 112 when the scheduler has no domains.
+    pub fn set_sd_numa(&mut self, sd_imbalance_pct: Option<f64>) {
+        self.imbalance_pct = match sd_imbalance_pct {
+            Some(p) => 100.0 + ((p.floor() - 100.0) / 2.0).floor(),
+            None => 112.0,
+        };
+    }
+
+    pub fn imbalance_pct(&self) -> f64 {
+        self.imbalance_pct
     }
 
     #[inline]
@@ -429,8 +471,15 @@ impl NumaCommon {
         let tn = &self.tasks[t];
         let unset = last_t == NONE32;
         let mine = last_t as usize == t;
-        // First faults and private faults early in the task's life.
-        if (w.tasks[t].preferred_node.is_none() || tn.scan_seq <= 4) && (unset || mine) {
+        // First faults and private faults early in the task's life: the
+        // first 4 scan passes, or with hardware hints the first 4 x
+        // threshold counted accesses (the IBS RFC's
+        // should_numa_migrate_memory).
+        let early = match self.hw {
+            Some(hw) => tn.access_faults < 4 * hw.threshold,
+            None => tn.scan_seq <= 4,
+        };
+        if (w.tasks[t].preferred_node.is_none() || early) && (unset || mine) {
             return true;
         }
         // The two-reference filter.
@@ -516,29 +565,55 @@ impl NumaCommon {
         tn.in_group = true;
     }
 
-    /// task_scan_max, scaled up for a group with shared faults.
-    fn task_scan_max(&self, w: &World, t: TaskId) -> f64 {
+    /// task_scan_start: task_scan_min, scaled up like task_scan_max's
+    /// maximum for a group with shared faults.
+    pub fn task_scan_start(&self, w: &World, t: TaskId) -> f64 {
         let p = w.tasks[t].process;
-        let (smin, mut smax) = self.scan_bounds[p];
-        if self.grouped(t) {
-            let g = &self.groups[p];
-            let shared: f64 = g.mem[SHARED].iter().sum::<f64>().max(0.0);
-            let private: f64 = g.mem[PRIVATE].iter().sum::<f64>().max(0.0);
-            let period = smax * g.nr_tasks as f64 * (shared + 1.0) / (private + shared + 1.0);
-            smax = smax.max(period);
+        let smin = self.scan_bounds[p].0;
+        smin.max(self.group_scaled(w, t, smin))
+    }
+
+    /// `period` scaled by the task's numa group: times its tasks, times
+    /// its share of shared faults (task_scan_start, task_scan_max).
+    fn group_scaled(&self, w: &World, t: TaskId, period: f64) -> f64 {
+        if !self.grouped(t) {
+            return period;
         }
-        smin.max(smax)
+        let g = &self.groups[w.tasks[t].process];
+        let shared: f64 = g.mem[SHARED].iter().sum::<f64>().max(0.0);
+        let private: f64 = g.mem[PRIVATE].iter().sum::<f64>().max(0.0);
+        period * g.nr_tasks as f64 * (shared + 1.0) / (private + shared + 1.0)
+    }
+
+    /// task_scan_max, scaled up for a group with shared faults.
+    pub fn task_scan_max(&self, w: &World, t: TaskId) -> f64 {
+        let p = w.tasks[t].process;
+        let (smin, smax) = self.scan_bounds[p];
+        smin.max(smax.max(self.group_scaled(w, t, smax)))
     }
 
     /// task_numa_placement: once per completed scan pass of the process.
     pub fn placement(&mut self, w: &mut World, t: TaskId) {
         let p = w.tasks[t].process;
-        let seq = self.scan_seq[p];
-        if self.tasks[t].scan_seq == seq {
-            return;
+        if let Some(hw) = self.hw {
+            // The IBS RFC's task_numa_placement: a window of counted
+            // accesses instead of a scan pass. Only accesses that reach
+            // it count, those after p->numa_migrate_retry.
+            let tn = &mut self.tasks[t];
+            tn.access_window += 1;
+            tn.access_faults += 1;
+            if tn.access_window < hw.threshold {
+                return;
+            }
+            tn.access_window = 0;
+        } else {
+            let seq = self.scan_seq[p];
+            if self.tasks[t].scan_seq == seq {
+                return;
+            }
+            self.tasks[t].scan_seq = seq;
+            self.tasks[t].scan_period_max_ms = self.task_scan_max(w, t);
         }
-        self.tasks[t].scan_seq = seq;
-        self.tasks[t].scan_period_max_ms = self.task_scan_max(w, t);
         // numa_get_avg_runtime: the share of the period the task ran.
         let runtime = w.tasks[t].user_ns + w.tasks[t].sys_ns;
         let (delta, period) = match self.tasks[t].last_placement {
@@ -593,7 +668,9 @@ impl NumaCommon {
             }
             w.tasks[t].preferred_node = Some(nid);
         }
-        if self.adapt_period {
+        if let Some(hw) = self.hw {
+            self.update_task_sample_period(t, hw, fault_types[SHARED], fault_types[PRIVATE]);
+        } else if self.adapt_period {
             self.update_task_scan_period(w, t, fault_types[SHARED], fault_types[PRIVATE]);
         }
     }
@@ -687,7 +764,34 @@ impl NumaCommon {
         tn.locality = [0.0; 3];
     }
 
-    /// numa_migrate_preferred: retried every min(1 s, scan period / 16).
+    /// The IBS RFC's update_task_sample_period: the rule of
+    /// update_task_scan_period on p->numa_sample_period, clamped to
+    /// [period_min, period_max] (a longer period, fewer samples).
+    fn update_task_sample_period(&mut self, t: TaskId, hw: HwHints, shared: f64, private: f64) {
+        let tn = &mut self.tasks[t];
+        let (remote, local) = (tn.locality[0], tn.locality[1]);
+        let period = tn.sample_period;
+        if local + shared == 0.0 || tn.locality[2] > 0.0 {
+            tn.sample_period = (period * 2.0).min(hw.period_max);
+            return;
+        }
+        let slot = (period / NUMA_PERIOD_SLOTS).ceil();
+        let lr = (local * NUMA_PERIOD_SLOTS / (local + remote).max(1.0)).floor();
+        let ps = (private * NUMA_PERIOD_SLOTS / (private + shared).max(1.0)).floor();
+        let diff = if ps >= NUMA_PERIOD_THRESHOLD {
+            (ps - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
+        } else if lr >= NUMA_PERIOD_THRESHOLD {
+            (lr - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
+        } else {
+            -(NUMA_PERIOD_THRESHOLD - lr.max(ps)) * slot
+        };
+        tn.sample_period = (period + diff).clamp(hw.period_min, hw.period_max);
+        tn.locality = [0.0; 3];
+    }
+
+    /// numa_migrate_preferred: retried every min(1 s, scan period / 16);
+    /// with hardware hints the IBS RFC passes the sample period (in ops)
+    /// where the scan period (ms) was: min(1 s, 10000 / 16 ms).
     fn migrate_preferred(&mut self, w: &mut World, t: TaskId) {
         let Some(pref) = w.tasks[t].preferred_node else {
             return;
@@ -695,7 +799,11 @@ impl NumaCommon {
         if !self.tasks[t].has_faults {
             return;
         }
-        let interval_ms = (self.tasks[t].scan_period_ms / 16.0).floor().min(1000.0);
+        let period = match self.hw {
+            Some(_) => self.tasks[t].sample_period,
+            None => self.tasks[t].scan_period_ms,
+        };
+        let interval_ms = (period / 16.0).floor().min(1000.0);
         self.tasks[t].migrate_retry = w.now + (interval_ms * 1e6) as u64;
         if w.task_node(t) == pref || w.tasks[t].is_done() {
             return;
@@ -1158,6 +1266,39 @@ mod tests {
         assert!(c.tasks[t1].in_group);
         assert_eq!(c.groups[0].nr_tasks, 1);
         assert_eq!(c.tasks[t1].mem_buf[SHARED], vec![0.0, 1.0]);
+    }
+
+    /// The IBS RFC's task_numa_placement runs once per `threshold`
+    /// counted accesses (not per scan pass), and its
+    /// update_task_sample_period lengthens the sample period by
+    /// (ps_ratio - 7) slots of a tenth when the faults are private.
+    #[test]
+    fn hw_hints_place_every_threshold_accesses_and_adapt_the_sample_period() {
+        let mut w = world();
+        let r = add_region(&mut w, 0, 4096);
+        let t = running(&mut w, 0, r, 0);
+        let mut c = common(&w);
+        c.set_hw_hints(HwHints {
+            threshold: 3,
+            period_min: 5000.0,
+            period_max: 20000.0,
+        });
+        c.tasks[t].sample_period = 10000.0;
+        c.tasks[t].mem_buf[PRIVATE] = vec![10.0, 0.0];
+        c.tasks[t].locality = [0.0, 10.0, 0.0];
+        c.placement(&mut w, t);
+        c.placement(&mut w, t);
+        assert_eq!(
+            w.tasks[t].preferred_node, None,
+            "two accesses: no placement yet"
+        );
+        c.placement(&mut w, t);
+        assert_eq!(w.tasks[t].preferred_node, Some(0));
+        assert_eq!(c.tasks[t].sample_period, 13000.0);
+        // Early in life for the first 4 x threshold counted accesses.
+        assert!(c.should_migrate_memory(&w, t, 1, 0, t as u32, 1));
+        c.tasks[t].access_faults = 12;
+        assert!(!c.should_migrate_memory(&w, t, 1, 0, t as u32, 1));
     }
 
     /// numa_migrate_preferred retries every min(1 s, scan period / 16).

@@ -48,6 +48,8 @@ pub struct Linux {
     min_gran_ns: u64,
     numa_imbalance: f64,
     wake_affine: bool,
+    /// The NUMA level's imbalance_pct (`numa_imbalance_pct`).
+    numa_pct: f64,
     /// True while balancing for a CPU that just went idle in mid-tick:
     /// running tasks are not moved then (the kernel defers active balance
     /// to the stopper thread).
@@ -128,6 +130,7 @@ impl Linux {
             min_gran_ns: 750_000 * factor,
             numa_imbalance,
             wake_affine,
+            numa_pct,
             in_newidle: false,
         })
     }
@@ -424,6 +427,9 @@ impl Linux {
 impl Scheduler for Linux {
     fn select_cpu(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId {
         self.select(w, t, why)
+    }
+    fn numa_imbalance_pct(&self) -> Option<f64> {
+        Some(self.numa_pct)
     }
     fn tick(&mut self, w: &mut World) {
         self.periodic(w);

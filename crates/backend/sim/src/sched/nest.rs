@@ -226,6 +226,9 @@ impl Nest {
 }
 
 impl Scheduler for Nest {
+    fn numa_imbalance_pct(&self) -> Option<f64> {
+        self.cfs.numa_imbalance_pct()
+    }
     fn select_cpu(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId {
         let prev = match why {
             Placement::New { parent_cpu, .. } => {

@@ -5,6 +5,16 @@
 //! kernel/sched.c of 2.5) compares its queue length with the longest
 //! queue anywhere and pulls half the difference. Nodes play no part.
 //! `max_pull=1` gives seed 000's B (steals limited to one task).
+//!
+//! When: scheduler_tick balances (idle_tick, load_balance) in the jiffy
+//! whose number is a multiple of the interval, `!(jiffies %
+//! BUSY_REBALANCE_TICK)`: every CPU in the same jiffy, not at a phase of
+//! its own. Within the jiffy each CPU runs its tick at its own local
+//! timer interrupt, which the seeds' Itanium machines stagger
+//! (ia64_cpu_local_tick, arch/ia64/kernel/time.c: CPU c > 0 fires
+//! (2(c - hi) + 1) / 2hi of a tick after CPU 0, hi the largest power of two
+//! not above c: 0, 1/2, 1/4, 3/4, 1/8, ...). So CPUs balance in that
+//! order, not in index order: an idle CPU 8 of 16 pulls before CPU 1.
 
 use super::{pick_queued, O1_SLICE_MS};
 use crate::engine::{CpuId, Placement, Scheduler, TaskId, World};
@@ -16,7 +26,25 @@ pub struct NodeBlind {
     idle_ns: u64,
     slice_ns: u64,
     max_pull: usize,
-    next: Vec<u64>,
+    /// The CPUs in the order of their timer interrupts within a jiffy.
+    order: Vec<CpuId>,
+}
+
+/// ia64_cpu_local_tick: CPU `c`'s timer interrupt, as a fraction of a
+/// tick after CPU 0's.
+pub fn tick_phase(c: usize) -> f64 {
+    if c == 0 {
+        return 0.0;
+    }
+    let hi = 1usize << (usize::BITS - 1 - c.leading_zeros());
+    (2 * (c - hi) + 1) as f64 / (2 * hi) as f64
+}
+
+/// The CPUs ordered by [`tick_phase`] (index order on ties).
+pub fn tick_order(ncpus: usize) -> Vec<CpuId> {
+    let mut order: Vec<CpuId> = (0..ncpus).collect();
+    order.sort_by(|&a, &b| tick_phase(a).total_cmp(&tick_phase(b)).then(a.cmp(&b)));
+    order
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn crate::engine::Scheduler>, String> {
@@ -37,7 +65,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn crate::engine::Sched
         } else {
             max_pull as usize
         },
-        next: vec![0; m.ncpus],
+        order: tick_order(m.ncpus),
     }))
 }
 
@@ -83,14 +111,25 @@ impl Scheduler for NodeBlind {
         }
     }
 
+    /// scheduler_tick on every CPU, in the order of their timer
+    /// interrupts: idle_tick balances when the jiffy is a multiple of
+    /// IDLE_REBALANCE_TICK, a busy CPU when it is one of
+    /// BUSY_REBALANCE_TICK.
     fn tick(&mut self, w: &mut World) {
-        for cpu in 0..w.m.ncpus {
-            if w.now < self.next[cpu] {
-                continue;
+        let tick = w.tick_ns.max(1);
+        let jiffies = w.now / tick;
+        let every = |ns: u64| ((ns as f64 / tick as f64).round() as u64).max(1);
+        let (idle_every, busy_every) = (every(self.idle_ns), every(self.busy_ns));
+        for i in 0..self.order.len() {
+            let cpu = self.order[i];
+            let every = if w.cpus[cpu].is_idle() {
+                idle_every
+            } else {
+                busy_every
+            };
+            if jiffies.is_multiple_of(every) {
+                self.balance(w, cpu);
             }
-            self.balance(w, cpu);
-            let idle = w.cpus[cpu].is_idle();
-            self.next[cpu] = w.now + if idle { self.idle_ns } else { self.busy_ns };
         }
     }
 
@@ -100,5 +139,94 @@ impl Scheduler for NodeBlind {
 
     fn slice_ns(&self, _w: &World, _cpu: CpuId) -> u64 {
         self.slice_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Parent, TaskState, Work};
+    use crate::params::PolicySpec;
+    use crate::workload::add_task;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn cpus_tick_in_ia64_cpu_local_tick_order() {
+        assert_eq!(tick_order(8), vec![0, 4, 2, 5, 1, 6, 3, 7]);
+        assert_eq!(&tick_order(16)[..5], &[0, 8, 4, 9, 2]);
+        assert_eq!(tick_phase(3), 0.75);
+    }
+
+    /// 4 nodes x 4 CPUs; `on[c]` tasks on CPU c (one running, the rest
+    /// queued); the scheduler's tick at jiffy `jiffy`; where each task is.
+    fn after_tick(on: &[usize], jiffy: u64) -> Vec<usize> {
+        let m = crate::tests::nodes_machine(4, 4);
+        let mut w = World::new(
+            m.clone(),
+            1_000_000,
+            4096,
+            rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            false,
+        );
+        w.now = jiffy * w.tick_ns;
+        let mut ts = Vec::new();
+        for (cpu, &n) in on.iter().enumerate() {
+            for k in 0..n {
+                let work = Work::Compute {
+                    init: Default::default(),
+                    init_credit: 0.0,
+                    cycles: 1e12,
+                    rand_lines: 0.0,
+                    stream_lines: 0.0,
+                    wss_bytes: 0.0,
+                    access: vec![],
+                };
+                let t = add_task(
+                    &mut w,
+                    "t".into(),
+                    0,
+                    work,
+                    1,
+                    Parent::Cpu(0),
+                    false,
+                    0,
+                    true,
+                );
+                w.tasks[t].cpu = cpu;
+                w.tasks[t].placed = true;
+                if k == 0 {
+                    w.tasks[t].state = TaskState::Running;
+                    w.cpus[cpu].curr = Some(t);
+                } else {
+                    w.tasks[t].state = TaskState::Runnable;
+                    w.cpus[cpu].queue.push_back(t);
+                }
+                ts.push(t);
+            }
+        }
+        let mut s = crate::sched::build(&PolicySpec::parse("node-blind").unwrap(), &m).unwrap();
+        s.tick(&mut w);
+        ts.iter().map(|&t| w.tasks[t].cpu).collect()
+    }
+
+    /// Two tasks on CPU 0, every other CPU idle: the first idle CPU to
+    /// tick in the jiffy pulls the queued one, CPU 8 (phase 1/16), not
+    /// CPU 1 (phase 1/2).
+    #[test]
+    fn idle_cpus_pull_in_the_order_of_their_timer_interrupts() {
+        assert_eq!(after_tick(&[2], 7), vec![0, 8]);
+    }
+
+    /// A busy CPU balances only in a jiffy that is a multiple of
+    /// BUSY_REBALANCE_TICK (200): CPU 1 with one task beside CPU 0's four
+    /// pulls at jiffy 400, not at jiffy 401.
+    #[test]
+    fn busy_cpus_balance_in_the_same_jiffies() {
+        let mut on = vec![4, 1];
+        on.resize(16, 1);
+        let at = |j| after_tick(&on, j);
+        assert_eq!(at(401)[..4], [0, 0, 0, 0]);
+        let moved = at(400)[..4].iter().filter(|&&c| c != 0).count();
+        assert!(moved >= 1, "{:?}", at(400));
     }
 }
