@@ -230,9 +230,8 @@ proptest! {
         let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
         let named = args[..end]
             .windows(2)
-            .filter(|w| w[0] == "--results")
-            .map(|w| w[1].clone())
-            .last();
+            .rfind(|w| w[0] == "--results")
+            .map(|w| w[1].clone());
         let results = named.unwrap_or_else(|| "numalab-results".into());
         check(d.path(), &args, &[results.as_str(), "numalab-results"])?;
     }
