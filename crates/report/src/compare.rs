@@ -550,6 +550,23 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         }
     } else {
         match &opts.baseline {
+            // One label over several hosts or backends (a real run and a
+            // simulated one of the same work, both `default`): every
+            // configuration would be a baseline and none compared. The
+            // baseline is then one of them: a real run over a guest's over
+            // a simulated one (the real kernel is what a model answers
+            // to), else the first.
+            None if ds.configs.len() > 1 && ds.configs.iter().all(|c| c.label == labels[0]) => {
+                let rank = |c: &crate::dataset::Config| match c.backend.as_str() {
+                    "real" => 0,
+                    "guest" => 1,
+                    _ => 2,
+                };
+                let k = (0..ds.configs.len())
+                    .min_by_key(|&k| rank(&ds.configs[k]))
+                    .expect("configurations");
+                (ds.configs[k].name.clone(), BTreeSet::from([k]))
+            }
             None => (labels[0].clone(), configs_where(&|c| c.label == labels[0])),
             Some(b) if labels.contains(b) => (b.clone(), configs_where(&|c| &c.label == b)),
             Some(b) => {

@@ -961,3 +961,35 @@ fn a_change_from_a_zero_baseline_reads_from_0() {
     let full = compare_render::to_text(&r, Layout::Full);
     assert!(full.contains("from 0"), "{full}");
 }
+
+/// A real run and a simulated one of the same work, both labelled
+/// `default` (the default): one table, the real run the one baseline,
+/// named in the header; it took `--group-by backend` before.
+#[test]
+fn one_label_on_two_backends_compares_the_model_with_the_real_run() {
+    let mut v = runs("default", "sim:host", 4, &scaled(1.3));
+    for (_, r) in &mut v {
+        r.backend = numalab_record::Backend::Sim {
+            machine: "host".into(),
+            scheduler: "linux".into(),
+            balancer: "none".into(),
+            seed: 1,
+            details: Default::default(),
+        };
+    }
+    v.extend(runs("default", "h", 4, &BASE));
+    let ds = Dataset::new(v);
+    let r = compare(&ds, &opts()).unwrap();
+    let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let real = names.iter().position(|n| n.ends_with("/real")).unwrap();
+    assert_eq!(r.baseline, names[real]);
+    let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
+    let roles: Vec<Role> = t.rows.iter().map(|x| x.role.clone()).collect();
+    assert_eq!(roles.iter().filter(|x| **x == Role::Baseline).count(), 1);
+    let sim = t.rows.iter().find(|x| x.config != real).unwrap();
+    assert_eq!(sim.baseline_config, Some(real));
+    assert_eq!(sim.comparison.as_ref().unwrap().verdict, Verdict::Worse);
+    let text = compare_render::to_text(&r, Layout::Full);
+    assert!(text.contains(&format!("baseline {}", names[real])), "{text}");
+}
