@@ -985,7 +985,7 @@ fn one_label_on_two_backends_compares_the_model_with_the_real_run() {
     let real = names.iter().position(|n| n.ends_with("/real")).unwrap();
     assert_eq!(r.baseline, names[real]);
     let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
-    let roles: Vec<Role> = t.rows.iter().map(|x| x.role.clone()).collect();
+    let roles: Vec<Role> = t.rows.iter().map(|x| x.role).collect();
     assert_eq!(roles.iter().filter(|x| **x == Role::Baseline).count(), 1);
     let sim = t.rows.iter().find(|x| x.config != real).unwrap();
     assert_eq!(sim.baseline_config, Some(real));
