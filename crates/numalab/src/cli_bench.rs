@@ -45,6 +45,11 @@ pub struct RunnerArgs {
     /// Directory the run records are written to
     #[arg(long, value_name = "DIR", default_value = "numalab-results")]
     pub results: PathBuf,
+    /// Choose the sizes afresh instead of reusing those an earlier
+    /// invocation of the same benchmark and flags on this machine chose
+    /// for --results
+    #[arg(long, help_heading = "Output")]
+    pub resize: bool,
     /// Seconds between observations of tasks and memory: 0 turns them off;
     /// auto is 1 s, stretched to 100x a sample's CPU time (at most 1% of a CPU)
     #[arg(long, value_name = "SECONDS|auto", default_value = "auto", allow_negative_numbers = true, value_parser = Interval::parse)]
@@ -354,7 +359,25 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
             bail!("{why}");
         }
     }
-    let resolved = cmd.spec().resolve(backend)?;
+    // Sizes an earlier invocation chose for the same benchmark, flags and
+    // machine in this results directory are reused, so A/B across
+    // invocations lands in one case (numalab_runner::sizes).
+    let memo = (!cmd.is_command()).then(|| {
+        numalab_runner::sizes::key(
+            backend.kind(),
+            backend.machine(),
+            &format!("{:?}", cmd.spec()),
+        )
+    });
+    let recalled = match &memo {
+        Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k),
+        _ => None,
+    };
+    let reused = recalled.is_some();
+    let resolved = match recalled {
+        Some(x) => x,
+        None => cmd.spec().resolve(backend)?,
+    };
     // A command's log lands beside its record whatever --cwd says.
     let results = if cmd.is_command() {
         std::path::absolute(&r.results)
@@ -392,6 +415,18 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         }
     }
     let out = numalab_runner::run(&plan, backend)?;
+    if let (Some(k), false, false) = (&memo, reused, out.records.is_empty()) {
+        let kept = numalab_bench::Resolved {
+            cases: plan.cases.clone(),
+            notes: resolved.notes.clone(),
+            warnings: Vec::new(),
+        };
+        if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept) {
+            say(&format!(
+                "warning: keeping the sizes for later invocations: {e}"
+            ));
+        }
+    }
     let refs: Vec<&numalab_record::RunRecord> = out.records.iter().map(|(_, r)| r).collect();
     if !refs.is_empty() {
         numalab_linux::outln!();

@@ -371,3 +371,68 @@ fn sysctls_are_restored_after_success_interrupt_and_kill() {
         }
     }
 }
+
+/// Two invocations of one benchmark with the same flags, `--label nb0`
+/// then `--label nb1`, into one directory: the second reuses the sizes
+/// the first measured for itself (loops for a duration, here), so both
+/// land in one case; `--resize` measures again.
+#[test]
+fn a_b_across_invocations_lands_in_one_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bench = [
+        "numa02",
+        "--threads",
+        "2",
+        "--bytes",
+        "16M",
+        "--duration",
+        "0.5",
+    ];
+    let mut said = Vec::new();
+    for label in ["nb0", "nb1"] {
+        let mut a = vec!["run"];
+        a.extend_from_slice(&bench);
+        a.extend(["--runs", "1", "--label", label, "--results", "r"]);
+        let o = numalab(&a, d);
+        assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
+        said.push(
+            text(&o.stderr)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    assert!(!said[0].contains("sizes as chosen"), "{}", said[0]);
+    assert!(
+        said[1].contains("sizes as chosen by the invocation of"),
+        "{}",
+        said[1]
+    );
+    let recs = records(&d.join("r"));
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].params, recs[1].params, "one case");
+    let o = numalab(&["compare", "r", "--format", "json"], d);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cases"].as_array().unwrap().len(), 1, "{j}");
+    // --resize chooses afresh, and says nothing of the earlier sizes.
+    let mut a = vec!["run"];
+    a.extend_from_slice(&bench);
+    a.extend([
+        "--runs",
+        "1",
+        "--label",
+        "nb2",
+        "--results",
+        "r",
+        "--resize",
+    ]);
+    let o = numalab(&a, d);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("sizes as chosen"),
+        "{}",
+        text(&o.stderr)
+    );
+}

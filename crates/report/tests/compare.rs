@@ -991,5 +991,8 @@ fn one_label_on_two_backends_compares_the_model_with_the_real_run() {
     assert_eq!(sim.baseline_config, Some(real));
     assert_eq!(sim.comparison.as_ref().unwrap().verdict, Verdict::Worse);
     let text = compare_render::to_text(&r, Layout::Full);
-    assert!(text.contains(&format!("baseline {}", names[real])), "{text}");
+    assert!(
+        text.contains(&format!("baseline {}", names[real])),
+        "{text}"
+    );
 }

@@ -51,6 +51,7 @@ pub mod backend;
 pub mod hooks;
 pub mod interrupt;
 pub mod interval;
+pub mod sizes;
 
 pub use backend::{Backend, Backends, One, RunContext, RunError, SettingsSite};
 pub use interrupt::{Interrupt, Interrupted};

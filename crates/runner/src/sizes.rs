@@ -1,0 +1,126 @@
+//! Sizes chosen once per results directory: A/B across invocations.
+//!
+//! A benchmark's defaults scale with the machine (loops for a duration,
+//! bytes within free memory), measured when an invocation starts, so two
+//! invocations of the same benchmark with the same flags (`--label nb0`,
+//! then `--label nb1`) would each measure and land in different cases
+//! (270 loops against 293), and never meet in one `compare` table. So the
+//! cases an invocation resolved are kept in its results directory
+//! (`.numalab/sizes.json`), keyed by the backend, the machine and the
+//! benchmark's flags, and a later invocation with the same key into the
+//! same directory runs exactly those cases, saying so; `--resize`
+//! chooses afresh (and keeps the new sizes). A campaign pins its sizes
+//! the same way, per plan (`.campaign/plan.lock.json`).
+
+use numalab_bench::{Case, Resolved};
+use numalab_topology::MachineInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const FILE: &str = ".numalab/sizes.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    cases: Vec<Case>,
+    notes: Vec<String>,
+    /// When the invocation that chose them started (RFC 3339).
+    chosen_at: String,
+}
+
+/// The key of a benchmark with its flags on a backend's machine: what
+/// must match for sizes to be reused. The machine is its name and
+/// topology (not its free memory, which changes between invocations).
+pub fn key(kind: &str, machine: &MachineInfo, flags: &str) -> String {
+    let topo = serde_json::to_string(&machine.topology).unwrap_or_default();
+    format!("{kind}|{}|{topo}|{flags}", machine.hostname)
+}
+
+fn path(results: &Path) -> PathBuf {
+    results.join(FILE)
+}
+
+fn read(results: &Path) -> BTreeMap<String, Entry> {
+    std::fs::read_to_string(path(results))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The cases an earlier invocation chose for `key` in `results`, with a
+/// note saying so.
+pub fn recall(results: &Path, key: &str) -> Option<Resolved> {
+    let e = read(results).remove(key)?;
+    let mut notes = e.notes;
+    notes.push(format!(
+        "sizes as chosen by the invocation of {} into {} (--resize to choose afresh)",
+        e.chosen_at,
+        results.display()
+    ));
+    Some(Resolved {
+        cases: e.cases,
+        notes,
+        warnings: Vec::new(),
+    })
+}
+
+/// Keep `resolved` for `key` in `results` (atomically; called once the
+/// invocation has written a record there, so a refused one leaves none).
+pub fn remember(results: &Path, key: &str, resolved: &Resolved) -> std::io::Result<()> {
+    let chosen_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut all = read(results);
+    all.insert(
+        key.to_string(),
+        Entry {
+            cases: resolved.cases.clone(),
+            notes: resolved.notes.clone(),
+            chosen_at,
+        },
+    );
+    let text = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
+    numalab_record::write_file_atomic(&path(results), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(host: &str) -> MachineInfo {
+        let mut m = numalab_record::example_record("numa02", "a", 1, 1.0).machine;
+        m.hostname = host.into();
+        m
+    }
+
+    #[test]
+    fn sizes_come_back_for_the_same_key_only() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().join("r");
+        let k = key("real", &machine("h"), "numa02 --threads 2");
+        assert!(recall(&r, &k).is_none());
+        let resolved = Resolved {
+            cases: vec![],
+            notes: vec!["loops: 270 for about 20 s".into()],
+            warnings: vec![],
+        };
+        remember(&r, &k, &resolved).unwrap();
+        let back = recall(&r, &k).unwrap();
+        assert_eq!(back.notes[0], "loops: 270 for about 20 s");
+        assert!(
+            back.notes[1].starts_with("sizes as chosen by the invocation of 20"),
+            "{:?}",
+            back.notes
+        );
+        assert!(recall(&r, &key("real", &machine("other"), "numa02 --threads 2")).is_none());
+        assert!(recall(&r, &key("sim", &machine("h"), "numa02 --threads 2")).is_none());
+        assert!(recall(&r, &key("real", &machine("h"), "numa02 --threads 4")).is_none());
+    }
+
+    #[test]
+    fn a_damaged_file_is_no_memory() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".numalab")).unwrap();
+        std::fs::write(d.path().join(FILE), "{not json").unwrap();
+        assert!(recall(d.path(), "k").is_none());
+    }
+}
