@@ -77,9 +77,52 @@ fn parse_tick_us(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A `--list` line within `width` columns: broken at spaces, or after
+/// the commas of a parameter list, continuation lines indented under the
+/// text that follows the line's name column.
+fn fit(line: &str, width: usize) -> Vec<String> {
+    if line.chars().count() <= width {
+        return vec![line.to_string()];
+    }
+    // "  name         text": the text starts after the run of spaces
+    // that follows the name.
+    let lead = line.len() - line.trim_start().len();
+    let name_end = line[lead..].find(' ').map_or(lead, |i| lead + i);
+    let text_at = line[name_end..]
+        .find(|c| c != ' ')
+        .map_or(name_end, |i| name_end + i)
+        .min(width / 2);
+    let indent = " ".repeat(text_at);
+    let mut out = Vec::new();
+    let mut cur = line[..text_at].to_string();
+    // Words end at a space or just after a comma.
+    let mut word = String::new();
+    let mut words = Vec::new();
+    for c in line[text_at..].chars() {
+        word.push(c);
+        if c == ' ' || c == ',' {
+            words.push(std::mem::take(&mut word));
+        }
+    }
+    words.push(word);
+    for w in words {
+        if cur.chars().count() + w.trim_end().chars().count() > width && cur.len() > text_at {
+            out.push(cur.trim_end().to_string());
+            cur = indent.clone();
+        }
+        cur.push_str(&w);
+    }
+    out.push(cur.trim_end().to_string());
+    out
+}
+
 pub fn run(args: SimArgs) -> Result<ExitCode> {
     if args.list {
-        numalab_linux::out!("{}", numalab_sim::list_text());
+        for l in numalab_sim::list_text().lines() {
+            for w in fit(l, 80) {
+                numalab_linux::outln!("{w}");
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let Some(bench) = args.benchmark else {

@@ -165,3 +165,49 @@ fn quiet_prints_one_line_per_run_and_the_summary_verbose_adds_record_paths() {
     let both = numalab(&["run", "spin", "--quiet", "--verbose"], d.path());
     assert_eq!(both.status.code(), Some(2));
 }
+
+/// Every `--help` (every subcommand, every benchmark under run and sim)
+/// and `sim --list` fits 80 columns: they paste into an email.
+#[test]
+fn every_help_and_list_fits_80_columns() {
+    fn commands(help: &str) -> Vec<String> {
+        help.lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l[2..].starts_with(' '))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|c| c != "help")
+            .collect()
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    let mut seen = 0;
+    while let Some(path) = todo.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let o = common::numalab_in(&args, d.path());
+        assert!(o.status.success(), "{args:?}");
+        let out = common::text(&o.stdout);
+        for l in out.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{args:?}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+        seen += 1;
+        for c in commands(&out) {
+            let mut p = path.clone();
+            p.push(c);
+            todo.push(p);
+        }
+    }
+    assert!(seen > 25, "every benchmark under run and sim: {seen}");
+    let o = common::numalab_in(&["sim", "--list"], d.path());
+    let out = common::text(&o.stdout);
+    assert!(out.contains("azusa16"));
+    for l in out.lines() {
+        assert!(l.chars().count() <= 80, "sim --list: {l}");
+    }
+}
