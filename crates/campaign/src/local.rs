@@ -113,6 +113,7 @@ pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
         },
         timeout: Duration::from_secs(g.timeout_s.unwrap_or(24 * 3600)),
         quiet: true,
+        verbose: false,
         results: Some(results.to_path_buf()),
         command: Vec::new(),
         append: g.append.clone().unwrap_or_default(),

@@ -7,7 +7,8 @@
 //! report on work whose records are the result: when nobody reads it any
 //! more, it is dropped and the work goes on. These macros write like
 //! `println!`/`eprintln!` and ignore write errors; the binary and every
-//! library that prints use them instead of the std macros.
+//! library that prints use them instead of the std macros. Status lines
+//! are [`wrap`]ped within 80 columns first.
 
 /// `println!` that drops its line when stdout is closed or broken.
 #[macro_export]
@@ -29,6 +30,20 @@ macro_rules! errln {
     ($($arg:tt)*) => { $crate::out::line(&mut ::std::io::stderr(), ::std::format_args!($($arg)*)) };
 }
 
+/// `eprintln!` of a status line, [`wrap`]ped within 80 columns, each
+/// line dropped when stderr is closed or broken.
+#[macro_export]
+macro_rules! statusln {
+    ($($arg:tt)*) => { $crate::out::status(::std::format_args!($($arg)*)) };
+}
+
+/// Write a status line to stderr, wrapped within 80 columns.
+pub fn status(args: std::fmt::Arguments<'_>) {
+    for l in wrap(&args.to_string(), 80) {
+        line(&mut std::io::stderr(), format_args!("{l}"));
+    }
+}
+
 /// Write `args` and a newline to `w` in one call, ignoring errors.
 pub fn line(w: &mut dyn std::io::Write, args: std::fmt::Arguments<'_>) {
     // One buffer, one write: a line is not split by another thread's.
@@ -41,6 +56,41 @@ pub fn line(w: &mut dyn std::io::Write, args: std::fmt::Arguments<'_>) {
 pub fn text(w: &mut dyn std::io::Write, args: std::fmt::Arguments<'_>) {
     let _ = w.write_fmt(args);
     let _ = w.flush();
+}
+
+/// `text` wrapped at `width` columns, greedily at spaces, with a hanging
+/// indent: continuation lines are indented past the text's own leading
+/// spaces, and then past a footnote marker like `[12] ` (at most 8), else
+/// by 2. Runs of spaces inside a line are kept (they align columns). A
+/// word longer than the line (a path, a URL) is never broken: it gets a
+/// line of its own, however long.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    if text.chars().count() <= width {
+        return vec![text.to_string()];
+    }
+    let lead = text.len() - text.trim_start_matches(' ').len();
+    let body = &text[lead..];
+    let hang = if body.starts_with('[') {
+        body.find(']').map(|i| i + 2).unwrap_or(2).min(8)
+    } else {
+        2
+    };
+    let first = " ".repeat(lead);
+    let rest = " ".repeat(lead + hang);
+    let options = textwrap::Options::new(width)
+        .initial_indent(&first)
+        .subsequent_indent(&rest)
+        .break_words(false)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
+    textwrap::wrap(body, options)
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect()
 }
 
 #[cfg(test)]

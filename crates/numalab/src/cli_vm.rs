@@ -57,8 +57,12 @@ pub struct VmArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
     /// Write the guest console to a log file under the results directory
-    #[arg(long)]
+    #[arg(long, conflicts_with = "verbose")]
     quiet: bool,
+    /// Print the guest's console (its kernel log) as it runs; without
+    /// it, only its last lines are printed, when the guest fails
+    #[arg(long)]
+    verbose: bool,
     /// Directory the guest's records are written to [default: numalab-results]
     #[arg(long, value_name = "DIR")]
     results: Option<PathBuf>,
@@ -138,6 +142,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
             (None, false) => Duration::from_secs(900),
         },
         quiet: a.quiet,
+        verbose: a.verbose,
         results: a.results,
         command: a.command,
         append: a.append.unwrap_or_default(),
@@ -180,7 +185,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
                 GuestExit::Code(c) => format!("; the command exited with {c}"),
                 GuestExit::Signal(s) => format!("; the command was killed by signal {s}"),
             };
-            numalab_linux::errln!(
+            numalab_linux::statusln!(
                 "numalab vm: {} guest, kernel {}: init at {}, first output at {}, done in {:.1} s{records}{status}",
                 r.accel.as_str(),
                 r.guest_kernel,
@@ -191,7 +196,7 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(r.exit_code()))
         }
         Err(VmError::Interrupted(m)) => {
-            numalab_linux::errln!("numalab: {m}");
+            numalab_linux::statusln!("numalab: {m}");
             Ok(ExitCode::from(130))
         }
         Err(e) => Err(anyhow!(e)),
@@ -217,15 +222,15 @@ fn run_benchmark(opts: VmOptions) -> Result<ExitCode> {
     let mut backend = match GuestBackend::start(&opts, &results) {
         Ok(b) => b,
         Err(VmError::Interrupted(m)) => {
-            numalab_linux::errln!("numalab: {m}");
+            numalab_linux::statusln!("numalab: {m}");
             return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(anyhow!(e)),
     };
     let code = crate::cli_bench::execute(&cmd, &mut backend);
-    numalab_linux::errln!("numalab vm: {}", backend.summary());
+    numalab_linux::statusln!("numalab vm: {}", backend.summary());
     if let Some(log) = backend.console_log() {
-        numalab_linux::errln!("numalab vm: console log: {}", log.display());
+        numalab_linux::statusln!("numalab vm: console log: {}", log.display());
     }
     code
 }

@@ -489,40 +489,7 @@ pub fn md_inline(s: &str) -> String {
     o
 }
 
-/// `text` wrapped at `width` columns, greedily at spaces, with a hanging
-/// indent: continuation lines are indented past the text's own leading
-/// spaces, and then past a footnote marker like `[12] ` (at most 8), else
-/// by 2. Runs of spaces inside a line are kept (they align columns). A
-/// word longer than the line (a path, a URL) is never broken: it gets a
-/// line of its own, however long.
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    if text.is_empty() {
-        return Vec::new();
-    }
-    if text.chars().count() <= width {
-        return vec![text.to_string()];
-    }
-    let lead = text.len() - text.trim_start_matches(' ').len();
-    let body = &text[lead..];
-    let hang = if body.starts_with('[') {
-        body.find(']').map(|i| i + 2).unwrap_or(2).min(8)
-    } else {
-        2
-    };
-    let first = " ".repeat(lead);
-    let rest = " ".repeat(lead + hang);
-    let options = textwrap::Options::new(width)
-        .initial_indent(&first)
-        .subsequent_indent(&rest)
-        .break_words(false)
-        .word_separator(textwrap::WordSeparator::AsciiSpace)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation)
-        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
-    textwrap::wrap(body, options)
-        .into_iter()
-        .map(|l| l.into_owned())
-        .collect()
-}
+pub use numalab_linux::out::wrap;
 
 #[cfg(test)]
 mod tests {

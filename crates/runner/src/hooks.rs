@@ -82,7 +82,7 @@ fn supervised(
                     let w = format!(
                         "numalab: warning: --{which} {cmd:?} left {left} process(es) running when it ended; killed (a hook is a step: run a background load inside the benchmark)"
                     );
-                    for l in numalab_report::table::wrap(&w, 80) {
+                    for l in numalab_linux::out::wrap(&w, 80) {
                         numalab_linux::errln!("{l}");
                     }
                 }

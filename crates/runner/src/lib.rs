@@ -701,7 +701,7 @@ fn run_planned(
         total_text = total.to_string();
         bar.set_runs(total);
         if !matches!(plan.output, Output::Quiet | Output::Progress) {
-            for l in numalab_report::table::wrap(&auto_line(a, count), 80) {
+            for l in numalab_linux::out::wrap(&auto_line(a, count), 80) {
                 bar.note(&l);
             }
         }
@@ -860,7 +860,7 @@ pub fn run_line(
         format!("{head}:\n    {tail}")
     };
     let mut more = |text: String| {
-        for l in numalab_report::table::wrap(&format!("    {text}"), 80) {
+        for l in numalab_linux::out::wrap(&format!("    {text}"), 80) {
             s.push('\n');
             s.push_str(&l);
         }

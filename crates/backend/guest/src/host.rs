@@ -27,6 +27,9 @@ pub struct VmOptions {
     pub timeout: Duration,
     /// Console to a log file instead of standard error.
     pub quiet: bool,
+    /// The guest's console on standard error as it runs (otherwise only
+    /// its last lines, on failure).
+    pub verbose: bool,
     /// `numalab vm --results`.
     pub results: Option<PathBuf>,
     /// numalab arguments for the guest (what came after `--`).
@@ -151,7 +154,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         }
     };
     for e in &session.frame_errors {
-        numalab_linux::errln!("numalab vm: warning: {e}");
+        numalab_linux::statusln!("numalab vm: warning: {e}");
     }
     if !matches!(end, End::Exited(_)) {
         return Err(launcher.describe_end(&end, &session));
@@ -310,6 +313,7 @@ impl VmOptions {
             accel: self.accel,
             timeout: self.timeout,
             quiet: self.quiet,
+            verbose: self.verbose,
             append: &self.append,
             exe: self.exe.as_deref(),
             results,

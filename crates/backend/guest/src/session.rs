@@ -172,6 +172,7 @@ pub(crate) struct Launcher {
     pub accel: Accel,
     choice: AccelChoice,
     quiet: bool,
+    verbose: bool,
     shell: bool,
 }
 
@@ -182,6 +183,9 @@ pub(crate) struct LaunchOptions<'a> {
     pub accel: AccelChoice,
     pub timeout: Duration,
     pub quiet: bool,
+    /// The console on standard error as it runs (`--verbose`); without
+    /// it or `quiet`, only its tail is kept, printed on failure.
+    pub verbose: bool,
     pub append: &'a str,
     pub exe: Option<&'a Path>,
     /// The console log goes under `<results>/vm-logs` with `quiet`.
@@ -447,7 +451,7 @@ impl Launcher {
             .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
         let workdir = tmp.path().to_path_buf();
         let tmp = if o.keep_workdir {
-            numalab_linux::errln!(
+            numalab_linux::statusln!(
                 "numalab vm: keeping the working directory {} (--keep-workdir)",
                 tmp.keep().display()
             );
@@ -506,7 +510,7 @@ impl Launcher {
             shares,
             spec: o.spec.clone(),
             // A shell's terminal shows only warnings and worse.
-            append: qemu::kernel_cmdline(&built.ld_library_path, o.quiet || o.shell, o.append),
+            append: qemu::kernel_cmdline(&built.ld_library_path, !o.verbose || o.shell, o.append),
             console_log,
             timeout: o.timeout,
             start,
@@ -514,6 +518,7 @@ impl Launcher {
             accel,
             choice: o.accel,
             quiet: o.quiet,
+            verbose: o.verbose,
             shell: o.shell,
             boot_image,
         };
@@ -543,7 +548,7 @@ impl Launcher {
     /// A line on standard error, unless `--quiet`.
     pub fn status(&self, s: &str) {
         if !self.quiet {
-            numalab_linux::errln!("numalab vm: {s}");
+            numalab_linux::statusln!("numalab vm: {s}");
         }
     }
 
@@ -568,7 +573,9 @@ impl Launcher {
                         }
                     );
                     if !firmware.is_empty() {
-                        numalab_linux::errln!("numalab vm: {what}; the last firmware lines were:");
+                        numalab_linux::statusln!(
+                            "numalab vm: {what}; the last firmware lines were:"
+                        );
                         for l in &firmware {
                             numalab_linux::errln!("  | {l}");
                         }
@@ -578,7 +585,7 @@ impl Launcher {
                         self.accel = Accel::Tcg;
                     } else if attempt < BOOT_ATTEMPTS {
                         attempt += 1;
-                        numalab_linux::errln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
+                        numalab_linux::statusln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
                     } else {
                         return Err(failed(format!(
                             "{what}, {BOOT_ATTEMPTS} times, and was stopped{}",
@@ -598,7 +605,7 @@ impl Launcher {
     /// Keep the temporary directory (`NUMALAB_VM_DEBUG`).
     pub fn keep_tmp(&mut self) {
         if let Some(t) = self.tmp.take() {
-            numalab_linux::errln!("numalab vm: debug: kept {}", t.keep().display());
+            numalab_linux::statusln!("numalab vm: debug: kept {}", t.keep().display());
         }
     }
 
@@ -610,7 +617,7 @@ impl Launcher {
     pub fn report(&self, msg: String, session: &Session) -> VmError {
         let tail = session.console.tail();
         if !tail.is_empty() {
-            numalab_linux::errln!(
+            numalab_linux::statusln!(
                 "numalab vm: last {} lines of the guest console:",
                 tail.len()
             );
@@ -619,7 +626,7 @@ impl Launcher {
             }
         }
         if let Some(p) = &self.console_log {
-            numalab_linux::errln!("numalab vm: full console log: {}", p.display());
+            numalab_linux::statusln!("numalab vm: full console log: {}", p.display());
         }
         failed(msg)
     }
@@ -763,7 +770,7 @@ impl Session {
         };
         let qemu_args = qemu::args(&launch);
         if debug() {
-            numalab_linux::errln!(
+            numalab_linux::statusln!(
                 "numalab vm: debug: {} {}",
                 l.qemu.display(),
                 crate::host::shell_words(&qemu_args)
@@ -786,7 +793,9 @@ impl Session {
                 numalab_record::create_new(p)
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
             ),
-            None => Box::new(std::io::stderr()),
+            None if l.verbose || l.shell => Box::new(std::io::stderr()),
+            // Kept as its tail only, printed when the guest fails.
+            None => Box::new(std::io::sink()),
         };
         let console = Arc::new(Console {
             sink: Mutex::new(sink),
