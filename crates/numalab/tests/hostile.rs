@@ -117,6 +117,12 @@ fn a_planted_link_is_replaced_not_followed() {
     assert!(meta.is_file(), "the trace is a file of its own");
 }
 
+/// `numalab trace export RECORD -o OUT` in `dir`.
+fn trace_export(record: &Path, out: &Path, dir: &Path) -> std::process::Output {
+    let (r, o) = (record.to_str().unwrap(), out.to_str().unwrap());
+    numalab_in(&["trace", "export", r, "-o", o], dir)
+}
+
 /// A record whose `sched.events_file` climbed out of its directory made
 /// `trace export` open /etc/passwd and print its first line.
 #[test]
@@ -131,16 +137,7 @@ fn a_stored_path_is_never_followed() {
     });
     std::fs::write(&path, serde_json::to_string(&rec).unwrap()).unwrap();
     let out = d.path().join("out.json");
-    let o = numalab_in(
-        &[
-            "trace",
-            "export",
-            path.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        d.path(),
-    );
+    let o = trace_export(&path, &out, d.path());
     assert_one_line_error(&o, "sched.events_file");
     assert!(!text(&o.stderr).contains("root:"), "{}", text(&o.stderr));
     assert!(!out.exists());
@@ -466,16 +463,7 @@ fn a_full_disk_leaves_no_side_file_alone() {
     let (rec, _) = json_records(&d.path().join("tr")).remove(0);
     t.fill(4 << 10);
     let out = t.path().join("export.json");
-    let o = numalab_in(
-        &[
-            "trace",
-            "export",
-            rec.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        d.path(),
-    );
+    let o = trace_export(&rec, &out, d.path());
     assert!(!o.status.success());
     assert!(!out.exists(), "a partial export was left");
     side_files_have_records(t.path());

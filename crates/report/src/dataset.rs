@@ -564,16 +564,16 @@ impl Dataset {
             e.1.insert(r.machine.hostname.clone());
             e.2.insert(r.backend.kind().to_string());
         }
+        // Numbers in order, whatever groups: `scan 2000` before `scan
+        // 16000`, by label as by `--group-by` values.
         let mut ids: Vec<&Vec<String>> = config_runs.keys().collect();
-        if custom {
-            ids.sort_by(|a, b| {
-                a.iter()
-                    .zip(b.iter())
-                    .map(|(x, y)| natural_cmp(x, y).then_with(|| x.cmp(y)))
-                    .find(|o| o.is_ne())
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
-        }
+        ids.sort_by(|a, b| {
+            a.iter()
+                .zip(b.iter())
+                .map(|(x, y)| natural_cmp(x, y).then_with(|| x.cmp(y)))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
         ds.configs = ids
             .iter()
@@ -759,10 +759,13 @@ impl Dataset {
         self.configs.iter().position(|c| c.name == name)
     }
 
-    /// Distinct labels of the runs, sorted.
+    /// Distinct labels of the runs, sorted with numbers by value.
     pub fn labels(&self) -> Vec<String> {
         let s: BTreeSet<&str> = self.runs.iter().map(|r| r.record.label.as_str()).collect();
-        s.into_iter().map(String::from).collect()
+        let mut v: Vec<String> = s.into_iter().map(String::from).collect();
+        // In the configurations' order: numbers by value (`nb8` < `nb16`).
+        v.sort_by(|a, b| natural_cmp(a, b).then_with(|| a.cmp(b)));
+        v
     }
 
     /// Distinct hosts of the runs, sorted.
