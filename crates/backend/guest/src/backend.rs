@@ -256,7 +256,6 @@ impl Link {
     }
 }
 
-/// The value of a successful answer.
 /// The one record a run request is answered with, checked to be the run
 /// that was asked for: a program in the guest can write frames too, so a
 /// record for another benchmark, label or repetition, or a second record,
@@ -293,6 +292,7 @@ fn answered_record(
     Ok(rec)
 }
 
+/// The value of a successful answer.
 fn value(a: Answer) -> Result<serde_json::Value, String> {
     match a.reply {
         Some(Reply::Ok(v)) => Ok(v),
