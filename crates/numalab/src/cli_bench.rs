@@ -431,6 +431,30 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     if !refs.is_empty() {
         numalab_linux::outln!();
         crate::print_stdout(&numalab_report::summary::invocation(&refs))?;
+        // numa_test's signature output, seed 000's per-task table: of the
+        // last run, or of every run with --verbose.
+        let tables: Vec<&&numalab_record::RunRecord> = refs
+            .iter()
+            .filter(|r| r.benchmark == "numa_test" && !r.tasks.is_empty())
+            .collect();
+        let shown = match plan.output {
+            Output::Quiet => &tables[..0],
+            Output::Verbose => &tables[..],
+            _ => &tables[tables.len().saturating_sub(1)..],
+        };
+        for r in shown {
+            numalab_linux::outln!();
+            numalab_linux::outln!(
+                "per task, run {} of {} ({}): % of running time per node",
+                r.repetition.index,
+                r.repetition.of,
+                r.params
+                    .get("tasks")
+                    .map(|t| format!("tasks={t}"))
+                    .unwrap_or_default()
+            );
+            crate::print_stdout(&numalab_report::show::task_table(r))?;
+        }
         numalab_linux::outln!("records: {}", plan.results.display());
     }
     if out.interrupted {

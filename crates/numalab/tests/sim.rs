@@ -633,3 +633,39 @@ fn runs_auto_runs_whole_rounds_within_its_bounds() {
         );
     }
 }
+
+/// `numa_test` prints seed 000's per-task table of its last run after
+/// the summary; with `--verbose`, of every run; with `--quiet`, none.
+#[test]
+fn numa_test_prints_the_per_task_table_of_its_last_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "sim",
+            "--machine",
+            "azusa16",
+            "numa_test",
+            "--tasks",
+            "2",
+            "--size",
+            "200000",
+            "--runs",
+            "2",
+            "--results",
+            "r",
+        ];
+        a.extend_from_slice(extra);
+        let o = numalab(&a, dir.path());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let out = run(&[]);
+    assert_eq!(
+        out.matches("Job  node00 node01 node02 node03").count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("per task, run 2 of 2 (tasks=2)"), "{out}");
+    assert_eq!(run(&["--verbose"]).matches("Job  node00").count(), 2);
+    assert_eq!(run(&["--quiet"]).matches("Job  node00").count(), 0);
+}
