@@ -41,8 +41,21 @@ pub fn man(a: ManArgs) -> Result<ExitCode> {
     match a.dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
-            clap_mangen::generate_to(cmd, &dir)
+            // Written in a private directory inside DIR, then each page
+            // renamed into place: a link planted at a page's name is
+            // replaced, never written through.
+            let tmp = tempfile::Builder::new()
+                .prefix(".numalab-man")
+                .tempdir_in(&dir)
+                .with_context(|| format!("{}", dir.display()))?;
+            clap_mangen::generate_to(cmd, tmp.path())
                 .with_context(|| format!("writing man pages to {}", dir.display()))?;
+            for e in std::fs::read_dir(tmp.path())? {
+                let e = e?;
+                let to = dir.join(e.file_name());
+                std::fs::rename(e.path(), &to)
+                    .with_context(|| format!("writing {}", to.display()))?;
+            }
             numalab_linux::errln!("numalab: man pages written to {}", dir.display());
         }
         None => {

@@ -106,7 +106,19 @@ fn completions_and_man_pages_come_from_the_cli() {
 
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("man1");
+    // A link planted at a page's name is replaced, not written through.
+    std::fs::create_dir(&dir).unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("numalab-vm.1")).unwrap();
     let o = numalab(&["man", "--dir", dir.to_str().unwrap()], here);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "a temporary directory was left: {left:?}");
     assert!(o.status.success(), "{}", text(&o.stderr));
     for page in [
         "numalab.1",
