@@ -40,20 +40,8 @@ fn count_json(dir: &Path) -> usize {
 #[test]
 fn a_closed_pipe_loses_no_run() {
     let d = tempfile::tempdir().unwrap();
-    let sim = [
-        "sim",
-        "--machine",
-        "azusa16",
-        "numa_test",
-        "--tasks",
-        "2",
-        "--size",
-        "200000",
-        "--runs",
-        "5",
-        "--results",
-        "sim",
-    ];
+    let mut sim = SIM.to_vec();
+    sim.extend(["--runs", "5", "--results", "sim"]);
     let st = with_closed_output(&sim, d.path());
     assert!(st.success(), "sim: {st}");
     assert_eq!(count_json(&d.path().join("sim")), 5);
@@ -72,7 +60,7 @@ fn a_closed_pipe_loses_no_run() {
     assert_eq!(count_json(&d.path().join("host")), 5);
 }
 
-const SIM: [&str; 10] = [
+const SIM: [&str; 8] = [
     "sim",
     "--machine",
     "azusa16",
@@ -81,13 +69,12 @@ const SIM: [&str; 10] = [
     "2",
     "--size",
     "200000",
-    "--runs",
-    "1",
 ];
 
-fn sim_in(dir: &Path, results: &str, extra: &[&str]) -> std::process::Output {
+/// The small simulated numa_test, `runs` times, into `results`.
+fn sim_in(dir: &Path, results: &str, runs: &str, extra: &[&str]) -> std::process::Output {
     let mut a: Vec<&str> = SIM.to_vec();
-    a.extend_from_slice(&["--results", results, "-q"]);
+    a.extend_from_slice(&["--runs", runs, "--results", results, "-q"]);
     a.extend_from_slice(extra);
     numalab_in(&a, dir)
 }
@@ -97,7 +84,7 @@ fn sim_in(dir: &Path, results: &str, extra: &[&str]) -> std::process::Output {
 #[test]
 fn a_planted_link_is_replaced_not_followed() {
     let d = tempfile::tempdir().unwrap();
-    let o = sim_in(d.path(), "first", &["--trace"]);
+    let o = sim_in(d.path(), "first", "1", &["--trace"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let name = std::fs::read_dir(d.path().join("first"))
         .unwrap()
@@ -110,7 +97,7 @@ fn a_planted_link_is_replaced_not_followed() {
     let r = d.path().join("second");
     std::fs::create_dir(&r).unwrap();
     std::os::unix::fs::symlink(&victim, r.join(&name)).unwrap();
-    let o = sim_in(d.path(), "second", &["--trace"]);
+    let o = sim_in(d.path(), "second", "1", &["--trace"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     let meta = std::fs::symlink_metadata(r.join(&name)).unwrap();
@@ -128,7 +115,7 @@ fn trace_export(record: &Path, out: &Path, dir: &Path) -> std::process::Output {
 #[test]
 fn a_stored_path_is_never_followed() {
     let d = tempfile::tempdir().unwrap();
-    let o = sim_in(d.path(), "r", &[]);
+    let o = sim_in(d.path(), "r", "1", &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let (path, mut rec) = json_records(&d.path().join("r")).remove(0);
     rec["sched"] = serde_json::json!({
@@ -434,11 +421,17 @@ fn a_full_disk_leaves_no_side_file_alone() {
     let o = sim_in(
         d.path(),
         t.path().join("sim").to_str().unwrap(),
-        &["--trace", "--runs", "2"],
+        "2",
+        &["--trace"],
     );
     assert!(
         !o.status.success(),
-        "the trace cannot fit: {}",
+        "the record cannot fit: {}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stderr).contains("No space left on device"),
+        "{}",
         text(&o.stderr)
     );
     assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
