@@ -77,6 +77,19 @@ min_ghz = 2
     MachineFile::parse("n", &text).unwrap().build("n").unwrap()
 }
 
+/// An empty world on `m` for a policy's unit test: 1 ms ticks, 4 KiB
+/// pages, seed 1, no trace.
+pub(crate) fn empty_world(m: &Machine) -> World {
+    use rand_core::SeedableRng;
+    World::new(
+        m.clone(),
+        1_000_000,
+        4096,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    )
+}
+
 pub(crate) fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
     let cfg = SimConfig {
         machine: m,

@@ -474,9 +474,8 @@ impl Balancer for AutoNuma {
 #[cfg(test)]
 mod tests {
     use super::Alias;
-    use crate::engine::{Balancer, World};
+    use crate::engine::Balancer;
     use crate::params::{Params, PolicySpec};
-    use rand_core::SeedableRng;
 
     /// task_numa_migrate takes env.imbalance_pct from the scheduler's NUMA
     /// domain: 100 + (125 - 100) / 2 = 112 under `linux`'s default, 108
@@ -485,13 +484,7 @@ mod tests {
     #[test]
     fn task_numa_migrate_takes_the_schedulers_numa_imbalance_pct() {
         let m = crate::tests::nodes_machine(2, 4);
-        let mut w = World::new(
-            m.clone(),
-            1_000_000,
-            4096,
-            rand_chacha::ChaCha8Rng::seed_from_u64(1),
-            false,
-        );
+        let mut w = crate::tests::empty_world(&m);
         for (sched, want) in [
             ("linux", 112.0),
             ("linux[numa_imbalance_pct=117]", 108.0),

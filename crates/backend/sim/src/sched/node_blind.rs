@@ -148,7 +148,6 @@ mod tests {
     use crate::engine::{Parent, TaskState, Work};
     use crate::params::PolicySpec;
     use crate::workload::add_task;
-    use rand_core::SeedableRng;
 
     #[test]
     fn cpus_tick_in_ia64_cpu_local_tick_order() {
@@ -161,13 +160,7 @@ mod tests {
     /// queued); the scheduler's tick at jiffy `jiffy`; where each task is.
     fn after_tick(on: &[usize], jiffy: u64) -> Vec<usize> {
         let m = crate::tests::nodes_machine(4, 4);
-        let mut w = World::new(
-            m.clone(),
-            1_000_000,
-            4096,
-            rand_chacha::ChaCha8Rng::seed_from_u64(1),
-            false,
-        );
+        let mut w = crate::tests::empty_world(&m);
         w.now = jiffy * w.tick_ns;
         let mut ts = Vec::new();
         for (cpu, &n) in on.iter().enumerate() {
