@@ -713,11 +713,12 @@ fn guest_commands_are_hidden_and_guest_init_refuses_to_run_on_a_host() {
     assert!(e.contains("runs nowhere else"), "{e}");
 }
 
-/// A stand-in for QEMU that prints nothing and never exits, and a kernel
-/// image that passes numalab's header check: the silent-guest watchdog
-/// and the teardown, testable without QEMU.
-#[test]
-fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
+/// Run `numalab vm --quiet -- topology` with a stand-in for QEMU whose
+/// shell script body is `body` and a kernel image that passes numalab's
+/// header check, the silence limit at 2 s: the boot watchdog and the
+/// teardown, testable without QEMU. Returns numalab's output, the PIDs
+/// the stand-in ran as (each checked to be gone) and the console log.
+fn with_a_stalling_qemu(body: &str) -> (std::process::Output, Vec<u32>, String) {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -725,7 +726,7 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
     let fake = bin.join("qemu-system-x86_64");
     std::fs::write(
         &fake,
-        format!("#!/bin/sh\necho $$ >> {}\nexec sleep 600\n", pids.display()),
+        format!("#!/bin/sh\necho $$ >> {}\n{body}\n", pids.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -735,12 +736,13 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
     img[0x202..0x206].copy_from_slice(b"HdrS");
     std::fs::write(&kernel, img).unwrap();
     let path = format!("{}:/usr/bin:/bin", bin.display());
+    let results = d.path().join("results");
     let t = Instant::now();
     let out = Command::new(EXE)
-        .args(["vm", "--accel", "tcg", "--kernel"])
+        .args(["vm", "--quiet", "--accel", "tcg", "--kernel"])
         .arg(&kernel)
         .arg("--results")
-        .arg(d.path().join("results"))
+        .arg(&results)
         .args(["--", "topology"])
         .env("PATH", path)
         .env("NUMALAB_VM_SILENCE_S", "2")
@@ -751,6 +753,30 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
         "took {:?}",
         t.elapsed()
     );
+    let started: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for &p in &started {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let alive = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
+        assert!(!alive, "fake QEMU {p} outlived numalab: {stat}");
+    }
+    let logs: Vec<_> = std::fs::read_dir(results.join("vm-logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(logs.len(), 1, "one console log for every boot: {logs:?}");
+    let log = std::fs::read_to_string(&logs[0]).unwrap();
+    (out, started, log)
+}
+
+#[test]
+fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
+    let (out, started, _) = with_a_stalling_qemu("exec sleep 600");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     // Status lines wrap at 80 columns.
@@ -762,19 +788,36 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
         ),
         "{stderr}"
     );
-    let started: Vec<u32> = std::fs::read_to_string(&pids)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
     assert_eq!(started.len(), 2, "{started:?}");
-    for p in started {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        let alive = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'));
-        assert!(!alive, "fake QEMU {p} outlived numalab: {stat}");
-    }
+}
+
+/// A kernel that prints its first lines and then hangs before init (as a
+/// TCG guest on a loaded host did once in CI) is booted again too, and the
+/// console log keeps both boots.
+#[test]
+fn a_guest_whose_boot_stalls_after_its_first_lines_is_booted_again() {
+    let (out, started, log) = with_a_stalling_qemu(
+        "echo '[    0.000000] Linux version 6.1.0-fake'\n\
+         echo '[    0.000000] printk: bootconsole [uart8250] enabled'\n\
+         exec sleep 600",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("the guest's boot stalled"), "{stderr}");
+    assert!(
+        said.contains("| [ 0.000000] printk: bootconsole [uart8250] enabled"),
+        "{stderr}"
+    );
+    assert!(said.contains("booting again (attempt 2 of 2)"), "{stderr}");
+    assert!(
+        said.contains(
+            "numalab: error: the TCG guest stalled while booting (nothing on its console for 2 s), 2 times, and was stopped"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert_eq!(log.matches("Linux version 6.1.0-fake").count(), 2, "{log}");
 }
 
 // ---- The host's filesystem in the guest. ----
@@ -1100,8 +1143,15 @@ fn numastat_in_the_guest_agrees_with_the_records_memory_per_node() {
     let script = "numalab run numa02 --placement bind --threads 2 --bytes 64M --duration 8 \
                     --interval 0.5 --results /tmp/inner --quiet >/dev/null &
                   nl=$!
-                  sleep 4
-                  pid=$(pgrep -f '^[^ ]*numalab __task autonuma' | head -n 1)
+                  pid=
+                  # Wait (not a fixed sleep: a loaded host delays the start)
+                  # for the task and its 64 MiB to be resident, up to 60 s.
+                  for i in $(seq 300); do
+                    [ -n \"$pid\" ] || pid=$(pgrep -f '^[^ ]*numalab __task autonuma' | head -n 1)
+                    rss=$( [ -n \"$pid\" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null)
+                    [ \"${rss:-0}\" -ge 65536 ] && break
+                    sleep 0.2
+                  done
                   echo \"numastat of $pid\"
                   numastat -p \"$pid\"
                   wait $nl || exit 1

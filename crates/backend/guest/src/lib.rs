@@ -146,10 +146,12 @@
 //! opens, reports API version 12 and can create a VM; otherwise TCG, and
 //! it says why. The CPU flag is checked first because nested KVM without
 //! hardware support can accept `KVM_CREATE_VM` and then hang the guest. As
-//! a last line of defence a guest whose console stays silent (30 s under
-//! KVM, 60 s under TCG; `earlycon` makes the kernel print from its first
-//! instructions) is stopped, the firmware's debug log shown, and booted
-//! again: with TCG if `auto` had picked KVM, else once more as it was.
+//! a last line of defence a booting guest whose console stays silent (30 s
+//! under KVM, 60 s under TCG, from its latest line until init's first
+//! frame; `earlycon` and the default log level make the kernel print from
+//! its first instructions and every second or so after) is stopped, its
+//! last lines (or the firmware's debug log) shown, and booted again: with
+//! TCG if `auto` had picked KVM, else once more as it was.
 //!
 //! ## Limits: what a guest can and cannot tell you
 //!

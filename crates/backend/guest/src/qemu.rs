@@ -243,6 +243,10 @@ pub struct Share {
 /// The kernel command line. `panic=-1` reboots at once on a panic and
 /// `-no-reboot` turns that reboot into QEMU exiting, so a dead guest never
 /// lingers; everything after `--` is PID 1's argv.
+///
+/// `quiet` (for `--shell`, where the console is the terminal) keeps the
+/// kernel to warnings; otherwise it prints at its default level, which the
+/// boot watchdog relies on: a booting kernel that stops printing is hung.
 pub fn kernel_cmdline(ld_library_path: &str, quiet: bool, extra: &str) -> String {
     // earlycon: the kernel prints from its first instructions, so a guest
     // stuck early still shows how far it got.

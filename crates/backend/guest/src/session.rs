@@ -31,12 +31,15 @@ use std::time::{Duration, Instant};
 
 /// Console lines kept for failure reports.
 const TAIL_LINES: usize = 20;
-/// A guest whose console stays silent this long after QEMU starts is
-/// taken to be hung. With `earlycon` the kernel prints within a second or
-/// two of its start (1-4 s after QEMU's under TCG, even on a busy host), so
-/// these are generous. A KVM guest that hangs is what nested KVM without
-/// hardware support tends to do; a TCG guest hung once in ~100 boots on a
-/// 2-core host under heavy load, before the kernel printed anything.
+/// A booting guest (one that has not sent its first frame) whose console
+/// stays silent this long is taken to be hung. With `earlycon` and the
+/// kernel's default log level it prints from its first instructions and
+/// then at least every second or so until init runs (the longest gap in a
+/// TCG boot here is under 1 s idle), so these are generous. A KVM guest
+/// that hangs is what nested KVM without hardware support tends to do; a
+/// TCG guest hung in about one boot in a hundred on a 2-core host running
+/// five guests at once, once before the kernel printed anything and once
+/// just after its first lines.
 const KVM_SILENCE: Duration = Duration::from_secs(30);
 const TCG_SILENCE: Duration = Duration::from_secs(60);
 /// Boots tried before giving up on a guest that stays silent.
@@ -77,6 +80,8 @@ pub(crate) struct Console {
     panic_line: Mutex<Option<String>>,
     /// Milliseconds since start of the first console byte (0: none yet).
     first_byte_ms: AtomicU64,
+    /// Milliseconds since start of the latest console line (0: none yet).
+    last_line_ms: AtomicU64,
     saw_panic: AtomicBool,
 }
 
@@ -164,6 +169,8 @@ pub(crate) struct Launcher {
     spec: VmSpec,
     append: String,
     pub console_log: Option<PathBuf>,
+    /// `console_log`, created once: every boot of this guest appends to it.
+    console_file: Option<fs::File>,
     timeout: Duration,
     /// When `numalab vm` started: timeouts and the reported times count
     /// from here.
@@ -502,6 +509,13 @@ impl Launcher {
             signal_hook::flag::register(sig, interrupted.clone())
                 .map_err(|e| failed(format!("installing signal handlers: {e}")))?;
         }
+        let console_file = match &console_log {
+            Some(p) => Some(
+                numalab_record::create_new(p)
+                    .map_err(|e| failed(format!("{}: {e}", p.display())))?,
+            ),
+            None => None,
+        };
         let l = Launcher {
             qemu: qemu_bin,
             initrd,
@@ -510,8 +524,9 @@ impl Launcher {
             shares,
             spec: o.spec.clone(),
             // A shell's terminal shows only warnings and worse.
-            append: qemu::kernel_cmdline(&built.ld_library_path, !o.verbose || o.shell, o.append),
+            append: qemu::kernel_cmdline(&built.ld_library_path, o.shell, o.append),
             console_log,
+            console_file,
             timeout: o.timeout,
             start,
             interrupted,
@@ -563,9 +578,24 @@ impl Launcher {
                 Next::Frame(f) => return Ok((s, Some(f))),
                 Next::End(End::Silent { secs, firmware }) => {
                     let accel = self.accel;
+                    let printed = s.console.first_byte_ms.load(Ordering::SeqCst) != 0;
+                    if printed {
+                        let tail = s.console.tail();
+                        numalab_linux::statusln!(
+                            "numalab vm: the guest's boot stalled; its last console lines were:"
+                        );
+                        for l in &tail[tail.len().saturating_sub(4)..] {
+                            numalab_linux::errln!("  | {l}");
+                        }
+                    }
                     let what = format!(
-                        "the {} guest printed nothing for {secs} s{}",
+                        "the {} guest {}{}",
                         accel.as_str().to_uppercase(),
+                        if printed {
+                            format!("stalled while booting (nothing on its console for {secs} s)")
+                        } else {
+                            format!("printed nothing for {secs} s")
+                        },
                         if accel == Accel::Kvm {
                             " (nested KVM can hang)"
                         } else {
@@ -646,7 +676,9 @@ impl Launcher {
                 "the guest kernel panicked: {}",
                 session.console.panic_line()
             )),
-            End::Silent { secs, .. } => report(format!("the guest printed nothing for {secs} s")),
+            End::Silent { secs, .. } => report(format!(
+                "the guest's console was silent for {secs} s before its init started"
+            )),
             End::Exited(_) => report(format!(
                 "the guest stopped early ({})",
                 describe_exited(end, session)
@@ -788,20 +820,21 @@ impl Session {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
         }
-        let sink: Box<dyn Write + Send> = match &l.console_log {
-            Some(p) => Box::new(
-                numalab_record::create_new(p)
+        let sink: Box<dyn Write + Send> = match (&l.console_file, &l.console_log) {
+            (Some(f), Some(p)) => Box::new(
+                f.try_clone()
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
             ),
-            None if l.verbose || l.shell => Box::new(std::io::stderr()),
+            _ if l.verbose || l.shell => Box::new(std::io::stderr()),
             // Kept as its tail only, printed when the guest fails.
-            None => Box::new(std::io::sink()),
+            _ => Box::new(std::io::sink()),
         };
         let console = Arc::new(Console {
             sink: Mutex::new(sink),
             tail: Mutex::new(VecDeque::new()),
             panic_line: Mutex::new(None),
             first_byte_ms: AtomicU64::new(0),
+            last_line_ms: AtomicU64::new(0),
             saw_panic: AtomicBool::new(false),
         });
         let boot_start = Instant::now();
@@ -830,6 +863,7 @@ impl Session {
                                 Ordering::SeqCst,
                                 Ordering::SeqCst,
                             );
+                            c.last_line_ms.store(ms, Ordering::SeqCst);
                             let line: Vec<u8> =
                                 buf.iter().copied().filter(|&b| b != b'\r').collect();
                             c.write_raw(&line);
@@ -1001,18 +1035,31 @@ impl Session {
                 return Some(End::Panic);
             }
         }
-        if self.console.first_byte_ms.load(Ordering::SeqCst) == 0
-            && self.boot_start.elapsed() > self.silence
-        {
-            let log = fs::read_to_string(&self.firmware_log).unwrap_or_default();
-            let lines: Vec<String> = log.lines().map(str::to_string).collect();
-            let firmware = lines[lines.len().saturating_sub(8)..].to_vec();
+        if self.init_s.is_none() && self.boot_silence() > self.silence {
+            // Before the kernel's first line only the firmware can say
+            // how far the boot got; after it, the console tail does.
+            let firmware = if self.console.first_byte_ms.load(Ordering::SeqCst) == 0 {
+                let log = fs::read_to_string(&self.firmware_log).unwrap_or_default();
+                let lines: Vec<String> = log.lines().map(str::to_string).collect();
+                lines[lines.len().saturating_sub(8)..].to_vec()
+            } else {
+                Vec::new()
+            };
             return Some(End::Silent {
                 secs: self.silence.as_secs(),
                 firmware,
             });
         }
         None
+    }
+
+    /// How long the guest's console has been silent: since its latest
+    /// line, or since QEMU started if there was none.
+    fn boot_silence(&self) -> Duration {
+        let last = self.console.last_line_ms.load(Ordering::SeqCst);
+        let since_start = self.start.elapsed();
+        let booted_at = self.boot_start.duration_since(self.start);
+        since_start.saturating_sub(booted_at.max(Duration::from_millis(last)))
     }
 
     /// Stop QEMU (if it still runs), reap it, and decode what it sent on
