@@ -107,6 +107,19 @@ fn say(text: &str) {
     }
 }
 
+/// `numalab campaign run PLAN` here, as `numalab validate` runs its plan.
+pub(crate) fn run_plan_here(plan: PathBuf, quiet: bool) -> Result<ExitCode> {
+    run_plan(RunArgs {
+        plan,
+        executor: Executor::Local,
+        partition: None,
+        nodes_per_config: None,
+        numalab: None,
+        quiet,
+        verbose: false,
+    })
+}
+
 fn run_plan(a: RunArgs) -> Result<ExitCode> {
     let out = output(a.quiet, a.verbose);
     let plan = plan::load(&a.plan)?;

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cli_bench;
+mod cli_calibrate;
 mod cli_campaign;
 mod cli_compare;
 mod cli_install;
@@ -17,6 +18,7 @@ mod cli_show;
 mod cli_sim;
 mod cli_topology;
 mod cli_trace;
+mod cli_validate;
 mod cli_vm;
 
 #[derive(Parser)]
@@ -41,6 +43,11 @@ pub(crate) enum Command {
     Sim(cli_sim::SimArgs),
     /// Run a numalab command in a QEMU guest with a chosen NUMA topology
     Vm(cli_vm::VmArgs),
+    /// Measure this machine and write it as a simulator machine file
+    Calibrate(cli_calibrate::CalibrateArgs),
+    /// Run the same pinned work on this machine and on the simulator with
+    /// its calibrated machine file, and print how far apart they land
+    Validate(cli_validate::ValidateArgs),
     /// Run a plan of benchmarks x configurations x repetitions: resumable,
     /// here, in guests, in the simulator, or as Slurm job arrays
     Campaign(cli_campaign::CampaignArgs),
@@ -97,6 +104,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cli_run::run(args),
         Command::Sim(args) => cli_sim::run(args),
         Command::Vm(args) => cli_vm::run(args),
+        Command::Calibrate(args) => cli_calibrate::run(args),
+        Command::Validate(args) => cli_validate::run(args),
         Command::Campaign(args) => cli_campaign::run(args),
         Command::Reproduce(args) => cli_reproduce::run(args),
         Command::Schema => schema(),

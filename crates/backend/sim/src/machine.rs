@@ -789,49 +789,20 @@ impl Machine {
             msg,
         };
         let topo = Topology::from_sysfs(sys).map_err(|e| err(e.to_string()))?;
-        let cpu_nodes: Vec<_> = topo.cpu_nodes().collect();
-        let nodes = cpu_nodes.len().max(1);
-        let threads = topo.threads_per_core().max(1);
-        let cores = topo.core_count().max(1);
-        let cores_per_node = (cores / nodes).max(1);
-        let llcs_per_node = {
-            let l = (topo.llcs.len() / nodes).max(1);
-            if cores_per_node % l == 0 {
-                l
-            } else {
-                1
-            }
-        };
-        let mem = topo
-            .nodes
-            .iter()
-            .map(|n| n.memory_bytes)
-            .max()
-            .unwrap_or(1 << 30)
-            .max(1 << 30);
-        let distances: Vec<Vec<i64>> = {
-            let idx: Vec<usize> = cpu_nodes
-                .iter()
-                .filter_map(|n| topo.node_index(n.id))
-                .collect();
-            idx.iter()
-                .map(|&i| idx.iter().map(|&j| topo.distances[i][j] as i64).collect())
-                .collect()
-        };
+        let regular = RegularTopology::of(&topo);
         let text = format!(
             "name = \"host\"\n\
              description = \"this machine's topology from sysfs; memory and CPU parameters are generic defaults, not measured\"\n\
-             [topology]\nnodes = {nodes}\ncores_per_node = {cores_per_node}\nthreads_per_core = {threads}\n\
-             llcs_per_node = {llcs_per_node}\nmemory_per_node_gib = {gib}\ndistances = {distances:?}\n\
+             {}\
              [memory]\nlocal_latency_ns = 90.0\nbandwidth_gbs = 20.0\nmlp = 10\n\
              [cache]\nllc_mib = {llc}\nllc_hit_ns = 12.0\ncross_llc_ns = 60.0\n\
              [cpu]\nbase_ghz = 2.5\nmax_ghz = 2.5\nmin_ghz = 1.0\nsmt_throughput = 0.65\n\
-             [sources]\n\"all\" = \"topology: /sys/devices/system; every other value is a generic default (not measured on this host)\"\n",
-            gib = mem as f64 / (1u64 << 30) as f64,
+             [sources]\n\"all\" = \"topology: /sys/devices/system; every other value is a generic default (not measured on this host; numalab calibrate measures them)\"\n",
+            regular.toml(),
             llc = (topo.max_llc_bytes().max(1 << 20)) as f64 / (1u64 << 20) as f64,
         );
         let mut m = MachineFile::parse("host", &text)?.build("host")?;
-        if distances.len() != nodes {
+        if regular.distances.len() != regular.nodes {
             return Err(err("could not read node distances".into()));
         }
         m.description = format!("{} ({})", m.description, topo.summary());
@@ -872,6 +843,76 @@ impl Machine {
         } else {
             self.cross_llc_ns.max(self.latency_ns[na][nb])
         }
+    }
+}
+
+/// The regular machine (every node alike) the simulator models for a
+/// real topology: the same number of CPU nodes, cores and SMT width;
+/// LLCs per node when they divide the cores, else one; each node the
+/// size of the largest (at least 1 GiB); memory-only nodes left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegularTopology {
+    pub nodes: usize,
+    pub cores_per_node: usize,
+    pub threads: usize,
+    pub llcs_per_node: usize,
+    pub memory_per_node_gib: f64,
+    /// Between the CPU nodes, in node order.
+    pub distances: Vec<Vec<i64>>,
+}
+
+impl RegularTopology {
+    pub fn of(topo: &Topology) -> RegularTopology {
+        let cpu_nodes: Vec<_> = topo.cpu_nodes().collect();
+        let nodes = cpu_nodes.len().max(1);
+        let threads = topo.threads_per_core().max(1);
+        let cores = topo.core_count().max(1);
+        let cores_per_node = (cores / nodes).max(1);
+        let llcs_per_node = {
+            let l = (topo.llcs.len() / nodes).max(1);
+            if cores_per_node.is_multiple_of(l) {
+                l
+            } else {
+                1
+            }
+        };
+        let mem = topo
+            .nodes
+            .iter()
+            .map(|n| n.memory_bytes)
+            .max()
+            .unwrap_or(1 << 30)
+            .max(1 << 30);
+        let idx: Vec<usize> = cpu_nodes
+            .iter()
+            .filter_map(|n| topo.node_index(n.id))
+            .collect();
+        let distances = idx
+            .iter()
+            .map(|&i| idx.iter().map(|&j| topo.distances[i][j] as i64).collect())
+            .collect();
+        RegularTopology {
+            nodes,
+            cores_per_node,
+            threads,
+            llcs_per_node,
+            memory_per_node_gib: mem as f64 / (1u64 << 30) as f64,
+            distances,
+        }
+    }
+
+    /// The `[topology]` table of a machine file.
+    pub fn toml(&self) -> String {
+        format!(
+            "[topology]\nnodes = {}\ncores_per_node = {}\nthreads_per_core = {}\n\
+             llcs_per_node = {}\nmemory_per_node_gib = {}\ndistances = {:?}\n",
+            self.nodes,
+            self.cores_per_node,
+            self.threads,
+            self.llcs_per_node,
+            self.memory_per_node_gib,
+            self.distances
+        )
     }
 }
 

@@ -1,0 +1,689 @@
+//! # numalab-calibrate: the machine in front of you, as a machine file
+//!
+//! The simulator is only as good as its machine file, and a preset
+//! written from data sheets says nothing about the machine a user is on.
+//! `numalab calibrate` measures that machine and writes the file the
+//! simulator reads, so `numalab sim --machine me.toml` models *this*
+//! machine and `numalab validate` can say how far the model is from its
+//! kernel.
+//!
+//! What is measured, and how (each as the median of several time-boxed
+//! runs, with their spread written beside it):
+//!
+//! - **topology** from sysfs through the one `Topology` type, as the
+//!   regular machine the simulator models (`RegularTopology`);
+//! - **memory** ([`memory`]): the idle load latency from a CPU of each
+//!   node to memory of each node (a chase of dependent loads through a
+//!   random cycle of cache lines over a buffer well beyond the LLC, CPU
+//!   pinned, memory bound), the LLC hit latency the same way over half
+//!   the LLC, the bandwidth of one thread and of all a node's CPUs
+//!   reading and zeroing their own node's memory, and the time a cache
+//!   line takes between two LLCs. The model's misses in flight per core
+//!   follow from one thread's bandwidth and the latency (Little's law);
+//! - **CPU**: the frequency cpufreq reports (or /proc/cpuinfo), and the
+//!   throughput of two SMT siblings against one;
+//! - **costs** ([`costs`]): what the simulator's workload models charge
+//!   per operation, each measured with the code the host backend runs for
+//!   that benchmark: the spin loop, numa_test's update, zeroing in cache,
+//!   a hackbench message, fork and exec of numalab's own child, a thread.
+//!
+//! A busy machine spoils every figure, so the CPU time the rest of the
+//! machine used over half a second is read first ([`busy`]) and calibrate
+//! refuses when it is more than a quarter of a CPU (`--force` measures
+//! anyway and says so in the file). The file is checked by parsing it
+//! back with the simulator's own reader before it is written.
+//!
+//! Not measured (the file says so): link saturation between nodes (the
+//! simulator's `[[bus]]`), per-pair bandwidth, idle states, memory-only
+//! nodes (the regular machine has none).
+
+pub mod busy;
+pub mod costs;
+pub mod figure;
+pub mod memory;
+pub mod validate;
+
+use figure::{round3, Figure};
+use memory::{Chase, Sweep};
+use numalab_sim::machine::{MachineFile, RegularTopology};
+use numalab_topology::{MachineInfo, Roots, Topology};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Why calibration did not produce a file.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// The machine is too busy to measure (`--force` overrides).
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn failed(what: &str) -> impl Fn(std::io::Error) -> CalibrateError + '_ {
+    move |e| CalibrateError::Failed(format!("{what}: {e}"))
+}
+
+/// Told of each phase as it starts: (phase, its number, how many, seconds
+/// left by estimate).
+pub type Progress = Box<dyn FnMut(&str, usize, usize, f64)>;
+
+/// What to measure with.
+pub struct Options {
+    /// numalab's own binary (the hackbench and forkexec children).
+    pub exe: PathBuf,
+    pub roots: Roots,
+    /// Measure even on a busy machine.
+    pub force: bool,
+    /// Repetitions of each figure.
+    pub runs: usize,
+    /// Time box of one repetition of a latency or cost.
+    pub budget: Duration,
+    /// Called with each phase as it starts: (phase, index, count, seconds
+    /// left by estimate).
+    pub progress: Progress,
+}
+
+impl Options {
+    pub fn new(exe: PathBuf) -> Options {
+        Options {
+            exe,
+            roots: Roots::host(),
+            force: false,
+            runs: 5,
+            budget: Duration::from_millis(150),
+            progress: Box::new(|_, _, _, _| {}),
+        }
+    }
+}
+
+/// The result: the machine file's text and the figures behind it.
+pub struct Calibrated {
+    pub toml: String,
+    pub seconds: f64,
+    /// (machine-file key, unit, figure), in file order.
+    pub figures: Vec<(String, String, Figure)>,
+}
+
+/// Busy CPUs above which calibrate refuses: a quarter of a CPU.
+pub const BUSY_LIMIT_CPUS: f64 = 0.25;
+
+struct Phases<'a> {
+    progress: &'a mut Progress,
+    planned: Vec<f64>,
+    done: usize,
+    start: Instant,
+}
+
+impl Phases<'_> {
+    fn next(&mut self, what: &str) {
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let planned_done: f64 = self.planned[..self.done].iter().sum();
+        let left: f64 = self.planned[self.done..].iter().sum();
+        // Scale the plan by how the phases so far kept to it.
+        let scale = if planned_done > 0.5 {
+            (elapsed / planned_done).clamp(0.5, 20.0)
+        } else {
+            1.0
+        };
+        (self.progress)(what, self.done + 1, self.planned.len(), left * scale);
+        self.done += 1;
+    }
+}
+
+/// Measure this machine.
+pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
+    let start = Instant::now();
+    let info = MachineInfo::probe(&o.roots).map_err(|e| CalibrateError::Failed(e.to_string()))?;
+    let topo = info.topology.clone();
+    let ncpus = topo.cpus.len();
+    let busy = busy::busy_cpus(&o.roots.proc, Duration::from_millis(500), ncpus)
+        .map_err(failed("/proc/stat"))?;
+    if busy > BUSY_LIMIT_CPUS && !o.force {
+        return Err(CalibrateError::Busy(format!(
+            "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the figures (limit {BUSY_LIMIT_CPUS}); stop what runs, or measure anyway with --force"
+        )));
+    }
+    let cpu_nodes: Vec<u32> = topo.cpu_nodes().map(|n| n.id).collect();
+    let llc = topo.max_llc_bytes().max(1 << 20);
+    let b = o.budget;
+    let runs = o.runs.max(1);
+    let rb = b.as_secs_f64() * runs as f64;
+    let n = cpu_nodes.len();
+    // The phases, with their planned seconds, for progress and its ETA.
+    let mut plan: Vec<(String, f64)> = Vec::new();
+    for &j in &cpu_nodes {
+        plan.push((format!("latency to node {j}'s memory"), 1.0 + n as f64 * rb));
+    }
+    plan.push(("LLC hit latency".into(), rb + 0.2));
+    for &j in &cpu_nodes {
+        plan.push((
+            format!("bandwidth on node {j}"),
+            4.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
+        ));
+    }
+    plan.push(("cache line transfer and SMT".into(), 2.0 * rb));
+    plan.push(("costs of spin, update, memset".into(), 3.0 * rb));
+    plan.push((
+        "cost of a hackbench message".into(),
+        3.0 * 2.0 * 6.0 * b.as_secs_f64(),
+    ));
+    plan.push(("costs of fork, exec, thread".into(), 3.0 * rb));
+    let mut phases = Phases {
+        progress: &mut o.progress,
+        planned: plan.iter().map(|p| p.1).collect(),
+        done: 0,
+        start,
+    };
+    let mut figs: Vec<(String, String, Figure)> = Vec::new();
+    let mut put = |key: &str, unit: &str, f: Figure| figs.push((key.into(), unit.into(), f));
+
+    // Memory latency, per node pair.
+    let chase_bytes = |node: u32| -> u64 {
+        let want = (4 * llc).clamp(64 << 20, 1 << 30);
+        let free = numalab_topology::probe::node_free_bytes(&o.roots.sys, node).unwrap_or(want * 4);
+        want.min(free / 4).max(8 << 20)
+    };
+    let pick_cpu = |node: u32| -> u32 {
+        // The node's last CPU: CPU 0 takes more of the interrupts.
+        topo.nodes
+            .iter()
+            .find(|x| x.id == node)
+            .and_then(|x| x.cpus.last().copied())
+            .unwrap_or(0)
+    };
+    let mut lat = vec![vec![Figure::of(&[], ""); n]; n];
+    for (jx, &j) in cpu_nodes.iter().enumerate() {
+        phases.next(&plan[phases.done].0.clone());
+        let bytes = chase_bytes(j);
+        let chase = Chase::on(j, bytes).map_err(failed(&format!("a buffer on node {j}")))?;
+        for (ix, &i) in cpu_nodes.iter().enumerate() {
+            let cpu = pick_cpu(i);
+            let old = memory::pin(&[cpu]).map_err(failed(&format!("pinning to CPU {cpu}")))?;
+            let f = memory::repeat(
+                runs,
+                format!(
+                    "dependent loads through a random cycle of 64-byte lines over {} MiB on node {j}, from CPU {cpu} (node {i})",
+                    chase.bytes >> 20
+                ),
+                || Ok(chase.ns_per_load(b)),
+            );
+            let _ = numalab_linux::numa::set_affinity(0, &old);
+            lat[ix][jx] = f.map_err(failed("latency"))?;
+        }
+    }
+    // The local latency: the diagonal's mean, with the largest spread
+    // of its figures.
+    let local = Figure {
+        value: (0..n).map(|i| lat[i][i].value).sum::<f64>() / n as f64,
+        spread: (0..n).map(|i| lat[i][i].spread).fold(0.0, f64::max),
+        runs,
+        how: "the mean of the latency matrix's diagonal (a CPU to its own node's memory)".into(),
+    };
+
+    // LLC hit latency.
+    phases.next(&plan[phases.done].0.clone());
+    let node0 = cpu_nodes[0];
+    let hit_bytes = (llc / 2).clamp(256 << 10, 32 << 20);
+    let hit = {
+        let chase = Chase::on(node0, hit_bytes).map_err(failed("an LLC-sized buffer"))?;
+        let cpu = pick_cpu(node0);
+        let old = memory::pin(&[cpu]).map_err(failed("pinning"))?;
+        let f = memory::repeat(
+            runs,
+            format!(
+                "dependent loads over {} KiB (half the {} KiB LLC, at most 32 MiB) from CPU {cpu}",
+                hit_bytes >> 10,
+                llc >> 10
+            ),
+            || Ok(chase.ns_per_load(b)),
+        );
+        let _ = numalab_linux::numa::set_affinity(0, &old);
+        f.map_err(failed("LLC latency"))?
+    };
+
+    // Bandwidth, per node: one thread and all the node's CPUs.
+    let mut node_bw: Vec<(u32, Figure, Figure, Figure, Figure)> = Vec::new();
+    for &j in &cpu_nodes {
+        phases.next(&plan[phases.done].0.clone());
+        let cpus: Vec<u32> = topo
+            .nodes
+            .iter()
+            .find(|x| x.id == j)
+            .map(|x| x.cpus.clone())
+            .unwrap_or_default();
+        let free = numalab_topology::probe::node_free_bytes(&o.roots.sys, j).unwrap_or(1 << 32);
+        let one_bytes = (2 * llc).clamp(64 << 20, 512 << 20).min(free / 4);
+        let all_bytes = ((2 * llc) / cpus.len().max(1) as u64)
+            .max(32 << 20)
+            .min(free / 4 / cpus.len().max(1) as u64);
+        let bb = b * 2;
+        let measure = |cpus: &[u32], bytes: u64, how: Sweep| {
+            memory::repeat(
+                3,
+                format!(
+                    "{} thread{} {} {} MiB each of node {j}'s memory, from CPU{} {}",
+                    cpus.len(),
+                    if cpus.len() == 1 { "" } else { "s" },
+                    if how == Sweep::Read {
+                        "reading"
+                    } else {
+                        "zeroing"
+                    },
+                    bytes >> 20,
+                    if cpus.len() == 1 { "" } else { "s" },
+                    numalab_topology::cpulist::format(cpus)
+                ),
+                || memory::bandwidth(cpus, j, bytes, how, bb).map(|v| v / 1e9),
+            )
+            .map_err(failed(&format!("bandwidth on node {j}")))
+        };
+        let one = [pick_cpu(j)];
+        node_bw.push((
+            j,
+            measure(&one, one_bytes, Sweep::Read)?,
+            measure(&one, one_bytes, Sweep::Memset)?,
+            measure(&cpus, all_bytes, Sweep::Read)?,
+            measure(&cpus, all_bytes, Sweep::Memset)?,
+        ));
+    }
+
+    // A cache line between two LLCs (same node when there are two there),
+    // and SMT.
+    phases.next(&plan[phases.done].0.clone());
+    let llc_pair = llc_pair(&topo);
+    let transfer = match llc_pair {
+        Some((a, c)) => Some(
+            memory::repeat(
+                runs,
+                format!("half a round trip of one atomic word between CPU {a} and CPU {c}, under different LLCs"),
+                || memory::line_transfer_ns(a, c, b),
+            )
+            .map_err(failed("cache line transfer"))?,
+        ),
+        None => None,
+    };
+    let smt_pair = topo
+        .cpus
+        .iter()
+        .map(|c| topo.siblings(c.id))
+        .find(|s| s.len() >= 2)
+        .map(|s| (s[0], s[1]));
+    let smt = match smt_pair {
+        Some((a, c)) => Some(
+            memory::repeat(
+                runs,
+                format!("spin loop rate on CPU {a} with its sibling CPU {c} spinning, over its rate alone"),
+                || costs::smt_throughput(a, c, b),
+            )
+            .map_err(failed("SMT throughput"))?,
+        ),
+        None => None,
+    };
+
+    // Costs.
+    phases.next(&plan[phases.done].0.clone());
+    let spin = costs::repeat(
+        runs,
+        "numalab's spin loop (xorshift chain), one thread",
+        || costs::spin_ns(b),
+    );
+    let upd = costs::repeat(
+        runs,
+        "numa_test's update a[ix[i]] += b[i] over 4096 elements (in cache)",
+        || costs::randupdt_ns(b),
+    );
+    let memset = costs::repeat(
+        runs,
+        "one thread zeroing a buffer that fits its caches",
+        || costs::memset_gbs(llc, b),
+    );
+    phases.next(&plan[phases.done].0.clone());
+    let cpu_any = pick_cpu(node0);
+    let msg = memory::repeat(
+        3,
+        format!("numalab __hackbench 1 LOOPS 20 100 with every process on CPU {cpu_any}: seconds / (2 x 20 x 20 x LOOPS)"),
+        || costs::msg_us(&o.exe, cpu_any, b * 6),
+    )
+    .map_err(failed("hackbench"))?;
+    phases.next(&plan[phases.done].0.clone());
+    let fork = memory::repeat(
+        runs,
+        "fork of this process, child _exit(0), waitpid".into(),
+        || costs::fork_us(b),
+    )
+    .map_err(failed("fork"))?;
+    let mut launches = Vec::new();
+    let mut wholes = Vec::new();
+    for _ in 0..3 {
+        let (l, w) = costs::process_us(&o.exe, b).map_err(failed("starting numalab"))?;
+        launches.push(l);
+        wholes.push(w);
+    }
+    let launch = Figure::of(
+        &launches,
+        "spawn of numalab __task burst 0 until spawn returns (fork + execve)",
+    );
+    let exec = Figure::of(
+        &wholes
+            .iter()
+            .map(|w| (w - fork.value).max(1.0))
+            .collect::<Vec<_>>(),
+        "fork to reaping of numalab __task burst 0 (forkexec's child), less a fork and exit",
+    );
+    let thread = costs::repeat(
+        runs,
+        "std::thread::spawn and join of an empty thread",
+        || costs::thread_us(b),
+    );
+
+    // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
+    let (base, max, min, freq_how) = frequency(&o.roots);
+
+    // Everything into the machine file.
+    let regular = RegularTopology::of(&topo);
+    let one_read = node_bw
+        .iter()
+        .map(|x| x.1.value)
+        .fold(f64::INFINITY, f64::min);
+    let mlp = (one_read * local.value / 64.0).clamp(1.0, 1024.0);
+    let node_read = node_bw.iter().map(|x| x.3.value).fold(0.0, f64::max);
+
+    for (ix, &i) in cpu_nodes.iter().enumerate() {
+        for (jx, &j) in cpu_nodes.iter().enumerate() {
+            put(
+                &format!("memory.latency_ns[{i}][{j}]"),
+                "ns",
+                lat[ix][jx].clone(),
+            );
+        }
+    }
+    put("memory.local_latency_ns", "ns", local.clone());
+    for (j, r1, w1, ra, wa) in &node_bw {
+        put(&format!("node {j}: 1 thread read"), "GB/s", r1.clone());
+        put(&format!("node {j}: 1 thread memset"), "GB/s", w1.clone());
+        put(&format!("node {j}: all CPUs read"), "GB/s", ra.clone());
+        put(&format!("node {j}: all CPUs memset"), "GB/s", wa.clone());
+    }
+    put("cache.llc_hit_ns", "ns", hit.clone());
+    if let Some(t) = &transfer {
+        put("cache.cross_llc_ns", "ns", t.clone());
+    }
+    if let Some(s) = &smt {
+        put("cpu.smt_throughput", "", s.clone());
+    }
+    put("costs.spin_ns", "ns", spin.clone());
+    put("costs.randupdt_ns", "ns", upd.clone());
+    put("costs.memset_gbs", "GB/s", memset.clone());
+    put("costs.msg_us", "us", msg.clone());
+    put("costs.fork_us", "us", fork.clone());
+    put("costs.exec_us", "us", exec.clone());
+    put("costs.process_launch_us", "us", launch.clone());
+    put("costs.thread_launch_us", "us", thread.clone());
+
+    let seconds = start.elapsed().as_secs_f64();
+    let host = &info.hostname;
+    let mut t = String::new();
+    let c = |t: &mut String, line: &str| {
+        let _ = writeln!(t, "# {line}");
+    };
+    c(
+        &mut t,
+        &format!(
+            "Measured by numalab calibrate {} on {host}, kernel {}, {}, in {seconds:.0} s.",
+            env!("CARGO_PKG_VERSION"),
+            info.kernel,
+            chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
+        ),
+    );
+    c(
+        &mut t,
+        &format!(
+            "{}; {}.",
+            topo.summary(),
+            info.cpu_model.as_deref().unwrap_or("CPU model unknown")
+        ),
+    );
+    if info.hypervisor {
+        c(
+            &mut t,
+            "A virtual machine: its figures are those of its virtual CPUs and memory.",
+        );
+    }
+    c(
+        &mut t,
+        &format!(
+            "Other work while measuring: {busy:.2} CPUs busy{}.",
+            if busy > BUSY_LIMIT_CPUS {
+                " (over the limit; measured with --force: figures may be spoiled)"
+            } else {
+                ""
+            }
+        ),
+    );
+    c(
+        &mut t,
+        "Each figure: the median of repeated runs; its spread is (max - min) / median.",
+    );
+    let _ = writeln!(t, "name = {:?}", format!("calibrated-{host}"));
+    let _ = writeln!(
+        t,
+        "description = {:?}",
+        format!(
+            "{host} as measured by numalab calibrate ({})",
+            topo.summary()
+        )
+    );
+    let _ = writeln!(t);
+    t.push_str(&regular.toml());
+    if topo.nodes.len() != regular.nodes {
+        c(
+            &mut t,
+            &format!(
+                "{} memory-only node(s) left out: the simulator's machines are regular.",
+                topo.nodes.len() - regular.nodes
+            ),
+        );
+    }
+    let _ = writeln!(t, "\n[memory]");
+    c(&mut t, &format!("{}: {}", local.how, local.describe("ns")));
+    let _ = writeln!(t, "local_latency_ns = {}", round3(local.value));
+    for (ix, row) in lat.iter().enumerate() {
+        c(
+            &mut t,
+            &format!(
+                "from node {}: {}",
+                cpu_nodes[ix],
+                row.iter()
+                    .map(|f| f.describe("ns"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        );
+    }
+    let _ = writeln!(
+        t,
+        "latency_ns = [{}]",
+        lat.iter()
+            .map(|r| format!(
+                "[{}]",
+                r.iter()
+                    .map(|f| format!("{:?}", round3(f.value)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (j, r1, w1, ra, wa) in &node_bw {
+        c(
+            &mut t,
+            &format!(
+                "node {j}: one thread read {}, memset {}",
+                r1.describe("GB/s"),
+                w1.describe("GB/s")
+            ),
+        );
+        c(
+            &mut t,
+            &format!(
+                "node {j}: all its CPUs read {}, memset {}",
+                ra.describe("GB/s"),
+                wa.describe("GB/s")
+            ),
+        );
+    }
+    c(&mut t, "bandwidth_gbs: the most all of a node's CPUs read from it (its controller's sustainable rate)");
+    let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
+    c(&mut t, &format!("mlp: misses in flight per core by Little's law, one thread's read bandwidth ({:.3} GB/s) x local latency / 64 bytes", one_read));
+    let _ = writeln!(t, "mlp = {:?}", round3(mlp));
+    let _ = writeln!(t, "\n[cache]");
+    let _ = writeln!(
+        t,
+        "llc_mib = {:?}",
+        round3(llc as f64 / (1u64 << 20) as f64)
+    );
+    c(&mut t, &hit.describe("ns"));
+    let _ = writeln!(t, "llc_hit_ns = {:?}", round3(hit.value));
+    match &transfer {
+        Some(f) => {
+            c(&mut t, &f.describe("ns"));
+            let _ = writeln!(t, "cross_llc_ns = {:?}", round3(f.value));
+        }
+        None => {
+            c(
+                &mut t,
+                "not measured: one LLC on this machine; the local latency stands in",
+            );
+            let _ = writeln!(t, "cross_llc_ns = {:?}", round3(local.value));
+        }
+    }
+    let _ = writeln!(t, "\n[cpu]");
+    c(&mut t, &freq_how);
+    let _ = writeln!(
+        t,
+        "base_ghz = {:?}\nmax_ghz = {:?}\nmin_ghz = {:?}",
+        round3(base),
+        round3(max),
+        round3(min)
+    );
+    let governor = match info.governor.as_deref() {
+        Some("performance") | None => "performance",
+        Some(_) => "schedutil",
+    };
+    c(
+        &mut t,
+        &format!(
+            "cpufreq governor: {}",
+            info.governor.as_deref().unwrap_or("none (fixed frequency)")
+        ),
+    );
+    let _ = writeln!(t, "governor = {governor:?}");
+    match &smt {
+        Some(f) => {
+            c(&mut t, &f.describe(""));
+            let _ = writeln!(t, "smt_throughput = {:?}", round3(f.value));
+        }
+        None => c(&mut t, "smt_throughput: no SMT on this machine"),
+    }
+    let _ = writeln!(t, "\n[costs]");
+    for (key, unit, f) in [
+        ("spin_ns", "ns", &spin),
+        ("randupdt_ns", "ns", &upd),
+        ("memset_gbs", "GB/s", &memset),
+        ("msg_us", "us", &msg),
+        ("fork_us", "us", &fork),
+        ("exec_us", "us", &exec),
+        ("process_launch_us", "us", &launch),
+        ("thread_launch_us", "us", &thread),
+    ] {
+        c(&mut t, &format!("{}: {}", f.how, f.describe(unit)));
+        let _ = writeln!(t, "{key} = {:?}", round3(f.value));
+    }
+    let _ = writeln!(t, "\n[sources]");
+    for (key, _, f) in &figs {
+        if !f.how.is_empty() && !key.contains(' ') && !key.contains('[') {
+            let _ = writeln!(
+                t,
+                "{key:?} = {:?}",
+                format!("numalab calibrate on {host}: {}", f.how)
+            );
+        }
+    }
+    let _ = writeln!(
+        t,
+        "\"topology\" = {:?}",
+        format!(
+            "numalab calibrate on {host}: /sys/devices/system ({})",
+            topo.summary()
+        )
+    );
+    let _ = writeln!(
+        t,
+        "\"not measured\" = \"links between nodes ([[bus]]), per-pair bandwidth, idle states\""
+    );
+
+    // The simulator must read what was written.
+    MachineFile::parse("calibrated", &t)
+        .and_then(|f| f.build("calibrated"))
+        .map_err(|e| {
+            CalibrateError::Failed(format!(
+                "internal: the simulator cannot read the machine file made of these figures: {e}"
+            ))
+        })?;
+    Ok(Calibrated {
+        toml: t,
+        seconds,
+        figures: figs,
+    })
+}
+
+/// Two CPUs under different LLCs, of one node when a node has two.
+fn llc_pair(topo: &Topology) -> Option<(u32, u32)> {
+    let first = |l: &numalab_topology::Llc| l.cpus.last().copied();
+    for node in topo.cpu_nodes() {
+        let ls = topo.llcs_of_node(node.id);
+        if ls.len() >= 2 {
+            return Some((first(ls[0])?, first(ls[1])?));
+        }
+    }
+    if topo.llcs.len() >= 2 {
+        return Some((first(&topo.llcs[0])?, first(&topo.llcs[1])?));
+    }
+    None
+}
+
+/// Base, maximum and minimum GHz, and where they came from.
+fn frequency(roots: &Roots) -> (f64, f64, f64, String) {
+    let khz = |f: &str| -> Option<f64> {
+        let p = roots.sys.join("devices/system/cpu/cpu0/cpufreq").join(f);
+        std::fs::read_to_string(p)
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|k| k / 1e6)
+    };
+    if let (Some(max), Some(min)) = (khz("cpuinfo_max_freq"), khz("cpuinfo_min_freq")) {
+        let base = khz("base_frequency").unwrap_or(max);
+        return (
+            base,
+            max,
+            min,
+            "cpufreq of CPU 0 (cpuinfo_max_freq, cpuinfo_min_freq, base_frequency)".into(),
+        );
+    }
+    let mhz = std::fs::read_to_string(roots.proc.join("cpuinfo"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("cpu MHz"))
+                .and_then(|l| l.split(':').nth(1))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        });
+    match mhz {
+        Some(m) => (m / 1e3, m / 1e3, m / 1e3, "no cpufreq: /proc/cpuinfo's 'cpu MHz' of CPU 0 as a fixed frequency".into()),
+        None => (2.5, 2.5, 2.5, "no cpufreq and no 'cpu MHz': 2.5 GHz assumed (the costs are in time, so it only scales cycles)".into()),
+    }
+}

@@ -1,0 +1,287 @@
+//! Memory figures, as Intel's Memory Latency Checker and lmbench measure
+//! them: the idle load latency from a CPU of one node to memory of
+//! another (a chase of dependent loads through a random cycle of cache
+//! lines, so neither the prefetchers nor the out-of-order core can overlap
+//! two misses), and the bandwidth of one thread and of all of a node's
+//! CPUs reading and zeroing a buffer on their own node.
+//!
+//! Memory goes where it is asked by the touching thread's policy
+//! (`set_mempolicy(MPOL_BIND)` before the first touch, reset after), CPUs
+//! by affinity; both are restored before returning. Everything here is
+//! safe Rust over `Vec`s: a chase's bounds check is one predictable
+//! branch beside a 100-ns miss.
+
+use crate::figure::Figure;
+use numalab_linux::numa;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+const MPOL_DEFAULT: i32 = 0;
+const MPOL_BIND: i32 = 2;
+/// u64 words per 64-byte cache line.
+const LINE_WORDS: usize = 8;
+
+/// Pin the calling thread to `cpus`; returns the affinity to restore.
+pub(crate) fn pin(cpus: &[u32]) -> std::io::Result<Vec<u32>> {
+    let old = numa::get_affinity(0)?;
+    numa::set_affinity(0, cpus)?;
+    Ok(old)
+}
+
+/// A buffer whose pages are all on `node`: allocated and first touched by
+/// this thread under `MPOL_BIND`.
+fn on_node(node: u32, words: usize, fill: impl Fn(usize) -> u64) -> std::io::Result<Vec<u64>> {
+    numa::set_mempolicy(MPOL_BIND, &[node])?;
+    let v: Vec<u64> = (0..words).map(fill).collect();
+    numa::set_mempolicy(MPOL_DEFAULT, &[])?;
+    Ok(v)
+}
+
+/// A single random cycle through `lines` cache lines (Sattolo's
+/// algorithm: every line is visited before the chase repeats), as the
+/// index of each line's successor; deterministic for a given size.
+fn cycle(lines: usize) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..lines as u32).collect();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ lines as u64;
+    for i in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = (x % i as u64) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+/// A pointer-chase buffer of `bytes` on `node`: word `LINE_WORDS * i`
+/// holds the word index of line i's successor.
+pub struct Chase {
+    words: Vec<u64>,
+    pub bytes: u64,
+}
+
+impl Chase {
+    pub fn on(node: u32, bytes: u64) -> std::io::Result<Chase> {
+        let lines = ((bytes / 64) as usize).max(2);
+        let next = cycle(lines);
+        let words = on_node(node, lines * LINE_WORDS, |w| {
+            if w % LINE_WORDS == 0 {
+                next[w / LINE_WORDS] as u64 * LINE_WORDS as u64
+            } else {
+                0
+            }
+        })?;
+        Ok(Chase {
+            words,
+            bytes: (lines * 64) as u64,
+        })
+    }
+
+    /// Nanoseconds per dependent load, chasing for about `budget` from
+    /// the calling thread's CPU.
+    pub fn ns_per_load(&self, budget: Duration) -> f64 {
+        let w = &self.words;
+        let mut i = 0usize;
+        // Warm the TLB and caches for the chase's own footprint.
+        for _ in 0..(w.len() / LINE_WORDS).min(1 << 20) {
+            i = w[i] as usize;
+        }
+        crate::figure::ns_per_op(budget, || {
+            const STEPS: u64 = 1 << 16;
+            for _ in 0..STEPS {
+                i = w[i] as usize;
+            }
+            i = std::hint::black_box(i);
+            STEPS
+        })
+    }
+}
+
+/// How a buffer is swept for bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sweep {
+    /// Sum every word (loads only).
+    Read,
+    /// Zero-fill (memset: stores only).
+    Memset,
+}
+
+impl Sweep {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sweep::Read => "read",
+            Sweep::Memset => "memset",
+        }
+    }
+}
+
+/// Sweep `v` once; returns bytes touched.
+fn sweep(v: &mut [u64], how: Sweep, k: u64) -> u64 {
+    match how {
+        Sweep::Read => {
+            // Four independent sums, so the loads are not serialised by
+            // the additions.
+            let mut s = [0u64; 4];
+            for c in v.chunks_exact(4) {
+                s[0] = s[0].wrapping_add(c[0]);
+                s[1] = s[1].wrapping_add(c[1]);
+                s[2] = s[2].wrapping_add(c[2]);
+                s[3] = s[3].wrapping_add(c[3]);
+            }
+            std::hint::black_box(s);
+        }
+        Sweep::Memset => {
+            v.fill(k);
+            std::hint::black_box(&mut *v);
+        }
+    }
+    (v.len() * 8) as u64
+}
+
+/// Bytes per second of `cpus.len()` threads, one pinned to each CPU,
+/// each sweeping its own `bytes_each` on `node` for about `budget`.
+pub fn bandwidth(
+    cpus: &[u32],
+    node: u32,
+    bytes_each: u64,
+    how: Sweep,
+    budget: Duration,
+) -> std::io::Result<f64> {
+    let barrier = Arc::new(Barrier::new(cpus.len()));
+    let handles: Vec<_> = cpus
+        .iter()
+        .map(|&cpu| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || -> std::io::Result<f64> {
+                numa::set_affinity(0, &[cpu])?;
+                let mut v = on_node(node, (bytes_each / 8) as usize, |w| w as u64)?;
+                barrier.wait();
+                let t0 = Instant::now();
+                let mut bytes = 0u64;
+                let mut k = 0;
+                while t0.elapsed() < budget {
+                    k += 1;
+                    bytes += sweep(&mut v, how, k);
+                }
+                Ok(bytes as f64 / t0.elapsed().as_secs_f64())
+            })
+        })
+        .collect();
+    let mut total = 0.0;
+    for h in handles {
+        total += h
+            .join()
+            .map_err(|_| std::io::Error::other("a bandwidth thread panicked"))??;
+    }
+    Ok(total)
+}
+
+/// Nanoseconds for a cache line to go from one CPU to another: two
+/// threads pinned to `a` and `b` pass a counter back and forth through
+/// one atomic word for about `budget`; half a round trip is one transfer.
+pub fn line_transfer_ns(a: u32, b: u32, budget: Duration) -> std::io::Result<f64> {
+    let word = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicU64::new(0));
+    let (w2, s2) = (word.clone(), stop.clone());
+    let other = std::thread::spawn(move || -> std::io::Result<()> {
+        numa::set_affinity(0, &[b])?;
+        // Answer every odd value with the next even one.
+        while s2.load(Ordering::Relaxed) == 0 {
+            let v = w2.load(Ordering::Acquire);
+            if v % 2 == 1 {
+                w2.store(v + 1, Ordering::Release);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    });
+    let old = pin(&[a])?;
+    let t0 = Instant::now();
+    let mut trips = 0u64;
+    let mut v = 0u64;
+    // A round trip that takes a second means the other thread is not
+    // running (a starved vCPU): give up rather than hang.
+    let give_up = budget * 10;
+    while t0.elapsed() < budget {
+        word.store(v + 1, Ordering::Release);
+        let t = Instant::now();
+        while word.load(Ordering::Acquire) != v + 2 {
+            std::hint::spin_loop();
+            if t.elapsed() > give_up {
+                stop.store(1, Ordering::Relaxed);
+                let _ = other.join();
+                let _ = numa::set_affinity(0, &old);
+                return Err(std::io::Error::other(format!(
+                    "CPU {b} did not answer CPU {a} for {} s",
+                    give_up.as_secs()
+                )));
+            }
+        }
+        v += 2;
+        trips += 1;
+    }
+    let ns = t0.elapsed().as_nanos() as f64 / trips.max(1) as f64 / 2.0;
+    stop.store(1, Ordering::Relaxed);
+    other
+        .join()
+        .map_err(|_| std::io::Error::other("the ping-pong thread panicked"))??;
+    numa::set_affinity(0, &old)?;
+    Ok(ns)
+}
+
+/// Repeat `f` `runs` times into a [`Figure`].
+pub fn repeat(
+    runs: usize,
+    how: String,
+    mut f: impl FnMut() -> std::io::Result<f64>,
+) -> std::io::Result<Figure> {
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        v.push(f()?);
+    }
+    Ok(Figure::of(&v, how))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cycle_visits_every_line_once() {
+        for n in [2usize, 3, 64, 1000] {
+            let p = cycle(n);
+            let mut seen = vec![false; n];
+            let mut i = 0;
+            for _ in 0..n {
+                assert!(!seen[i], "line {i} visited twice of {n}");
+                seen[i] = true;
+                i = p[i] as usize;
+            }
+            assert_eq!(i, 0, "back at the start after {n} steps");
+            assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn a_chase_beyond_the_caches_is_slower_than_one_inside_them() {
+        let node = 0;
+        let small = Chase::on(node, 16 << 10).unwrap();
+        let big = Chase::on(node, 256 << 20).unwrap();
+        let s = small.ns_per_load(Duration::from_millis(50));
+        let b = big.ns_per_load(Duration::from_millis(100));
+        assert!(
+            s > 0.1 && b > 2.0 * s,
+            "16 KiB {s:.2} ns, 256 MiB {b:.2} ns"
+        );
+    }
+
+    #[test]
+    fn bandwidth_is_measured_for_each_sweep() {
+        for how in [Sweep::Read, Sweep::Memset] {
+            let bw = bandwidth(&[0], 0, 8 << 20, how, Duration::from_millis(30)).unwrap();
+            assert!(bw > 1e8, "{} {bw}", how.name());
+        }
+    }
+}

@@ -1,0 +1,612 @@
+//! `numalab validate`: the same pinned work on the real kernel and on the
+//! simulator with this machine's calibrated file, and how far apart they
+//! land, benchmark by benchmark and metric by metric.
+//!
+//! The work is fixed here ([`set`]), sized from the machine file so a run
+//! takes about a second on the machine it describes, and written out with
+//! every size explicit: the real and the simulated run of a case have the
+//! same case key, so they are the same work by construction (a default
+//! that each backend would size for itself could differ). It runs as a
+//! campaign ([`plan`]): resumable, interleaved, each configuration's
+//! runs recorded like any others; the error table ([`errors`]) is then
+//! read from the records only.
+
+use numalab_record::{RunRecord, Status};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// What the set is sized from: the machine file's figures.
+#[derive(Debug, Clone)]
+pub struct Sizing {
+    pub nodes: usize,
+    pub cpus: usize,
+    pub spin_ns: f64,
+    pub msg_us: f64,
+    pub fork_us: f64,
+    pub exec_us: f64,
+    /// All of one node's CPUs zeroing their memory, GB/s.
+    pub bandwidth_gbs: f64,
+    /// Seconds a run should take on the machine described.
+    pub seconds: f64,
+}
+
+impl Sizing {
+    /// From a machine file's text (the keys `numalab calibrate` writes).
+    pub fn from_machine_file(text: &str, seconds: f64) -> Result<Sizing, String> {
+        let v: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
+        let get = |table: &str, key: &str| -> Option<f64> {
+            let x = v.get(table)?.get(key)?;
+            x.as_float().or_else(|| x.as_integer().map(|i| i as f64))
+        };
+        let need = |table: &str, key: &str| {
+            get(table, key).ok_or_else(|| {
+                format!("no {table}.{key}: not a machine file numalab calibrate wrote")
+            })
+        };
+        let nodes = need("topology", "nodes")? as usize;
+        let cpus = nodes
+            * need("topology", "cores_per_node")? as usize
+            * get("topology", "threads_per_core").unwrap_or(1.0) as usize;
+        Ok(Sizing {
+            nodes,
+            cpus,
+            spin_ns: need("costs", "spin_ns")?,
+            msg_us: need("costs", "msg_us")?,
+            fork_us: need("costs", "fork_us")?,
+            exec_us: need("costs", "exec_us")?,
+            bandwidth_gbs: need("memory", "bandwidth_gbs")?,
+            seconds,
+        })
+    }
+}
+
+/// One benchmark of the set, with every size explicit, as a plan's
+/// `[[benchmark]]` keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub benchmark: &'static str,
+    pub keys: Vec<(&'static str, String)>,
+}
+
+/// The validation set for a machine, restricted to `only` when given.
+/// What needs several nodes (placements, NUMA balancing) is left out of a
+/// machine with one.
+pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
+    let cpus = s.cpus.max(1);
+    let t = s.seconds;
+    let q = |x: &str| format!("{x:?}");
+    let spin_iterations = (t * 1e9 / s.spin_ns).max(1e3) as u64;
+    // hackbench: 2 x fds^2 x loops operations on `cpus` CPUs.
+    let fds = 10u64;
+    let loops = ((t * 1e6 * cpus as f64) / (2.0 * (fds * fds) as f64 * s.msg_us)).max(10.0) as u64;
+    let children = (t * 1e6 / (s.fork_us + s.exec_us)).clamp(20.0, 100_000.0) as u64;
+    // numa02: every thread zeroes its slice `loops` times; all of a
+    // node's CPUs together at about its bandwidth.
+    let bytes = 64u64 << 20;
+    let numa02_loops = (t * s.bandwidth_gbs * 1e9 / bytes as f64).clamp(1.0, 1e6) as u64;
+    let placements = if s.nodes >= 2 {
+        "default,bind,inverse-bind"
+    } else {
+        "default"
+    };
+    let mut v = vec![
+        Item {
+            benchmark: "spin",
+            keys: vec![
+                ("tasks", cpus.to_string()),
+                ("placement", q("default")),
+                ("iterations", spin_iterations.to_string()),
+            ],
+        },
+        Item {
+            benchmark: "hackbench",
+            keys: vec![
+                ("groups", "1".into()),
+                ("fds", fds.to_string()),
+                ("loops", loops.to_string()),
+                ("ncpus", cpus.to_string()),
+                ("placement", q("default")),
+            ],
+        },
+        Item {
+            benchmark: "forkexec",
+            keys: vec![
+                ("children", children.to_string()),
+                ("jobs", "1".into()),
+                ("child_iterations", "0".into()),
+                ("parent_iterations", "0".into()),
+            ],
+        },
+        Item {
+            benchmark: "numa02",
+            keys: vec![
+                ("threads", cpus.to_string()),
+                ("bytes", q("64M")),
+                ("loops", numa02_loops.to_string()),
+                ("placement", q(placements)),
+            ],
+        },
+    ];
+    if s.nodes >= 2 {
+        v.push(Item {
+            benchmark: "twohalves",
+            keys: vec![
+                ("threads", (cpus / 2).max(1).to_string()),
+                ("bytes", q("64M")),
+                ("iterations", (numa02_loops / 2).max(1).to_string()),
+                ("placement", q("default")),
+            ],
+        });
+    }
+    if only.is_empty() {
+        return Ok(v);
+    }
+    let names: Vec<&str> = v.iter().map(|i| i.benchmark).collect();
+    for o in only {
+        if !names.contains(&o.as_str()) {
+            return Err(format!(
+                "{o:?} is not in the validation set for this machine ({})",
+                names.join(", ")
+            ));
+        }
+    }
+    v.retain(|i| only.iter().any(|o| o == i.benchmark));
+    Ok(v)
+}
+
+/// The real side of a validation: this machine, or a guest.
+#[derive(Debug, Clone)]
+pub enum Real {
+    Here,
+    /// `guest = {...}` keys of a plan (`numalab vm`'s flags).
+    Guest(Vec<(String, String)>),
+}
+
+/// Label prefixes of the two sides; a configuration's variant follows.
+pub const REAL: &str = "real";
+pub const SIM: &str = "sim";
+
+/// The campaign plan: the set on both sides, with NUMA balancing off and
+/// on when the machine has several nodes.
+pub fn plan(items: &[Item], real: &Real, machine: &str, runs: u32, nodes: usize) -> String {
+    let mut p = String::new();
+    let _ = writeln!(
+        p,
+        "# Written by numalab validate: the same work, real and simulated."
+    );
+    let _ = writeln!(p, "name = \"validate\"\nresults = \".\"\nruns = {runs}\norder = \"interleaved\"\ninterval = \"auto\"");
+    for i in items {
+        let _ = writeln!(p, "\n[[benchmark]]\nname = {:?}", i.benchmark);
+        for (k, v) in &i.keys {
+            let _ = writeln!(p, "{k} = {v}");
+        }
+    }
+    let guest = match real {
+        Real::Here => String::new(),
+        Real::Guest(kv) => format!(
+            "guest = {{ {} }}\n",
+            kv.iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if nodes >= 2 {
+        let _ = writeln!(
+            p,
+            "\n[[config]]\nlabel = \"{REAL} balancing {{nb}}\"\nmatrix = {{ nb = [0, 1] }}\nsysctl = {{ \"kernel.numa_balancing\" = \"{{nb}}\" }}\n{guest}"
+        );
+        let _ = writeln!(
+            p,
+            "[[config]]\nlabel = \"{SIM} balancing 0\"\nsim = {{ machine = {machine:?}, balancer = \"none\" }}\n"
+        );
+        let _ = writeln!(
+            p,
+            "[[config]]\nlabel = \"{SIM} balancing 1\"\nsim = {{ machine = {machine:?}, balancer = \"autonuma\" }}"
+        );
+    } else {
+        let _ = writeln!(p, "\n[[config]]\nlabel = \"{REAL}\"\n{guest}");
+        let _ = writeln!(
+            p,
+            "[[config]]\nlabel = \"{SIM}\"\nsim = {{ machine = {machine:?} }}"
+        );
+    }
+    p
+}
+
+/// The target error for a metric, as a fraction, if it has one.
+pub fn target(metric: &str) -> Option<f64> {
+    match metric {
+        "elapsed_s" | "user_s" => Some(0.15),
+        "numa_pages_migrated" | "convergence_s" => Some(0.25),
+        _ => None,
+    }
+}
+
+/// Metrics compared, in table order.
+pub const METRICS: &[&str] = &[
+    "elapsed_s",
+    "user_s",
+    "sys_s",
+    "hackbench_s",
+    "children_per_s",
+    "bandwidth_gbs",
+    "numa_pages_migrated",
+    "numa_hint_faults",
+    "convergence_s",
+];
+
+/// One metric of one case: real against simulated.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub benchmark: String,
+    /// The case key, as `k=v` pairs.
+    pub case: String,
+    /// The configuration's variant (`balancing 1`), or empty.
+    pub variant: String,
+    pub metric: String,
+    pub real_mean: f64,
+    pub real_sd: Option<f64>,
+    pub real_runs: usize,
+    pub sim_mean: f64,
+    pub sim_runs: usize,
+    /// sim / real - 1.
+    pub error: f64,
+    pub target: Option<f64>,
+    pub within: Option<bool>,
+}
+
+/// An ordering of placements by elapsed time, real against simulated.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ordering {
+    pub benchmark: String,
+    pub variant: String,
+    pub real: Vec<String>,
+    pub sim: Vec<String>,
+    pub agree: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Errors {
+    pub rows: Vec<Row>,
+    pub orderings: Vec<Ordering>,
+}
+
+fn mean_sd(v: &[f64]) -> (f64, Option<f64>) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let sd =
+        (v.len() > 1).then(|| (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
+    (m, sd)
+}
+
+fn case_text(r: &RunRecord) -> String {
+    r.params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Split a label into its side and variant: `real balancing 1` ->
+/// (`real`, `balancing 1`).
+fn side(label: &str) -> Option<(&str, &str)> {
+    for s in [REAL, SIM] {
+        if let Some(rest) = label.strip_prefix(s) {
+            if rest.is_empty() || rest.starts_with(' ') {
+                return Some((s, rest.trim()));
+            }
+        }
+    }
+    None
+}
+
+/// The error table from a validation's records (successful runs only).
+pub fn errors(records: &[RunRecord]) -> Errors {
+    // (benchmark, case, variant) -> side -> metric -> values
+    type Sides = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+    let mut g: BTreeMap<(String, String, String), Sides> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.outcome.status == Status::Ok) {
+        let Some((s, variant)) = side(&r.label) else {
+            continue;
+        };
+        let e = g
+            .entry((r.benchmark.clone(), case_text(r), variant.to_string()))
+            .or_default()
+            .entry(s.to_string())
+            .or_default();
+        for (m, v) in &r.metrics {
+            e.entry(m.clone()).or_default().push(v.value);
+        }
+    }
+    let mut out = Errors::default();
+    for ((benchmark, case, variant), sides) in &g {
+        let (Some(real), Some(sim)) = (sides.get(REAL), sides.get(SIM)) else {
+            continue;
+        };
+        for &m in METRICS {
+            let (Some(rv), Some(sv)) = (real.get(m), sim.get(m)) else {
+                continue;
+            };
+            let (rm, rsd) = mean_sd(rv);
+            let (sm, _) = mean_sd(sv);
+            let error = if rm != 0.0 {
+                sm / rm - 1.0
+            } else if sm == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+            let target = target(m);
+            out.rows.push(Row {
+                benchmark: benchmark.clone(),
+                case: case.clone(),
+                variant: variant.clone(),
+                metric: m.to_string(),
+                real_mean: rm,
+                real_sd: rsd,
+                real_runs: rv.len(),
+                sim_mean: sm,
+                sim_runs: sv.len(),
+                error,
+                target,
+                within: target.map(|t| error.abs() <= t),
+            });
+        }
+    }
+    // Orderings of placements by elapsed time, per benchmark and variant.
+    // (benchmark, variant) -> (placement, real, simulated elapsed)
+    type Placements = Vec<(String, f64, f64)>;
+    let mut by: BTreeMap<(String, String), Placements> = BTreeMap::new();
+    for r in out.rows.iter().filter(|r| r.metric == "elapsed_s") {
+        if let Some(p) = r
+            .case
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix("placement="))
+        {
+            by.entry((r.benchmark.clone(), r.variant.clone()))
+                .or_default()
+                .push((p.to_string(), r.real_mean, r.sim_mean));
+        }
+    }
+    for ((benchmark, variant), v) in by {
+        if v.len() < 2 {
+            continue;
+        }
+        let order = |k: fn(&(String, f64, f64)) -> f64| {
+            let mut w = v.clone();
+            w.sort_by(|a, b| k(a).total_cmp(&k(b)));
+            w.into_iter().map(|x| x.0).collect::<Vec<_>>()
+        };
+        let (real, sim) = (order(|x| x.1), order(|x| x.2));
+        out.orderings.push(Ordering {
+            benchmark,
+            variant,
+            agree: real == sim,
+            real,
+            sim,
+        });
+    }
+    out
+}
+
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e5 {
+        format!("{v:.3e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The table, in 80 columns: a heading per case, a line per metric.
+pub fn render(e: &Errors) -> String {
+    let mut t = String::new();
+    let mut last = (String::new(), String::new(), String::new());
+    let _ = writeln!(
+        t,
+        "{:<22} {:>18} {:>12} {:>9}  target",
+        "metric", "real mean (sd)", "simulated", "error"
+    );
+    for r in &e.rows {
+        let key = (r.benchmark.clone(), r.case.clone(), r.variant.clone());
+        if key != last {
+            let head = if r.variant.is_empty() {
+                format!("{}  {}", r.benchmark, r.case)
+            } else {
+                format!("{}  {}  [{}]", r.benchmark, r.case, r.variant)
+            };
+            for l in numalab_linux::out::wrap(&head, 80) {
+                let _ = writeln!(t, "{l}");
+            }
+            last = key;
+        }
+        let real = match r.real_sd {
+            Some(sd) => format!("{} ({})", num(r.real_mean), num(sd)),
+            None => num(r.real_mean),
+        };
+        let verdict = match (r.target, r.within) {
+            (Some(tg), Some(true)) => format!("ok (±{:.0}%)", tg * 100.0),
+            (Some(tg), _) => format!("OFF (±{:.0}%)", tg * 100.0),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            t,
+            "  {:<20} {:>18} {:>12} {:>+8.1}%  {}",
+            r.metric,
+            real,
+            num(r.sim_mean),
+            100.0 * r.error,
+            verdict
+        );
+    }
+    for o in &e.orderings {
+        let _ = writeln!(
+            t,
+            "ordering {}{}: real {}, simulated {}: {}",
+            o.benchmark,
+            if o.variant.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", o.variant)
+            },
+            o.real.join(" < "),
+            o.sim.join(" < "),
+            if o.agree { "agree" } else { "DISAGREE" }
+        );
+    }
+    let judged: Vec<&Row> = e.rows.iter().filter(|r| r.within.is_some()).collect();
+    let ok = judged.iter().filter(|r| r.within == Some(true)).count();
+    let summary = format!(
+        "within target: {ok} of {} (elapsed and user time ±15%, pages migrated and convergence ±25%); orderings agreeing: {} of {}",
+        judged.len(),
+        e.orderings.iter().filter(|o| o.agree).count(),
+        e.orderings.len()
+    );
+    for l in numalab_linux::out::wrap(&summary, 80) {
+        let _ = writeln!(t, "{l}");
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_record::example_record;
+
+    fn sizing(nodes: usize) -> Sizing {
+        Sizing {
+            nodes,
+            cpus: 2 * nodes,
+            spin_ns: 2.0,
+            msg_us: 1.0,
+            fork_us: 100.0,
+            exec_us: 400.0,
+            bandwidth_gbs: 6.4,
+            seconds: 1.0,
+        }
+    }
+
+    fn keys(items: &[Item], b: &str) -> BTreeMap<&'static str, String> {
+        items
+            .iter()
+            .find(|i| i.benchmark == b)
+            .unwrap_or_else(|| panic!("{b} not in the set"))
+            .keys
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn the_set_is_sized_from_the_machine_file_to_take_its_seconds() {
+        let s = sizing(1);
+        let items = set(&s, &[]).unwrap();
+        let names: Vec<_> = items.iter().map(|i| i.benchmark).collect();
+        assert_eq!(names, ["spin", "hackbench", "forkexec", "numa02"]);
+        // 1 s at 2 ns an iteration.
+        assert_eq!(keys(&items, "spin")["iterations"], "500000000");
+        // 2 CPUs x 1 s of 1-us operations, 2 x 10 x 10 of them a loop.
+        assert_eq!(keys(&items, "hackbench")["loops"], "10000");
+        // 1 s of 500-us children.
+        assert_eq!(keys(&items, "forkexec")["children"], "2000");
+        // 6.4 GB/s over 64 MiB: 95 loops a second.
+        assert_eq!(keys(&items, "numa02")["loops"], "95");
+        assert_eq!(keys(&items, "numa02")["placement"], "\"default\"");
+        // Two nodes: placements, and the two halves.
+        let items = set(&sizing(2), &[]).unwrap();
+        assert_eq!(
+            keys(&items, "numa02")["placement"],
+            "\"default,bind,inverse-bind\""
+        );
+        assert!(items.iter().any(|i| i.benchmark == "twohalves"));
+    }
+
+    #[test]
+    fn a_benchmark_outside_the_set_is_refused() {
+        let e = set(&sizing(1), &["numa01".into()]).unwrap_err();
+        assert!(e.contains("\"numa01\" is not in the validation set"), "{e}");
+        assert!(e.contains("spin, hackbench, forkexec, numa02"), "{e}");
+        let only = set(&sizing(1), &["spin".into()]).unwrap();
+        assert_eq!(only.len(), 1);
+    }
+
+    #[test]
+    fn the_plan_has_both_sides_and_balancing_where_there_are_nodes() {
+        let one = plan(&set(&sizing(1), &[]).unwrap(), &Real::Here, "m.toml", 3, 1);
+        assert!(one.contains("label = \"real\""), "{one}");
+        assert!(one.contains("sim = { machine = \"m.toml\" }"), "{one}");
+        assert!(!one.contains("numa_balancing"), "{one}");
+        let two = plan(&set(&sizing(2), &[]).unwrap(), &Real::Here, "m.toml", 3, 2);
+        assert!(two.contains("matrix = { nb = [0, 1] }"), "{two}");
+        assert!(two.contains("balancer = \"autonuma\""), "{two}");
+        assert!(two.contains("balancer = \"none\""), "{two}");
+        let v: toml::Table = two.parse().unwrap();
+        assert_eq!(v["benchmark"].as_array().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn errors_pair_real_and_simulated_runs_of_the_same_case() {
+        let mut recs = vec![
+            example_record("spin", "real", 1, 1.0),
+            example_record("spin", "real", 2, 1.2),
+            example_record("spin", "sim", 1, 1.21),
+            // Another case: no simulated twin, so not in the table.
+            example_record("numa02", "real", 1, 3.0),
+        ];
+        recs[3].params.insert("bytes".into(), 1.into());
+        let e = errors(&recs);
+        let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
+        assert_eq!(e.rows.len(), 2, "{:?}", e.rows);
+        assert!((el.real_mean - 1.1).abs() < 1e-12);
+        assert!((el.error - 0.1).abs() < 1e-9, "{}", el.error);
+        assert_eq!(el.within, Some(true));
+        assert_eq!((el.real_runs, el.sim_runs), (2, 1));
+        let t = render(&e);
+        assert!(t.contains("ok (±15%)"), "{t}");
+        assert!(t.contains("within target: 2 of 2"), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        // 30% off is off.
+        recs[2].metrics.get_mut("elapsed_s").unwrap().value = 1.43;
+        let e = errors(&recs);
+        let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
+        assert_eq!(el.within, Some(false));
+        assert!(render(&e).contains("OFF (±15%)"));
+    }
+
+    #[test]
+    fn orderings_of_placements_are_compared() {
+        let mut recs = Vec::new();
+        for (p, real, sim) in [
+            ("bind", 1.0, 1.1),
+            ("default", 2.0, 1.9),
+            ("inverse-bind", 3.0, 1.5),
+        ] {
+            for (side, v) in [("real", real), ("sim", sim)] {
+                let mut r = example_record("numa02", side, 1, v);
+                r.params.insert("placement".into(), p.into());
+                recs.push(r);
+            }
+        }
+        let e = errors(&recs);
+        assert_eq!(e.orderings.len(), 1);
+        let o = &e.orderings[0];
+        assert_eq!(o.real, ["bind", "default", "inverse-bind"]);
+        assert_eq!(o.sim, ["bind", "inverse-bind", "default"]);
+        assert!(!o.agree);
+        assert!(render(&e).contains("DISAGREE"));
+    }
+}

@@ -1,0 +1,122 @@
+//! `numalab validate`: the validation set (numalab-calibrate's
+//! `validate`) run as a campaign on this machine and on the simulator
+//! with the calibrated machine file, then the error table from the
+//! records.
+
+use anyhow::{bail, Context, Result};
+use numalab_calibrate::validate::{self, Real, Sizing};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ValidateArgs {
+    /// Benchmarks of the set to run (default: all of it: spin, hackbench,
+    /// forkexec, numa02, and twohalves on several nodes)
+    #[arg(value_name = "BENCHMARK")]
+    benchmarks: Vec<String>,
+    /// This machine's file from numalab calibrate (default: calibrate now,
+    /// into RESULTS/machine.toml)
+    #[arg(long, value_name = "FILE")]
+    machine: Option<PathBuf>,
+    /// Recorded runs of every case on each side
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
+    /// Seconds a run should take on this machine (sizes the work)
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    seconds: f64,
+    /// Directory of the validation's plan, machine file and records
+    #[arg(long, value_name = "DIR", default_value = "numalab-results/validate")]
+    results: PathBuf,
+    /// Output format of the error table
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Calibrate even on a busy machine (without --machine)
+    #[arg(long)]
+    force: bool,
+    /// One line per run: no notes or progress bar
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.01..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: between 0.01 and 3600 seconds")),
+    }
+}
+
+pub fn run(a: ValidateArgs) -> Result<ExitCode> {
+    let dir = &a.results;
+    let machine_path = dir.join("machine.toml");
+    let text = match &a.machine {
+        Some(m) => {
+            let t =
+                std::fs::read_to_string(m).with_context(|| format!("--machine {}", m.display()))?;
+            numalab_sim::machine::MachineFile::parse(&m.to_string_lossy(), &t)
+                .and_then(|f| f.build(&m.to_string_lossy()))
+                .with_context(|| format!("--machine {}", m.display()))?;
+            t
+        }
+        None => {
+            numalab_record::store::ensure_writable_dir(dir)
+                .with_context(|| format!("--results {}", dir.display()))?;
+            let exe = std::env::current_exe().context("finding numalab's own binary")?;
+            let mut o = numalab_calibrate::Options::new(exe);
+            o.force = a.force;
+            if !a.quiet {
+                o.progress = Box::new(|what, k, n, left| {
+                    numalab_linux::statusln!(
+                        "numalab validate: calibrating: [{k}/{n}] {what} (about {:.0} s left)",
+                        left.max(1.0)
+                    );
+                });
+            }
+            match numalab_calibrate::calibrate(o) {
+                Ok(c) => c.toml,
+                Err(e) => bail!("calibrate: {e}"),
+            }
+        }
+    };
+    let sizing = Sizing::from_machine_file(&text, a.seconds)
+        .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
+    let items = validate::set(&sizing, &a.benchmarks).map_err(anyhow::Error::msg)?;
+    let plan = validate::plan(&items, &Real::Here, "machine.toml", a.runs, sizing.nodes);
+    std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
+    // The machine file and the plan beside the records they explain; a
+    // validation of other work or another file there is refused by the
+    // campaign (its plan's hash).
+    numalab_record::store::write_file_atomic(&machine_path, text.as_bytes())
+        .with_context(|| format!("writing {}", machine_path.display()))?;
+    let plan_path = dir.join("validate.toml");
+    numalab_record::store::write_file_atomic(&plan_path, plan.as_bytes())
+        .with_context(|| format!("writing {}", plan_path.display()))?;
+    let code = crate::cli_campaign::run_plan_here(plan_path, a.quiet)?;
+    if code != ExitCode::SUCCESS {
+        return Ok(code);
+    }
+    let loaded = numalab_record::store::load_paths(std::slice::from_ref(dir));
+    let records: Vec<_> = loaded.records.into_iter().map(|(_, r)| r).collect();
+    let errors = validate::errors(&records);
+    if errors.rows.is_empty() {
+        bail!(
+            "no case ran on both sides: nothing to compare in {}",
+            dir.display()
+        );
+    }
+    match a.format {
+        Format::Text => {
+            numalab_linux::outln!();
+            crate::print_stdout(&validate::render(&errors))?;
+        }
+        Format::Json => {
+            crate::print_stdout(&(serde_json::to_string_pretty(&errors)? + "\n"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,144 @@
+//! `numalab calibrate`: this machine measured into a machine file the
+//! simulator reads, a busy machine refused, a bad output refused before a
+//! minute is spent measuring.
+
+mod common;
+use common::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The figure on a machine file's `key = value` line.
+fn value(toml: &str, key: &str) -> f64 {
+    toml.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in\n{toml}"))
+}
+
+#[test]
+fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
+    let d = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &["calibrate", "--force", "--runs", "2", "--output", "me.toml"],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("numalab calibrate: [1/"), "progress: {err}");
+    assert!(
+        err.contains("s left)"),
+        "an estimate of the time left: {err}"
+    );
+    assert!(err.contains("wrote me.toml"), "{err}");
+    let toml = std::fs::read_to_string(d.path().join("me.toml")).unwrap();
+    // Every figure measured, and physical.
+    let lat = value(&toml, "local_latency_ns");
+    let hit = value(&toml, "llc_hit_ns");
+    assert!((1.0..10_000.0).contains(&lat), "{lat}");
+    assert!(
+        hit > 0.0 && hit <= lat * 1.5,
+        "LLC {hit} ns, memory {lat} ns"
+    );
+    assert!(value(&toml, "bandwidth_gbs") > 0.1);
+    assert!(value(&toml, "mlp") >= 1.0);
+    for k in [
+        "spin_ns",
+        "randupdt_ns",
+        "memset_gbs",
+        "msg_us",
+        "fork_us",
+        "exec_us",
+        "process_launch_us",
+        "thread_launch_us",
+    ] {
+        assert!(value(&toml, k) > 0.0, "{k}");
+    }
+    assert!(toml.contains("spread"), "each figure's spread: {toml}");
+    assert!(toml.contains("measured with --force"), "{toml}");
+    // The simulator runs on it, and the record names the machine.
+    let o = numalab_in(
+        &[
+            "sim",
+            "spin",
+            "--machine",
+            "me.toml",
+            "--tasks",
+            "2",
+            "--seconds",
+            "0.2",
+            "--placement",
+            "default",
+            "--results",
+            "r",
+            "--quiet",
+        ],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let recs = json_records(&d.path().join("r"));
+    assert_eq!(recs.len(), 1);
+    let desc = recs[0].1.to_string();
+    assert!(desc.contains("calibrated-"), "{desc}");
+}
+
+/// Two CPU-bound processes per CPU of this machine, killed on drop.
+struct Load(Vec<Child>);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn a_busy_machine_is_refused_unless_forced() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let load = Load(
+        (0..2 * cpus)
+            .map(|_| {
+                Command::new(EXE)
+                    .args(["__task", "burst", "100000000000"])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let d = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let o = numalab_in(&["calibrate", "--output", "me.toml"], d.path());
+    drop(load);
+    assert_one_line_error(&o, "the machine is busy");
+    assert!(text(&o.stderr).contains("--force"), "{}", show(&o));
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert!(!d.path().join("me.toml").exists());
+}
+
+#[test]
+fn bad_calibrate_arguments_are_refused_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("adir")).unwrap();
+    for (args, needle) in [
+        (
+            vec!["calibrate", "--output", "adir"],
+            "--output adir: not a file name",
+        ),
+        (vec!["calibrate", "--runs", "0"], "--runs"),
+        (
+            vec!["calibrate", "--output", "/proc/nope/me.toml"],
+            "--output /proc/nope/me.toml",
+        ),
+    ] {
+        let t = Instant::now();
+        let o = numalab_in(&args, d.path());
+        assert_one_line_error(&o, needle);
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{args:?} measured first"
+        );
+    }
+}
