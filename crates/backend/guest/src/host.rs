@@ -132,6 +132,10 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         job::check_command(&opts.command).map_err(failed)?;
     }
     let (guest_args, results_after) = job::split_results(&opts.command).map_err(failed)?;
+    let (guest_args, output) = job::split_output(&guest_args).map_err(failed)?;
+    if let Some(out) = &output {
+        check_output_file(out).map_err(failed)?;
+    }
     let results_dir = results_dir(opts.results.as_deref(), results_after.as_deref())?;
     check_results_dir(&results_dir).map_err(failed)?;
     let job = Job {
@@ -144,6 +148,7 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         shell: opts.shell.then(host_terminal),
     };
     let mut launcher = Launcher::new(&opts.launch_options(&results_dir), &job)?;
+    launcher.capture_stdout = output.is_some();
     let host = host_info();
     let (mut session, first) = launcher.boot()?;
     let mut frames: Vec<Frame> = first.into_iter().collect();
@@ -190,6 +195,19 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         ));
     };
 
+    // A captured output goes where the command was told to write it,
+    // only when it succeeded.
+    if let (Some(out), Some(text)) = (&output, &session.stdout) {
+        if exit == GuestExit::Code(0) {
+            numalab_record::store::write_file_atomic(out, text)
+                .map_err(|e| failed(format!("writing {}: {e}", out.display())))?;
+        } else if !text.is_empty() {
+            use std::io::Write;
+            let mut o = std::io::stdout();
+            let _ = o.write_all(text).and_then(|_| o.flush());
+        }
+    }
+
     // Store the records, tagged with where they came from.
     let tag = Tag {
         accel: launcher.accel,
@@ -235,6 +253,20 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
         launcher.keep_tmp();
     }
     Ok(report)
+}
+
+/// A file the host will write for the guest's command: a name in a
+/// directory that exists and can be written, checked before the boot.
+fn check_output_file(out: &Path) -> Result<(), String> {
+    if out.as_os_str().is_empty() || out.file_name().is_none() || out.is_dir() {
+        return Err(format!("--output {}: not a file name", out.display()));
+    }
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    numalab_record::store::ensure_writable_dir(dir)
+        .map_err(|e| format!("--output {}: {e}", out.display()))
 }
 
 /// The results directory: `numalab vm --results`, or the one given after

@@ -126,6 +126,38 @@ pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), 
     Ok((out, found))
 }
 
+/// `calibrate --output FILE` (or `-o FILE`, `--output=FILE`) in a guest:
+/// the file is the host's, so the flag is taken out of the guest's
+/// command (which then prints the machine file) and its path returned,
+/// for the host to write the command's standard output there.
+pub fn split_output(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), String> {
+    if args.first().map(String::as_str) != Some("calibrate") {
+        return Ok((args.to_vec(), None));
+    }
+    let mut out = Vec::with_capacity(args.len());
+    let mut found = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let value = if a == "--output" || a == "-o" {
+            Some(
+                it.next()
+                    .ok_or("calibrate --output after -- needs a file")?
+                    .clone(),
+            )
+        } else {
+            a.strip_prefix("--output=").map(str::to_string)
+        };
+        match value {
+            Some(v) if found.is_some() => {
+                return Err(format!("calibrate --output given twice after -- ({v})"))
+            }
+            Some(v) => found = Some(PathBuf::from(v)),
+            None => out.push(a.clone()),
+        }
+    }
+    Ok((out, found))
+}
+
 /// Check the command to run in the guest.
 pub fn check_command(args: &[String]) -> Result<(), String> {
     let Some(first) = args.first() else {

@@ -171,6 +171,9 @@ pub(crate) struct Launcher {
     pub console_log: Option<PathBuf>,
     /// `console_log`, created once: every boot of this guest appends to it.
     console_file: Option<fs::File>,
+    /// Keep the command's standard output in [`Session::stdout`] instead
+    /// of writing it out (`calibrate --output` in a guest).
+    pub capture_stdout: bool,
     timeout: Duration,
     /// When `numalab vm` started: timeouts and the reported times count
     /// from here.
@@ -527,6 +530,7 @@ impl Launcher {
             append: qemu::kernel_cmdline(&built.ld_library_path, o.shell, o.append),
             console_log,
             console_file,
+            capture_stdout: false,
             timeout: o.timeout,
             start,
             interrupted,
@@ -765,6 +769,8 @@ pub(crate) struct Session {
     /// to the first byte of the command's output.
     pub init_s: Option<f64>,
     pub first_output_s: Option<f64>,
+    /// The command's standard output, when the launcher captures it.
+    pub stdout: Option<Vec<u8>>,
     start: Instant,
     boot_start: Instant,
     timeout: Duration,
@@ -895,6 +901,7 @@ impl Session {
             frame_errors: Vec::new(),
             init_s: None,
             first_output_s: None,
+            stdout: l.capture_stdout.then(Vec::new),
             start: l.start,
             boot_start,
             timeout: l.timeout,
@@ -963,7 +970,10 @@ impl Session {
                     Kind::Stdout | Kind::Stderr => {
                         self.first_output_s
                             .get_or_insert_with(|| self.start.elapsed().as_secs_f64());
-                        let _ = if f.kind == Kind::Stdout {
+                        let _ = if let (Kind::Stdout, Some(buf)) = (f.kind, &mut self.stdout) {
+                            buf.extend_from_slice(&f.payload);
+                            Ok(())
+                        } else if f.kind == Kind::Stdout {
                             let mut o = std::io::stdout();
                             o.write_all(&f.payload).and_then(|_| o.flush())
                         } else {
