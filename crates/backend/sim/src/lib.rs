@@ -122,6 +122,7 @@
 
 pub mod backend;
 pub mod balance;
+pub mod costs;
 pub mod engine;
 pub mod machine;
 pub mod overrides;
@@ -137,6 +138,7 @@ mod invariants;
 mod tests;
 
 pub use backend::SimBackend;
+pub use costs::Costs;
 pub use engine::{Balancer, Scheduler, World};
 pub use machine::{Machine, MachineError};
 pub use numalab_bench::Case;
