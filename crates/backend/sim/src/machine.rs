@@ -48,7 +48,7 @@
 //! smt_throughput = 1.0      # speed of one thread while its sibling is busy (compute part)
 //! idle_states = []          # [[exit latency us, target residency us], ...] shallow to deep
 //! [costs]                   # optional, every key optional: per-operation costs
-//! spin_ns = 1.8             # measured by `numalab calibrate` (see [`crate::costs`]);
+//! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
 //!                           # default: the workload models' estimates
 //! [sources]                 # parameter name -> where its value comes from
 //! "memory.local_latency_ns" = "..."
