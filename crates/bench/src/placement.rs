@@ -27,7 +27,8 @@ use std::collections::BTreeMap;
 pub const SPIN_CHUNK: u64 = 1 << 20;
 /// Cycles one spin iteration takes: three `x ^= x << k` / `x ^= x >> k`
 /// steps, each a shift and a dependent xor, six dependent one-cycle ALU
-/// operations (from the loop's code; the simulator's cost of an iteration).
+/// operations (from the loop's code; the simulator's cost of an iteration
+/// unless its machine file gives `costs.spin_ns`).
 pub const SPIN_CYCLES_PER_ITERATION: f64 = 6.0;
 
 /// Where the tasks may run: a placement's name and its CPUs on the

@@ -317,6 +317,65 @@ fn invalid_machine_files_are_one_line_errors() {
     assert_eq!(written, 1);
 }
 
+/// A machine file's `[costs]` (what `numalab calibrate` writes) reaches
+/// the run and its record; a bad cost is a one-line error naming the key.
+#[test]
+fn machine_file_costs_reach_the_run_and_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    // The default spin iteration is 6 cycles: 3 ns at this file's 2 GHz.
+    for (name, costs) in [("plain", ""), ("slow", "[costs]\nspin_ns = 6\n")] {
+        let f = machine_file(dir.path(), &format!("{name}.toml"), |s| s + costs);
+        let o = numalab(
+            &[
+                "sim",
+                "--machine",
+                &f,
+                "spin",
+                "--tasks",
+                "1",
+                "--iterations",
+                "200000000",
+                "--placement",
+                "default",
+                "--results",
+                name,
+            ],
+            dir.path(),
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let recs = common::json_records(&dir.path().join(name));
+        assert_eq!(recs.len(), 1, "{name}");
+        runs.push(recs[0].1.clone());
+    }
+    let elapsed = |r: &serde_json::Value| r["metrics"]["elapsed_s"]["value"].as_f64().unwrap();
+    let ratio = elapsed(&runs[1]) / elapsed(&runs[0]);
+    assert!((1.9..=2.05).contains(&ratio), "{ratio}");
+    let costs = |r: &serde_json::Value| r["backend"]["details"]["costs"].clone();
+    assert_eq!(costs(&runs[0])["spin_ns"], 3.0);
+    assert_eq!(costs(&runs[1])["spin_ns"], 6.0);
+    assert_eq!(costs(&runs[1])["exec_us"], 225.0);
+    for (name, costs, needle) in [
+        (
+            "zero.toml",
+            "spin_ns = 0",
+            "machine file zero.toml: costs.spin_ns = 0: must be between 0.01 and 1000 ns",
+        ),
+        (
+            "unknown.toml",
+            "spin = 1",
+            "unknown field `spin`, expected one of `spin_ns`",
+        ),
+    ] {
+        let f = machine_file(dir.path(), name, |s| format!("{s}[costs]\n{costs}\n"));
+        let o = numalab(
+            &["sim", "--machine", &f, "spin", "--tasks", "1"],
+            dir.path(),
+        );
+        assert_one_line_error(&o, needle);
+    }
+}
+
 #[test]
 fn unknown_policies_and_parameters_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,6 @@
 use crate::record::machine_info;
 use crate::workload::COMMAND_UNSUPPORTED;
 use crate::SimConfig;
-use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
 use numalab_bench::{Calibration, Case};
 use numalab_linux::knobs::Knob;
 use numalab_record::RunRecord;
@@ -68,13 +67,14 @@ impl Calibration for SimBackend {
         self.cfg.machine.memory_bytes.get(ix).copied()
     }
 
-    /// From the model: each thread zeroes at most 32 bytes a cycle at the
-    /// maximum frequency, and from memory at most its misses in flight
+    /// From the model: each thread zeroes at most the machine's bytes per
+    /// cycle (`costs.memset_gbs`; default 32 bytes a cycle) at the maximum
+    /// frequency, and from memory at most its misses in flight
     /// per local latency; all together at most one node's bandwidth (the
     /// default placement first touches everything on one node).
     fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64 {
         let m = &self.cfg.machine;
-        let core = m.max_ghz * 1e9 * crate::workload::MEMSET_BYTES_PER_CYCLE;
+        let core = m.max_ghz * 1e9 * m.costs.memset_bytes_per_cycle;
         if working_set as f64 <= m.llc_bytes {
             return threads as f64 * core;
         }
@@ -89,8 +89,11 @@ impl Calibration for SimBackend {
         (threads as f64 * per_thread).min(node_bw)
     }
 
+    /// Iterations per second of a lone spinner at the maximum frequency
+    /// (`costs.spin_ns`).
     fn spin_rate(&self) -> f64 {
-        self.cfg.machine.max_ghz * 1e9 / SPIN_CYCLES_PER_ITERATION
+        let m = &self.cfg.machine;
+        m.max_ghz * 1e9 / m.costs.spin_cycles
     }
 }
 

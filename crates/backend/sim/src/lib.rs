@@ -45,6 +45,10 @@
 //!   sum of its tasks' (running, queued or blocked there), it moves with
 //!   a task that moves and leaves with one that exits, and a new task
 //!   starts with half its CPU's spare capacity (post_init_entity_util_avg).
+//!   Also what one operation of the workloads costs ([`costs`]: a spin
+//!   iteration, a numa_test update, zeroing, a message, a fork, an exec, a
+//!   launch): the file's optional `[costs]`, measured on a real machine by
+//!   `numalab calibrate`, or the estimates of [`workload`].
 //! - **Processes that fork** (forkexec): a shell-like parent forks
 //!   children placed at once through the scheduler's fork/exec path, each
 //!   runs once and exits, and its exit wakes the parent; a task made
@@ -100,7 +104,8 @@
 //! Every machine parameter cites its public source in the machine file's
 //! `[sources]` table (datasheets, vendor pages, published measurements),
 //! and says UNKNOWN where no source was found; the workloads' cycle counts
-//! are estimates from the benchmarks' source code. No parameter was tuned
+//! are estimates from the benchmarks' source code unless the machine file
+//! gives costs measured on a real machine (`[costs]`). No parameter was tuned
 //! to reproduce a seed's number: a parameter tuned to hit a seed figure is
 //! a defect. Validation is against the seeds' *findings*, qualitatively
 //! and in size where the model allows, with the commands and the measured
@@ -122,6 +127,7 @@
 
 pub mod backend;
 pub mod balance;
+pub mod costs;
 pub mod engine;
 pub mod machine;
 pub mod overrides;
@@ -137,6 +143,7 @@ mod invariants;
 mod tests;
 
 pub use backend::SimBackend;
+pub use costs::Costs;
 pub use engine::{Balancer, Scheduler, World};
 pub use machine::{Machine, MachineError};
 pub use numalab_bench::Case;

@@ -47,10 +47,15 @@
 //! governor = "performance"  # or "schedutil" (frequency follows PELT utilisation)
 //! smt_throughput = 1.0      # speed of one thread while its sibling is busy (compute part)
 //! idle_states = []          # [[exit latency us, target residency us], ...] shallow to deep
+//! [costs]                   # optional, every key optional: per-operation costs
+//! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
+//!                           # default: the workload models' estimates
 //! [sources]                 # parameter name -> where its value comes from
 //! "memory.local_latency_ns" = "..."
+//! "costs.spin_ns" = "numalab calibrate on ..."
 //! ```
 
+use crate::costs::{Costs, CostsSpec};
 use numalab_topology::{Cpu, Llc, Node, Topology};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -82,6 +87,16 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
         "(speed of a thread whose sibling is busy)",
         false,
     ),
+    // Per-operation costs, as measured on a real machine (`[costs]`):
+    // from today's fastest cores to an emulated guest tens of times slower.
+    ("costs.spin_ns", 0.01, 1000.0, "ns", false),
+    ("costs.randupdt_ns", 0.01, 1000.0, "ns", false),
+    ("costs.memset_gbs", 0.01, 10_000.0, "GB/s", false),
+    ("costs.msg_us", 0.01, 10_000.0, "us", false),
+    ("costs.fork_us", 0.1, 100_000.0, "us", false),
+    ("costs.exec_us", 0.1, 100_000.0, "us", false),
+    ("costs.process_launch_us", 0.1, 1e6, "us", false),
+    ("costs.thread_launch_us", 0.1, 1e6, "us", false),
 ];
 
 /// Longest exit latency or target residency of an idle state (us): 1 s.
@@ -136,6 +151,10 @@ pub struct MachineFile {
     /// Shared buses and interconnect links (`[[bus]]` tables).
     #[serde(default)]
     pub bus: Vec<BusSpec>,
+    /// Per-operation costs of the workloads (`[costs]`), every key
+    /// optional.
+    #[serde(default)]
+    pub costs: CostsSpec,
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
 }
@@ -333,6 +352,9 @@ pub struct Machine {
     pub smt_throughput: f64,
     /// (exit latency, target residency) in ns, shallow to deep.
     pub idle_states: Vec<(f64, f64)>,
+    /// What one operation of the workloads costs (the file's `[costs]`,
+    /// converted at `max_ghz`; today's estimates where it gives none).
+    pub costs: Costs,
     pub sources: BTreeMap<String, String>,
 }
 
@@ -414,6 +436,11 @@ impl MachineFile {
         within("cpu.max_ghz", self.cpu.max_ghz)?;
         within("cpu.min_ghz", self.cpu.min_ghz)?;
         within("cpu.smt_throughput", self.cpu.smt_throughput)?;
+        for (k, v) in self.costs.entries() {
+            if let Some(v) = v {
+                within(k, v)?;
+            }
+        }
         let mut prev = (0.0, 0.0);
         for (i, st) in self.cpu.idle_states.iter().enumerate() {
             let &[exit, residency] = st.as_slice() else {
@@ -625,6 +652,7 @@ impl MachineFile {
                 .iter()
                 .map(|st| (st[0] * 1e3, st[1] * 1e3))
                 .collect(),
+            costs: Costs::new(&self.costs, self.cpu.max_ghz),
             sources: self.sources.clone(),
         })
     }
@@ -1116,6 +1144,154 @@ min_ghz = 1
         }
         // Unlimited bandwidth stays allowed, and the presets pass.
         build(&OK.replace("bandwidth_gbs = 10", "bandwidth_gbs = inf")).unwrap();
+    }
+
+    /// Without `[costs]` (every preset) a machine's costs are the
+    /// workload models' constants, so runs are what they were before
+    /// machine files could give costs.
+    #[test]
+    fn without_costs_a_machine_has_the_workload_constants() {
+        use crate::workload::*;
+        let want = Costs {
+            spin_cycles: numalab_bench::placement::SPIN_CYCLES_PER_ITERATION,
+            randupdt_cycles: RANDUPDT_CYCLES_PER_UPDATE,
+            memset_bytes_per_cycle: MEMSET_BYTES_PER_CYCLE,
+            msg_cycles: MSG_CYCLES,
+            fork_cycles: FORK_CYCLES,
+            exec_cycles: EXEC_CYCLES,
+            process_launch_ns: PROCESS_LAUNCH_NS,
+            thread_launch_ns: THREAD_LAUNCH_NS,
+        };
+        assert_eq!(Costs::DEFAULT, want);
+        assert_eq!(build(OK).unwrap().costs, want);
+        assert_eq!(build(&format!("{OK}[costs]\n")).unwrap().costs, want);
+        for (name, _) in PRESETS {
+            assert_eq!(Machine::load(name).unwrap().costs, want, "{name}");
+        }
+        assert_eq!(Machine::load("genoa2n[memory.mlp=12]").unwrap().costs, want);
+    }
+
+    /// `[costs]` values, measured times on a real machine, become cycles
+    /// at `cpu.max_ghz` (3 GHz here); keys left out keep their defaults;
+    /// a record states them back in the file's units.
+    #[test]
+    fn costs_from_the_file_are_converted_at_the_maximum_frequency() {
+        let text = format!(
+            "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
+             fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n"
+        );
+        let c = build(&text).unwrap().costs;
+        assert_eq!(
+            c,
+            Costs {
+                spin_cycles: 12.0,
+                randupdt_cycles: 4.5,
+                memset_bytes_per_cycle: 16.0,
+                msg_cycles: 9000.0,
+                fork_cycles: 300_000.0,
+                exec_cycles: 600_000.0,
+                process_launch_ns: 2_500_000,
+                thread_launch_ns: 12_500,
+            }
+        );
+        let f = c.as_file(3.0);
+        for (k, v) in [
+            ("spin_ns", 4.0),
+            ("randupdt_ns", 1.5),
+            ("memset_gbs", 48.0),
+            ("msg_us", 3.0),
+            ("fork_us", 100.0),
+            ("exec_us", 200.0),
+            ("process_launch_us", 2500.0),
+            ("thread_launch_us", 12.5),
+        ] {
+            assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
+        }
+        assert_eq!(f.len(), 8);
+        // One key: the others keep their defaults.
+        let c = build(&format!("{OK}[costs]\nfork_us = 10\n"))
+            .unwrap()
+            .costs;
+        assert_eq!(c.fork_cycles, 30_000.0);
+        assert_eq!(
+            Costs {
+                fork_cycles: Costs::DEFAULT.fork_cycles,
+                ..c
+            },
+            Costs::DEFAULT
+        );
+        // Overrides reach `[costs]` like any table.
+        let m = Machine::load("epyc7642[costs.spin_ns=2]").unwrap();
+        assert!((m.costs.spin_cycles - 6.6).abs() < 1e-12);
+    }
+
+    /// A bad cost is the file's one-line error naming the key, the value
+    /// and its range; an unknown key in `[costs]` is refused.
+    #[test]
+    fn bad_costs_are_one_line_errors_naming_the_key() {
+        for (costs, want) in [
+            (
+                "spin_ns = 0",
+                "costs.spin_ns = 0: must be between 0.01 and 1000 ns",
+            ),
+            (
+                "spin_ns = 1e12",
+                "costs.spin_ns = 1e12: must be between 0.01 and 1000 ns",
+            ),
+            ("spin_ns = -1", "costs.spin_ns = -1: must be between"),
+            ("spin_ns = nan", "costs.spin_ns = NaN: must be between"),
+            (
+                "randupdt_ns = inf",
+                "costs.randupdt_ns = inf: must be between 0.01 and 1000 ns",
+            ),
+            (
+                "memset_gbs = 0",
+                "costs.memset_gbs = 0: must be between 0.01 and 10000 GB/s",
+            ),
+            (
+                "msg_us = 1e9",
+                "costs.msg_us = 1e9: must be between 0.01 and 10000 us",
+            ),
+            (
+                "fork_us = 0",
+                "costs.fork_us = 0: must be between 0.1 and 100000 us",
+            ),
+            (
+                "exec_us = 1e300",
+                "costs.exec_us = 1e300: must be between 0.1 and 100000 us",
+            ),
+            (
+                "process_launch_us = 0",
+                "costs.process_launch_us = 0: must be between 0.1 and 1e6 us",
+            ),
+            (
+                "thread_launch_us = 1e7",
+                "costs.thread_launch_us = 1e7: must be between 0.1 and 1e6 us",
+            ),
+            (
+                "spin = 1",
+                "unknown field `spin`, expected one of `spin_ns`",
+            ),
+            (
+                "spin_ns = \"fast\"",
+                "invalid type: string \"fast\", expected f64",
+            ),
+        ] {
+            let e = build(&format!("{OK}[costs]\n{costs}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{costs}: {e:?} does not contain {want:?}");
+            assert!(!e.contains('\n'), "{e:?} is not one line");
+            assert!(e.starts_with("machine file x.toml: "), "{e}");
+        }
+        let e = Machine::load("genoa2n[costs.spin_ns=0]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("costs.spin_ns = 0: must be between"), "{e}");
+        let e = Machine::load("genoa2n[costs.spinns=1]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `spinns`"), "{e}");
     }
 
     #[test]

@@ -291,6 +291,12 @@ pub fn build(
     details.insert("ticks".into(), serde_json::json!(w.stats.ticks));
     details.insert("chunk_bytes".into(), serde_json::json!(w.mem.chunk_bytes));
     details.insert("machine_file_name".into(), serde_json::json!(w.m.name));
+    // The per-operation costs the run was simulated with, in the machine
+    // file's `[costs]` keys and units (the file's, or the defaults).
+    details.insert(
+        "costs".into(),
+        serde_json::json!(w.m.costs.as_file(w.m.max_ghz)),
+    );
     details.insert(
         "task_migrations".into(),
         serde_json::json!(w.stats.task_migrations),

@@ -17,6 +17,11 @@ const REP: Repetition = Repetition { index: 1, of: 1 };
 
 /// 2 nodes x 2 cores x 2 threads, generous bandwidth, fixed frequency.
 fn small_machine(smt: u32) -> Machine {
+    small_machine_costs(smt, "")
+}
+
+/// [`small_machine`] with `costs`, the lines of a `[costs]` table.
+fn small_machine_costs(smt: u32, costs: &str) -> Machine {
     let text = format!(
         r#"
 name = "small"
@@ -41,6 +46,8 @@ base_ghz = 2
 max_ghz = 2
 min_ghz = 2
 smt_throughput = 0.6
+[costs]
+{costs}
 [sources]
 "all" = "test values"
 "#
@@ -1192,4 +1199,147 @@ fn a_wakeup_on_a_cpu_in_a_deep_idle_state_waits_for_its_exit_latency() {
             "{sched}: {delta} s more with C2, {exits} exits per child (expected {low}-{high})"
         );
     }
+}
+
+/// Elapsed seconds of `case` on the small machine (2 GHz, no SMT) with
+/// the `[costs]` lines `costs`, under linux, no balancer.
+fn elapsed_with_costs(costs: &str, case: &Case) -> f64 {
+    let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
+    let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    assert!(r.outcome.is_ok(), "{costs}: {:?}", r.outcome);
+    r.metric("elapsed_s").unwrap()
+}
+
+/// `costs.spin_ns` is the time of one spin iteration at `max_ghz`: the
+/// default's 6 cycles are 3 ns at 2 GHz (the same run to the bit), and
+/// twice that takes a CPU-bound spin run twice as long.
+#[test]
+fn spin_ns_sets_the_time_of_a_spin_iteration() {
+    let case = spin(2, 4, Some(vec![0, 1]));
+    let default = elapsed_with_costs("", &case);
+    assert_eq!(elapsed_with_costs("spin_ns = 3", &case), default);
+    let double = elapsed_with_costs("spin_ns = 6", &case);
+    let ratio = double / default;
+    assert!(
+        (1.95..=2.02).contains(&ratio),
+        "default {default} s, spin_ns doubled {double} s: {ratio}x"
+    );
+    // The record says which costs the run was simulated with.
+    let cfg = config(small_machine_costs(1, "spin_ns = 6"), "linux", "none", 1);
+    let r = run(&cfg, &case, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    let costs = &r.backend.details()["costs"];
+    assert_eq!(costs["spin_ns"], 6.0);
+    assert_eq!(costs["memset_gbs"], 64.0);
+    assert_eq!(costs["fork_us"], 75.0);
+    // Sizing asks the model for the spin rate: one iteration per spin_ns.
+    use numalab_bench::Calibration;
+    let b = crate::SimBackend::new(cfg);
+    assert!(
+        (b.spin_rate() - 1e9 / 6.0).abs() < 1e-3,
+        "{}",
+        b.spin_rate()
+    );
+}
+
+/// `costs.memset_gbs` is one core's zeroing rate in cache: what the
+/// model tells sizing a thread zeroes in a working set that fits the
+/// LLC, and the compute part of the autonuma benchmarks' zeroing.
+#[test]
+fn memset_gbs_sets_the_zeroing_rate_in_cache() {
+    use numalab_bench::Calibration;
+    let zb = |costs: &str, threads: u32, ws: u64| {
+        let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
+        crate::SimBackend::new(cfg).zeroing_bandwidth(threads, ws)
+    };
+    // Default: 32 bytes a cycle at 2 GHz.
+    assert_eq!(zb("", 1, 1 << 20), 64e9);
+    assert_eq!(zb("memset_gbs = 5", 1, 1 << 20), 5e9);
+    assert_eq!(zb("memset_gbs = 5", 3, 1 << 20), 15e9);
+    // From memory the misses in flight limit it (8 x 64 B / 100 ns).
+    assert_eq!(zb("memset_gbs = 5", 1, 1 << 30), 5e9);
+    assert_eq!(zb("memset_gbs = 500", 1, 1 << 30), zb("", 1, 1 << 30));
+    // Zeroing's compute part: numa02 takes longer with a slower memset.
+    let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 2000);
+    let fast = elapsed_with_costs("", &case);
+    assert_eq!(elapsed_with_costs("memset_gbs = 64", &case), fast);
+    let slow = elapsed_with_costs("memset_gbs = 1", &case);
+    assert!(
+        slow > fast * 2.5,
+        "memset 64 GB/s {fast} s, 1 GB/s {slow} s"
+    );
+}
+
+/// `costs.fork_us` and `costs.exec_us`: each of forkexec's children
+/// costs the parent one fork and itself one exec, one after the other
+/// with one job, so a millisecond more of either adds a millisecond per
+/// child.
+#[test]
+fn fork_us_and_exec_us_set_forkexecs_costs() {
+    let case = Case::ForkExec(numalab_bench::forkexec::Params {
+        children: 20,
+        jobs: 1,
+        child_iterations: 100_000,
+        parent_iterations: 10_000,
+    });
+    let base = elapsed_with_costs("fork_us = 100\nexec_us = 100", &case);
+    for costs in [
+        "fork_us = 1100\nexec_us = 100",
+        "fork_us = 100\nexec_us = 1100",
+    ] {
+        let more = elapsed_with_costs(costs, &case) - base;
+        let per_child_ms = more / 20.0 * 1e3;
+        assert!(
+            (0.95..=1.05).contains(&per_child_ms),
+            "{costs:?}: {per_child_ms} ms more per child"
+        );
+    }
+    // Defaults: 150,000 and 450,000 cycles, 75 and 225 us at 2 GHz.
+    assert_eq!(
+        elapsed_with_costs("fork_us = 75\nexec_us = 225", &case),
+        elapsed_with_costs("", &case)
+    );
+}
+
+/// `costs.msg_us`: a hackbench message's write or read; messages
+/// dominate hackbench, so ten times the cost takes several times longer.
+#[test]
+fn msg_us_sets_the_cost_of_a_hackbench_message() {
+    let case = hackbench(1, 4, 200, 100);
+    // Default: 6000 cycles, 3 us at 2 GHz.
+    let default = elapsed_with_costs("", &case);
+    assert_eq!(elapsed_with_costs("msg_us = 3", &case), default);
+    let slow = elapsed_with_costs("msg_us = 30", &case);
+    assert!(slow > default * 4.0, "3 us {default} s, 30 us {slow} s");
+}
+
+/// `costs.process_launch_us` and `thread_launch_us` space the launches
+/// of a benchmark's tasks: the last of 4 spinners (processes) starts
+/// 3 launches after the first.
+#[test]
+fn launch_costs_space_the_starts_of_tasks() {
+    let case = spin(4, 1, Some(vec![0, 1, 2, 3]));
+    let default = elapsed_with_costs("", &case);
+    let slow = elapsed_with_costs("process_launch_us = 101000", &case);
+    let more = slow - default;
+    // 3 launches of 100 ms more, give or take the seeded jitter (same seed).
+    assert!((0.29..=0.31).contains(&more), "{more} s more");
+    assert_eq!(
+        elapsed_with_costs("thread_launch_us = 5000", &case),
+        default
+    );
+    // numa02's workers are threads of one process: the last starts up to
+    // 3 launches later (the threads then share the memory differently,
+    // so the run ends less than that later).
+    let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 200);
+    let default = elapsed_with_costs("", &case);
+    let more = elapsed_with_costs("thread_launch_us = 100050", &case) - default;
+    assert!((0.1..=0.31).contains(&more), "{more} s more");
+    assert_eq!(
+        elapsed_with_costs("process_launch_us = 5000", &case),
+        default
+    );
 }

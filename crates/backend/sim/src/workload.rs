@@ -5,14 +5,16 @@
 //! cache lines (timed by the machine's latencies, bandwidth and memory-level
 //! parallelism). The per-operation cycle counts below are estimates from
 //! the benchmarks' source code (instructions per loop iteration); they are
-//! stated here, not fitted to any seed's result.
+//! stated here, not fitted to any seed's result. They are the defaults of
+//! a machine file's `[costs]` table, which replaces them with costs
+//! measured on a real machine (`numalab calibrate`): the models read them
+//! from the machine ([`crate::costs::Costs`]), never from the constants.
 
 use crate::engine::{
     Chunk, MemPolicy, MsgGroup, Parent, Region, RunOutcome, Task, TaskId, TaskState, Work, World,
 };
 use numalab_bench::autonuma::{interleave, MemPlan};
 use numalab_bench::numa_test::{Disturb, PEAK_FDS, PEAK_GROUPS, PEAK_LOOPS, PEAK_SIZE};
-use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
 use numalab_bench::Case;
 use numalab_record::convergence::Rule;
 use std::collections::{BTreeMap, VecDeque};
@@ -108,11 +110,12 @@ pub(crate) fn run_forker(
         f.running += 1;
         let (k, units) = (f.forked, f.child_units);
         let now = at + (avail - left) as u64;
+        let spin = spin_work(w.m.costs.spin_cycles);
         let id = add_task(
             w,
             format!("child {k}"),
             process,
-            spin_work(),
+            spin,
             units,
             Parent::Task(t),
             true,
@@ -152,11 +155,12 @@ pub(crate) fn task_exited(w: &mut World, t: TaskId, now: u64) {
     w.wake(p, false);
 }
 
-fn spin_work() -> Work {
+/// Spinning: `cycles` (one iteration of the spin loop) per unit.
+fn spin_work(cycles: f64) -> Work {
     Work::Compute {
         init: VecDeque::new(),
         init_credit: 0.0,
-        cycles: SPIN_CYCLES_PER_ITERATION,
+        cycles,
         rand_lines: 0.0,
         stream_lines: 0.0,
         wss_bytes: 0.0,
@@ -173,9 +177,9 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
         let base = w.tasks[t].start_ns;
         let k = count.entry(base).or_insert(0);
         let step = if w.tasks[t].exec {
-            PROCESS_LAUNCH_NS
+            w.m.costs.process_launch_ns
         } else {
-            THREAD_LAUNCH_NS
+            w.m.costs.thread_launch_ns
         };
         let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
         w.tasks[t].start_ns = base + *k * step + jitter;
@@ -316,7 +320,7 @@ fn stream_work(w: &World, r: usize, bytes: f64, init: bool) -> Work {
             VecDeque::new()
         },
         init_credit: 0.0,
-        cycles: bytes / MEMSET_BYTES_PER_CYCLE,
+        cycles: bytes / w.m.costs.memset_bytes_per_cycle,
         rand_lines: 0.0,
         stream_lines: bytes / w.m.line_bytes,
         wss_bytes: bytes,
@@ -345,7 +349,7 @@ fn add_hackbench(
         w.groups.push(MsgGroup {
             pending: vec![0; fds as usize],
             capacity: per_socket,
-            cycles: MSG_CYCLES,
+            cycles: w.m.costs.msg_cycles,
             lines,
             blocked_senders: vec![Vec::new(); fds as usize],
             receivers: Vec::new(),
@@ -440,7 +444,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                 let work = Work::Compute {
                     init: (reg.first..reg.first + reg.len).collect(),
                     init_credit: 0.0,
-                    cycles: n * RANDUPDT_CYCLES_PER_UPDATE,
+                    cycles: n * w.m.costs.randupdt_cycles,
                     rand_lines: n,
                     stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
                     wss_bytes: 8.0 * n,
@@ -550,11 +554,12 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
             for i in 0..p.tasks as usize {
                 let pi = meta.processes.len();
                 meta.processes.push(format!("spin task {}", i + 1));
+                let work = spin_work(w.m.costs.spin_cycles);
                 let id = add_task(
                     w,
                     format!("spin {}", i + 1),
                     pi,
-                    spin_work(),
+                    work,
                     p.iterations.max(1),
                     Parent::Cpu(0),
                     true,
@@ -577,13 +582,12 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
             p.check().map_err(|e| e.to_string())?;
             meta.processes.push("forkexec parent".into());
             let _ = add_region(w, 0, 1);
+            let c = w.m.costs;
             let work = Work::Fork(Forker {
                 children: p.children,
                 jobs: p.jobs,
-                cycles_per_fork: p.parent_iterations as f64 * SPIN_CYCLES_PER_ITERATION
-                    + FORK_CYCLES,
-                child_units: p.child_iterations
-                    + (EXEC_CYCLES / SPIN_CYCLES_PER_ITERATION).round() as u64,
+                cycles_per_fork: p.parent_iterations as f64 * c.spin_cycles + c.fork_cycles,
+                child_units: p.child_iterations + (c.exec_cycles / c.spin_cycles).round() as u64,
                 forked: 0,
                 running: 0,
                 reaped: 0,

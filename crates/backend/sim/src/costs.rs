@@ -1,0 +1,156 @@
+//! Per-operation costs of the workload models: what one iteration of the
+//! spin loop, one numa_test update, zeroing, one hackbench message, a
+//! fork, an exec and a launch cost. A machine file's optional `[costs]`
+//! table gives them as a measurement does (`numalab calibrate` measures
+//! them on a real machine and writes them there); every key left out
+//! keeps the estimate stated beside its constant in [`crate::workload`]
+//! (the spin loop's: [`SPIN_CYCLES_PER_ITERATION`]), so a file without
+//! `[costs]`, as every preset is, simulates exactly as before.
+//!
+//! ```toml
+//! [costs]
+//! spin_ns = 1.8             # one iteration of numalab's spin loop
+//! randupdt_ns = 1.8         # compute of one numa_test update (arrays in cache)
+//! memset_gbs = 100.0        # one core's zeroing rate in cache, GB/s
+//! msg_us = 2.0              # a hackbench message's write() or read(), with
+//!                           # its share of the wakeup and context switch
+//! fork_us = 50.0            # fork + exit of a small process
+//! exec_us = 150.0           # an execve's extra (fork+exec+exit minus fork+exit)
+//! process_launch_us = 1000  # one more process started (fork + exec)
+//! thread_launch_us = 50     # one more thread started (clone)
+//! ```
+//!
+//! Times measured on a real machine are turned into cycles at the
+//! machine's `cpu.max_ghz` (a lone busy core runs at it), so a cost scales
+//! with the modelled frequency like every other compute cost.
+
+use crate::workload::{
+    EXEC_CYCLES, FORK_CYCLES, MEMSET_BYTES_PER_CYCLE, MSG_CYCLES, PROCESS_LAUNCH_NS,
+    RANDUPDT_CYCLES_PER_UPDATE, THREAD_LAUNCH_NS,
+};
+use numalab_bench::placement::SPIN_CYCLES_PER_ITERATION;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The `[costs]` table as written: every key optional, in the units a
+/// measurement gives (ns, GB/s, us).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostsSpec {
+    pub spin_ns: Option<f64>,
+    pub randupdt_ns: Option<f64>,
+    pub memset_gbs: Option<f64>,
+    pub msg_us: Option<f64>,
+    pub fork_us: Option<f64>,
+    pub exec_us: Option<f64>,
+    pub process_launch_us: Option<f64>,
+    pub thread_launch_us: Option<f64>,
+}
+
+impl CostsSpec {
+    /// Each key with its value as written (`costs.KEY`), for range checks.
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 8] {
+        [
+            ("costs.spin_ns", self.spin_ns),
+            ("costs.randupdt_ns", self.randupdt_ns),
+            ("costs.memset_gbs", self.memset_gbs),
+            ("costs.msg_us", self.msg_us),
+            ("costs.fork_us", self.fork_us),
+            ("costs.exec_us", self.exec_us),
+            ("costs.process_launch_us", self.process_launch_us),
+            ("costs.thread_launch_us", self.thread_launch_us),
+        ]
+    }
+}
+
+/// The costs in the units the engine uses: cycles (divided by a CPU's
+/// current frequency when spent), bytes per cycle, nanoseconds. Held by
+/// the built machine as [`crate::Machine::costs`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Costs {
+    /// Cycles of one iteration of the spin loop (`spin`, forkexec's
+    /// parent and children). `costs.spin_ns` x `cpu.max_ghz`; default
+    /// [`SPIN_CYCLES_PER_ITERATION`].
+    pub spin_cycles: f64,
+    /// Cycles of one numa_test update besides its memory accesses.
+    /// `costs.randupdt_ns` x `cpu.max_ghz`; default
+    /// [`RANDUPDT_CYCLES_PER_UPDATE`].
+    pub randupdt_cycles: f64,
+    /// Bytes one core zeroes per cycle, in cache. `costs.memset_gbs` /
+    /// `cpu.max_ghz`; default [`MEMSET_BYTES_PER_CYCLE`].
+    pub memset_bytes_per_cycle: f64,
+    /// Cycles of one hackbench message's write() or read(). `costs.msg_us`
+    /// x 1000 x `cpu.max_ghz`; default [`MSG_CYCLES`].
+    pub msg_cycles: f64,
+    /// Cycles of forkexec's fork (and the child's exit). `costs.fork_us`
+    /// x 1000 x `cpu.max_ghz`; default [`FORK_CYCLES`].
+    pub fork_cycles: f64,
+    /// Cycles of a child's execve beyond the fork. `costs.exec_us` x 1000
+    /// x `cpu.max_ghz`; default [`EXEC_CYCLES`].
+    pub exec_cycles: f64,
+    /// Nanoseconds between two process launches of one launcher.
+    /// `costs.process_launch_us` x 1000; default [`PROCESS_LAUNCH_NS`].
+    pub process_launch_ns: u64,
+    /// Nanoseconds between two thread launches. `costs.thread_launch_us` x
+    /// 1000; default [`THREAD_LAUNCH_NS`].
+    pub thread_launch_ns: u64,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs::DEFAULT
+    }
+}
+
+impl Costs {
+    /// Today's estimates, the costs of a machine file without `[costs]`.
+    pub const DEFAULT: Costs = Costs {
+        spin_cycles: SPIN_CYCLES_PER_ITERATION,
+        randupdt_cycles: RANDUPDT_CYCLES_PER_UPDATE,
+        memset_bytes_per_cycle: MEMSET_BYTES_PER_CYCLE,
+        msg_cycles: MSG_CYCLES,
+        fork_cycles: FORK_CYCLES,
+        exec_cycles: EXEC_CYCLES,
+        process_launch_ns: PROCESS_LAUNCH_NS,
+        thread_launch_ns: THREAD_LAUNCH_NS,
+    };
+
+    /// The costs `spec` gives on a machine whose one busy core runs at
+    /// `max_ghz`, the defaults where it gives none. The values must have
+    /// been checked against their ranges (see the machine file's
+    /// `RANGES`).
+    pub fn new(spec: &CostsSpec, max_ghz: f64) -> Costs {
+        let d = Costs::DEFAULT;
+        let us_cycles = |us: f64| us * 1e3 * max_ghz;
+        let us_ns = |us: f64| (us * 1e3).round() as u64;
+        Costs {
+            spin_cycles: spec.spin_ns.map_or(d.spin_cycles, |ns| ns * max_ghz),
+            randupdt_cycles: spec
+                .randupdt_ns
+                .map_or(d.randupdt_cycles, |ns| ns * max_ghz),
+            memset_bytes_per_cycle: spec
+                .memset_gbs
+                .map_or(d.memset_bytes_per_cycle, |gbs| gbs / max_ghz),
+            msg_cycles: spec.msg_us.map_or(d.msg_cycles, us_cycles),
+            fork_cycles: spec.fork_us.map_or(d.fork_cycles, us_cycles),
+            exec_cycles: spec.exec_us.map_or(d.exec_cycles, us_cycles),
+            process_launch_ns: spec.process_launch_us.map_or(d.process_launch_ns, us_ns),
+            thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
+        }
+    }
+
+    /// The costs in the `[costs]` table's keys and units at `max_ghz`, as
+    /// a record states them (`backend.details.costs`).
+    pub fn as_file(&self, max_ghz: f64) -> BTreeMap<&'static str, f64> {
+        BTreeMap::from([
+            ("spin_ns", self.spin_cycles / max_ghz),
+            ("randupdt_ns", self.randupdt_cycles / max_ghz),
+            ("memset_gbs", self.memset_bytes_per_cycle * max_ghz),
+            ("msg_us", self.msg_cycles / max_ghz / 1e3),
+            ("fork_us", self.fork_cycles / max_ghz / 1e3),
+            ("exec_us", self.exec_cycles / max_ghz / 1e3),
+            ("process_launch_us", self.process_launch_ns as f64 / 1e3),
+            ("thread_launch_us", self.thread_launch_ns as f64 / 1e3),
+        ])
+    }
+}
