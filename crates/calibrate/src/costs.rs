@@ -130,6 +130,42 @@ pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
     Ok((Figure::of(&launch, "").value, Figure::of(&whole, "").value))
 }
 
+/// Microseconds per child of forkexec's own driver (`numalab __forkexec
+/// N 1 1 1`: fork, exec of `numalab __task burst 1`, exit, reaping, one
+/// child at a time), with N sized to take about `budget`.
+pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
+    let mut children = 20u64;
+    loop {
+        let out = Command::new(exe)
+            .arg("__forkexec")
+            .arg(children.to_string())
+            .args(["1", "1", "1"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let elapsed = text
+            .lines()
+            .find_map(|l| l.strip_prefix("done "))
+            .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+            .and_then(|v| v["elapsed_s"].as_f64())
+            .filter(|_| out.status.success())
+            .ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "{} __forkexec: {} ({})",
+                    exe.display(),
+                    out.status,
+                    text.trim()
+                ))
+            })?;
+        let per = elapsed / children as f64 * 1e6;
+        if elapsed >= budget.as_secs_f64() / 2.0 || children >= 100_000 {
+            return Ok(per);
+        }
+        children = ((budget.as_secs_f64() / per * 1e6) as u64).clamp(children * 2, 100_000);
+    }
+}
+
 /// Microseconds to start and join a thread that does nothing.
 pub fn thread_us(budget: Duration) -> f64 {
     ns_per_op(budget, || {

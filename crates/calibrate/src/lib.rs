@@ -355,22 +355,22 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     )
     .map_err(failed("fork"))?;
     let mut launches = Vec::new();
-    let mut wholes = Vec::new();
+    let mut children = Vec::new();
     for _ in 0..3 {
-        let (l, w) = costs::process_us(&o.exe, b).map_err(failed("starting numalab"))?;
+        let (l, _) = costs::process_us(&o.exe, b).map_err(failed("starting numalab"))?;
         launches.push(l);
-        wholes.push(w);
+        children.push(costs::forkexec_child_us(&o.exe, b * 2).map_err(failed("forkexec"))?);
     }
     let launch = Figure::of(
         &launches,
         "spawn of numalab __task burst 0 until spawn returns (fork + execve)",
     );
     let exec = Figure::of(
-        &wholes
+        &children
             .iter()
-            .map(|w| (w - fork.value).max(1.0))
+            .map(|c| (c - fork.value).max(1.0))
             .collect::<Vec<_>>(),
-        "fork to reaping of numalab __task burst 0 (forkexec's child), less a fork and exit",
+        "forkexec's driver (numalab __forkexec N 1 1 1) per child, less a fork and exit",
     );
     let thread = costs::repeat(
         runs,

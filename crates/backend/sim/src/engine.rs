@@ -261,14 +261,21 @@ pub struct MsgGroup {
     /// Messages a socket holds before a writer blocks.
     pub capacity: u64,
     pub cycles: f64,
+    /// Cache lines a message moves between its writer's and its reader's
+    /// caches, as a count of serial transfers: the socket's and the
+    /// buffer head's two lines one after the other (each access depends
+    /// on the last), the payload's lines streamed by the copy with the
+    /// core's misses in flight (`mlp` at a time).
     pub lines: f64,
     /// Senders blocked on each receiver's full socket.
     pub blocked_senders: Vec<Vec<TaskId>>,
     /// The receiver task of each socket, and whether it is blocked.
     pub receivers: Vec<TaskId>,
     pub receiver_blocked: Vec<bool>,
-    /// Members' last CPU per LLC (for the cost of moving message lines).
+    /// Members' last CPU per LLC and per CPU (for the cost of moving
+    /// message lines: a peer on the same CPU left them in its caches).
     pub llc_members: Vec<u32>,
+    pub cpu_members: Vec<u32>,
     pub members: u32,
 }
 
@@ -544,6 +551,7 @@ impl World {
             if let Work::Message { group, .. } = self.tasks[t].work {
                 let g = &mut self.groups[group];
                 g.llc_members[self.m.cpu_llc[cpu]] += 1;
+                g.cpu_members[cpu] += 1;
                 g.members += 1;
             }
         }
@@ -560,6 +568,11 @@ impl World {
         self.stats.task_migrations += 1;
         self.tasks[t].migrations += 1;
         let (la, lb) = (self.m.cpu_llc[from], self.m.cpu_llc[to]);
+        if let Work::Message { group, .. } = self.tasks[t].work {
+            let g = &mut self.groups[group];
+            g.cpu_members[from] = g.cpu_members[from].saturating_sub(1);
+            g.cpu_members[to] += 1;
+        }
         if la != lb {
             match self.tasks[t].work {
                 Work::Compute { wss_bytes, .. } => {
@@ -1220,7 +1233,13 @@ impl Engine {
                 Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
                 Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
-            w.tasks[t].user_ns += spent;
+            // A message's write() or read() is a system call: kernel
+            // time, as the kernel accounts it (hackbench is ~90% sys).
+            if matches!(w.tasks[t].work, Work::Message { .. }) {
+                w.tasks[t].sys_ns += spent;
+            } else {
+                w.tasks[t].user_ns += spent;
+            }
             left -= spent;
             outcome = out;
         }
@@ -1446,10 +1465,18 @@ fn run_message(
     };
     let llc = w.m.cpu_llc[cpu];
     let g = &w.groups[group];
-    // Lines of each message move from wherever the peers' caches are.
+    // Lines of each message move from wherever the peers' caches are;
+    // a peer on this very CPU left them in its own caches (free here:
+    // the measured cost of a message between tasks of one CPU is in
+    // `cycles`).
     let mut xfer = 0.0;
     let members = g.members.max(1) as f64;
     for (l, &k) in g.llc_members.iter().enumerate() {
+        let k = if l == llc {
+            k.saturating_sub(g.cpu_members[cpu])
+        } else {
+            k
+        };
         if k > 0 {
             xfer += k as f64 / members * w.m.transfer_ns(llc, l);
         }

@@ -343,7 +343,9 @@ fn add_hackbench(
 ) -> Vec<usize> {
     let mut ids = Vec::new();
     let per_socket = (SOCKET_BUFFER_BYTES / (size as u64 + SKB_OVERHEAD_BYTES)).max(1);
-    let lines = (size as f64 / 64.0).ceil() + 2.0;
+    // Two dependent lines (socket, buffer head), then the payload's lines
+    // streamed mlp at a time (MsgGroup::lines).
+    let lines = 2.0 + (size as f64 / w.m.line_bytes as f64).ceil() / w.m.mlp.max(1.0);
     for g in 0..groups {
         let gi = w.groups.len();
         w.groups.push(MsgGroup {
@@ -355,6 +357,7 @@ fn add_hackbench(
             receivers: Vec::new(),
             receiver_blocked: vec![false; fds as usize],
             llc_members: vec![0; w.m.llc_count()],
+            cpu_members: vec![0; w.m.ncpus],
             members: 0,
         });
         let msgs = fds as u64 * loops as u64;
