@@ -345,7 +345,7 @@ fn add_hackbench(
     let per_socket = (SOCKET_BUFFER_BYTES / (size as u64 + SKB_OVERHEAD_BYTES)).max(1);
     // Two dependent lines (socket, buffer head), then the payload's lines
     // streamed mlp at a time (MsgGroup::lines).
-    let lines = 2.0 + (size as f64 / w.m.line_bytes as f64).ceil() / w.m.mlp.max(1.0);
+    let lines = 2.0 + (size as f64 / w.m.line_bytes).ceil() / w.m.mlp.max(1.0);
     for g in 0..groups {
         let gi = w.groups.len();
         w.groups.push(MsgGroup {
