@@ -92,8 +92,7 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     // not a cache that the machine file might size wrongly, and at most
     // a quarter of a node.
     let mib = ((4 * s.llc_bytes)
-        .max(256 << 20)
-        .min(2 << 30)
+        .clamp(256 << 20, 2 << 30)
         .min(s.node_bytes / 4)
         >> 20)
         .max(16);
