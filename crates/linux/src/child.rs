@@ -6,6 +6,9 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+/// SIGTERM, for [`die_with_parent_by`] from crates without `libc`.
+pub const SIGTERM: i32 = libc::SIGTERM;
+
 /// Make `cmd`'s process receive SIGKILL when numalab dies, however it dies.
 pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
     die_with_parent_by(cmd, libc::SIGKILL)

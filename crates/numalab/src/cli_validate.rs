@@ -18,6 +18,11 @@ pub struct ValidateArgs {
     /// into RESULTS/machine.toml)
     #[arg(long, value_name = "FILE")]
     machine: Option<PathBuf>,
+    /// Validate a QEMU guest of this shape instead of this machine:
+    /// NODESxCPUS_PER_NODE[:MEM_PER_NODE], e.g. 2x1:512M (without
+    /// --machine, the guest is calibrated first, in a guest of its own)
+    #[arg(long, value_name = "SHAPE", value_parser = parse_shape)]
+    guest: Option<Shape>,
     /// Recorded runs of every case on each side
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     runs: u32,
@@ -44,6 +49,60 @@ enum Format {
     Json,
 }
 
+/// A guest's shape, as `numalab vm`'s --nodes, --cpus-per-node and
+/// --mem-per-node give it.
+#[derive(Debug, Clone, PartialEq)]
+struct Shape {
+    nodes: u32,
+    cpus_per_node: u32,
+    mem_per_node: String,
+}
+
+fn parse_shape(s: &str) -> Result<Shape, String> {
+    let bad = || format!("{s:?}: NODESxCPUS_PER_NODE[:MEM_PER_NODE], e.g. 2x1:512M");
+    let (shape, mem) = match s.split_once(':') {
+        Some((a, m)) => (a, m.to_string()),
+        None => (s, "512M".to_string()),
+    };
+    let (n, c) = shape.split_once('x').ok_or_else(bad)?;
+    let nodes: u32 = n.parse().map_err(|_| bad())?;
+    let cpus_per_node: u32 = c.parse().map_err(|_| bad())?;
+    if !(1..=64).contains(&nodes) || !(1..=64).contains(&cpus_per_node) {
+        return Err(format!("{s:?}: 1 to 64 nodes of 1 to 64 CPUs"));
+    }
+    numalab_topology::size::parse(&mem, numalab_topology::size::Bare::Bytes)
+        .map_err(|e| format!("{s:?}: memory per node: {e}"))?;
+    if mem.chars().any(|c| !c.is_ascii_alphanumeric()) {
+        return Err(bad());
+    }
+    Ok(Shape {
+        nodes,
+        cpus_per_node,
+        mem_per_node: mem,
+    })
+}
+
+impl Shape {
+    fn vm_args(&self) -> Vec<String> {
+        vec![
+            "--nodes".into(),
+            self.nodes.to_string(),
+            "--cpus-per-node".into(),
+            self.cpus_per_node.to_string(),
+            "--mem-per-node".into(),
+            self.mem_per_node.clone(),
+        ]
+    }
+
+    fn plan_keys(&self) -> Vec<(String, String)> {
+        vec![
+            ("nodes".into(), self.nodes.to_string()),
+            ("cpus_per_node".into(), self.cpus_per_node.to_string()),
+            ("mem_per_node".into(), format!("{:?}", self.mem_per_node)),
+        ]
+    }
+}
+
 fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.01..=3600.0).contains(&v) => Ok(v),
@@ -62,6 +121,38 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
                 .and_then(|f| f.build(&m.to_string_lossy()))
                 .with_context(|| format!("--machine {}", m.display()))?;
             t
+        }
+        None if a.guest.is_some() => {
+            let shape = a.guest.as_ref().expect("checked");
+            std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
+            let exe = std::env::current_exe().context("finding numalab's own binary")?;
+            let out = dir.join("machine.toml");
+            if !a.quiet {
+                numalab_linux::statusln!(
+                    "numalab validate: calibrating a {}-node guest first: numalab vm {} -- calibrate",
+                    shape.nodes,
+                    shape.vm_args().join(" ")
+                );
+            }
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.arg("vm").args(shape.vm_args());
+            if a.quiet {
+                cmd.arg("--quiet");
+            }
+            cmd.args(["--results"])
+                .arg(dir)
+                .args(["--", "calibrate", "--force", "--output"])
+                .arg(&out);
+            if a.quiet {
+                cmd.arg("--quiet");
+            }
+            // SIGTERM: numalab vm stops its guest and cleans up before it goes.
+            numalab_linux::child::die_with_parent_by(&mut cmd, numalab_linux::child::SIGTERM);
+            let st = cmd.status().context("starting numalab vm")?;
+            if !st.success() {
+                bail!("calibrating the guest failed ({st})");
+            }
+            std::fs::read_to_string(&out).with_context(|| format!("{}", out.display()))?
         }
         None => {
             numalab_record::store::ensure_writable_dir(dir)
@@ -86,7 +177,11 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let sizing = Sizing::from_machine_file(&text, a.seconds)
         .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
     let items = validate::set(&sizing, &a.benchmarks).map_err(anyhow::Error::msg)?;
-    let plan = validate::plan(&items, &Real::Here, "machine.toml", a.runs, sizing.nodes);
+    let real = match &a.guest {
+        Some(shape) => Real::Guest(shape.plan_keys()),
+        None => Real::Here,
+    };
+    let plan = validate::plan(&items, &real, "machine.toml", a.runs, sizing.nodes);
     std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
     // The machine file and the plan beside the records they explain; a
     // validation of other work or another file there is refused by the

@@ -79,6 +79,84 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     assert_eq!(recs.len(), 1);
     let desc = recs[0].1.to_string();
     assert!(desc.contains("calibrated-"), "{desc}");
+    // The simulator used the measured costs.
+    let spin_ns = recs[0].1["backend"]["details"]["costs"]["spin_ns"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (spin_ns / value(&toml, "spin_ns") - 1.0).abs() < 0.01,
+        "{spin_ns}"
+    );
+
+    // validate on that file: both sides ran the same cases, and the
+    // table pairs them.
+    let o = numalab_in(
+        &[
+            "validate",
+            "spin",
+            "forkexec",
+            "--machine",
+            "me.toml",
+            "--runs",
+            "1",
+            "--seconds",
+            "0.2",
+            "--results",
+            "v",
+            "--quiet",
+        ],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let out = text(&o.stdout);
+    let table = &out[out.find("metric ").unwrap_or_else(|| panic!("{out}"))..];
+    for needle in [
+        "spin  iterations=",
+        "forkexec  child_iterations=",
+        "  elapsed_s",
+        "  cpu_s",
+        "within target: ",
+    ] {
+        assert!(table.contains(needle), "{needle:?} not in {table}");
+    }
+    assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
+    let recs = json_records(&d.path().join("v"));
+    assert_eq!(recs.len(), 4, "2 cases x real and sim");
+    let labels: std::collections::BTreeSet<String> = recs
+        .iter()
+        .map(|r| r.1["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels.into_iter().collect::<Vec<_>>(), ["real", "sim"]);
+    // Again: resumed, nothing runs twice, the same table as JSON.
+    let o = numalab_in(
+        &[
+            "validate",
+            "spin",
+            "forkexec",
+            "--machine",
+            "me.toml",
+            "--runs",
+            "1",
+            "--seconds",
+            "0.2",
+            "--results",
+            "v",
+            "--quiet",
+            "--format",
+            "json",
+        ],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(json_records(&d.path().join("v")).len(), 4);
+    let out = text(&o.stdout);
+    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..])
+        .unwrap_or_else(|e| panic!("{e}: {out}"));
+    let rows = json["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["benchmark"] == "spin"
+        && r["metric"] == "elapsed_s"
+        && r["real_runs"] == 1
+        && r["sim_runs"] == 1));
 }
 
 /// Two CPU-bound processes per CPU of this machine, killed on drop.
@@ -132,6 +210,12 @@ fn bad_calibrate_arguments_are_refused_before_measuring() {
             vec!["calibrate", "--output", "/proc/nope/me.toml"],
             "--output /proc/nope/me.toml",
         ),
+        (
+            vec!["validate", "--machine", "nope.toml"],
+            "--machine nope.toml",
+        ),
+        (vec!["validate", "--guest", "2y1"], "NODESxCPUS_PER_NODE"),
+        (vec!["validate", "--seconds", "0"], "between 0.01 and 3600"),
     ] {
         let t = Instant::now();
         let o = numalab_in(&args, d.path());

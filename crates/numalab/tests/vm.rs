@@ -1443,3 +1443,63 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `numalab vm ... -- calibrate --output FILE`: the guest measures
+/// itself, and FILE is written on the host (not in the guest's
+/// throwaway root): its 2 nodes, a 2 x 2 latency matrix, and a file the
+/// simulator runs on.
+#[test]
+fn a_guest_calibrates_itself_into_a_machine_file_on_the_host() {
+    if !guests_enabled("calibrate in a guest") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("guest.toml");
+    let o = vm(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+            "--mem-per-node",
+            "512M",
+        ],
+        &[
+            "calibrate",
+            "--force",
+            "--runs",
+            "1",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let toml = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert!(toml.contains("nodes = 2\n"), "{toml}");
+    let matrix = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("latency_ns = "))
+        .unwrap_or_else(|| panic!("{toml}"));
+    let v: Value = serde_json::from_str(matrix).unwrap_or_else(|e| panic!("{e}: {matrix}"));
+    assert_eq!(v.as_array().unwrap().len(), 2, "{matrix}");
+    assert!(toml.contains("A virtual machine"), "{toml}");
+    let o = Command::new(EXE)
+        .args(["sim", "spin", "--machine"])
+        .arg(&file)
+        .args([
+            "--tasks",
+            "2",
+            "--seconds",
+            "0.1",
+            "--placement",
+            "default",
+            "--quiet",
+        ])
+        .arg("--results")
+        .arg(dir.path().join("sim"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
