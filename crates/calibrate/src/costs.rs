@@ -166,6 +166,20 @@ pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
     }
 }
 
+/// GB/s of a first touch: one thread zeroing `bytes` it has never
+/// touched (a fresh mapping each time), so every page faults and the
+/// kernel allocates and clears it first, as the autonuma benchmarks'
+/// main thread does before its threads start (with this machine's
+/// transparent huge page setting).
+pub fn first_touch_gbs(bytes: usize) -> f64 {
+    let t = Instant::now();
+    let mut v: Vec<u8> = Vec::with_capacity(bytes);
+    v.resize(bytes, 1);
+    let s = t.elapsed().as_secs_f64();
+    std::hint::black_box(&v);
+    bytes as f64 / s / 1e9
+}
+
 /// Microseconds to start and join a thread that does nothing.
 pub fn thread_us(budget: Duration) -> f64 {
     ns_per_op(budget, || {
@@ -220,5 +234,11 @@ mod tests {
         assert!((1.0..1e6).contains(&f), "{f}");
         let t = thread_us(b);
         assert!((0.1..1e6).contains(&t), "{t}");
+        // Faulting pages in is slower than zeroing them in cache.
+        let ft = first_touch_gbs(64 << 20);
+        assert!(
+            ft > 0.01 && ft < ms * 2.0,
+            "first touch {ft} GB/s, memset {ms}"
+        );
     }
 }

@@ -19,13 +19,16 @@
 //!   the LLC, the bandwidth of one thread and of all a node's CPUs
 //!   reading and zeroing their own node's memory, and the time a cache
 //!   line takes between two LLCs. The model's misses in flight per core
-//!   follow from one thread's bandwidth and the latency (Little's law);
+//!   follow from one thread's zeroing bandwidth and the latency (Little's
+//!   law), and a controller's bandwidth is what all of a node's CPUs
+//!   zero of it (the sweep the streaming benchmarks do);
 //! - **CPU**: the frequency cpufreq reports (or /proc/cpuinfo), and the
 //!   throughput of two SMT siblings against one;
 //! - **costs** ([`costs`]): what the simulator's workload models charge
 //!   per operation, each measured with the code the host backend runs for
 //!   that benchmark: the spin loop, numa_test's update, zeroing in cache,
-//!   a hackbench message, fork and exec of numalab's own child, a thread.
+//!   a hackbench message, fork and exec of numalab's own child, a thread,
+//!   and a first touch (page faults and all) of fresh memory.
 //!
 //! A busy machine spoils every figure, so the CPU time the rest of the
 //! machine used over half a second is read first ([`busy`]) and calibrate
@@ -377,25 +380,43 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         "std::thread::spawn and join of an empty thread",
         || costs::thread_us(b),
     );
+    let touch_bytes = (256u64 << 20)
+        .min(numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32) / 8)
+        .max(16 << 20);
+    let first_touch = costs::repeat(
+        runs,
+        &format!(
+            "one thread zeroing {} MiB it never touched (page faults, THP as set: {})",
+            touch_bytes >> 20,
+            info.thp_enabled.as_deref().unwrap_or("unknown")
+        ),
+        || costs::first_touch_gbs(touch_bytes as usize),
+    );
 
     // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
     let (base, max, min, freq_how) = frequency(&o.roots);
 
     // Everything into the machine file.
     let regular = RegularTopology::of(&topo);
-    // A controller sustains at least the most it was seen to carry, and a
-    // core keeps at least as many misses in flight as its faster sweep
-    // needs: reads or stores, whichever went faster (on hardware reads;
-    // under TCG, whose loads are emulated one by one, the memset).
+    // The model has one bandwidth per controller and one count of misses
+    // in flight per core, and the benchmarks that stream memory (the
+    // autonuma suite, twohalves) zero it: both come from the memset
+    // sweeps, so a simulated zeroing runs at the measured one (reads can
+    // differ: faster on hardware, slower under TCG, which emulates loads
+    // one by one; the file's comments keep both).
     let one_thread = node_bw
         .iter()
-        .map(|x| x.1.value.max(x.2.value))
+        .map(|x| x.2.value)
         .fold(f64::INFINITY, f64::min);
     let mlp = (one_thread * local.value / 64.0).clamp(1.0, 1024.0);
-    let node_read = node_bw
-        .iter()
-        .map(|x| x.3.value.max(x.4.value))
-        .fold(0.0, f64::max);
+    let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
+    let node_threads = topo
+        .cpu_nodes()
+        .map(|n| n.cpus.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
 
     for (ix, &i) in cpu_nodes.iter().enumerate() {
         for (jx, &j) in cpu_nodes.iter().enumerate() {
@@ -428,6 +449,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     put("costs.exec_us", "us", exec.clone());
     put("costs.process_launch_us", "us", launch.clone());
     put("costs.thread_launch_us", "us", thread.clone());
+    put("costs.first_touch_gbs", "GB/s", first_touch.clone());
 
     let seconds = start.elapsed().as_secs_f64();
     let host = &info.hostname;
@@ -541,9 +563,9 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             ),
         );
     }
-    c(&mut t, "bandwidth_gbs: the most all of a node's CPUs read or zeroed of it (its controller's sustainable rate)");
+    c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all of a node's CPUs were measured to zero (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
-    c(&mut t, &format!("mlp: misses in flight per core by Little's law, one thread's read or memset bandwidth, the faster ({:.3} GB/s), x local latency / 64 bytes", one_thread));
+    c(&mut t, &format!("mlp: misses in flight per core by Little's law, one thread's memset bandwidth ({:.3} GB/s) x local latency / 64 bytes", one_thread));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
     let _ = writeln!(t, "\n[cache]");
     let _ = writeln!(
@@ -604,6 +626,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ("exec_us", "us", &exec),
         ("process_launch_us", "us", &launch),
         ("thread_launch_us", "us", &thread),
+        ("first_touch_gbs", "GB/s", &first_touch),
     ] {
         c(&mut t, &format!("{}: {}", f.how, f.describe(unit)));
         let _ = writeln!(t, "{key} = {:?}", round3(f.value));
@@ -644,6 +667,37 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         seconds,
         figures: figs,
     })
+}
+
+/// The controller bandwidth (GB/s) with which the simulator's memory
+/// model gives `n` threads, each streaming `one` GB/s alone, the `all`
+/// GB/s measured together: the model queues a controller like M/M/1 on
+/// its line service time (a wait of 64 / B / latency x rho / (1 - rho)
+/// loads, rho capped at 0.95) and caps its traffic at B
+/// (`engine::prepare_tick`), so a controller of exactly the measured rate
+/// would carry less than was measured. Found by bisection on the model's
+/// own formula; `all` itself when the threads never reach it.
+pub fn controller_bandwidth(n: usize, one: f64, all: f64, latency_ns: f64) -> f64 {
+    let demand = n as f64 * one;
+    let carried = |b: f64| {
+        let rho = demand / b;
+        let x = rho.min(0.95);
+        let wait = 64.0 / b / latency_ns * x / (1.0 - x);
+        demand / (1.0 + wait).max(rho)
+    };
+    if !(demand > 0.0 && all > 0.0 && latency_ns > 0.0) || carried(1e6) <= all {
+        return all.max(f64::MIN_POSITIVE);
+    }
+    let (mut lo, mut hi) = (all, 1e6);
+    for _ in 0..200 {
+        let mid = (lo * hi).sqrt();
+        if carried(mid) < all {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
 }
 
 /// Two CPUs under different LLCs, of one node when a node has two.
@@ -692,5 +746,24 @@ fn frequency(roots: &Roots) -> (f64, f64, f64, String) {
     match mhz {
         Some(m) => (m / 1e3, m / 1e3, m / 1e3, "no cpufreq: /proc/cpuinfo's 'cpu MHz' of CPU 0 as a fixed frequency".into()),
         None => (2.5, 2.5, 2.5, "no cpufreq and no 'cpu MHz': 2.5 GHz assumed (the costs are in time, so it only scales cycles)".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_controller_carries_what_was_measured_through_the_model() {
+        // Two threads of 8 GB/s measured at 14 together, 300 ns latency.
+        let b = controller_bandwidth(2, 8.0, 14.0, 300.0);
+        assert!(b > 14.0, "{b}");
+        let rho: f64 = 16.0 / b;
+        let x = rho.min(0.95);
+        let carried = 16.0 / (1.0 + 64.0 / b / 300.0 * x / (1.0 - x)).max(rho);
+        assert!((carried - 14.0).abs() < 1e-6, "{carried}");
+        // Threads that never reach the controller: the measured rate.
+        assert_eq!(controller_bandwidth(2, 1.0, 2.5, 300.0), 2.5);
+        assert_eq!(controller_bandwidth(0, 1.0, 2.5, 300.0), 2.5);
     }
 }

@@ -93,6 +93,28 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         .collect()
 }
 
+/// Run `f` with standard output going to standard error (file descriptor
+/// 1 pointed at 2, restored after): a command whose own output is a
+/// document (`validate --format json`) keeps what it runs from writing
+/// into it.
+pub fn stdout_to_stderr<T>(f: impl FnOnce() -> T) -> std::io::Result<T> {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: dup and dup2 on the process's own standard descriptors.
+    let saved = unsafe { libc::dup(1) };
+    if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let r = f();
+    let _ = std::io::stdout().flush();
+    // SAFETY: as above; `saved` is ours and closed once.
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{self, Write};

@@ -107,20 +107,28 @@ fn say(text: &str) {
     }
 }
 
-/// `numalab campaign run PLAN` here, as `numalab validate` runs its plan.
+/// `numalab campaign run PLAN` here, as `numalab validate` runs its plan
+/// (which prints a table of its own instead of the campaign's summary).
 pub(crate) fn run_plan_here(plan: PathBuf, quiet: bool) -> Result<ExitCode> {
-    run_plan(RunArgs {
-        plan,
-        executor: Executor::Local,
-        partition: None,
-        nodes_per_config: None,
-        numalab: None,
-        quiet,
-        verbose: false,
-    })
+    run_plan_with(
+        RunArgs {
+            plan,
+            executor: Executor::Local,
+            partition: None,
+            nodes_per_config: None,
+            numalab: None,
+            quiet,
+            verbose: false,
+        },
+        false,
+    )
 }
 
 fn run_plan(a: RunArgs) -> Result<ExitCode> {
+    run_plan_with(a, true)
+}
+
+fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
     let out = output(a.quiet, a.verbose);
     let plan = plan::load(&a.plan)?;
     if a.executor == Executor::Slurm {
@@ -198,7 +206,7 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
     let (scan, interrupted) = run_here(&c, scan, &todo, out, &interrupt)?;
     let after = Counts::of(&c, &scan);
     let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
-    if !records.is_empty() {
+    if !records.is_empty() && summarise {
         numalab_linux::outln!();
         crate::print_stdout(&summary(&c, &scan)?)?;
         numalab_linux::outln!("records: {}", c.plan.results.display());

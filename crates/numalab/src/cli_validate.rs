@@ -191,7 +191,15 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let plan_path = dir.join("validate.toml");
     numalab_record::store::write_file_atomic(&plan_path, plan.as_bytes())
         .with_context(|| format!("writing {}", plan_path.display()))?;
-    let code = crate::cli_campaign::run_plan_here(plan_path, a.quiet)?;
+    // With --format json, standard output is the document alone.
+    let code = if a.format == Format::Json {
+        numalab_linux::out::stdout_to_stderr(|| {
+            crate::cli_campaign::run_plan_here(plan_path, a.quiet)
+        })
+        .context("redirecting standard output")??
+    } else {
+        crate::cli_campaign::run_plan_here(plan_path, a.quiet)?
+    };
     if code != ExitCode::SUCCESS {
         return Ok(code);
     }

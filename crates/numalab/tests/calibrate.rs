@@ -149,9 +149,10 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     );
     assert!(o.status.success(), "{}", show(&o));
     assert_eq!(json_records(&d.path().join("v")).len(), 4);
+    // Standard output is the JSON document alone.
     let out = text(&o.stdout);
-    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..])
-        .unwrap_or_else(|e| panic!("{e}: {out}"));
+    let json: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let rows = json["rows"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["benchmark"] == "spin"
         && r["metric"] == "elapsed_s"

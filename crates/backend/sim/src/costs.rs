@@ -45,11 +45,15 @@ pub struct CostsSpec {
     pub exec_us: Option<f64>,
     pub process_launch_us: Option<f64>,
     pub thread_launch_us: Option<f64>,
+    /// The rate of a first touch: one thread zeroing memory it has never
+    /// touched, its page faults (the kernel allocating and clearing each
+    /// page) included, GB/s. Without it a first touch takes no time.
+    pub first_touch_gbs: Option<f64>,
 }
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 8] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 9] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -59,6 +63,7 @@ impl CostsSpec {
             ("costs.exec_us", self.exec_us),
             ("costs.process_launch_us", self.process_launch_us),
             ("costs.thread_launch_us", self.thread_launch_us),
+            ("costs.first_touch_gbs", self.first_touch_gbs),
         ]
     }
 }
@@ -94,6 +99,10 @@ pub struct Costs {
     /// Nanoseconds between two thread launches. `costs.thread_launch_us` x
     /// 1000; default [`THREAD_LAUNCH_NS`].
     pub thread_launch_ns: u64,
+    /// Bytes a main thread first-touches per nanosecond (= GB/s), its page
+    /// faults included: `costs.first_touch_gbs`; default infinite (a first
+    /// touch is not timed, as before it was measured).
+    pub first_touch_bytes_per_ns: f64,
 }
 
 impl Default for Costs {
@@ -113,6 +122,7 @@ impl Costs {
         exec_cycles: EXEC_CYCLES,
         process_launch_ns: PROCESS_LAUNCH_NS,
         thread_launch_ns: THREAD_LAUNCH_NS,
+        first_touch_bytes_per_ns: f64::INFINITY,
     };
 
     /// The costs `spec` gives on a machine whose one busy core runs at
@@ -136,13 +146,14 @@ impl Costs {
             exec_cycles: spec.exec_us.map_or(d.exec_cycles, us_cycles),
             process_launch_ns: spec.process_launch_us.map_or(d.process_launch_ns, us_ns),
             thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
+            first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
         }
     }
 
     /// The costs in the `[costs]` table's keys and units at `max_ghz`, as
     /// a record states them (`backend.details.costs`).
     pub fn as_file(&self, max_ghz: f64) -> BTreeMap<&'static str, f64> {
-        BTreeMap::from([
+        let mut m = BTreeMap::from([
             ("spin_ns", self.spin_cycles / max_ghz),
             ("randupdt_ns", self.randupdt_cycles / max_ghz),
             ("memset_gbs", self.memset_bytes_per_cycle * max_ghz),
@@ -151,6 +162,15 @@ impl Costs {
             ("exec_us", self.exec_cycles / max_ghz / 1e3),
             ("process_launch_us", self.process_launch_ns as f64 / 1e3),
             ("thread_launch_us", self.thread_launch_ns as f64 / 1e3),
-        ])
+        ]);
+        if self.first_touch_bytes_per_ns.is_finite() {
+            m.insert("first_touch_gbs", self.first_touch_bytes_per_ns);
+        }
+        m
+    }
+
+    /// Nanoseconds one thread takes to first-touch `bytes`.
+    pub fn first_touch_ns(&self, bytes: u64) -> u64 {
+        (bytes as f64 / self.first_touch_bytes_per_ns).round() as u64
     }
 }

@@ -97,6 +97,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.exec_us", 0.1, 100_000.0, "us", false),
     ("costs.process_launch_us", 0.1, 1e6, "us", false),
     ("costs.thread_launch_us", 0.1, 1e6, "us", false),
+    ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
 ];
 
 /// Longest exit latency or target residency of an idle state (us): 1 s.
@@ -1161,6 +1162,7 @@ min_ghz = 1
             exec_cycles: EXEC_CYCLES,
             process_launch_ns: PROCESS_LAUNCH_NS,
             thread_launch_ns: THREAD_LAUNCH_NS,
+            first_touch_bytes_per_ns: f64::INFINITY,
         };
         assert_eq!(Costs::DEFAULT, want);
         assert_eq!(build(OK).unwrap().costs, want);
@@ -1178,7 +1180,8 @@ min_ghz = 1
     fn costs_from_the_file_are_converted_at_the_maximum_frequency() {
         let text = format!(
             "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
-             fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n"
+             fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n\
+             first_touch_gbs = 2.5\n"
         );
         let c = build(&text).unwrap().costs;
         assert_eq!(
@@ -1192,8 +1195,11 @@ min_ghz = 1
                 exec_cycles: 600_000.0,
                 process_launch_ns: 2_500_000,
                 thread_launch_ns: 12_500,
+                first_touch_bytes_per_ns: 2.5,
             }
         );
+        assert_eq!(c.first_touch_ns(5_000_000), 2_000_000);
+        assert_eq!(Costs::DEFAULT.first_touch_ns(1 << 40), 0);
         let f = c.as_file(3.0);
         for (k, v) in [
             ("spin_ns", 4.0),
@@ -1204,10 +1210,13 @@ min_ghz = 1
             ("exec_us", 200.0),
             ("process_launch_us", 2500.0),
             ("thread_launch_us", 12.5),
+            ("first_touch_gbs", 2.5),
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 8);
+        assert_eq!(f.len(), 9);
+        // Not timed, so not stated.
+        assert!(!Costs::DEFAULT.as_file(3.0).contains_key("first_touch_gbs"));
         // One key: the others keep their defaults.
         let c = build(&format!("{OK}[costs]\nfork_us = 10\n"))
             .unwrap()

@@ -1343,3 +1343,32 @@ fn launch_costs_space_the_starts_of_tasks() {
         default
     );
 }
+
+/// `costs.first_touch_gbs`: the main thread's first touch of the buffer
+/// takes bytes / rate before the threads start, as system time; without
+/// it the threads start at once, as before it was measured.
+#[test]
+fn first_touch_gbs_times_the_main_threads_first_touch() {
+    let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 20);
+    let rec = |costs: &str| {
+        let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
+        let r = run(&cfg, &case, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
+        assert!(r.outcome.is_ok(), "{costs}: {:?}", r.outcome);
+        r
+    };
+    let (before, after) = (rec(""), rec("first_touch_gbs = 0.5"));
+    // 64 MiB at 0.5 GB/s: 134 ms.
+    let touch = (64u64 << 20) as f64 / 0.5e9;
+    let started = |r: &numalab_record::RunRecord| r.metric("started_s").unwrap();
+    let moved = started(&after) - started(&before);
+    assert!(
+        (moved - touch).abs() < 0.005,
+        "threads started {moved} s later, the touch takes {touch} s"
+    );
+    let sys = after.metric("sys_s").unwrap() - before.metric("sys_s").unwrap();
+    assert!((sys - touch).abs() < 1e-6, "{sys} s more system time");
+    let longer = after.metric("elapsed_s").unwrap() - before.metric("elapsed_s").unwrap();
+    assert!((longer - touch).abs() < 0.01, "{longer} s longer");
+}

@@ -517,6 +517,10 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                     }
                     regions.push((r, len));
                 }
+                // The main thread's first touch, before it starts the
+                // threads: its page faults and zeroing, kernel time.
+                let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
+                let touch_ns = w.m.costs.first_touch_ns(touched);
                 let process_mask = cpu_mask(w, &pp.process_cpus)?;
                 let mut first_thread = None;
                 for t in 0..pp.threads {
@@ -534,9 +538,12 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                         p.loops,
                         parent,
                         first_thread.is_none(),
-                        0,
+                        touch_ns,
                         true,
                     );
+                    if first_thread.is_none() {
+                        w.tasks[id].sys_ns += touch_ns as f64;
+                    }
                     first_thread.get_or_insert(id);
                     // Every worker is a thread: the process's main thread
                     // (not simulated) first-touched the buffer, created
