@@ -19,9 +19,10 @@
 //!   the LLC, the bandwidth of one thread and of all a node's CPUs
 //!   reading and zeroing their own node's memory, and the time a cache
 //!   line takes between two LLCs. The model's misses in flight per core
-//!   follow from one thread's zeroing bandwidth and the latency (Little's
-//!   law), and a controller's bandwidth is what all of a node's CPUs
-//!   zero of it (the sweep the streaming benchmarks do);
+//!   and its controllers' bandwidth are found through the model's own
+//!   equations, so that it zeroes memory at the rates measured for one
+//!   thread and for all of a node's CPUs ([`misses_in_flight`],
+//!   [`controller_bandwidth`]): the sweep the streaming benchmarks do;
 //! - **CPU**: the frequency cpufreq reports (or /proc/cpuinfo), and the
 //!   throughput of two SMT siblings against one;
 //! - **costs** ([`costs`]): what the simulator's workload models charge
@@ -408,7 +409,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         .iter()
         .map(|x| x.2.value)
         .fold(f64::INFINITY, f64::min);
-    let mlp = (one_thread * local.value / 64.0).clamp(1.0, 1024.0);
+    let mlp = misses_in_flight(one_thread, memset.value, local.value);
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
     let node_threads = topo
         .cpu_nodes()
@@ -565,7 +566,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     }
     c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all of a node's CPUs were measured to zero (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
-    c(&mut t, &format!("mlp: misses in flight per core by Little's law, one thread's memset bandwidth ({:.3} GB/s) x local latency / 64 bytes", one_thread));
+    c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
     let _ = writeln!(t, "\n[cache]");
     let _ = writeln!(
@@ -669,6 +670,22 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     })
 }
 
+/// The misses in flight per core with which the simulator's streaming
+/// model gives one thread the `one` GB/s it was measured to zero of
+/// memory: the model charges a line its compute (64 bytes at the in-cache
+/// zeroing rate `cache` GB/s) plus its memory time, `latency / mlp`
+/// (`engine::run_compute`), so 64 / one = 64 / cache + latency / mlp.
+/// When zeroing memory is as fast as zeroing the cache (under TCG, where
+/// the emulator is the bottleneck either way) memory adds nothing: the
+/// most the model takes, 1024.
+pub fn misses_in_flight(one: f64, cache: f64, latency_ns: f64) -> f64 {
+    let memory_ns = 64.0 / one - 64.0 / cache;
+    if memory_ns.is_nan() || memory_ns <= 0.0 || !latency_ns.is_finite() {
+        return 1024.0;
+    }
+    (latency_ns / memory_ns).clamp(1.0, 1024.0)
+}
+
 /// The controller bandwidth (GB/s) with which the simulator's memory
 /// model gives `n` threads, each streaming `one` GB/s alone, the `all`
 /// GB/s measured together: the model queues a controller like M/M/1 on
@@ -765,5 +782,17 @@ mod tests {
         // Threads that never reach the controller: the measured rate.
         assert_eq!(controller_bandwidth(2, 1.0, 2.5, 300.0), 2.5);
         assert_eq!(controller_bandwidth(0, 1.0, 2.5, 300.0), 2.5);
+    }
+
+    #[test]
+    fn misses_in_flight_give_one_thread_its_measured_zeroing_rate() {
+        // 8 GB/s from memory, 40 GB/s in cache, 300 ns: 64/8 - 64/40 =
+        // 6.4 ns a line of memory time, 300 / 6.4 = 46.9 in flight.
+        let m = misses_in_flight(8.0, 40.0, 300.0);
+        assert!((m - 300.0 / 6.4).abs() < 1e-9, "{m}");
+        let per_line = 64.0 / 40.0 + 300.0 / m;
+        assert!((64.0 / per_line - 8.0).abs() < 1e-9);
+        // Memory no slower than the cache (TCG): the most the model takes.
+        assert_eq!(misses_in_flight(5.0, 4.0, 265.0), 1024.0);
     }
 }
