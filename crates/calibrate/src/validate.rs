@@ -287,12 +287,13 @@ pub struct Errors {
     pub orderings: Vec<Ordering>,
 }
 
+/// Mean and sample standard deviation (numalab-stats' summary); a
+/// sample with a non-finite value gives NaN, shown as such.
 fn mean_sd(v: &[f64]) -> (f64, Option<f64>) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd =
-        (v.len() > 1).then(|| (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
-    (m, sd)
+    match numalab_stats::Summary::of(v) {
+        Ok(s) => (s.mean, s.stddev),
+        Err(_) => (f64::NAN, None),
+    }
 }
 
 fn case_text(r: &RunRecord) -> String {

@@ -90,8 +90,8 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
 
     // validate on that file: both sides ran the same cases, and the
     // table pairs them.
-    let o = numalab_in(
-        &[
+    let validate = |more: &[&str]| {
+        let mut args = vec![
             "validate",
             "spin",
             "forkexec",
@@ -104,10 +104,13 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
             "--results",
             "v",
             "--quiet",
-        ],
-        d.path(),
-    );
-    assert!(o.status.success(), "{}", show(&o));
+        ];
+        args.extend_from_slice(more);
+        let o = numalab_in(&args, d.path());
+        assert!(o.status.success(), "{}", show(&o));
+        o
+    };
+    let o = validate(&[]);
     let out = text(&o.stdout);
     let table = &out[out.find("metric ").unwrap_or_else(|| panic!("{out}"))..];
     for needle in [
@@ -128,26 +131,7 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
         .collect();
     assert_eq!(labels.into_iter().collect::<Vec<_>>(), ["real", "sim"]);
     // Again: resumed, nothing runs twice, the same table as JSON.
-    let o = numalab_in(
-        &[
-            "validate",
-            "spin",
-            "forkexec",
-            "--machine",
-            "me.toml",
-            "--runs",
-            "1",
-            "--seconds",
-            "0.2",
-            "--results",
-            "v",
-            "--quiet",
-            "--format",
-            "json",
-        ],
-        d.path(),
-    );
-    assert!(o.status.success(), "{}", show(&o));
+    let o = validate(&["--format", "json"]);
     assert_eq!(json_records(&d.path().join("v")).len(), 4);
     // Standard output is the JSON document alone.
     let out = text(&o.stdout);
