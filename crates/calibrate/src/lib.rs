@@ -16,12 +16,12 @@
 //!   node to memory of each node (a chase of dependent loads through a
 //!   random cycle of cache lines over a buffer well beyond the LLC, CPU
 //!   pinned, memory bound), the LLC hit latency the same way over half
-//!   the LLC, the bandwidth of one thread and of all a node's CPUs
-//!   reading and zeroing their own node's memory, and the time a cache
-//!   line takes between two LLCs. The model's misses in flight per core
-//!   and its controllers' bandwidth are found through the model's own
-//!   equations, so that it zeroes memory at the rates measured for one
-//!   thread and for all of a node's CPUs ([`misses_in_flight`],
+//!   the LLC, the bandwidth of one thread of a node and of all the
+//!   machine's CPUs reading and zeroing that node's memory (its
+//!   controller's capacity), and the time a cache line takes between two
+//!   LLCs. The model's misses in flight per core and its controllers'
+//!   bandwidth are found through the model's own equations, so that it
+//!   zeroes memory at the rates measured ([`misses_in_flight`],
 //!   [`controller_bandwidth`]): the sweep the streaming benchmarks do;
 //! - **CPU**: the frequency cpufreq reports (or /proc/cpuinfo), and the
 //!   throughput of two SMT siblings against one;
@@ -247,16 +247,14 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         f.map_err(failed("LLC latency"))?
     };
 
-    // Bandwidth, per node: one thread and all the node's CPUs.
+    // Bandwidth, per node: one thread of the node, and every CPU of the
+    // machine at once (the most a controller is asked to carry: its
+    // capacity, whether or not the node's own CPUs alone can use it up).
+    let all_cpus: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
     let mut node_bw: Vec<(u32, Figure, Figure, Figure, Figure)> = Vec::new();
     for &j in &cpu_nodes {
         phases.next(&plan[phases.done].0.clone());
-        let cpus: Vec<u32> = topo
-            .nodes
-            .iter()
-            .find(|x| x.id == j)
-            .map(|x| x.cpus.clone())
-            .unwrap_or_default();
+        let cpus = all_cpus.clone();
         let free = numalab_topology::probe::node_free_bytes(&o.roots.sys, j).unwrap_or(1 << 32);
         let one_bytes = (2 * llc).clamp(64 << 20, 512 << 20).min(free / 4);
         let all_bytes = ((2 * llc) / cpus.len().max(1) as u64)
@@ -411,12 +409,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         .fold(f64::INFINITY, f64::min);
     let mlp = misses_in_flight(one_thread, memset.value, local.value);
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
-    let node_threads = topo
-        .cpu_nodes()
-        .map(|n| n.cpus.len())
-        .max()
-        .unwrap_or(1)
-        .max(1);
+    let node_threads = all_cpus.len().max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
 
     for (ix, &i) in cpu_nodes.iter().enumerate() {
@@ -558,13 +551,13 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         c(
             &mut t,
             &format!(
-                "node {j}: all its CPUs read {}, memset {}",
+                "node {j}: all the machine's CPUs read {}, memset {}",
                 ra.describe("GB/s"),
                 wa.describe("GB/s")
             ),
         );
     }
-    c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all of a node's CPUs were measured to zero (the sweep the streaming benchmarks do)"));
+    c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));

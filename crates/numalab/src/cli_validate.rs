@@ -35,7 +35,7 @@ pub struct ValidateArgs {
     /// Output format of the error table
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Calibrate even on a busy machine (without --machine)
+    /// Validate (and calibrate) even on a busy machine
     #[arg(long)]
     force: bool,
     /// One line per run: no notes or progress bar
@@ -112,6 +112,26 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 
 pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let dir = &a.results;
+    // The real side is timed: other work on this machine (or, under a
+    // guest, on its host) spoils it as it spoils a calibration.
+    if !a.force {
+        let roots = numalab_topology::Roots::host();
+        let ncpus = numalab_topology::Topology::from_sysfs(&roots.sys)
+            .map(|t| t.cpus.len())
+            .unwrap_or(1);
+        let busy = numalab_calibrate::busy::busy_cpus(
+            &roots.proc,
+            std::time::Duration::from_millis(500),
+            ncpus,
+        )
+        .context("/proc/stat")?;
+        if busy > numalab_calibrate::BUSY_LIMIT_CPUS {
+            bail!(
+                "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the real runs (limit {}); stop what runs, or validate anyway with --force",
+                numalab_calibrate::BUSY_LIMIT_CPUS
+            );
+        }
+    }
     let machine_path = dir.join("machine.toml");
     let text = match &a.machine {
         Some(m) => {
@@ -141,7 +161,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             }
             cmd.args(["--results"])
                 .arg(dir)
-                .args(["--", "calibrate", "--force", "--output"])
+                .args(["--", "calibrate", "--output"])
                 .arg(&out);
             if a.quiet {
                 cmd.arg("--quiet");

@@ -104,6 +104,7 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
             "--results",
             "v",
             "--quiet",
+            "--force",
         ];
         args.extend_from_slice(more);
         let o = numalab_in(&args, d.path());
