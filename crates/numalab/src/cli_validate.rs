@@ -110,28 +110,34 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The real side is timed: other work on this machine (or, under a
+/// guest, on its host) spoils it as it spoils a calibration. Checked after
+/// the arguments, before anything is measured or run.
+fn refuse_busy(force: bool) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    let roots = numalab_topology::Roots::host();
+    let ncpus = numalab_topology::Topology::from_sysfs(&roots.sys)
+        .map(|t| t.cpus.len())
+        .unwrap_or(1);
+    let busy = numalab_calibrate::busy::busy_cpus(
+        &roots.proc,
+        std::time::Duration::from_millis(500),
+        ncpus,
+    )
+    .context("/proc/stat")?;
+    if busy > numalab_calibrate::BUSY_LIMIT_CPUS {
+        bail!(
+            "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the real runs (limit {}); stop what runs, or validate anyway with --force",
+            numalab_calibrate::BUSY_LIMIT_CPUS
+        );
+    }
+    Ok(())
+}
+
 pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let dir = &a.results;
-    // The real side is timed: other work on this machine (or, under a
-    // guest, on its host) spoils it as it spoils a calibration.
-    if !a.force {
-        let roots = numalab_topology::Roots::host();
-        let ncpus = numalab_topology::Topology::from_sysfs(&roots.sys)
-            .map(|t| t.cpus.len())
-            .unwrap_or(1);
-        let busy = numalab_calibrate::busy::busy_cpus(
-            &roots.proc,
-            std::time::Duration::from_millis(500),
-            ncpus,
-        )
-        .context("/proc/stat")?;
-        if busy > numalab_calibrate::BUSY_LIMIT_CPUS {
-            bail!(
-                "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the real runs (limit {}); stop what runs, or validate anyway with --force",
-                numalab_calibrate::BUSY_LIMIT_CPUS
-            );
-        }
-    }
     let machine_path = dir.join("machine.toml");
     let text = match &a.machine {
         Some(m) => {
@@ -140,9 +146,11 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             numalab_sim::machine::MachineFile::parse(&m.to_string_lossy(), &t)
                 .and_then(|f| f.build(&m.to_string_lossy()))
                 .with_context(|| format!("--machine {}", m.display()))?;
+            refuse_busy(a.force)?;
             t
         }
         None if a.guest.is_some() => {
+            refuse_busy(a.force)?;
             let shape = a.guest.as_ref().expect("checked");
             std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
             let exe = std::env::current_exe().context("finding numalab's own binary")?;
@@ -175,6 +183,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             std::fs::read_to_string(&out).with_context(|| format!("{}", out.display()))?
         }
         None => {
+            refuse_busy(a.force)?;
             numalab_record::store::ensure_writable_dir(dir)
                 .with_context(|| format!("--results {}", dir.display()))?;
             let exe = std::env::current_exe().context("finding numalab's own binary")?;

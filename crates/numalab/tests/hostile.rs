@@ -472,6 +472,8 @@ fn every_subcommand_refuses_bad_input_in_one_line() {
         ("run", &["run", "numa02", "--threads", "0"]),
         ("sim", &["sim", "--machine", "nosuch", "numa02"]),
         ("vm", &["vm", "--nodes", "0", "--", "topology"]),
+        ("calibrate", &["calibrate", "--output", "/proc/nope/m.toml"]),
+        ("validate", &["validate", "--machine", "/nonexistent.toml"]),
         ("campaign", &["campaign", "run", "/nonexistent.toml"]),
         ("reproduce", &["reproduce", "nosuchstudy"]),
         ("schema", &["schema", "extra"]),
