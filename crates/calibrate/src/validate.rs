@@ -248,6 +248,7 @@ pub const METRICS: &[&str] = &[
     "bandwidth_gbs",
     "numa_pages_migrated",
     "numa_hint_faults",
+    "kernel_migrations",
     "convergence_s",
 ];
 

@@ -257,6 +257,16 @@ pub fn build(
             metric("bandwidth_gbs", b as f64 / elapsed / 1e9),
         );
     }
+    // CPU changes of the benchmark's tasks, as real runs sum the kernel's
+    // se.nr_migrations of the tasks they observe one by one (hackbench's
+    // and forkexec's trees are observed as one process there: left out).
+    if !matches!(meta.benchmark.as_str(), "hackbench" | "forkexec") {
+        let moves: u64 = meta.main_tasks.iter().map(|&t| w.tasks[t].migrations).sum();
+        metrics.insert(
+            "kernel_migrations".into(),
+            numalab_record::Metric::new(moves as f64, "migrations", numalab_record::Better::Lower),
+        );
+    }
     // The vmstat counters real runs report, counted exactly.
     let s = &w.stats;
     for (k, v) in [

@@ -1372,3 +1372,35 @@ fn first_touch_gbs_times_the_main_threads_first_touch() {
     let longer = after.metric("elapsed_s").unwrap() - before.metric("elapsed_s").unwrap();
     assert!((longer - touch).abs() < 0.01, "{longer} s longer");
 }
+
+/// `kernel_migrations`: the CPU changes of the benchmark's tasks, as real
+/// runs sum each observed task's se.nr_migrations; not for hackbench and
+/// forkexec, whose trees real runs observe as one process.
+#[test]
+fn kernel_migrations_count_the_benchmark_tasks_cpu_changes() {
+    // Three spinners on two CPUs: the balancer keeps moving them.
+    let cfg = config(small_machine(1), "linux", "none", 1);
+    let r = run(
+        &cfg,
+        &spin(3, 4, Some(vec![0, 1])),
+        "x",
+        REP,
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap()
+    .record;
+    let m = r.metric("kernel_migrations").expect("kernel_migrations");
+    assert!(m >= 1.0, "{m}");
+    let r = run(
+        &cfg,
+        &hackbench(1, 2, 10, 100),
+        "x",
+        REP,
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap()
+    .record;
+    assert!(r.metric("kernel_migrations").is_none());
+}
