@@ -141,6 +141,22 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
             ],
         },
     ];
+    // numa01: two processes, each of its threads zeroing the whole of its
+    // process's buffer every loop; each buffer half of numa02's.
+    let numa01_threads = (cpus / 2).max(1);
+    let numa01_mib = (mib / 2).max(8);
+    let numa01_loops = (t * s.bandwidth_gbs * 1e9
+        / (2.0 * numa01_threads as f64 * (numa01_mib << 20) as f64))
+        .clamp(1.0, 1e6) as u64;
+    v.push(Item {
+        benchmark: "numa01",
+        keys: vec![
+            ("threads", numa01_threads.to_string()),
+            ("bytes", q(&format!("{numa01_mib}M"))),
+            ("loops", numa01_loops.to_string()),
+            ("placement", q(placements)),
+        ],
+    });
     if s.nodes >= 2 {
         v.push(Item {
             benchmark: "twohalves",
@@ -539,7 +555,7 @@ mod tests {
         let s = sizing(1);
         let items = set(&s, &[]).unwrap();
         let names: Vec<_> = items.iter().map(|i| i.benchmark).collect();
-        assert_eq!(names, ["spin", "hackbench", "forkexec", "numa02"]);
+        assert_eq!(names, ["spin", "hackbench", "forkexec", "numa02", "numa01"]);
         // 1 s at 2 ns an iteration.
         assert_eq!(keys(&items, "spin")["iterations"], "500000000");
         // 2 CPUs x 1 s of 1-us operations, 2 x 10 x 10 of them a loop.
@@ -549,6 +565,10 @@ mod tests {
         // 6.4 GB/s over 256 MiB (4 LLCs, at least 256 MiB): 23 loops.
         assert_eq!(keys(&items, "numa02")["bytes"], "\"256M\"");
         assert_eq!(keys(&items, "numa02")["loops"], "23");
+        // numa01: two processes of 1 thread, each zeroing its 128 MiB.
+        assert_eq!(keys(&items, "numa01")["threads"], "1");
+        assert_eq!(keys(&items, "numa01")["bytes"], "\"128M\"");
+        assert_eq!(keys(&items, "numa01")["loops"], "23");
         // A quarter of a small node, at most.
         let small = Sizing {
             node_bytes: 512 << 20,
@@ -570,9 +590,15 @@ mod tests {
 
     #[test]
     fn a_benchmark_outside_the_set_is_refused() {
-        let e = set(&sizing(1), &["numa01".into()]).unwrap_err();
-        assert!(e.contains("\"numa01\" is not in the validation set"), "{e}");
-        assert!(e.contains("spin, hackbench, forkexec, numa02"), "{e}");
+        let e = set(&sizing(1), &["numa02_SMT".into()]).unwrap_err();
+        assert!(
+            e.contains("\"numa02_SMT\" is not in the validation set"),
+            "{e}"
+        );
+        assert!(
+            e.contains("spin, hackbench, forkexec, numa02, numa01"),
+            "{e}"
+        );
         let only = set(&sizing(1), &["spin".into()]).unwrap();
         assert_eq!(only.len(), 1);
     }
@@ -588,7 +614,7 @@ mod tests {
         assert!(two.contains("balancer = \"autonuma\""), "{two}");
         assert!(two.contains("balancer = \"none\""), "{two}");
         let v: toml::Table = two.parse().unwrap();
-        assert_eq!(v["benchmark"].as_array().unwrap().len(), 5);
+        assert_eq!(v["benchmark"].as_array().unwrap().len(), 6);
     }
 
     #[test]
