@@ -9,6 +9,7 @@ mod cli_bench;
 mod cli_calibrate;
 mod cli_campaign;
 mod cli_compare;
+mod cli_export;
 mod cli_install;
 mod cli_load;
 mod cli_report;
@@ -61,6 +62,8 @@ pub(crate) enum Command {
     Show(cli_show::ShowArgs),
     /// Write a self-contained HTML report with tables and SVG charts
     Report(cli_report::ReportArgs),
+    /// Every run's metrics as CSV or Go's benchmark format (benchstat)
+    Export(cli_export::ExportArgs),
     /// Export a traced run's schedule (Perfetto / Chrome trace JSON)
     Trace(cli_trace::TraceArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cli_compare::run(args),
         Command::Show(args) => cli_show::run(args),
         Command::Report(args) => cli_report::run(args),
+        Command::Export(args) => cli_export::run(args),
         Command::Trace(args) => cli_trace::run(args),
         Command::Completions(args) => cli_install::completions(args),
         Command::Man(args) => cli_install::man(args),

@@ -478,6 +478,7 @@ fn every_subcommand_refuses_bad_input_in_one_line() {
         ("reproduce", &["reproduce", "nosuchstudy"]),
         ("schema", &["schema", "extra"]),
         ("compare", &["compare", "/nonexistent"]),
+        ("export", &["export", "/nonexistent"]),
         ("show", &["show", "/nonexistent"]),
         ("report", &["report", "/nonexistent", "-o", "x.html"]),
         (

@@ -39,6 +39,7 @@ pub mod axis;
 pub mod compare;
 pub mod compare_render;
 pub mod dataset;
+pub mod export;
 pub mod figures;
 pub mod html;
 pub mod num;
