@@ -149,6 +149,24 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             refuse_busy(a.force)?;
             t
         }
+        // Without --machine, a file an earlier validation calibrated into
+        // these results is used again, so running the same command
+        // resumes its campaign rather than starting one on new figures.
+        None if machine_path.is_file() => {
+            let t = std::fs::read_to_string(&machine_path)
+                .with_context(|| format!("{}", machine_path.display()))?;
+            numalab_sim::machine::MachineFile::parse(&machine_path.to_string_lossy(), &t)
+                .and_then(|f| f.build(&machine_path.to_string_lossy()))
+                .with_context(|| format!("{}", machine_path.display()))?;
+            if !a.quiet {
+                numalab_linux::statusln!(
+                    "numalab validate: using {} from an earlier validation (remove it to calibrate again)",
+                    machine_path.display()
+                );
+            }
+            refuse_busy(a.force)?;
+            t
+        }
         None if a.guest.is_some() => {
             refuse_busy(a.force)?;
             let shape = a.guest.as_ref().expect("checked");

@@ -144,6 +144,30 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
         && r["metric"] == "elapsed_s"
         && r["real_runs"] == 1
         && r["sim_runs"] == 1));
+    // Without --machine, the file the first validation kept is used
+    // again: the same campaign, nothing calibrated or run anew.
+    let o = numalab_in(
+        &[
+            "validate",
+            "spin",
+            "forkexec",
+            "--runs",
+            "1",
+            "--seconds",
+            "0.2",
+            "--results",
+            "v",
+            "--force",
+        ],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("from an earlier validation"),
+        "{}",
+        show(&o)
+    );
+    assert!(!text(&o.stderr).contains("calibrate: ["), "{}", show(&o));
 }
 
 /// Two CPU-bound processes per CPU of this machine, killed on drop.
