@@ -59,14 +59,16 @@ pub fn msg_us(exe: &Path, cpu: u32, budget: Duration) -> std::io::Result<f64> {
 /// on `cpu` (the affinity of the thread that forks it is inherited).
 fn hackbench_storm(exe: &Path, cpu: u32, loops: u64, fds: u64) -> std::io::Result<f64> {
     let old = crate::memory::pin(&[cpu])?;
-    let out = Command::new(exe)
-        .args(["__hackbench", "1"])
+    let mut cmd = Command::new(exe);
+    cmd.args(["__hackbench", "1"])
         .arg(loops.to_string())
         .arg(fds.to_string())
         .arg("100")
         .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output();
+        .stderr(Stdio::inherit());
+    // SIGTERM, as the host backend does: hackbench stops its workers on it.
+    numalab_linux::child::die_with_parent_by(&mut cmd, numalab_linux::child::SIGTERM);
+    let out = cmd.output();
     numalab_linux::numa::set_affinity(0, &old)?;
     let out = out?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -111,12 +113,13 @@ pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
     let (mut launch, mut whole) = (Vec::new(), Vec::new());
     while t0.elapsed() < budget || launch.len() < 3 {
         let t = Instant::now();
-        let mut c = Command::new(exe)
-            .args(["__task", "burst", "0"])
+        let mut cmd = Command::new(exe);
+        cmd.args(["__task", "burst", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
+            .stderr(Stdio::null());
+        numalab_linux::child::die_with_parent(&mut cmd);
+        let mut c = cmd.spawn()?;
         launch.push(t.elapsed().as_secs_f64() * 1e6);
         let s = c.wait()?;
         whole.push(t.elapsed().as_secs_f64() * 1e6);
@@ -136,13 +139,15 @@ pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
 pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
     let mut children = 20u64;
     loop {
-        let out = Command::new(exe)
-            .arg("__forkexec")
+        let mut cmd = Command::new(exe);
+        cmd.arg("__forkexec")
             .arg(children.to_string())
             .args(["1", "1", "1"])
             .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()?;
+            .stderr(Stdio::inherit());
+        // The driver's children die with it, as it dies with calibrate.
+        numalab_linux::child::die_with_parent(&mut cmd);
+        let out = cmd.output()?;
         let text = String::from_utf8_lossy(&out.stdout);
         let elapsed = text
             .lines()
