@@ -5,7 +5,7 @@
 
 use crate::autonuma::{self, Kind, Placement as BindPlacement};
 use crate::numa_test::{Disturb, MAX_TASKS};
-use crate::{command, forkexec, numa_test, placement, BenchError, Calibration, Resolved};
+use crate::{command, forkexec, mem, numa_test, placement, BenchError, Calibration, Resolved};
 use numalab_topology::placement::Placement;
 use std::path::PathBuf;
 
@@ -317,6 +317,72 @@ impl ForkExecArgs {
     }
 }
 
+/// `read,memset`: memory sweeps (the mem benchmark).
+pub fn parse_ops(s: &str) -> Result<List<mem::Op>, String> {
+    let mut v = Vec::new();
+    for item in s.split(',') {
+        let op = mem::Op::from_name(item.trim())
+            .ok_or_else(|| format!("{item:?} is not an operation (read, write, memset)"))?;
+        if !v.contains(&op) {
+            v.push(op);
+        }
+    }
+    Ok(List(v))
+}
+
+/// `0,1`: node ids.
+pub fn parse_nodes(s: &str) -> Result<List<u32>, String> {
+    let mut v = Vec::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        let n: u32 = item
+            .parse()
+            .map_err(|_| format!("{item:?} is not a node number (e.g. 0 or 0,1)"))?;
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    Ok(List(v))
+}
+
+/// Memory bandwidth (as perf bench numa mem).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct MemArgs {
+    /// Sweeps, one case each: read (loads), write (read-modify-write),
+    /// memset (stores)
+    #[arg(long, value_name = "OP,...", value_parser = parse_ops, default_value = "read")]
+    pub op: List<mem::Op>,
+    /// Threads, e.g. 1 or 1,2,4 (one case each); default: the CPUs of the
+    /// CPU node
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
+    pub threads: Option<List<u32>>,
+    /// Nodes whose CPUs run the threads, one case each; default: the
+    /// first node with CPUs
+    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
+    pub cpu_node: Option<List<u32>>,
+    /// Nodes the memory is bound to, one case each; default: the CPU node
+    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
+    pub mem_node: Option<List<u32>>,
+    /// Bytes each thread sweeps, e.g. 256M; default: 4x the largest LLC,
+    /// at least 64 MiB, within half the memory node's free memory
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Sweeps of each thread over its buffer; default: as many as take
+    /// about --duration seconds
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub loops: Option<u64>,
+    /// Seconds a run should take, for the default loop count
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = mem::DEFAULT_SECONDS, value_parser = parse_seconds)]
+    pub duration: f64,
+}
+
+impl MemArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        mem::resolve(self, cal)
+    }
+}
+
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = "Benchmark")]
 pub struct CommandArgs {
@@ -349,11 +415,12 @@ pub enum Spec {
     Spin(SpinArgs),
     Hackbench(HackbenchArgs),
     ForkExec(ForkExecArgs),
+    Mem(MemArgs),
     Command(CommandArgs),
 }
 
 /// Every benchmark name, as `numalab run` lists them.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "numa_test",
     "numa01",
     "numa01_THREAD_ALLOC",
@@ -363,6 +430,7 @@ pub const NAMES: [&str; 10] = [
     "spin",
     "hackbench",
     "forkexec",
+    "mem",
     "command",
 ];
 
@@ -384,6 +452,7 @@ fn command_for(name: &str) -> Result<clap::Command, String> {
         "spin" => with_args::<SpinArgs>("spin"),
         "hackbench" => with_args::<HackbenchArgs>("hackbench"),
         "forkexec" => with_args::<ForkExecArgs>("forkexec"),
+        "mem" => with_args::<MemArgs>("mem"),
         "command" => with_args::<CommandArgs>("command"),
         n if Kind::from_name(n).is_some() => {
             with_args::<AutonumaArgs>(Kind::from_name(n).expect("checked").name())
@@ -422,6 +491,7 @@ impl Spec {
             "spin" => Spec::Spin(SpinArgs::from_arg_matches(&m).map_err(e)?),
             "hackbench" => Spec::Hackbench(HackbenchArgs::from_arg_matches(&m).map_err(e)?),
             "forkexec" => Spec::ForkExec(ForkExecArgs::from_arg_matches(&m).map_err(e)?),
+            "mem" => Spec::Mem(MemArgs::from_arg_matches(&m).map_err(e)?),
             "command" => Spec::Command(CommandArgs::from_arg_matches(&m).map_err(e)?),
             n => Spec::Autonuma(
                 Kind::from_name(n).expect("checked by command_for"),
@@ -453,6 +523,7 @@ impl Spec {
             Spec::Spin(_) => "spin",
             Spec::Hackbench(_) => "hackbench",
             Spec::ForkExec(_) => "forkexec",
+            Spec::Mem(_) => "mem",
             Spec::Command(_) => "command",
         }
     }
@@ -466,6 +537,7 @@ impl Spec {
             Spec::Spin(a) => a.resolve(cal),
             Spec::Hackbench(a) => a.resolve(cal),
             Spec::ForkExec(a) => a.resolve(cal),
+            Spec::Mem(a) => a.resolve(cal),
             Spec::Command(a) => a.resolve(cal),
         }
     }

@@ -11,19 +11,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Names a command may not take: they are numalab's own benchmarks.
-pub const RESERVED: [&str; 10] = [
-    "numa_test",
-    "spin",
-    "hackbench",
-    "forkexec",
-    "numa01",
-    "numa01_THREAD_ALLOC",
-    "numa02",
-    "numa02_SMT",
-    "twohalves",
-    "command",
-];
+/// Names a command may not take: they are numalab's own benchmarks
+/// (every name `numalab run` knows, `command` included).
+pub const RESERVED: &[&str] = &crate::args::NAMES;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {

@@ -39,6 +39,7 @@ pub mod args;
 pub mod autonuma;
 pub mod command;
 pub mod forkexec;
+pub mod mem;
 pub mod metrics;
 pub mod numa_test;
 pub mod placement;
@@ -95,6 +96,8 @@ pub enum Case {
     Hackbench(placement::HackbenchParams),
     /// A shell-like parent forking short programs (configure's shape).
     ForkExec(forkexec::Params),
+    /// Memory bandwidth of pinned threads on bound memory.
+    Mem(mem::Params),
     Command(command::Params),
 }
 
@@ -107,6 +110,7 @@ impl Case {
             Case::Spin(_) => "spin".into(),
             Case::Hackbench(_) => "hackbench".into(),
             Case::ForkExec(_) => "forkexec".into(),
+            Case::Mem(_) => "mem".into(),
             Case::Command(p) => p.name.clone(),
         }
     }
@@ -120,6 +124,7 @@ impl Case {
             Case::Spin(p) => p.key(),
             Case::Hackbench(p) => p.key(),
             Case::ForkExec(p) => p.key(),
+            Case::Mem(p) => p.key(),
             Case::Command(p) => p.key(),
         }
     }
@@ -150,6 +155,7 @@ impl Case {
             Case::Autonuma(p) => Some(p.kind.total_threads(p.threads) as u64 * p.loops),
             Case::Spin(p) => Some(p.tasks as u64 * p.iterations),
             Case::ForkExec(p) => Some(p.children as u64),
+            Case::Mem(p) => Some(p.threads as u64 * p.loops),
             _ => None,
         }
     }

@@ -48,7 +48,8 @@ pub mod memory;
 pub mod validate;
 
 use figure::{round3, Figure};
-use memory::{Chase, Sweep};
+use memory::Chase;
+use numalab_bench::mem::Op;
 use numalab_sim::machine::{MachineFile, RegularTopology};
 use numalab_topology::{MachineInfo, Roots, Topology};
 use std::fmt::Write as _;
@@ -261,14 +262,14 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             .max(32 << 20)
             .min(free / 4 / cpus.len().max(1) as u64);
         let bb = b * 2;
-        let measure = |cpus: &[u32], bytes: u64, how: Sweep| {
+        let measure = |cpus: &[u32], bytes: u64, how: Op| {
             memory::repeat(
                 3,
                 format!(
                     "{} thread{} {} {} MiB each of node {j}'s memory, from CPU{} {}",
                     cpus.len(),
                     if cpus.len() == 1 { "" } else { "s" },
-                    if how == Sweep::Read {
+                    if how == Op::Read {
                         "reading"
                     } else {
                         "zeroing"
@@ -284,10 +285,10 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         let one = [pick_cpu(j)];
         node_bw.push((
             j,
-            measure(&one, one_bytes, Sweep::Read)?,
-            measure(&one, one_bytes, Sweep::Memset)?,
-            measure(&cpus, all_bytes, Sweep::Read)?,
-            measure(&cpus, all_bytes, Sweep::Memset)?,
+            measure(&one, one_bytes, Op::Read)?,
+            measure(&one, one_bytes, Op::Memset)?,
+            measure(&cpus, all_bytes, Op::Read)?,
+            measure(&cpus, all_bytes, Op::Memset)?,
         ));
     }
 

@@ -12,13 +12,13 @@
 //! branch beside a 100-ns miss.
 
 use crate::figure::Figure;
+use numalab_bench::mem::Op;
+use numalab_host::mem::on_node;
 use numalab_linux::numa;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const MPOL_DEFAULT: i32 = 0;
-const MPOL_BIND: i32 = 2;
 /// u64 words per 64-byte cache line.
 const LINE_WORDS: usize = 8;
 
@@ -27,15 +27,6 @@ pub(crate) fn pin(cpus: &[u32]) -> std::io::Result<Vec<u32>> {
     let old = numa::get_affinity(0)?;
     numa::set_affinity(0, cpus)?;
     Ok(old)
-}
-
-/// A buffer whose pages are all on `node`: allocated and first touched by
-/// this thread under `MPOL_BIND`.
-fn on_node(node: u32, words: usize, fill: impl Fn(usize) -> u64) -> std::io::Result<Vec<u64>> {
-    numa::set_mempolicy(MPOL_BIND, &[node])?;
-    let v: Vec<u64> = (0..words).map(fill).collect();
-    numa::set_mempolicy(MPOL_DEFAULT, &[])?;
-    Ok(v)
 }
 
 /// A single random cycle through `lines` cache lines (Sattolo's
@@ -98,83 +89,17 @@ impl Chase {
     }
 }
 
-/// How a buffer is swept for bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sweep {
-    /// Sum every word (loads only).
-    Read,
-    /// Zero-fill (memset: stores only).
-    Memset,
-}
-
-impl Sweep {
-    pub fn name(self) -> &'static str {
-        match self {
-            Sweep::Read => "read",
-            Sweep::Memset => "memset",
-        }
-    }
-}
-
-/// Sweep `v` once; returns bytes touched.
-fn sweep(v: &mut [u64], how: Sweep, k: u64) -> u64 {
-    match how {
-        Sweep::Read => {
-            // Four independent sums, so the loads are not serialised by
-            // the additions.
-            let mut s = [0u64; 4];
-            for c in v.chunks_exact(4) {
-                s[0] = s[0].wrapping_add(c[0]);
-                s[1] = s[1].wrapping_add(c[1]);
-                s[2] = s[2].wrapping_add(c[2]);
-                s[3] = s[3].wrapping_add(c[3]);
-            }
-            std::hint::black_box(s);
-        }
-        Sweep::Memset => {
-            v.fill(k);
-            std::hint::black_box(&mut *v);
-        }
-    }
-    (v.len() * 8) as u64
-}
-
 /// Bytes per second of `cpus.len()` threads, one pinned to each CPU,
-/// each sweeping its own `bytes_each` on `node` for about `budget`.
+/// each sweeping its own `bytes_each` on `node` for about `budget`: the
+/// `mem` benchmark's own sweep ([`numalab_host::mem`]).
 pub fn bandwidth(
     cpus: &[u32],
     node: u32,
     bytes_each: u64,
-    how: Sweep,
+    op: Op,
     budget: Duration,
 ) -> std::io::Result<f64> {
-    let barrier = Arc::new(Barrier::new(cpus.len()));
-    let handles: Vec<_> = cpus
-        .iter()
-        .map(|&cpu| {
-            let barrier = barrier.clone();
-            std::thread::spawn(move || -> std::io::Result<f64> {
-                numa::set_affinity(0, &[cpu])?;
-                let mut v = on_node(node, (bytes_each / 8) as usize, |w| w as u64)?;
-                barrier.wait();
-                let t0 = Instant::now();
-                let mut bytes = 0u64;
-                let mut k = 0;
-                while t0.elapsed() < budget {
-                    k += 1;
-                    bytes += sweep(&mut v, how, k);
-                }
-                Ok(bytes as f64 / t0.elapsed().as_secs_f64())
-            })
-        })
-        .collect();
-    let mut total = 0.0;
-    for h in handles {
-        total += h
-            .join()
-            .map_err(|_| std::io::Error::other("a bandwidth thread panicked"))??;
-    }
-    Ok(total)
+    numalab_host::mem::bandwidth(cpus, node, bytes_each, op, budget)
 }
 
 /// Nanoseconds for a cache line to go from one CPU to another: two
@@ -279,9 +204,9 @@ mod tests {
 
     #[test]
     fn bandwidth_is_measured_for_each_sweep() {
-        for how in [Sweep::Read, Sweep::Memset] {
-            let bw = bandwidth(&[0], 0, 8 << 20, how, Duration::from_millis(30)).unwrap();
-            assert!(bw > 1e8, "{} {bw}", how.name());
+        for op in [Op::Read, Op::Memset] {
+            let bw = bandwidth(&[0], 0, 8 << 20, op, Duration::from_millis(30)).unwrap();
+            assert!(bw > 1e8, "{} {bw}", op.name());
         }
     }
 }

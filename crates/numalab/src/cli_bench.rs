@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use numalab_bench::args::{
-    AutonumaArgs, CommandArgs, ForkExecArgs, HackbenchArgs, NumaTestArgs, Spec, SpinArgs,
+    AutonumaArgs, CommandArgs, ForkExecArgs, HackbenchArgs, MemArgs, NumaTestArgs, Spec, SpinArgs,
     TwoHalvesArgs,
 };
 use numalab_bench::autonuma::Kind;
@@ -265,6 +265,15 @@ pub enum BenchCmd {
         #[command(flatten)]
         runner: RunnerArgs,
     },
+    /// Memory bandwidth (as perf bench numa mem): pinned threads of one
+    /// node reading, writing or zeroing memory bound to a node
+    #[command(name = "mem")]
+    Mem {
+        #[command(flatten)]
+        bench: MemArgs,
+        #[command(flatten)]
+        runner: RunnerArgs,
+    },
     /// Any command, e.g. a configure script: elapsed, user and sys time of
     /// its whole process tree per run (this machine and guests only)
     #[command(name = "command")]
@@ -294,6 +303,7 @@ impl BenchCmd {
             | BenchCmd::Spin { runner, .. }
             | BenchCmd::Hackbench { runner, .. }
             | BenchCmd::ForkExec { runner, .. }
+            | BenchCmd::Mem { runner, .. }
             | BenchCmd::Command { runner, .. } => runner.results = dir,
         }
     }
@@ -309,6 +319,7 @@ impl BenchCmd {
             | BenchCmd::Spin { runner, .. }
             | BenchCmd::Hackbench { runner, .. }
             | BenchCmd::ForkExec { runner, .. }
+            | BenchCmd::Mem { runner, .. }
             | BenchCmd::Command { runner, .. } => runner,
         }
     }
@@ -327,6 +338,7 @@ impl BenchCmd {
             BenchCmd::Spin { bench, .. } => Spec::Spin(bench.clone()),
             BenchCmd::Hackbench { bench, .. } => Spec::Hackbench(bench.clone()),
             BenchCmd::ForkExec { bench, .. } => Spec::ForkExec(bench.clone()),
+            BenchCmd::Mem { bench, .. } => Spec::Mem(bench.clone()),
             BenchCmd::Command { bench, .. } => Spec::Command(bench.clone()),
         }
     }

@@ -32,7 +32,7 @@ fn both(d: &Path, res: &str, bench: &[&str]) {
 fn real_and_simulated_runs_of_every_benchmark_share_one_case() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
         &["numa01", "--threads", "1", "--bytes", "16M", "--loops", "2"],
         &["numa02", "--threads", "2", "--bytes", "16M", "--loops", "2"],
         &[
@@ -73,6 +73,17 @@ fn real_and_simulated_runs_of_every_benchmark_share_one_case() {
             "--placement",
             "default",
         ],
+        &[
+            "mem",
+            "--op",
+            "write",
+            "--threads",
+            "1",
+            "--bytes",
+            "16M",
+            "--loops",
+            "3",
+        ],
     ];
     for (i, bench) in cases.iter().enumerate() {
         let res = format!("r{i}");
@@ -84,7 +95,17 @@ fn real_and_simulated_runs_of_every_benchmark_share_one_case() {
         // The same case key, the same metric names.
         assert_eq!(real[0].benchmark, sim[0].benchmark);
         assert_eq!(real[0].params, sim[0].params, "{}", real[0].benchmark);
-        for m in ["elapsed_s", "user_s", "numa_pages_migrated"] {
+        let mut names = vec!["elapsed_s", "user_s", "numa_pages_migrated"];
+        if real[0].benchmark == "mem" {
+            names.extend(["bandwidth_gbs", "thread_bandwidth_min_gbs"]);
+            // 16 MiB swept 3 times over the timed part.
+            for r in [real[0], sim[0]] {
+                let (b, e) = (r.metric("bandwidth_gbs"), r.metric("elapsed_s"));
+                let want = 3.0 * (16 << 20) as f64 / e.unwrap() / 1e9;
+                assert!((b.unwrap() - want).abs() < 1e-3 * want, "{b:?} {e:?}");
+            }
+        }
+        for m in names {
             assert!(real[0].metric(m).is_some(), "real {m}");
             assert!(sim[0].metric(m).is_some(), "sim {m}");
         }

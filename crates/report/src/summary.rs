@@ -194,6 +194,17 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
         ("user_s", "user(s)"),
         ("sys_s", "sys(s)"),
     ];
+    // A bandwidth benchmark (mem): the bandwidths in place of CPU times.
+    if records
+        .iter()
+        .any(|r| r.metrics.contains_key("bandwidth_gbs"))
+    {
+        metrics = vec![
+            ("elapsed_s", "elapsed(s)"),
+            ("bandwidth_gbs", "GB/s"),
+            ("thread_bandwidth_gbs", "GB/s/thread"),
+        ];
+    }
     if records
         .iter()
         .any(|r| r.metrics.contains_key("hackbench_s"))

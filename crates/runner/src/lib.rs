@@ -848,6 +848,9 @@ pub fn run_line(
     if let Some(u) = m("user_s") {
         times.push(format!("user {u:.2} s"));
     }
+    if let (Some(b), "mem") = (m("bandwidth_gbs"), rec.benchmark.as_str()) {
+        times.push(format!("{b:.2} GB/s"));
+    }
     if let Some(h) = m("hackbench_s") {
         if rec.benchmark != "hackbench" {
             times.push(format!("H {h:.2} s"));

@@ -465,7 +465,7 @@ pub fn run_once(
 /// thread speed: the mean of the threads' own GB/s
 /// (`thread_bandwidth_gbs`) and the slowest thread's
 /// (`thread_bandwidth_min_gbs`). None unless every thread reported one.
-fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> {
+pub(crate) fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> {
     let Some(v) = gbs.iter().copied().collect::<Option<Vec<f64>>>() else {
         return Vec::new();
     };

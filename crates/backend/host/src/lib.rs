@@ -62,6 +62,7 @@ pub mod autonuma_task;
 pub mod command;
 pub mod forkexec;
 pub mod hackbench;
+pub mod mem;
 pub mod numa_test;
 pub mod observe;
 pub mod pace;
@@ -341,6 +342,7 @@ impl Backend for HostBackend {
             Case::Spin(p) => placement_run::run_spin(&self.exe, m, p, ctx),
             Case::Hackbench(p) => placement_run::run_hackbench(&self.exe, m, p, ctx),
             Case::ForkExec(p) => forkexec::run_forkexec(&self.exe, m, p, ctx),
+            Case::Mem(p) => mem::run_mem(&self.exe, m, p, ctx),
             Case::Command(p) => {
                 let t0 = std::time::Instant::now();
                 command::run_once(&self.exe, m, p, ctx, |_| {
@@ -378,6 +380,7 @@ pub fn internal_main(args: &[String]) -> i32 {
             Some("hold") => autonuma_task::hold_main(&args[2..]),
             Some("spin") => placement_run::spin_main(&args[2..]),
             Some("burst") => forkexec::burst_main(&args[2..]),
+            Some("mem") => mem::task_main(&args[2..]),
             other => {
                 numalab_linux::errln!("numalab: internal: unknown task {other:?}");
                 2

@@ -427,7 +427,7 @@ pub fn list_text() -> String {
     }
     let _ = writeln!(
         s,
-        "\nbenchmarks: numa_test, numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT,\n  twohalves, spin, hackbench, forkexec (their flags are numalab run's)"
+        "\nbenchmarks: numa_test, numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT,\n  twohalves, spin, hackbench, forkexec, mem (their flags are numalab run's)"
     );
     s
 }

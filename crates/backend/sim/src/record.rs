@@ -207,7 +207,8 @@ pub fn build(
         .filter_map(|&t| w.tasks[t].end_ns)
         .max()
         .unwrap_or(w.now);
-    let elapsed = if finished { end } else { w.now } as f64 / 1e9;
+    let elapsed =
+        (if finished { end } else { w.now }).saturating_sub(meta.timed_from_ns) as f64 / 1e9;
     metrics.insert("elapsed_s".into(), metric("elapsed_s", elapsed));
     let user: f64 = tasks.iter().map(|t| t.user_s).sum();
     let sys: f64 = tasks.iter().map(|t| t.sys_s).sum();
@@ -256,6 +257,27 @@ pub fn build(
             "bandwidth_gbs".into(),
             metric("bandwidth_gbs", b as f64 / elapsed / 1e9),
         );
+    }
+    // Each thread's bytes over its own time from the barrier (mem).
+    if let Some(b) = meta.task_bytes {
+        let per: Vec<f64> = meta
+            .main_tasks
+            .iter()
+            .filter_map(|&t| w.tasks[t].end_ns)
+            .map(|e| b as f64 / (e.saturating_sub(meta.timed_from_ns).max(1)) as f64)
+            .collect();
+        if finished && per.len() == meta.main_tasks.len() && !per.is_empty() {
+            let mean = per.iter().sum::<f64>() / per.len() as f64;
+            let min = per.iter().copied().fold(f64::INFINITY, f64::min);
+            metrics.insert(
+                "thread_bandwidth_gbs".into(),
+                metric("thread_bandwidth_gbs", mean),
+            );
+            metrics.insert(
+                "thread_bandwidth_min_gbs".into(),
+                metric("thread_bandwidth_min_gbs", min),
+            );
+        }
     }
     // CPU changes of the benchmark's tasks, as real runs sum the kernel's
     // se.nr_migrations of the tasks they observe one by one (hackbench's

@@ -5,6 +5,7 @@ use crate::machine::MachineFile;
 use crate::workload::{add_region, add_task};
 use crate::{balance, run, sched, Machine, PolicySpec, SimConfig, CHUNK_BYTES};
 use numalab_bench::autonuma::{Kind, Placement as BindMode};
+use numalab_bench::mem::Op;
 use numalab_bench::numa_test::Disturb;
 use numalab_bench::placement::{CpuSet, HackbenchParams, SpinParams};
 use numalab_bench::Case;
@@ -355,6 +356,46 @@ fn more_remote_memory_never_makes_a_task_faster() {
     }
 }
 
+fn mem(op: Op, threads: u32, cpu_node: u32, mem_node: u32) -> Case {
+    Case::Mem(numalab_bench::mem::Params {
+        op,
+        threads,
+        cpu_node,
+        mem_node,
+        bytes: 16 << 20,
+        loops: 4,
+    })
+}
+
+fn gbs(case: &Case) -> (f64, f64) {
+    let cfg = config(small_machine(1), "linux", "none", 1);
+    let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+    let b = r.metric("bandwidth_gbs").unwrap();
+    let swept = 16.0 * (1 << 20) as f64 * 4.0 * r.tasks.len() as f64;
+    // bandwidth_gbs is the bytes swept over elapsed_s, the timed part.
+    let e = r.metric("elapsed_s").unwrap();
+    assert!((b - swept / e / 1e9).abs() < 1e-6 * b, "{b} {e}");
+    (b, r.metric("thread_bandwidth_min_gbs").unwrap())
+}
+
+/// mem on the model: remote memory is slower than local, a
+/// read-modify-write moves twice the lines of a read, and two threads on
+/// separate cores sweep more than one.
+#[test]
+fn mem_bandwidth_follows_the_memory_model() {
+    let (local, _) = gbs(&mem(Op::Read, 1, 0, 0));
+    let (remote, _) = gbs(&mem(Op::Read, 1, 0, 1));
+    let (write, _) = gbs(&mem(Op::Write, 1, 0, 0));
+    let (two, two_min) = gbs(&mem(Op::Read, 2, 0, 0));
+    assert!(remote < local * 0.95, "remote {remote} local {local}");
+    assert!(write < local * 0.8, "write {write} read {local}");
+    assert!(two > local * 1.3, "2 threads {two}, 1 thread {local}");
+    assert!(two_min > 0.0 && two_min <= two / 2.0 + 1e-9);
+}
+
 fn spin_time(cpus: Vec<u32>) -> f64 {
     let cfg = config(small_machine(2), "linux", "none", 1);
     let b = spin(2, 4, Some(cpus));
@@ -703,6 +744,7 @@ fn every_benchmark_on(m: Machine) {
             child_iterations: 100_000,
             parent_iterations: 10_000,
         }),
+        mem(Op::Write, 2, 0, m.topology.node_ids()[m.nnodes - 1]),
     ];
     for variant in [
         Kind::Numa01,

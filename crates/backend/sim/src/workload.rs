@@ -216,8 +216,15 @@ pub struct Meta {
     /// When every main task had started with its memory placed (set by
     /// the run; the real runs' `started_s`).
     pub started_ns: Option<u64>,
-    /// Bytes all threads zero in the whole run (autonuma benchmarks).
+    /// Bytes all threads zero in the whole run (autonuma benchmarks), or
+    /// sweep (mem).
     pub bytes_zeroed: Option<u64>,
+    /// When the timed part begins (mem: its barrier, once every thread
+    /// has first touched its memory); `elapsed_s` counts from here.
+    pub timed_from_ns: u64,
+    /// Bytes each main task sweeps in all (mem), for the per-thread
+    /// bandwidths.
+    pub task_bytes: Option<u64>,
 }
 
 pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
@@ -431,6 +438,8 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         task_regions: Vec::new(),
         started_ns: None,
         bytes_zeroed: None,
+        timed_from_ns: 0,
+        task_bytes: None,
     };
     match case {
         Case::NumaTest(p) => {
@@ -617,6 +626,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
             );
             meta.main_tasks.push(id);
         }
+        Case::Mem(p) => add_mem(w, &mut meta, p)?,
         Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
     }
     let need = w.mem.chunks.len() as u64 * w.mem.chunk_bytes;
@@ -631,7 +641,78 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         ));
     }
     launch_times(w, &mut meta);
+    if let Case::Mem(p) = case {
+        mem_barrier(w, &mut meta, p);
+    }
     Ok(meta)
+}
+
+/// mem: a thread pinned to each of its CPUs, each with its own buffer
+/// bound to the memory node, swept `loops` times (read: a line in per
+/// line; write: in and back out; memset: out).
+fn add_mem(w: &mut World, meta: &mut Meta, p: &numalab_bench::mem::Params) -> Result<(), String> {
+    p.check(&w.m.topology).map_err(|e| e.to_string())?;
+    let cpus = p.cpus(&w.m.topology).map_err(|e| e.to_string())?;
+    meta.processes.push(format!("mem, {} threads", p.threads));
+    meta.bytes_zeroed = Some(p.bytes_swept());
+    meta.task_bytes = Some(p.bytes.saturating_mul(p.loops));
+    let mem_node = node_ix(w, p.mem_node);
+    let mut first = None;
+    for (t, &cpu) in cpus.iter().enumerate() {
+        let r = add_region(w, 0, p.bytes);
+        w.mem.regions[r].bound = true;
+        let reg_first = w.mem.regions[r].first;
+        for i in 0..w.mem.regions[r].len {
+            w.mem.allocate(&w.m, reg_first + i, mem_node);
+        }
+        let bytes = p.bytes as f64;
+        let work = Work::Compute {
+            init: VecDeque::new(),
+            init_credit: 0.0,
+            cycles: bytes / w.m.costs.memset_bytes_per_cycle,
+            rand_lines: 0.0,
+            stream_lines: bytes / w.m.line_bytes * p.op.lines_per_line(),
+            wss_bytes: bytes,
+            access: vec![(r, 1.0)],
+        };
+        let parent = first.map_or(Parent::Cpu(0), Parent::Task);
+        let id = add_task(
+            w,
+            format!("mem {}", t + 1),
+            0,
+            work,
+            p.loops,
+            parent,
+            first.is_none(),
+            0,
+            true,
+        );
+        w.tasks[id].clone_vm = first.is_some();
+        w.tasks[id].affinity = cpu_mask(w, &Some(vec![cpu]))?;
+        first.get_or_insert(id);
+        meta.main_tasks.push(id);
+        meta.task_regions.push(r);
+    }
+    Ok(())
+}
+
+/// mem's barrier: each thread first touches its own buffer once started
+/// (its page faults, system time), and all sweep from the moment the
+/// last has finished.
+fn mem_barrier(w: &mut World, meta: &mut Meta, p: &numalab_bench::mem::Params) {
+    let touch_ns = w.m.costs.first_touch_ns(p.bytes);
+    let last_start = meta
+        .main_tasks
+        .iter()
+        .map(|&t| w.tasks[t].start_ns)
+        .max()
+        .unwrap_or(0);
+    let barrier = last_start + touch_ns;
+    for &t in &meta.main_tasks {
+        w.tasks[t].start_ns = barrier;
+        w.tasks[t].sys_ns += touch_ns as f64;
+    }
+    meta.timed_from_ns = barrier;
 }
 
 /// Why the simulator refuses `run command`.

@@ -1,0 +1,443 @@
+//! The `mem` benchmark on this machine, and the sweep `numalab calibrate`
+//! measures bandwidth with.
+//!
+//! numalab runs `numalab __task mem PARAMS CPUS`: one process whose
+//! threads each pin themselves to their CPU, allocate their buffer under
+//! `set_mempolicy(MPOL_BIND, mem_node)` and first touch it, check where a
+//! sample of its pages landed (`move_pages` with no target), wait for
+//! each other at a barrier, and sweep. The process reports its progress
+//! (sweeps done) and at the end the sweep phase's wall time, each
+//! thread's own time and the share of sampled pages found on the memory
+//! node; numalab turns that and the process's `wait4` times into the
+//! record.
+
+use crate::observe::Observer;
+use crate::pace::{thread_cpu_s, Pacer};
+use crate::run::{progress_bar, RunSpec, TaskProcess};
+use crate::{Error, Result};
+use numalab_bench::mem::{Op, Params};
+use numalab_bench::metrics::metric;
+use numalab_bench::Case;
+use numalab_linux::child::{self, Exit};
+use numalab_linux::numa;
+use numalab_record::{Outcome, ProcessInfo, RunRecord};
+use numalab_topology::MachineInfo;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+const MPOL_DEFAULT: i32 = 0;
+const MPOL_BIND: i32 = 2;
+
+/// A buffer of `words` u64 whose pages are all on `node`: allocated and
+/// first touched by the calling thread under `MPOL_BIND`, the policy
+/// reset after.
+pub fn on_node(node: u32, words: usize, fill: impl Fn(usize) -> u64) -> std::io::Result<Vec<u64>> {
+    numa::set_mempolicy(MPOL_BIND, &[node])?;
+    let v: Vec<u64> = (0..words).map(fill).collect();
+    numa::set_mempolicy(MPOL_DEFAULT, &[])?;
+    Ok(v)
+}
+
+/// Sweep `v` once as `op` does (`k`: the sweep's number, so no two
+/// sweeps store the same value); returns the bytes of buffer swept.
+pub fn sweep(v: &mut [u64], op: Op, k: u64) -> u64 {
+    match op {
+        Op::Read => {
+            // Four independent sums, so the loads are not serialised by
+            // the additions.
+            let mut s = [0u64; 4];
+            for c in v.chunks_exact(4) {
+                s[0] = s[0].wrapping_add(c[0]);
+                s[1] = s[1].wrapping_add(c[1]);
+                s[2] = s[2].wrapping_add(c[2]);
+                s[3] = s[3].wrapping_add(c[3]);
+            }
+            std::hint::black_box(s);
+        }
+        Op::Write => {
+            for w in v.iter_mut() {
+                *w = w.wrapping_add(1);
+            }
+            std::hint::black_box(&mut *v);
+        }
+        Op::Memset => {
+            // memset with a byte pattern (Rust's fill of u64 is a loop of
+            // stores; write_bytes is the C library's memset).
+            // SAFETY: the pointer and length are the slice's own.
+            unsafe { std::ptr::write_bytes(v.as_mut_ptr(), (k & 0xff) as u8, v.len()) };
+            std::hint::black_box(&mut *v);
+        }
+    }
+    (v.len() * 8) as u64
+}
+
+/// Share of up to 64 pages of `v`, spread over it, found on `node`.
+fn share_on_node(v: &[u64], node: u32) -> f64 {
+    let page = numa::page_size();
+    let bytes = v.len() * 8;
+    let pages = (bytes / page).max(1);
+    let step = pages.div_ceil(64);
+    let base = v.as_ptr() as *const u8;
+    let ptrs: Vec<*const u8> = (0..pages)
+        .step_by(step)
+        // SAFETY: offsets stay within the slice.
+        .map(|i| unsafe { base.add((i * page).min(bytes - 1)) })
+        .collect();
+    match numa::page_nodes(0, &ptrs) {
+        Ok(st) if !st.is_empty() => {
+            st.iter().filter(|&&n| n == node as i32).count() as f64 / st.len() as f64
+        }
+        _ => f64::NAN,
+    }
+}
+
+/// How long the sweeps go on.
+#[derive(Debug, Clone, Copy)]
+pub enum Until {
+    /// Exactly this many sweeps each (the benchmark).
+    Loops(u64),
+    /// Whole sweeps until this much time has passed (calibrate).
+    Budget(Duration),
+}
+
+/// What one sweep phase did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// From the barrier (all threads have their memory) to the last end.
+    pub elapsed_s: f64,
+    /// Each thread's own sweep time.
+    pub thread_s: Vec<f64>,
+    /// Each thread's bytes swept.
+    pub thread_bytes: Vec<u64>,
+    /// Share of sampled pages found on the memory node, over all threads.
+    pub on_node: f64,
+}
+
+impl Report {
+    pub fn bytes(&self) -> u64 {
+        self.thread_bytes.iter().sum()
+    }
+
+    /// Bytes per second of all threads together.
+    pub fn bandwidth(&self) -> f64 {
+        self.bytes() as f64 / self.elapsed_s.max(1e-9)
+    }
+}
+
+/// Run one sweep phase here: a thread pinned to each of `cpus`, each
+/// with its own `bytes` on `node`; `done` counts finished sweeps.
+pub fn sweep_threads(
+    cpus: &[u32],
+    node: u32,
+    bytes: u64,
+    op: Op,
+    until: Until,
+    done: &AtomicU64,
+    stop: &AtomicBool,
+) -> std::io::Result<Report> {
+    let barrier = Barrier::new(cpus.len());
+    let words = (bytes / 8).max(4) as usize;
+    type Done = (Instant, Instant, u64, f64);
+    let results: Vec<std::io::Result<Done>> = std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .map(|&cpu| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let prepared = numa::set_affinity(0, &[cpu])
+                        .and_then(|_| on_node(node, words, |w| w as u64));
+                    // Every thread reaches the barrier, failed or not: it
+                    // opens when all have their memory.
+                    barrier.wait();
+                    let mut v = prepared?;
+                    let t0 = Instant::now();
+                    let mut swept = 0u64;
+                    let mut k = 0u64;
+                    loop {
+                        let go_on = match until {
+                            Until::Loops(n) => k < n,
+                            Until::Budget(d) => t0.elapsed() < d,
+                        };
+                        if !go_on || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        k += 1;
+                        swept += sweep(&mut v, op, k);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let end = Instant::now();
+                    Ok((t0, end, swept, share_on_node(&v, node)))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a sweep thread panicked")))
+            })
+            .collect()
+    });
+    let mut r = Report {
+        elapsed_s: 0.0,
+        thread_s: Vec::new(),
+        thread_bytes: Vec::new(),
+        on_node: 0.0,
+    };
+    let mut placed = Vec::new();
+    let mut spans = Vec::new();
+    for x in results {
+        let (t0, end, b, p) = x?;
+        r.thread_s.push((end - t0).as_secs_f64());
+        r.thread_bytes.push(b);
+        placed.push(p);
+        spans.push((t0, end));
+    }
+    // From the barrier's opening (the first thread's start) to the last end.
+    if let (Some(first), Some(last)) = (
+        spans.iter().map(|s| s.0).min(),
+        spans.iter().map(|s| s.1).max(),
+    ) {
+        r.elapsed_s = (last - first).as_secs_f64();
+    }
+    r.on_node = placed.iter().sum::<f64>() / placed.len().max(1) as f64;
+    Ok(r)
+}
+
+/// Bytes per second of a thread on each of `cpus`, each sweeping its own
+/// `bytes_each` on `node` for about `budget` (numalab calibrate).
+pub fn bandwidth(
+    cpus: &[u32],
+    node: u32,
+    bytes_each: u64,
+    op: Op,
+    budget: Duration,
+) -> std::io::Result<f64> {
+    let (done, stop) = (AtomicU64::new(0), AtomicBool::new(false));
+    let r = sweep_threads(
+        cpus,
+        node,
+        bytes_each,
+        op,
+        Until::Budget(budget),
+        &done,
+        &stop,
+    )?;
+    // Each thread's own rate, summed: a thread that got its memory later
+    // than the others does not count the wait.
+    Ok(r.thread_bytes
+        .iter()
+        .zip(&r.thread_s)
+        .map(|(&b, &s)| b as f64 / s.max(1e-9))
+        .sum())
+}
+
+/// `numalab __task mem PARAMS_JSON CPU,CPU,...`: progress lines (sweeps
+/// done), then `done <json>` ([`Report`]).
+pub fn task_main(args: &[String]) -> i32 {
+    let parsed = (|| {
+        let p: Params = serde_json::from_str(args.first()?).ok()?;
+        let cpus = numalab_topology::cpulist::parse(args.get(1)?).ok()?;
+        (cpus.len() == p.threads as usize && args.len() == 2).then_some((p, cpus))
+    })();
+    let Some((p, cpus)) = parsed else {
+        numalab_linux::errln!("numalab: internal: usage: __task mem PARAMS_JSON CPU,...");
+        return 2;
+    };
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (d2, s2) = (done.clone(), stop.clone());
+    let reporter = std::thread::spawn(move || {
+        let stdout = std::io::stdout();
+        let mut last = u64::MAX;
+        while !s2.load(Ordering::Relaxed) {
+            let k = d2.load(Ordering::Relaxed);
+            if k != last {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "progress {k}");
+                let _ = out.flush();
+                last = k;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let never = AtomicBool::new(false);
+    let r = sweep_threads(
+        &cpus,
+        p.mem_node,
+        p.bytes,
+        p.op,
+        Until::Loops(p.loops),
+        &done,
+        &never,
+    );
+    stop.store(true, Ordering::Relaxed);
+    let _ = reporter.join();
+    match r {
+        Ok(r) => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let _ = writeln!(out, "progress {}", done.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "done {}",
+                serde_json::to_string(&r).expect("report serialises")
+            );
+            0
+        }
+        Err(e) => {
+            numalab_linux::errln!(
+                "numalab: mem: {} threads with {} each on node {}: {e}",
+                p.threads,
+                numalab_topology::human_bytes(p.bytes),
+                p.mem_node
+            );
+            1
+        }
+    }
+}
+
+/// Run the mem benchmark once.
+pub fn run_mem(exe: &Path, machine: &MachineInfo, p: &Params, spec: &RunSpec) -> Result<RunRecord> {
+    let topo = &machine.topology;
+    p.check(topo).map_err(|e| Error::Other(e.to_string()))?;
+    let cpus = p.cpus(topo).map_err(|e| Error::Other(e.to_string()))?;
+    let mut rec = spec.new_record(&Case::Mem(p.clone()), machine);
+    rec.backend.details_mut().insert(
+        "thread_cpus".into(),
+        numalab_topology::cpulist::format(&cpus).into(),
+    );
+    let observer = Observer::start(topo);
+    let expected = p.threads as u64 * p.loops;
+    let bar = progress_bar(expected, spec);
+    let mut cmd = Command::new(exe);
+    cmd.args(["__task", "mem"])
+        .arg(serde_json::to_string(p).expect("params serialise"))
+        .arg(
+            cpus.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .stderr(Stdio::inherit());
+    let start = Instant::now();
+    let mut proc: TaskProcess<Report> = TaskProcess::spawn(cmd, "progress", "the mem threads")?;
+    let pid = proc.pid;
+    let mut pacer = Pacer::new(spec.interval);
+    let (exit, ended_s): (Exit, f64) = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            child::signal(pid, libc::SIGKILL);
+            let _ = child::wait4(pid, true);
+            proc.finish();
+            return Err(Error::Interrupted);
+        }
+        if let Some(e) =
+            child::wait4(pid, false).map_err(|e| Error::io("waiting for the mem threads", e))?
+        {
+            break (e, now);
+        }
+        bar.set_position(proc.done());
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], vec![proc.done()]));
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    rec.series.interval_s = pacer.longest_s();
+    let report = proc.finish();
+    rec.processes.push(ProcessInfo {
+        index: 0,
+        name: format!("mem, {} threads", p.threads),
+        pid: Some(pid),
+    });
+    let vm = observer.vmstat_delta();
+    let done = proc.done();
+    crate::record_end_only(
+        &mut rec,
+        crate::EndOnly {
+            name: format!("mem {} x {} threads", p.op.name(), p.threads),
+            pid: Some(pid),
+            why: "threads pinned to their CPUs, memory bound",
+            exit: &exit,
+            work_done: done,
+            work_expected: expected,
+        },
+        pacer.enabled(),
+        ended_s,
+        vec![done],
+        &vm,
+    );
+    match report {
+        Some(r) if exit.success() && r.thread_bytes.len() == p.threads as usize => {
+            rec.metrics
+                .insert("elapsed_s".into(), metric("elapsed_s", r.elapsed_s));
+            rec.metrics.insert(
+                "bandwidth_gbs".into(),
+                metric("bandwidth_gbs", r.bandwidth() / 1e9),
+            );
+            let per: Vec<Option<f64>> = r
+                .thread_bytes
+                .iter()
+                .zip(&r.thread_s)
+                .map(|(&b, &s)| (s > 0.0).then(|| b as f64 / s / 1e9))
+                .collect();
+            for (name, value) in crate::autonuma_run::thread_bandwidth(&per) {
+                rec.metrics.insert(name.into(), metric(name, value));
+            }
+            rec.backend
+                .details_mut()
+                .insert("pages_on_mem_node".into(), r.on_node.into());
+            if r.on_node < 0.99 {
+                rec.warnings.push(format!(
+                    "only {:.0}% of the sampled pages are on node {}: the memory node was short of free memory",
+                    r.on_node * 100.0,
+                    p.mem_node
+                ));
+            }
+        }
+        Some(_) | None => {
+            rec.outcome = Outcome::failed(format!(
+                "the mem threads ended with {} without a full report",
+                exit.describe()
+            ));
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_sweeps_the_whole_buffer() {
+        let mut v = vec![1u64; 1024];
+        assert_eq!(sweep(&mut v, Op::Read, 1), 8192);
+        assert_eq!(v[5], 1, "a read changes nothing");
+        sweep(&mut v, Op::Write, 1);
+        assert!(v.iter().all(|&w| w == 2), "a write adds one to every word");
+        sweep(&mut v, Op::Memset, 3);
+        assert!(v.iter().all(|&w| w == 0x0303_0303_0303_0303));
+    }
+
+    #[test]
+    fn a_phase_counts_each_threads_sweeps() {
+        let (done, stop) = (AtomicU64::new(0), AtomicBool::new(false));
+        let r =
+            sweep_threads(&[0, 0], 0, 1 << 20, Op::Read, Until::Loops(3), &done, &stop).unwrap();
+        assert_eq!(done.load(Ordering::Relaxed), 6);
+        assert_eq!(r.thread_bytes, vec![3 << 20, 3 << 20]);
+        assert!(r.elapsed_s > 0.0 && r.elapsed_s >= r.thread_s[0] * 0.99);
+        assert!(r.on_node > 0.99, "{}", r.on_node);
+        assert!(bandwidth(&[0], 0, 1 << 20, Op::Memset, Duration::from_millis(20)).unwrap() > 1e8);
+    }
+}
