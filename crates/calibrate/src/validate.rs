@@ -25,6 +25,10 @@ pub struct Sizing {
     pub msg_us: f64,
     pub fork_us: f64,
     pub exec_us: f64,
+    /// numa_test's update in cache, and a miss: the local latency over the
+    /// misses one core keeps in flight.
+    pub randupdt_ns: f64,
+    pub miss_ns: f64,
     /// All of one node's CPUs zeroing their memory, GB/s.
     pub bandwidth_gbs: f64,
     /// Bytes of the last-level cache and of a node's memory.
@@ -58,6 +62,9 @@ impl Sizing {
             msg_us: need("costs", "msg_us")?,
             fork_us: need("costs", "fork_us")?,
             exec_us: need("costs", "exec_us")?,
+            randupdt_ns: need("costs", "randupdt_ns")?,
+            miss_ns: need("memory", "local_latency_ns")?
+                / get("memory", "mlp").unwrap_or(1.0).max(1.0),
             bandwidth_gbs: need("memory", "bandwidth_gbs")?,
             llc_bytes: (need("cache", "llc_mib")? * (1u64 << 20) as f64) as u64,
             node_bytes: (need("topology", "memory_per_node_gib")? * (1u64 << 30) as f64) as u64,
@@ -157,6 +164,44 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
             ("placement", q(placements)),
         ],
     });
+    // numa_test: a task per CPU, each 100 passes of random updates over
+    // arrays well beyond the LLC (each update a miss, overlapped as the
+    // core can), no load peak (a run may end before its 3 s).
+    let update_ns = s.randupdt_ns + s.miss_ns;
+    let elements = (t * 1e9 / (numa_test_passes() * update_ns))
+        .clamp(10_000.0, (s.node_bytes / 4 / 20 / cpus as u64) as f64) as u64;
+    v.push(Item {
+        benchmark: "numa_test",
+        keys: vec![
+            ("tasks", cpus.to_string()),
+            ("size", elements.to_string()),
+            ("disturb", q("none")),
+        ],
+    });
+    // mem: one thread and every CPU of the first node, reading, writing
+    // and zeroing memory of that node (and of the next, on several):
+    // each thread its own buffer of numa02's size, within a quarter of
+    // the node for all.
+    let node_cpus = (cpus / s.nodes.max(1)).max(1);
+    let mem_mib = mib.min(s.node_bytes / 4 / node_cpus as u64 >> 20).max(16);
+    let mem_loops = (t * s.bandwidth_gbs * 1e9 / (node_cpus as f64 * (mem_mib << 20) as f64))
+        .clamp(1.0, 1e6) as u64;
+    let threads = if node_cpus > 1 {
+        format!("1,{node_cpus}")
+    } else {
+        "1".into()
+    };
+    v.push(Item {
+        benchmark: "mem",
+        keys: vec![
+            ("op", q("read,write,memset")),
+            ("threads", q(&threads)),
+            ("cpu_node", q("0")),
+            ("mem_node", q(if s.nodes >= 2 { "0,1" } else { "0" })),
+            ("bytes", q(&format!("{mem_mib}M"))),
+            ("loops", mem_loops.to_string()),
+        ],
+    });
     if s.nodes >= 2 {
         v.push(Item {
             benchmark: "twohalves",
@@ -182,6 +227,10 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     }
     v.retain(|i| only.iter().any(|o| o == i.benchmark));
     Ok(v)
+}
+
+fn numa_test_passes() -> f64 {
+    numalab_bench::numa_test::PASSES as f64
 }
 
 /// The real side of a validation: this machine, or a guest.
@@ -532,6 +581,8 @@ mod tests {
             msg_us: 1.0,
             fork_us: 100.0,
             exec_us: 400.0,
+            randupdt_ns: 3.0,
+            miss_ns: 12.0,
             bandwidth_gbs: 6.4,
             llc_bytes: 16 << 20,
             node_bytes: 4 << 30,
@@ -555,7 +606,26 @@ mod tests {
         let s = sizing(1);
         let items = set(&s, &[]).unwrap();
         let names: Vec<_> = items.iter().map(|i| i.benchmark).collect();
-        assert_eq!(names, ["spin", "hackbench", "forkexec", "numa02", "numa01"]);
+        assert_eq!(
+            names,
+            [
+                "spin",
+                "hackbench",
+                "forkexec",
+                "numa02",
+                "numa01",
+                "numa_test",
+                "mem"
+            ]
+        );
+        // 1 s of 100 passes at 15 ns an update.
+        assert_eq!(keys(&items, "numa_test")["size"], "666666");
+        assert_eq!(keys(&items, "numa_test")["tasks"], "2");
+        // mem: 1 and 2 threads of node 0 on its memory, 256 MiB each, 1 s
+        // at 6.4 GB/s for both: 11 loops.
+        assert_eq!(keys(&items, "mem")["threads"], "\"1,2\"");
+        assert_eq!(keys(&items, "mem")["mem_node"], "\"0\"");
+        assert_eq!(keys(&items, "mem")["loops"], "11");
         // 1 s at 2 ns an iteration.
         assert_eq!(keys(&items, "spin")["iterations"], "500000000");
         // 2 CPUs x 1 s of 1-us operations, 2 x 10 x 10 of them a loop.
@@ -586,6 +656,7 @@ mod tests {
             "\"default,bind,inverse-bind\""
         );
         assert!(items.iter().any(|i| i.benchmark == "twohalves"));
+        assert_eq!(keys(&items, "mem")["mem_node"], "\"0,1\"");
     }
 
     #[test]
@@ -596,7 +667,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            e.contains("spin, hackbench, forkexec, numa02, numa01"),
+            e.contains("spin, hackbench, forkexec, numa02, numa01, numa_test, mem"),
             "{e}"
         );
         let only = set(&sizing(1), &["spin".into()]).unwrap();
@@ -614,7 +685,7 @@ mod tests {
         assert!(two.contains("balancer = \"autonuma\""), "{two}");
         assert!(two.contains("balancer = \"none\""), "{two}");
         let v: toml::Table = two.parse().unwrap();
-        assert_eq!(v["benchmark"].as_array().unwrap().len(), 6);
+        assert_eq!(v["benchmark"].as_array().unwrap().len(), 8);
     }
 
     #[test]

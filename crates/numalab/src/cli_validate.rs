@@ -11,7 +11,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct ValidateArgs {
     /// Benchmarks of the set to run (default: all of it: spin, hackbench,
-    /// forkexec, numa02, numa01, and twohalves on several nodes)
+    /// forkexec, numa02, numa01, numa_test, mem, and twohalves on several
+    /// nodes)
     #[arg(value_name = "BENCHMARK")]
     benchmarks: Vec<String>,
     /// This machine's file from numalab calibrate (default: calibrate now,
