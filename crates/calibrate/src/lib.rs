@@ -37,13 +37,21 @@
 //! anyway and says so in the file). The file is checked by parsing it
 //! back with the simulator's own reader before it is written.
 //!
-//! Not measured (the file says so): link saturation between nodes (the
-//! simulator's `[[bus]]`), per-pair bandwidth, idle states, memory-only
-//! nodes (the regular machine has none).
+//! - **interconnect and scheduling** ([`interconnect`]): where a node's
+//!   controller saturates (1, 2, 4... threads reading it), each node's
+//!   CPUs reading each other node's memory (a `[[bus]]` where that is
+//!   well below what latency and the controller allow), all nodes read
+//!   at once (`controllers = "single"` when they carry little more than
+//!   one), and a context switch and a wakeup (pipe ping-pong, as
+//!   lmbench), as comments.
+//!
+//! Not measured (the file says so): idle states, write bandwidth per
+//! node pair.
 
 pub mod busy;
 pub mod costs;
 pub mod figure;
+pub mod interconnect;
 pub mod memory;
 pub mod validate;
 
@@ -175,6 +183,10 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         3.0 * 2.0 * 6.0 * b.as_secs_f64(),
     ));
     plan.push(("costs of fork, exec, thread".into(), 3.0 * rb));
+    plan.push((
+        "saturation, links, switches and wakeups".into(),
+        (n * interconnect::counts(ncpus).len() + n * n + 1) as f64 * b.as_secs_f64() + 3.0 * rb,
+    ));
     let mut phases = Phases {
         progress: &mut o.progress,
         planned: plan.iter().map(|p| p.1).collect(),
@@ -412,6 +424,18 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
     let node_threads = all_cpus.len().max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
+    phases.next(&plan[phases.done].0.clone());
+    let lat_ns: Vec<Vec<f64>> = lat
+        .iter()
+        .map(|r| r.iter().map(|f| f.value).collect())
+        .collect();
+    let sweep_bytes = ((2 * llc) / ncpus.max(1) as u64).max(32 << 20).min(
+        numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32)
+            / 4
+            / ncpus.max(1) as u64,
+    );
+    let links = interconnect::measure(&topo, &lat_ns, mlp, node_read, sweep_bytes, b, runs)
+        .map_err(failed("saturation, links and wakeups"))?;
 
     for (ix, &i) in cpu_nodes.iter().enumerate() {
         for (jx, &j) in cpu_nodes.iter().enumerate() {
@@ -562,6 +586,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
+    t.push_str(&links.memory_toml());
     let _ = writeln!(t, "\n[cache]");
     let _ = writeln!(
         t,
@@ -612,6 +637,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         None => c(&mut t, "smt_throughput: no SMT on this machine"),
     }
     let _ = writeln!(t, "\n[costs]");
+    t.push_str(&links.costs_comments());
     for (key, unit, f) in [
         ("spin_ns", "ns", &spin),
         ("randupdt_ns", "ns", &upd),
@@ -646,7 +672,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     );
     let _ = writeln!(
         t,
-        "\"not measured\" = \"links between nodes ([[bus]]), per-pair bandwidth, idle states\""
+        "\"not measured\" = \"idle states, write bandwidth per node pair\""
     );
 
     // The simulator must read what was written.

@@ -217,10 +217,149 @@ pub fn fork_exit_wait() -> io::Result<()> {
     }
 }
 
+/// Pass a byte back and forth `rounds` times between this thread, pinned
+/// to `cpu_a`, and a forked child pinned to `cpu_b`, through two pipes
+/// (lmbench's `lat_ctx` with no working set, and its `lat_pipe`); returns
+/// the time of all rounds. On one CPU each round is two context switches
+/// between processes and two pipe writes and reads; on two CPUs, two
+/// wakeups of a task blocked in `read` on another CPU. The child calls
+/// only async-signal-safe functions (`sched_setaffinity`, `read`,
+/// `write`, `_exit`), so this is safe in a process with threads; it dies
+/// with the calling thread (`PR_SET_PDEATHSIG`) and is reaped before
+/// returning. The caller's affinity is left pinned to `cpu_a`.
+pub fn pipe_pingpong(cpu_a: u32, cpu_b: u32, rounds: u64) -> io::Result<std::time::Duration> {
+    let limit = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
+    if let Some(c) = [cpu_a, cpu_b].into_iter().find(|&c| c >= limit) {
+        return Err(io::Error::other(format!(
+            "CPU {c} is beyond the {limit} a CPU set holds"
+        )));
+    }
+    let mut there = [0i32; 2];
+    let mut back = [0i32; 2];
+    // SAFETY: valid pointers to two-element arrays.
+    if unsafe { libc::pipe(there.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::pipe(back.as_mut_ptr()) } != 0 {
+        let e = io::Error::last_os_error();
+        close_all(&there);
+        return Err(e);
+    }
+    let pin = |cpu: u32| -> bool {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET bounds-checks.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    };
+    if !pin(cpu_a) {
+        let e = io::Error::last_os_error();
+        close_all(&there);
+        close_all(&back);
+        return Err(e);
+    }
+    // SAFETY: the child runs only async-signal-safe calls, then _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        close_all(&there);
+        close_all(&back);
+        return Err(e);
+    }
+    if pid == 0 {
+        // SAFETY: async-signal-safe calls on the pipes' descriptors and a
+        // local byte; the child ends with _exit, running no destructors.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // Only the ends it uses stay open: when the parent closes its
+            // writing end, the child's read sees the end.
+            libc::close(there[1]);
+            libc::close(back[0]);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu_b as usize, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                libc::_exit(3);
+            }
+            let mut b = 0u8;
+            loop {
+                if libc::read(there[0], (&mut b as *mut u8).cast(), 1) != 1 {
+                    libc::_exit(0);
+                }
+                if libc::write(back[1], (&b as *const u8).cast(), 1) != 1 {
+                    libc::_exit(4);
+                }
+            }
+        }
+    }
+    // The parent's unused ends, so a child that died is an end of file
+    // here, not a wait for ever.
+    // SAFETY: descriptors this function opened, not used by the parent.
+    unsafe {
+        libc::close(there[0]);
+        libc::close(back[1]);
+    }
+    let run = || -> io::Result<std::time::Duration> {
+        let mut b = 1u8;
+        let t0 = std::time::Instant::now();
+        for _ in 0..rounds {
+            // SAFETY: the pipes' descriptors and a local byte.
+            let w = unsafe { libc::write(there[1], (&b as *const u8).cast(), 1) };
+            // SAFETY: as above.
+            let r = unsafe { libc::read(back[0], (&mut b as *mut u8).cast(), 1) };
+            if w != 1 || r != 1 {
+                return Err(io::Error::other("the ping-pong partner stopped answering"));
+            }
+        }
+        Ok(t0.elapsed())
+    };
+    let out = run();
+    // Closing the writing end ends the child's loop; then reap it.
+    // SAFETY: the parent's own ends, closed once.
+    unsafe {
+        libc::close(there[1]);
+        libc::close(back[0]);
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: a valid pointer to a local.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3 {
+        return Err(io::Error::other(format!(
+            "cannot pin the partner to CPU {cpu_b}"
+        )));
+    }
+    out
+}
+
+fn close_all(fds: &[i32; 2]) {
+    for &fd in fds {
+        // SAFETY: closing descriptors this function opened.
+        unsafe { libc::close(fd) };
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::zombie_processes)] // children are reaped with wait4
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pingpong_makes_every_round_trip() {
+        let t = pipe_pingpong(0, 0, 2000).unwrap();
+        // At least two context switches a round: not free.
+        assert!(t.as_nanos() > 2000 * 200, "{t:?}");
+        assert!(pipe_pingpong(0, 100_000, 10).is_err());
+        // A partner that cannot be pinned (an offline or absent CPU below
+        // the set's limit) exits: an error, not a wait for ever.
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        assert!(pipe_pingpong(0, n + 200, 10).is_err());
+    }
 
     #[test]
     fn exit_codes_signals_and_cpu_time() {
