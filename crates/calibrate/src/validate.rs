@@ -183,7 +183,7 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     // each thread its own buffer of numa02's size, within a quarter of
     // the node for all.
     let node_cpus = (cpus / s.nodes.max(1)).max(1);
-    let mem_mib = mib.min(s.node_bytes / 4 / node_cpus as u64 >> 20).max(16);
+    let mem_mib = mib.min((s.node_bytes / 4 / node_cpus as u64) >> 20).max(16);
     let mem_loops = (t * s.bandwidth_gbs * 1e9 / (node_cpus as f64 * (mem_mib << 20) as f64))
         .clamp(1.0, 1e6) as u64;
     let threads = if node_cpus > 1 {
