@@ -679,9 +679,14 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     MachineFile::parse("calibrated", &t)
         .and_then(|f| f.build("calibrated"))
         .map_err(|e| {
-            CalibrateError::Failed(format!(
-                "internal: the simulator cannot read the machine file made of these figures: {e}"
-            ))
+            CalibrateError::Failed(if busy > BUSY_LIMIT_CPUS || info.hypervisor {
+                format!(
+                    "a figure is outside what the simulator accepts, most likely spoiled by other work ({busy:.2} CPUs busy{}): {e}; measure again on a quieter machine",
+                    if info.hypervisor { ", in a virtual machine whose CPUs the host may deschedule" } else { "" }
+                )
+            } else {
+                format!("a figure is outside what the simulator accepts: {e}")
+            })
         })?;
     Ok(Calibrated {
         toml: t,
