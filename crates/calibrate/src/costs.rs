@@ -185,6 +185,36 @@ pub fn first_touch_gbs(bytes: usize) -> f64 {
     bytes as f64 / s / 1e9
 }
 
+/// Microseconds of system time to change the protection of 1 GiB of
+/// touched memory (`mprotect` to `PROT_NONE` over `bytes`: the
+/// page-table walk of NUMA balancing's change_prot_numa).
+pub fn scan_us_per_gb(bytes: usize) -> std::io::Result<f64> {
+    let mut v = vec![1u8; bytes];
+    let t = numalab_linux::numa::time_protect_none(&mut v)?;
+    Ok(t.as_secs_f64() * 1e6 / (bytes as f64 / (1u64 << 30) as f64))
+}
+
+/// Microseconds to migrate 1 MiB of touched memory from node `a` to node
+/// `b` (`move_pages`, as NUMA balancing's migrations copy and remap):
+/// `bytes` first touched on `a`, moved to `b` and timed.
+pub fn migrate_us_per_mb(a: u32, b: u32, bytes: usize) -> std::io::Result<f64> {
+    const MPOL_BIND: i32 = 2;
+    numalab_linux::numa::set_mempolicy(MPOL_BIND, &[a])?;
+    let v = vec![1u8; bytes];
+    numalab_linux::numa::set_mempolicy(0, &[])?;
+    let t = Instant::now();
+    let moved = numalab_linux::numa::move_to_node(&v, b)?;
+    let s = t.elapsed().as_secs_f64();
+    let page = numalab_linux::numa::page_size();
+    if moved * page < bytes / 2 {
+        return Err(std::io::Error::other(format!(
+            "only {moved} of {} pages moved from node {a} to node {b}",
+            bytes / page
+        )));
+    }
+    Ok(s * 1e6 / ((moved * page) as f64 / (1 << 20) as f64))
+}
+
 /// Microseconds to start and join a thread that does nothing.
 pub fn thread_us(budget: Duration) -> f64 {
     ns_per_op(budget, || {
@@ -225,6 +255,16 @@ pub fn repeat(runs: usize, how: &str, mut f: impl FnMut() -> f64) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protection_changes_and_migrations_are_timed() {
+        let s = scan_us_per_gb(16 << 20).unwrap();
+        assert!(s > 0.0 && s.is_finite(), "{s}");
+        // Node 0 to node 0: every page is already there, the call still
+        // walks them.
+        let m = migrate_us_per_mb(0, 0, 8 << 20).unwrap();
+        assert!(m > 0.0 && m.is_finite(), "{m}");
+    }
 
     #[test]
     fn costs_are_positive_and_plausible() {

@@ -404,6 +404,31 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ),
         || costs::first_touch_gbs(touch_bytes as usize),
     );
+    // NUMA balancing's own costs: a protection change (every machine), a
+    // migration between the first two nodes (several nodes).
+    let scan = memory::repeat(
+        runs,
+        format!(
+            "mprotect(PROT_NONE) of {} MiB of touched memory, per GiB",
+            touch_bytes >> 20
+        ),
+        || costs::scan_us_per_gb(touch_bytes as usize),
+    )
+    .map_err(failed("mprotect"))?;
+    let migrate = match cpu_nodes.get(1) {
+        Some(&other) => Some(
+            memory::repeat(
+                runs,
+                format!(
+                    "move_pages of {} MiB from node {node0} to node {other}, per MiB",
+                    touch_bytes >> 21
+                ),
+                || costs::migrate_us_per_mb(node0, other, (touch_bytes / 2) as usize),
+            )
+            .map_err(failed("move_pages"))?,
+        ),
+        None => None,
+    };
 
     // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
     let (base, max, min, freq_how) = frequency(&o.roots);
@@ -469,6 +494,10 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     put("costs.process_launch_us", "us", launch.clone());
     put("costs.thread_launch_us", "us", thread.clone());
     put("costs.first_touch_gbs", "GB/s", first_touch.clone());
+    put("costs.scan_us_per_gb", "us", scan.clone());
+    if let Some(m) = &migrate {
+        put("costs.migrate_us_per_mb", "us", m.clone());
+    }
 
     let seconds = start.elapsed().as_secs_f64();
     let host = &info.hostname;
@@ -648,7 +677,11 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ("process_launch_us", "us", &launch),
         ("thread_launch_us", "us", &thread),
         ("first_touch_gbs", "GB/s", &first_touch),
-    ] {
+        ("scan_us_per_gb", "us", &scan),
+    ]
+    .into_iter()
+    .chain(migrate.as_ref().map(|m| ("migrate_us_per_mb", "us", m)))
+    {
         c(&mut t, &format!("{}: {}", f.how, f.describe(unit)));
         let _ = writeln!(t, "{key} = {:?}", round3(f.value));
     }

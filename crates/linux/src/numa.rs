@@ -186,3 +186,90 @@ mod tests {
         );
     }
 }
+
+/// The page-aligned part of `buf`: (start address, length), whole pages
+/// only.
+fn whole_pages(buf: &[u8]) -> (usize, usize) {
+    let page = page_size();
+    let start = (buf.as_ptr() as usize).next_multiple_of(page);
+    let end = (buf.as_ptr() as usize + buf.len()) / page * page;
+    (start, end.saturating_sub(start))
+}
+
+/// Move the whole pages of `buf` to `node` (`move_pages` of the calling
+/// process); returns how many landed there. The kernel checks every
+/// address, and the memory stays the caller's, so this is safe.
+pub fn move_to_node(buf: &[u8], node: u32) -> io::Result<usize> {
+    let page = page_size();
+    let (start, len) = whole_pages(buf);
+    let pages: Vec<*const u8> = (0..len / page)
+        .map(|i| (start + i * page) as *const u8)
+        .collect();
+    if pages.is_empty() {
+        return Ok(0);
+    }
+    let nodes = vec![node as i32; pages.len()];
+    let mut status = vec![0i32; pages.len()];
+    // SAFETY: pages, nodes and status have equal lengths; the pages are
+    // the caller's own mapped memory (the kernel checks them anyway).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            nodes.as_ptr(),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE as libc::c_int,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status.iter().filter(|&&s| s == node as i32).count())
+}
+
+/// Time taking away all access to the whole pages of `buf` (`mprotect`
+/// to `PROT_NONE`, the page-table walk NUMA balancing's change_prot_numa
+/// does), then give it back (not timed). Holding `buf` mutably, nothing
+/// else of the caller's can touch it in between.
+pub fn time_protect_none(buf: &mut [u8]) -> io::Result<std::time::Duration> {
+    let (start, len) = whole_pages(buf);
+    if len == 0 {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let t0 = std::time::Instant::now();
+    // SAFETY: whole pages inside a slice the caller holds mutably; access
+    // is restored below before the slice can be used again.
+    let r = unsafe { libc::mprotect(start as *mut libc::c_void, len, libc::PROT_NONE) };
+    let t = t0.elapsed();
+    // SAFETY: as above; the slice was readable and writable.
+    let back = unsafe {
+        libc::mprotect(
+            start as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    };
+    if r != 0 || back != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    #[test]
+    fn pages_move_and_protections_come_back() {
+        let mut v = vec![1u8; 4 << 20];
+        let node = page_nodes(0, &[v[4096..].as_ptr()]).unwrap()[0].max(0) as u32;
+        let moved = move_to_node(&v, node).unwrap();
+        assert!(moved >= (4 << 20) / page_size() - 1, "{moved}");
+        let t = time_protect_none(&mut v).unwrap();
+        assert!(t.as_nanos() > 0);
+        v[12345] = 7;
+        assert_eq!(v[12345], 7, "writable again");
+    }
+}

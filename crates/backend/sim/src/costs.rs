@@ -18,6 +18,10 @@
 //! exec_us = 150.0           # an execve's extra (fork+exec+exit minus fork+exit)
 //! process_launch_us = 1000  # one more process started (fork + exec)
 //! thread_launch_us = 50     # one more thread started (clone)
+//! first_touch_gbs = 2.0     # a first touch, page faults included, GB/s
+//! migrate_us_per_mb = 250   # NUMA balancing: migrating 1 MiB (default of
+//!                           # the balancers' migrate_us_per_mb)
+//! scan_us_per_gb = 500      # ... changing the protection of 1 GiB
 //! ```
 //!
 //! Times measured on a real machine are turned into cycles at the
@@ -49,11 +53,18 @@ pub struct CostsSpec {
     /// touched, its page faults (the kernel allocating and clearing each
     /// page) included, GB/s. Without it a first touch takes no time.
     pub first_touch_gbs: Option<f64>,
+    /// NUMA balancing's costs on this machine: system time to migrate one
+    /// MiB between two nodes (`move_pages`), and to change the protection
+    /// of one GiB of mapped memory (`mprotect`, as change_prot_numa
+    /// does). The defaults of the balancers' `migrate_us_per_mb` and
+    /// `scan_us_per_gb`; without them, the balancers' estimates.
+    pub migrate_us_per_mb: Option<f64>,
+    pub scan_us_per_gb: Option<f64>,
 }
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 9] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 11] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -64,6 +75,8 @@ impl CostsSpec {
             ("costs.process_launch_us", self.process_launch_us),
             ("costs.thread_launch_us", self.thread_launch_us),
             ("costs.first_touch_gbs", self.first_touch_gbs),
+            ("costs.migrate_us_per_mb", self.migrate_us_per_mb),
+            ("costs.scan_us_per_gb", self.scan_us_per_gb),
         ]
     }
 }
@@ -103,6 +116,11 @@ pub struct Costs {
     /// faults included: `costs.first_touch_gbs`; default infinite (a first
     /// touch is not timed, as before it was measured).
     pub first_touch_bytes_per_ns: f64,
+    /// NUMA balancing's migration and protection-change costs, when the
+    /// machine file measured them (`costs.migrate_us_per_mb`,
+    /// `costs.scan_us_per_gb`): the balancers' defaults.
+    pub migrate_us_per_mb: Option<f64>,
+    pub scan_us_per_gb: Option<f64>,
 }
 
 impl Default for Costs {
@@ -123,6 +141,8 @@ impl Costs {
         process_launch_ns: PROCESS_LAUNCH_NS,
         thread_launch_ns: THREAD_LAUNCH_NS,
         first_touch_bytes_per_ns: f64::INFINITY,
+        migrate_us_per_mb: None,
+        scan_us_per_gb: None,
     };
 
     /// The costs `spec` gives on a machine whose one busy core runs at
@@ -147,6 +167,8 @@ impl Costs {
             process_launch_ns: spec.process_launch_us.map_or(d.process_launch_ns, us_ns),
             thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
             first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
+            migrate_us_per_mb: spec.migrate_us_per_mb,
+            scan_us_per_gb: spec.scan_us_per_gb,
         }
     }
 
@@ -165,6 +187,12 @@ impl Costs {
         ]);
         if self.first_touch_bytes_per_ns.is_finite() {
             m.insert("first_touch_gbs", self.first_touch_bytes_per_ns);
+        }
+        if let Some(v) = self.migrate_us_per_mb {
+            m.insert("migrate_us_per_mb", v);
+        }
+        if let Some(v) = self.scan_us_per_gb {
+            m.insert("scan_us_per_gb", v);
         }
         m
     }

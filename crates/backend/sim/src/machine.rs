@@ -98,6 +98,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.process_launch_us", 0.1, 1e6, "us", false),
     ("costs.thread_launch_us", 0.1, 1e6, "us", false),
     ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
+    ("costs.migrate_us_per_mb", 1.0, 1e6, "us", false),
+    ("costs.scan_us_per_gb", 1.0, 1e7, "us", false),
 ];
 
 /// Longest exit latency or target residency of an idle state (us): 1 s.
@@ -1163,6 +1165,8 @@ min_ghz = 1
             process_launch_ns: PROCESS_LAUNCH_NS,
             thread_launch_ns: THREAD_LAUNCH_NS,
             first_touch_bytes_per_ns: f64::INFINITY,
+            migrate_us_per_mb: None,
+            scan_us_per_gb: None,
         };
         assert_eq!(Costs::DEFAULT, want);
         assert_eq!(build(OK).unwrap().costs, want);
@@ -1181,7 +1185,7 @@ min_ghz = 1
         let text = format!(
             "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
              fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n\
-             first_touch_gbs = 2.5\n"
+             first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\n"
         );
         let c = build(&text).unwrap().costs;
         assert_eq!(
@@ -1196,6 +1200,8 @@ min_ghz = 1
                 process_launch_ns: 2_500_000,
                 thread_launch_ns: 12_500,
                 first_touch_bytes_per_ns: 2.5,
+                migrate_us_per_mb: Some(300.0),
+                scan_us_per_gb: Some(900.0),
             }
         );
         assert_eq!(c.first_touch_ns(5_000_000), 2_000_000);
@@ -1211,10 +1217,12 @@ min_ghz = 1
             ("process_launch_us", 2500.0),
             ("thread_launch_us", 12.5),
             ("first_touch_gbs", 2.5),
+            ("migrate_us_per_mb", 300.0),
+            ("scan_us_per_gb", 900.0),
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 9);
+        assert_eq!(f.len(), 11);
         // Not timed, so not stated.
         assert!(!Costs::DEFAULT.as_file(3.0).contains_key("first_touch_gbs"));
         // One key: the others keep their defaults.

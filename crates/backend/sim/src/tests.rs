@@ -577,6 +577,30 @@ fn sampling_migrates_twohalves_pages_before_autonuma() {
     assert!(s < a, "first migration: sampling {s} s, autonuma {a} s");
 }
 
+/// A machine file's measured balancing costs are the balancers'
+/// defaults: a dearer migration is more system time for the same pages.
+#[test]
+fn the_machine_files_migration_cost_is_the_balancers_default() {
+    let b = auto(Kind::TwoHalves, BindMode::Default, 2, 256 << 20, 40);
+    let sys_per_page = |costs: &str| {
+        let cfg = config(small_machine_costs(1, costs), "linux", "autonuma", 1);
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
+        let pages = r.metric("numa_pages_migrated").unwrap();
+        assert!(pages > 0.0, "{costs}");
+        (r.metric("sys_s").unwrap(), pages)
+    };
+    let (cheap, p1) = sys_per_page("migrate_us_per_mb = 10");
+    let (dear, p2) = sys_per_page("migrate_us_per_mb = 100000");
+    // 100,000 us a MiB: at least a tenth of a second per MiB moved.
+    let mib = p2 * 4096.0 / (1 << 20) as f64;
+    assert!(
+        dear > cheap + 0.05 * mib,
+        "{cheap} s ({p1} pages), {dear} s ({p2})"
+    );
+}
+
 #[test]
 fn node_affine_beats_node_blind_on_total_user_time() {
     // Seed 000's finding (E vs A), on its machine, at N=16 with a smaller

@@ -99,13 +99,13 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, String> {
     )?;
     let migrate_us_per_mb = p.f64(
         "migrate_us_per_mb",
-        250.0,
-        "system time to migrate 1 MiB (estimate)",
+        m.costs.migrate_us_per_mb.unwrap_or(250.0),
+        "system time to migrate 1 MiB (default: the machine file's costs.migrate_us_per_mb, else an estimate)",
     )?;
     let scan_us_per_gb = p.f64(
         "scan_us_per_gb",
-        500.0,
-        "system time to change protection of 1 GiB (estimate)",
+        m.costs.scan_us_per_gb.unwrap_or(500.0),
+        "system time to change protection of 1 GiB (default: the machine file's costs.scan_us_per_gb, else an estimate)",
     )?;
     let filter = p.bool(
         "filter",

@@ -90,8 +90,8 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
     )?;
     let migrate_us_per_mb = p.f64(
         "migrate_us_per_mb",
-        250.0,
-        "system time to migrate 1 MiB (estimate)",
+        m.costs.migrate_us_per_mb.unwrap_or(250.0),
+        "system time to migrate 1 MiB (default: the machine file's costs.migrate_us_per_mb, else an estimate)",
     )?;
     let filter = p.bool(
         "filter",
