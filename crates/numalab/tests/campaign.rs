@@ -224,7 +224,7 @@ fn a_sim_campaign_runs_each_cell_once_in_blocks_and_resumes_only_what_is_missing
     let keys: BTreeSet<String> = recs.iter().map(cell).collect();
     assert_eq!(keys.len(), 12, "every cell once");
     for r in &recs {
-        assert_eq!(r["schema_version"], 3);
+        assert_eq!(r["schema_version"], numalab_record::SCHEMA_VERSION);
         assert_eq!(r["campaign"]["name"], "sim-ab");
         assert_eq!(r["campaign"]["order_seed"], 7);
     }

@@ -106,6 +106,8 @@ fn add_sched(dir: &Path, id: &str, n: u32) {
                 woken_near_waker: rel(300, 30, 2),
                 preemptions: 12,
                 woken_on_idle_cpu: Some(400),
+                wakeup_latency: numalab_record::Latency::of_ns(&[20_000, 40_000, 9_000_000]),
+                runqueue_delay: None,
             })
             .collect(),
     });

@@ -258,7 +258,7 @@ fn the_report_of_a_traced_run_has_the_tables_of_show_sched() {
         sched.contains("<td>true</td><td class=\"r\">20</td>"),
         "{sched}"
     );
-    assert!(sched.contains("grouped by command name"), "{sched}");
+    assert!(sched.contains("grouped by role"), "{sched}");
     assert!(sched.contains("Wakeups on an idle CPU: "), "{sched}");
     assert!(
         sched.contains("CPUs chosen for new tasks, in order: "),

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the record format this numalab writes. Version 3 added
-/// `campaign`; readers accept versions [`MIN_SCHEMA_VERSION`] to this one.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `campaign`, version 4 the traced tasks' `wakeup_latency` and
+/// `runqueue_delay`; readers accept versions [`MIN_SCHEMA_VERSION`] to
+/// this one.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The oldest record format this numalab still reads (version 2 records
 /// are version 3 records without `campaign`).
@@ -128,6 +130,47 @@ pub struct SchedTask {
     /// other tasks' switches (not CPU-wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub woken_on_idle_cpu: Option<u32>,
+    /// Wakeup latency: from a traced task's `sched_waking` of it to its
+    /// next switch in (as `perf sched latency` counts a wakeup's delay);
+    /// absent when no wakeup of it was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup_latency: Option<Latency>,
+    /// Run-queue delay: from a preemption (switched out while runnable)
+    /// to its next switch in; absent when it was never preempted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runqueue_delay: Option<Latency>,
+}
+
+/// A distribution of delays, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    /// Of delays in nanoseconds (any order); `None` for none. Percentiles
+    /// are the nearest rank.
+    pub fn of_ns(v: &[u64]) -> Option<Latency> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut s = v.to_vec();
+        s.sort_unstable();
+        let rank = |q: f64| s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
+        let ms = |ns: u64| ns as f64 / 1e6;
+        Some(Latency {
+            count: s.len() as u64,
+            mean_ms: s.iter().map(|&x| x as f64).sum::<f64>() / s.len() as f64 / 1e6,
+            p50_ms: ms(rank(0.5)),
+            p99_ms: ms(rank(0.99)),
+            max_ms: ms(*s.last().expect("not empty")),
+        })
+    }
 }
 
 /// Counts by how two CPUs relate.
@@ -745,5 +788,22 @@ pub fn example_record(benchmark: &str, label: &str, index: u32, elapsed_s: f64) 
         applied: Applied::default(),
         campaign: None,
         sched: None,
+    }
+}
+
+#[cfg(test)]
+mod latency_tests {
+    use super::Latency;
+
+    #[test]
+    fn a_latency_has_nearest_rank_percentiles() {
+        assert_eq!(Latency::of_ns(&[]), None);
+        let v: Vec<u64> = (1..=100).rev().map(|i| i * 1_000_000).collect();
+        let l = Latency::of_ns(&v).unwrap();
+        assert_eq!(l.count, 100);
+        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (50.0, 99.0, 100.0));
+        assert!((l.mean_ms - 50.5).abs() < 1e-9);
+        let one = Latency::of_ns(&[3_000_000]).unwrap();
+        assert_eq!((one.p50_ms, one.p99_ms), (3.0, 3.0));
     }
 }

@@ -562,9 +562,14 @@ fn sched_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str)
     for l in &f.head {
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(l));
     }
-    for t in [Some(&f.tasks), Some(&f.distance), f.matrix.as_ref()]
-        .into_iter()
-        .flatten()
+    for t in [
+        Some(&f.tasks),
+        Some(&f.distance),
+        f.latency.as_ref(),
+        f.matrix.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         // The title as a heading, as the comparison's tables have.
         let mut t = t.clone();
@@ -899,7 +904,7 @@ mod tests {
             "{sched}"
         );
         assert!(
-            sched.contains("20 tasks, grouped by command name"),
+            sched.contains("20 tasks, grouped by role"),
             "{sched}"
         );
         assert!(

@@ -9,11 +9,23 @@
 //! (`html`) shows the same tables.
 
 use crate::table::{wrap, Column, RowKind, Table};
-use numalab_record::{Relations, RunRecord, SchedTask};
+use numalab_record::{Latency, Relations, RunRecord, SchedTask};
 use std::collections::BTreeMap;
 
 /// Beyond this many tasks, tasks are listed by command name.
 pub const TASK_ROWS: usize = 16;
+
+/// A task's role: its command name without a trailing `-N` (numalab
+/// names the tasks it starts `nt-task-3`, `hb-send-12`: their roles are
+/// `nt-task` and `hb-send`).
+pub fn role(comm: &str) -> &str {
+    match comm.rsplit_once('-') {
+        Some((r, n)) if !r.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            r
+        }
+        _ => comm,
+    }
+}
 
 /// Beyond this many, the CPUs chosen for new tasks are counted, not
 /// listed.
@@ -32,6 +44,9 @@ pub struct Figures {
     /// Migrations and wakeups by distance; its legend says how many
     /// wakeups were on an idle CPU, or why that is not known.
     pub distance: Table,
+    /// Wakeup latency and run-queue delay of each task (of each command
+    /// name beyond [`TASK_ROWS`] tasks), when the trace saw any.
+    pub latency: Option<Table>,
     /// Migrations from node to node (with more than one node).
     pub matrix: Option<Table>,
     /// The CPUs chosen for new tasks, in order (None when none was
@@ -131,15 +146,18 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
     } else {
         let mut by: BTreeMap<&str, Vec<&SchedTask>> = BTreeMap::new();
         for task in &s.tasks {
-            by.entry(task.comm.as_str()).or_default().push(task);
+            by.entry(role(&task.comm)).or_default().push(task);
         }
         for (comm, group) in by {
             tasks.push(row(comm.to_string(), &group));
         }
-        tasks
-            .legend
-            .push(format!("{} tasks, grouped by command name", s.tasks.len()));
+        tasks.legend.push(format!(
+            "{} tasks, grouped by role (the command name without its -N)",
+            s.tasks.len()
+        ));
     }
+
+    let latency = latency_table(&s.tasks);
 
     // Totals by distance.
     let mut mig = Relations::default();
@@ -283,9 +301,84 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
         head,
         tasks,
         distance,
+        latency,
         matrix,
         new_tasks,
     })
+}
+
+/// Wakeup latency and run-queue delay per task, or per command name
+/// beyond [`TASK_ROWS`] tasks (counts and worst summed and taken over the
+/// group, means weighted by count, p99 the worst task's).
+fn latency_table(all: &[SchedTask]) -> Option<Table> {
+    if all
+        .iter()
+        .all(|t| t.wakeup_latency.is_none() && t.runqueue_delay.is_none())
+    {
+        return None;
+    }
+    let mut t = Table::new(
+        "Wakeup latency and run-queue delay (ms)",
+        vec![
+            Column::key("task"),
+            Column::right("wakeups"),
+            Column::right("mean"),
+            Column::right("p99"),
+            Column::right("max"),
+            Column::right("delays"),
+            Column::right("mean"),
+            Column::right("max"),
+        ],
+    );
+    let cells = |name: String, group: &[&SchedTask]| -> Vec<String> {
+        let mut out = vec![name];
+        for (get, p99) in [
+            (
+                (|t: &SchedTask| t.wakeup_latency) as fn(&SchedTask) -> Option<Latency>,
+                true,
+            ),
+            (|t: &SchedTask| t.runqueue_delay, false),
+        ] {
+            let v: Vec<Latency> = group.iter().filter_map(|t| get(t)).collect();
+            let n: u64 = v.iter().map(|l| l.count).sum();
+            if n == 0 {
+                out.extend(std::iter::repeat_n(
+                    "-".to_string(),
+                    if p99 { 4 } else { 3 },
+                ));
+                continue;
+            }
+            let mean = v.iter().map(|l| l.mean_ms * l.count as f64).sum::<f64>() / n as f64;
+            let worst = |f: fn(&Latency) -> f64| v.iter().map(f).fold(0.0, f64::max);
+            out.push(n.to_string());
+            out.push(format!("{mean:.3}"));
+            if p99 {
+                out.push(format!("{:.3}", worst(|l| l.p99_ms)));
+            }
+            out.push(format!("{:.3}", worst(|l| l.max_ms)));
+        }
+        out
+    };
+    if all.len() <= TASK_ROWS {
+        for task in all {
+            t.push(cells(format!("{} {}", task.comm, task.tid), &[task]));
+        }
+    } else {
+        let mut by: BTreeMap<&str, Vec<&SchedTask>> = BTreeMap::new();
+        for task in all {
+            by.entry(role(&task.comm)).or_default().push(task);
+        }
+        for (comm, group) in by {
+            t.push(cells(comm.to_string(), &group));
+        }
+    }
+    t.legend.extend([
+        "wakeups: from a traced task's sched_waking to the switch in (as perf sched latency)"
+            .to_string(),
+        "delays: from a preemption to the next switch in; p99 of a command name: its worst task's"
+            .to_string(),
+    ]);
+    Some(t)
 }
 
 /// The text of one traced record within 80 columns, or why there is none.
@@ -307,9 +400,14 @@ pub fn text(r: &RunRecord) -> String {
         say(&mut out, l);
     }
     out.push('\n');
-    for t in [Some(&f.tasks), Some(&f.distance), f.matrix.as_ref()]
-        .into_iter()
-        .flatten()
+    for t in [
+        Some(&f.tasks),
+        Some(&f.distance),
+        f.latency.as_ref(),
+        f.matrix.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         out.push_str(&t.to_text());
         out.push('\n');
@@ -355,6 +453,8 @@ pub(crate) mod tests {
             woken_near_waker: rel(1, 0, 1),
             preemptions: 0,
             woken_on_idle_cpu: Some(2),
+            wakeup_latency: numalab_record::Latency::of_ns(&[100_000, 300_000]),
+            runqueue_delay: numalab_record::Latency::of_ns(&[2_000_000]),
         }
     }
 
@@ -434,16 +534,40 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(names, ["receiver", "sender"]);
         assert_eq!(many.tasks.rows[0].cells[1], "10");
-        assert_eq!(many.tasks.legend, ["20 tasks, grouped by command name"]);
+        assert_eq!(
+            many.tasks.legend,
+            ["20 tasks, grouped by role (the command name without its -N)"]
+        );
+        assert_eq!(role("hb-send-12"), "hb-send");
+        assert_eq!(role("nt-task"), "nt-task");
+        assert_eq!(role("cc1-"), "cc1-");
+        assert_eq!(role("-7"), "-7");
         let text = text(&traced(20));
-        assert!(text.contains("20 tasks, grouped by command name"), "{text}");
+        assert!(text.contains("20 tasks, grouped by role"), "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
         let html = many.tasks.to_html();
         assert!(
             html.contains("<td>receiver</td><td class=\"r\">10</td>"),
             "{html}"
         );
-        assert!(html.contains("20 tasks, grouped by command name"), "{html}");
+        assert!(html.contains("20 tasks, grouped by role"), "{html}");
+        // Latency by command name: 10 tasks of 2 wakeups each, 0.1 and
+        // 0.3 ms (mean 0.2), 1 delay of 2 ms each.
+        let lat = many.latency.unwrap();
+        let recv = &lat.rows[0].cells;
+        assert_eq!(
+            recv[..8],
+            ["receiver", "20", "0.200", "0.300", "0.300", "10", "2.000", "2.000"]
+        );
+        let one = figures(&traced(2)).unwrap().latency.unwrap();
+        assert_eq!(one.rows.len(), 2);
+        // Nothing measured: no table.
+        let mut r = traced(2);
+        for t in &mut r.sched.as_mut().unwrap().tasks {
+            t.wakeup_latency = None;
+            t.runqueue_delay = None;
+        }
+        assert!(figures(&r).unwrap().latency.is_none());
     }
 
     #[test]
@@ -453,7 +577,11 @@ pub(crate) mod tests {
         assert!(at("hackbench #1 (label A), traced: 60 tasks") < at("method: "));
         assert!(at("method: ") < at("Time per node (s)"));
         assert!(at("Time per node (s)") < at("Migrations and wakeups by distance"));
-        assert!(at("Migrations and wakeups by distance") < at("Migrations, node to node"));
+        assert!(
+            at("Migrations and wakeups by distance")
+                < at("Wakeup latency and run-queue delay (ms)")
+        );
+        assert!(at("Wakeup latency and run-queue delay (ms)") < at("Migrations, node to node"));
         assert!(at("Migrations, node to node") < at("CPUs chosen for new tasks, in order: 0 -> 1"));
         assert!(t.contains("... (12 more)"), "{t}");
         assert!(t.contains("\n  over LLCs: "), "{t}");

@@ -29,7 +29,7 @@
 pub mod export;
 
 use numalab_linux::perf::{Event, Switches};
-use numalab_record::{Better, Metric, Relations, SchedTask, SchedTrace};
+use numalab_record::{Better, Latency, Metric, Relations, SchedTask, SchedTrace};
 use numalab_topology::{Relation, Topology};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -66,6 +66,11 @@ struct Task {
     preemptions: u32,
     on_idle: u32,
     order: usize,
+    /// When a wakeup or a preemption made it runnable, not yet run.
+    woken_at: Option<u64>,
+    preempted_at: Option<u64>,
+    wakeup_ns: Vec<u64>,
+    runqueue_ns: Vec<u64>,
 }
 
 /// Whether `e` is an event of process `pid` (switches, forks, execs,
@@ -205,6 +210,12 @@ pub fn analyse(
                     if let Some(w) = t.waker_cpu.take() {
                         count(&mut t.near_waker, topo.relation(w, cpu));
                     }
+                    if let Some(at) = t.woken_at.take() {
+                        t.wakeup_ns.push(time.saturating_sub(at));
+                    }
+                    if let Some(at) = t.preempted_at.take() {
+                        t.runqueue_ns.push(time.saturating_sub(at));
+                    }
                     t.sleeping = false;
                     t.running = Some((cpu, time));
                 }
@@ -225,13 +236,21 @@ pub fn analyse(
                     close(t, time);
                     if preempted {
                         t.preemptions += 1;
+                        t.preempted_at = Some(time);
                     }
                     t.sleeping = !preempted;
                 }
             }
-            Event::Waking { cpu, wakee, .. } => {
+            Event::Waking {
+                time, cpu, wakee, ..
+            } => {
                 if let Some(t) = tasks.get_mut(&wakee) {
                     t.waker_cpu = Some(cpu);
+                    // The first waking of a sleep counts (a task already
+                    // woken and not yet run is woken again for nothing).
+                    if t.running.is_none() && t.woken_at.is_none() {
+                        t.woken_at = Some(time);
+                    }
                 }
             }
             Event::Exit { time, pid, tid, .. } => {
@@ -283,6 +302,8 @@ pub fn analyse(
                 woken_near_waker: t.near_waker,
                 preemptions: t.preemptions,
                 woken_on_idle_cpu: idle_seen.then_some(t.on_idle),
+                wakeup_latency: numalab_record::Latency::of_ns(&t.wakeup_ns),
+                runqueue_delay: numalab_record::Latency::of_ns(&t.runqueue_ns),
             };
             (t.order, task)
         })
@@ -309,7 +330,8 @@ pub fn analyse(
 }
 
 /// Run-level figures of a trace, as metrics `compare` takes: counts of
-/// tasks, migrations and wakeups, and where wakeups landed.
+/// tasks, migrations and wakeups, where wakeups landed, and the mean and
+/// worst wakeup latency and run-queue delay.
 pub fn metrics(t: &SchedTrace) -> BTreeMap<String, Metric> {
     let mut mig = Relations::default();
     let mut wake = Relations::default();
@@ -370,6 +392,26 @@ pub fn metrics(t: &SchedTrace) -> BTreeMap<String, Metric> {
             m.insert(
                 "sched_wakeup_idle_cpu_pct".into(),
                 Metric::new(pct(n), "%", Better::Higher),
+            );
+        }
+    }
+    // Delays over every task: the mean weighted by count, the worst.
+    for (name, get) in [
+        (
+            "sched_wakeup_latency",
+            (|t: &SchedTask| t.wakeup_latency) as fn(&SchedTask) -> Option<Latency>,
+        ),
+        ("sched_runqueue_delay", |t: &SchedTask| t.runqueue_delay),
+    ] {
+        let all: Vec<Latency> = t.tasks.iter().filter_map(get).collect();
+        let count: u64 = all.iter().map(|l| l.count).sum();
+        if count > 0 {
+            let mean = all.iter().map(|l| l.mean_ms * l.count as f64).sum::<f64>() / count as f64;
+            let max = all.iter().map(|l| l.max_ms).fold(0.0, f64::max);
+            m.insert(format!("{name}_ms"), Metric::new(mean, "ms", Better::Lower));
+            m.insert(
+                format!("{name}_max_ms"),
+                Metric::new(max, "ms", Better::Lower),
             );
         }
     }
@@ -650,6 +692,12 @@ mod tests {
         assert_eq!(a.woken_near_waker.cross_node, 1); // waker on CPU 4
         assert_eq!(a.preemptions, 1);
         assert_eq!(a.woken_on_idle_cpu, Some(1));
+        // Woken at 9 ms, on a CPU at 10; preempted at 12, back at 13.
+        let w = a.wakeup_latency.unwrap();
+        assert_eq!((w.count, w.max_ms), (1, 1.0));
+        let q = a.runqueue_delay.unwrap();
+        assert_eq!((q.count, q.mean_ms), (1, 1.0));
+        assert_eq!(t.tasks[1].wakeup_latency, None);
         assert_eq!(a.forked_s, Some(0.001));
         assert_eq!(a.exited_s, Some(0.016));
         let b = &t.tasks[1];
@@ -664,6 +712,8 @@ mod tests {
         assert_eq!(m["sched_migrations_cross_node"].value, 1.0);
         assert_eq!(m["sched_wakeup_prev_llc_pct"].value, 100.0);
         assert_eq!(m["sched_wakeup_idle_cpu_pct"].value, 100.0);
+        assert_eq!(m["sched_wakeup_latency_ms"].value, 1.0);
+        assert_eq!(m["sched_runqueue_delay_max_ms"].value, 1.0);
         let dir = std::env::temp_dir().join(format!("numalab-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("e.tsv");

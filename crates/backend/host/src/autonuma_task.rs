@@ -231,6 +231,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
         let h = std::thread::Builder::new()
             .name(format!("numalab-w{t}"))
             .spawn(move || {
+                numalab_linux::child::set_task_name(&format!("an-thread-{}", t + 1));
                 let pinned = match &cpus {
                     Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
                     None => Ok(()),

@@ -64,6 +64,7 @@ pub fn burst_main(args: &[String]) -> i32 {
         numalab_linux::errln!("numalab: internal: usage: __task burst ITERATIONS");
         return 2;
     };
+    numalab_linux::child::set_task_name("fe-child");
     spin(n);
     0
 }
@@ -174,6 +175,7 @@ pub fn driver_main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    numalab_linux::child::set_task_name("fe-parent");
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match drive(&exe, &p, &mut out) {

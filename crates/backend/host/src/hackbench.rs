@@ -258,13 +258,17 @@ pub fn run(storm: Storm) -> f64 {
         }
         for p in &pairs {
             let fd = p[0];
+            let name = format!("hb-recv-{}", pids.len() + 1);
             pids.push(fork_child(|| {
+                numalab_linux::child::set_task_name(&name);
                 receiver(fd, fds * loops * size, size, ready_p[1], wake_p[0])
             }));
         }
         let outs: Vec<i32> = pairs.iter().map(|p| p[1]).collect();
         for _ in 0..fds {
+            let name = format!("hb-send-{}", pids.len() + 1);
             pids.push(fork_child(|| {
+                numalab_linux::child::set_task_name(&name);
                 sender(&outs, loops, size, ready_p[1], wake_p[0])
             }));
         }
@@ -314,6 +318,7 @@ pub fn run(storm: Storm) -> f64 {
 /// Entry of `numalab __hackbench GROUPS LOOPS [FDS SIZE]` (FDS and SIZE
 /// default to numa_test's 20 and 100): prints `H <seconds>`.
 pub fn hackbench_main(args: &[String]) -> i32 {
+    numalab_linux::child::set_task_name("hb-main");
     let parse = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
     let (Some(groups), Some(loops)) = (parse(0), parse(1)) else {
         numalab_linux::errln!("numalab: internal: usage: __hackbench GROUPS LOOPS [FDS SIZE]");

@@ -146,9 +146,11 @@ pub fn sweep_threads(
     let results: Vec<std::io::Result<Done>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
-            .map(|&cpu| {
+            .enumerate()
+            .map(|(i, &cpu)| {
                 let barrier = &barrier;
                 s.spawn(move || {
+                    numalab_linux::child::set_task_name(&format!("mem-{}", i + 1));
                     let prepared = numa::set_affinity(0, &[cpu])
                         .and_then(|_| on_node(node, words, |w| w as u64));
                     // Every thread reaches the barrier, failed or not: it

@@ -120,6 +120,7 @@ pub fn spin_main(args: &[String]) -> i32 {
         numalab_linux::errln!("numalab: internal: usage: __task spin ITERATIONS");
         return 2;
     };
+    numalab_linux::child::set_task_name("spin");
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let r = spin(iterations, &mut out);

@@ -130,6 +130,8 @@ pub fn task_main(args: &[String]) -> i32 {
         return 2;
     };
     let passes = parse(2).map(|p| p as u32).unwrap_or(PASSES);
+    // numa_test's tasks are numbered from 1 (the seed is the number).
+    numalab_linux::child::set_task_name(&format!("nt-task-{seed}"));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let report = run_task(elements as usize, passes, seed, &mut out);
