@@ -244,9 +244,11 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
                 warnings: r.warnings,
             });
         }
+        let nodes = Some(backend.machine().topology.nodes.len());
         groups.push(LockGroup {
             machine,
             resolved_on: c.label.clone(),
+            nodes,
             instances,
         });
     }

@@ -293,6 +293,24 @@ impl ConfigSpec {
         }
     }
 
+    /// What it does, its label aside, as canonical text: two
+    /// configurations of one machine with the same meaning run the same
+    /// thing. On a machine of one node (`one_node`), the settings that
+    /// act between nodes are left out: NUMA balancing and zone reclaim
+    /// sysctls, and a simulated machine's balancer.
+    pub fn meaning(&self, one_node: bool) -> String {
+        let mut c = self.clone();
+        c.label.clear();
+        if one_node {
+            c.sysctl
+                .retain(|k, _| !(k.contains("numa_balancing") || k.contains("zone_reclaim")));
+            if let Target::Sim(s) = &mut c.target {
+                s.balancer = none();
+            }
+        }
+        format!("{} trace={}", canonical(&c), c.trace)
+    }
+
     /// Configurations with the same identity share one backend: one
     /// guest boot serves both labels of a sysctl A/B.
     pub fn backend_identity(&self) -> String {

@@ -39,6 +39,10 @@ pub struct LockGroup {
     pub machine: String,
     /// The configuration whose backend resolved them.
     pub resolved_on: String,
+    /// Its NUMA nodes, as that backend saw them (absent in locks written
+    /// before numalab recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
     /// As the plan's benchmarks, in order.
     pub instances: Vec<LockInstance>,
 }
@@ -162,6 +166,10 @@ impl Campaign {
     pub fn new(plan: Plan, lock: Lock) -> Result<Campaign, CampaignError> {
         let mut cases: Vec<Case> = Vec::new();
         let mut cells = Vec::new();
+        // Two benchmarks of the plan resolved to one case on a machine
+        // (`bytes = ["1G", "1024M"]`) give one cell, run once
+        // ([`Campaign::same_work`] says so).
+        let mut keys: BTreeSet<String> = BTreeSet::new();
         for (ci, c) in plan.configs.iter().enumerate() {
             let group = c.machine_group();
             let g = lock
@@ -199,6 +207,9 @@ impl Campaign {
                     let case_json = serde_json::to_string(case).expect("a case serialises");
                     for rep in 1..=plan.runs {
                         let key = hash_hex(&format!("{config_hash}\n{case_json}\n{rep}"), 12);
+                        if !keys.insert(key.clone()) {
+                            continue;
+                        }
                         cells.push(Cell {
                             key,
                             config: ci,
@@ -216,6 +227,95 @@ impl Campaign {
             cases,
             cells,
         })
+    }
+
+    /// What the plan asks for twice on one machine, one line each, said
+    /// before anything runs: configurations that are the same there
+    /// (they differ only in their labels, or only in NUMA settings on a
+    /// machine of one node: NUMA balancing, `vm.zone_reclaim_mode`, a
+    /// simulated balancer), and benchmarks that resolve to the same case
+    /// (run once). A warning, not a refusal: two labels of one
+    /// configuration are an A/A comparison, whose spread is the noise, and
+    /// a plan written for many machines still runs on the others.
+    pub fn same_work(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let quoted = |v: &[&str]| {
+            v.iter()
+                .map(|l| format!("{l:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for g in &self.lock.groups {
+            let one_node = g.nodes == Some(1);
+            let configs: Vec<(usize, &crate::plan::ConfigSpec)> = self
+                .plan
+                .configs
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.machine_group() == g.machine)
+                .collect();
+            // What it means there, and which benchmarks it runs.
+            let meaning = |c: &crate::plan::ConfigSpec, one: bool| {
+                let runs: Vec<usize> = (0..self.plan.benchmarks.len())
+                    .filter(|&b| self.plan.benchmarks[b].runs_under(&c.label))
+                    .collect();
+                format!("{} {runs:?}", c.meaning(one))
+            };
+            let mut same: Vec<(String, Vec<usize>)> = Vec::new();
+            for &(i, c) in &configs {
+                let m = meaning(c, one_node);
+                match same.iter_mut().find(|(x, _)| *x == m) {
+                    Some((_, v)) => v.push(i),
+                    None => same.push((m, vec![i])),
+                }
+            }
+            for (_, idx) in same.iter().filter(|(_, v)| v.len() > 1) {
+                let labels: Vec<&str> = idx
+                    .iter()
+                    .map(|&i| self.plan.configs[i].label.as_str())
+                    .collect();
+                let first = meaning(&self.plan.configs[idx[0]], false);
+                let label_only = idx
+                    .iter()
+                    .all(|&i| meaning(&self.plan.configs[i], false) == first);
+                let why = if label_only {
+                    "they differ only in their labels (an A/A comparison: their spread is noise)"
+                } else {
+                    "they differ only in NUMA settings, which do nothing on a machine of one node"
+                };
+                out.push(format!(
+                    "campaign {}: warning: on {}, configurations {} are the same: {why}",
+                    self.plan.name,
+                    g.machine,
+                    quoted(&labels)
+                ));
+            }
+            let mut cases: Vec<(&Case, Vec<&str>)> = Vec::new();
+            for (inst, bench) in g.instances.iter().zip(&self.plan.benchmarks) {
+                for case in &inst.cases {
+                    match cases.iter_mut().find(|(x, _)| *x == case) {
+                        Some((_, v)) => v.push(&bench.title),
+                        None => cases.push((case, vec![&bench.title])),
+                    }
+                }
+            }
+            for (case, titles) in cases.iter().filter(|(_, v)| v.len() > 1) {
+                let params: Vec<String> = case
+                    .params()
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", numalab_bench::value_text(v)))
+                    .collect();
+                out.push(format!(
+                    "campaign {}: warning: on {}, {} are the same case ({} {}): it runs once",
+                    self.plan.name,
+                    g.machine,
+                    titles.join(" and "),
+                    case.benchmark(),
+                    params.join(" ")
+                ));
+            }
+        }
+        out
     }
 
     /// `label: numa02 threads=2 #3`: a cell as a person reads it.

@@ -152,6 +152,11 @@ fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
     let lock = local::pin(&plan, &mut pool, out)?;
     drop(pool);
     let c = Campaign::new(plan.clone(), lock)?;
+    if out != Output::Quiet {
+        for w in c.same_work() {
+            say(&w);
+        }
+    }
     let scan = c.scan()?;
     let n = Counts::of(&c, &scan);
     let mut todo = local::not_done(&c, &scan);

@@ -56,11 +56,13 @@ pub struct VmArgs {
     #[arg(long, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
-    /// Write the guest console to a log file under the results directory
+    /// Keep the guest console's log under the results directory (a
+    /// failure keeps it anyway) and print no status lines
     #[arg(long, conflicts_with = "verbose")]
     quiet: bool,
     /// Print the guest's console (its kernel log) as it runs; without
-    /// it, only its last lines are printed, when the guest fails
+    /// it, only its last lines and its log's path are printed, when the
+    /// guest fails
     #[arg(long)]
     verbose: bool,
     /// Directory the guest's records are written to [default: numalab-results]

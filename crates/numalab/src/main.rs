@@ -220,3 +220,51 @@ fn schema() -> Result<ExitCode> {
     numalab_linux::outln!("{text}");
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every line of help numalab can print fits 80 columns, whatever the
+    /// terminal: `-h` and `--help` of every command in clap's tree
+    /// (hidden ones aside), the `help` subcommands included, with the
+    /// names of their parents as `numalab run numa01 --help` shows them.
+    #[test]
+    fn every_help_in_the_command_tree_fits_80_columns() {
+        fn walk(cmd: &mut clap::Command, path: &str, seen: &mut Vec<String>) {
+            for (what, text) in [
+                ("-h", cmd.render_help().to_string()),
+                ("--help", cmd.render_long_help().to_string()),
+            ] {
+                for l in text.lines() {
+                    let n = l.chars().count();
+                    assert!(n <= 80, "{path} {what}: {n} columns: {l}");
+                }
+            }
+            seen.push(path.to_string());
+            for sub in cmd.get_subcommands_mut() {
+                if sub.is_hide_set() {
+                    continue;
+                }
+                let p = format!("{path} {}", sub.get_name());
+                walk(sub, &p, seen);
+            }
+        }
+        let mut cmd = super::command();
+        cmd.build();
+        let mut seen = Vec::new();
+        walk(&mut cmd, "numalab", &mut seen);
+        for want in [
+            "numalab help",
+            "numalab run numa01",
+            "numalab sim numa_test",
+            "numalab campaign run",
+            "numalab campaign help",
+            "numalab trace export",
+            "numalab vm",
+        ] {
+            assert!(
+                seen.iter().any(|s| s == want),
+                "{want} not walked: {seen:?}"
+            );
+        }
+    }
+}

@@ -687,3 +687,97 @@ fn the_example_plans_parse_and_the_sim_sweep_runs_its_75_cells() {
         show(&st)
     );
 }
+
+/// Configurations that are the same on their machine (only their labels
+/// differ, or only NUMA settings on a machine of one node) and benchmarks
+/// that resolve to the same case are said in a line each before anything
+/// runs; the same case runs once.
+#[test]
+fn the_same_work_twice_on_a_machine_is_said_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "same.toml",
+        r#"
+name = "same"
+runs = 1
+
+[[benchmark]]
+name = "numa02"
+threads = 4
+bytes = ["32M", "32768K"]
+loops = 4
+
+[[config]]
+label = "{m} scan {ms}"
+matrix = { m = ["azusa16", "epyc7642"], ms = [1000, 4000] }
+sim = { machine = "{m}", balancer = "autonuma[scan_period_max_ms={ms}]" }
+
+[[config]]
+label = "again"
+sim = { machine = "azusa16", balancer = "autonuma[scan_period_max_ms=1000]" }
+"#,
+    );
+    let o = campaign(dir.path(), &["run", "same.toml"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let err = text(&o.stderr);
+    for l in err.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    // Status lines wrap: read each message whole.
+    let mut said: Vec<String> = Vec::new();
+    for l in err.lines() {
+        match l.strip_prefix("  ") {
+            Some(more) if !said.is_empty() => {
+                let last = said.last_mut().unwrap();
+                last.push(' ');
+                last.push_str(more);
+            }
+            _ => said.push(l.to_string()),
+        }
+    }
+    let warnings: Vec<&String> = said.iter().filter(|l| l.contains("are the same")).collect();
+    assert_eq!(warnings.len(), 4, "{err}");
+    let has = |parts: &[&str]| warnings.iter().any(|w| parts.iter().all(|p| w.contains(p)));
+    assert!(
+        has(&[
+            "on simulated azusa16, configurations \"azusa16 scan 1000\", \"again\" are the same",
+            "only in their labels"
+        ]),
+        "{err}"
+    );
+    assert!(
+        has(&[
+            "on simulated epyc7642, configurations \"epyc7642 scan 1000\", \"epyc7642 scan 4000\"",
+            "only in NUMA settings, which do nothing on a machine of one node"
+        ]),
+        "{err}"
+    );
+    for m in ["azusa16", "epyc7642"] {
+        assert!(
+            has(&[
+                &format!("on simulated {m}, numa02 bytes=32M "),
+                " and numa02 bytes=32768K ",
+                "are the same case (numa02 ",
+                "runs once"
+            ]),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("\"azusa16 scan 4000\""), "{err}");
+    // Before anything runs.
+    let first_warning = err.find("are the same").unwrap();
+    assert!(first_warning < err.find("running").unwrap(), "{err}");
+    // Five configurations, one case: five cells, not ten.
+    assert!(
+        text(&o.stdout).contains("campaign same: 5 of 5 cells done"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(records(&dir.path().join("same-results")).len(), 5);
+    // Resumed, it says so again, and runs nothing.
+    let o = campaign(dir.path(), &["run", "same.toml"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(text(&o.stderr).contains("are the same"), "{}", show(&o));
+    assert!(text(&o.stderr).contains("nothing to run"), "{}", show(&o));
+}

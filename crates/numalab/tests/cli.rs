@@ -178,8 +178,9 @@ fn quiet_prints_one_line_per_run_and_the_summary_verbose_adds_record_paths() {
     assert_eq!(both.status.code(), Some(2));
 }
 
-/// Every `--help` (every subcommand, every benchmark under run and sim)
-/// and `sim --list` fits 80 columns: they paste into an email.
+/// Every `--help` and `help ...` (every subcommand, every benchmark under
+/// run and sim) and `sim --list` fits 80 columns: they paste into an
+/// email.
 #[test]
 fn every_help_and_list_fits_80_columns() {
     fn commands(help: &str) -> Vec<String> {
@@ -207,6 +208,14 @@ fn every_help_and_list_fits_80_columns() {
                 "{args:?}: {} columns: {l}",
                 l.chars().count()
             );
+        }
+        // `numalab help PATH...` prints the same help, within 80 too.
+        let mut help = vec!["help"];
+        help.extend(path.iter().map(String::as_str));
+        let o = common::numalab_in(&help, d.path());
+        assert!(o.status.success(), "{help:?}");
+        for l in common::text(&o.stdout).lines() {
+            assert!(l.chars().count() <= 80, "{help:?}: {l}");
         }
         seen += 1;
         for c in commands(&out) {

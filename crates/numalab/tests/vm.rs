@@ -713,12 +713,14 @@ fn guest_commands_are_hidden_and_guest_init_refuses_to_run_on_a_host() {
     assert!(e.contains("runs nowhere else"), "{e}");
 }
 
-/// Run `numalab vm --quiet -- topology` with a stand-in for QEMU whose
+/// Run `numalab vm [--quiet] -- topology` with a stand-in for QEMU whose
 /// shell script body is `body` and a kernel image that passes numalab's
 /// header check, the silence limit at 2 s: the boot watchdog and the
 /// teardown, testable without QEMU. Returns numalab's output, the PIDs
-/// the stand-in ran as (each checked to be gone) and the console log.
-fn with_a_stalling_qemu(body: &str) -> (std::process::Output, Vec<u32>, String) {
+/// the stand-in ran as (each checked to be gone) and the console log
+/// (kept under the results directory, with `--quiet` or not: the guest
+/// failed).
+fn with_a_stalling_qemu(quiet: bool, body: &str) -> (std::process::Output, Vec<u32>, String) {
     let d = tempfile::tempdir().unwrap();
     let bin = d.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -739,7 +741,9 @@ fn with_a_stalling_qemu(body: &str) -> (std::process::Output, Vec<u32>, String) 
     let results = d.path().join("results");
     let t = Instant::now();
     let out = Command::new(EXE)
-        .args(["vm", "--quiet", "--accel", "tcg", "--kernel"])
+        .arg("vm")
+        .args(quiet.then_some("--quiet"))
+        .args(["--accel", "tcg", "--kernel"])
         .arg(&kernel)
         .arg("--results")
         .arg(&results)
@@ -776,7 +780,7 @@ fn with_a_stalling_qemu(body: &str) -> (std::process::Output, Vec<u32>, String) 
 
 #[test]
 fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
-    let (out, started, _) = with_a_stalling_qemu("exec sleep 600");
+    let (out, started, _) = with_a_stalling_qemu(true, "exec sleep 600");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     // Status lines wrap at 80 columns.
@@ -797,6 +801,7 @@ fn a_silent_guest_is_stopped_booted_again_then_given_up_on() {
 #[test]
 fn a_guest_whose_boot_stalls_after_its_first_lines_is_booted_again() {
     let (out, started, log) = with_a_stalling_qemu(
+        true,
         "echo '[    0.000000] Linux version 6.1.0-fake'\n\
          echo '[    0.000000] printk: bootconsole [uart8250] enabled'\n\
          exec sleep 600",
@@ -818,6 +823,51 @@ fn a_guest_whose_boot_stalls_after_its_first_lines_is_booted_again() {
     );
     assert_eq!(started.len(), 2, "{started:?}");
     assert_eq!(log.matches("Linux version 6.1.0-fake").count(), 2, "{log}");
+}
+
+/// Without --quiet or --verbose the console is not printed, but a guest
+/// that fails prints its last lines, cut to fit 80 columns, and keeps
+/// the whole log beside the records, naming it; status lines fit 80
+/// columns too (the error line is one line, as every error is).
+#[test]
+fn a_failed_guest_keeps_its_console_log_and_says_where_within_80_columns() {
+    let long = format!(
+        "[    0.000000] Linux version 6.1.0-fake {}",
+        "x".repeat(150)
+    );
+    let (out, started, log) = with_a_stalling_qemu(
+        false,
+        &format!("echo '{long}'\necho '[    0.000001] second line'\nexec sleep 600"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(started.len(), 2, "{started:?}");
+    for l in stderr
+        .lines()
+        .filter(|l| !l.starts_with("numalab: error: "))
+    {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // The whole console of both boots is in the log, the long line whole.
+    assert_eq!(log.matches(&long).count(), 2, "{log}");
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("| [ 0.000001] second line"), "{stderr}");
+    let at = said
+        .find("full console log: ")
+        .unwrap_or_else(|| panic!("no log named: {stderr}"));
+    let path = said[at + "full console log: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    // (The directory is gone by now: with_a_stalling_qemu read the log.)
+    assert!(
+        path.contains("/results/vm-logs/") && path.ends_with(".console.log"),
+        "{path}"
+    );
 }
 
 // ---- The host's filesystem in the guest. ----

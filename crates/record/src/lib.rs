@@ -31,7 +31,8 @@ pub mod schema;
 pub mod store;
 /// numalab's version and the commit it was built from, as `--version`
 /// prints it and every record's `numalab_version` says:
-/// `0.1.0 (abc1234def56)`, `-dirty` when built with uncommitted changes.
+/// `0.1.0 (abc1234def56)`, `-dirty` when built with uncommitted changes
+/// (as of the last time HEAD moved: see build.rs).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("NUMALAB_COMMIT"), ")");
 
 pub use store::{ensure_writable_dir, parse};
@@ -43,3 +44,37 @@ pub use store::{
     create_new, load, load_paths, remove_side_files, write_atomic, write_file_atomic, LoadReport,
     RecordError, SideFile,
 };
+
+#[cfg(test)]
+mod version_stamp {
+    /// The version stamp is made again only when HEAD moves: its build
+    /// script watches files that exist (cargo reruns a script that
+    /// watches a missing file on every build, and so rebuilds every crate
+    /// that depends on this one) and not git's index (which `git status`
+    /// rewrites).
+    #[test]
+    fn the_stamp_watches_existing_files_and_not_the_index() {
+        // The script's output, beside its OUT_DIR.
+        let out = std::path::Path::new(env!("OUT_DIR")).join("../output");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let watched: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("cargo:rerun-if-changed="))
+            .collect();
+        assert!(watched.contains(&"build.rs"), "{text}");
+        for w in &watched {
+            assert!(!w.ends_with("/index"), "watches the index: {text}");
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(w);
+            assert!(p.exists(), "watches {w}, which does not exist: {text}");
+        }
+        if std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.git")
+            .exists()
+        {
+            assert!(
+                watched.iter().any(|w| w.ends_with("/HEAD")),
+                "a checkout, and HEAD is not watched: {text}"
+            );
+        }
+    }
+}

@@ -2,8 +2,9 @@
 //! Go's benchmark format (benchstat).
 //!
 //! Both have one entry per run and metric, read from records only, in a
-//! fixed order (benchmark, case, label, backend, host, repetition, metric)
-//! so the same records always export to the same bytes.
+//! fixed order (benchmark, case, label, backend, host, repetition, metric;
+//! numbers in cases and labels by value, as `compare` orders them) so the
+//! same records always export to the same bytes.
 //!
 //! **CSV**: a header, then one row per run and metric: `id, benchmark,
 //! case, label, backend, host, kernel, repetition, status, metric, value,
@@ -24,28 +25,36 @@ use crate::dataset::param_value;
 use numalab_record::{RunRecord, Status};
 use std::fmt::Write as _;
 
-/// The records in export order.
+/// The records in export order: numbers in cases and labels by value
+/// (`bytes=2000` before `bytes=16000`, `scan 2000` before `scan 16000`),
+/// as `compare` lists them.
 fn ordered(records: &[RunRecord]) -> Vec<&RunRecord> {
+    use crate::dataset::natural_cmp;
     let mut v: Vec<&RunRecord> = records.iter().collect();
     v.sort_by(|a, b| {
-        (
-            &a.benchmark,
-            case(a),
-            &a.label,
-            a.backend.kind(),
-            &a.machine.hostname,
-            a.repetition.index,
-            &a.id,
-        )
-            .cmp(&(
-                &b.benchmark,
-                case(b),
-                &b.label,
-                b.backend.kind(),
-                &b.machine.hostname,
-                b.repetition.index,
-                &b.id,
-            ))
+        natural_cmp(&a.benchmark, &b.benchmark)
+            .then_with(|| natural_cmp(&case(a), &case(b)))
+            .then_with(|| natural_cmp(&a.label, &b.label))
+            .then_with(|| {
+                (
+                    &a.benchmark,
+                    case(a),
+                    &a.label,
+                    a.backend.kind(),
+                    &a.machine.hostname,
+                    a.repetition.index,
+                    &a.id,
+                )
+                    .cmp(&(
+                        &b.benchmark,
+                        case(b),
+                        &b.label,
+                        b.backend.kind(),
+                        &b.machine.hostname,
+                        b.repetition.index,
+                        &b.id,
+                    ))
+            })
     });
     v
 }
@@ -242,6 +251,49 @@ mod tests {
                 assert!(pair[0].parse::<f64>().is_ok(), "{l}");
             }
         }
+    }
+
+    #[test]
+    fn numbers_in_cases_and_labels_are_ordered_by_value() {
+        let mut v = Vec::new();
+        for label in ["scan 16000", "scan 2000", "scan 1000"] {
+            for bytes in [16000, 1000, 2000] {
+                let mut r = example_record("numa02", label, 1, 1.0);
+                r.params.insert("bytes".into(), serde_json::json!(bytes));
+                v.push(r);
+            }
+        }
+        let text = to_csv(&v).unwrap();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for row in rd.records().map(|r| r.unwrap()) {
+            let x = (row[2].to_string(), row[3].to_string());
+            if seen.last() != Some(&x) {
+                seen.push(x);
+            }
+        }
+        let cases: Vec<&str> = seen.iter().step_by(3).map(|x| x.0.as_str()).collect();
+        assert_eq!(
+            cases,
+            [
+                "bytes=1000 tasks=2",
+                "bytes=2000 tasks=2",
+                "bytes=16000 tasks=2"
+            ],
+            "{text}"
+        );
+        let labels: Vec<&str> = seen[..3].iter().map(|x| x.1.as_str()).collect();
+        assert_eq!(labels, ["scan 1000", "scan 2000", "scan 16000"], "{text}");
+        let bench = to_benchstat(&v);
+        let order: Vec<&str> = bench
+            .lines()
+            .filter_map(|l| l.strip_prefix("label: "))
+            .collect();
+        assert_eq!(
+            order[..3],
+            ["scan 1000", "scan 2000", "scan 16000"],
+            "{bench}"
+        );
     }
 
     #[test]

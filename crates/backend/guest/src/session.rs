@@ -168,9 +168,19 @@ pub(crate) struct Launcher {
     shares: Vec<qemu::Share>,
     spec: VmSpec,
     append: String,
+    /// The console log kept beside the records (`--quiet`; a failure
+    /// keeps it too: [`Launcher::kept_log`]).
     pub console_log: Option<PathBuf>,
-    /// `console_log`, created once: every boot of this guest appends to it.
+    /// Where the console is written as it comes: `console_log`, or a file
+    /// in the working directory (removed with it unless a failure keeps
+    /// it); none with `--shell`, whose console is the terminal.
+    console_path: Option<PathBuf>,
+    /// `console_path`, created once: every boot of this guest appends to it.
     console_file: Option<fs::File>,
+    /// `<results>/vm-logs`, where kept logs go.
+    logs_dir: PathBuf,
+    /// The log kept by a failure, once.
+    kept: std::sync::OnceLock<Option<PathBuf>>,
     /// Keep the command's standard output in [`Session::stdout`] instead
     /// of writing it out (`calibrate --output` in a guest).
     pub capture_stdout: bool,
@@ -492,16 +502,21 @@ impl Launcher {
                 o.spec.total_memory_bytes() >> 20
             )));
         }
+        let logs_dir = o.results.join("vm-logs");
         let console_log = if o.quiet {
-            let dir = o.results.join("vm-logs");
-            fs::create_dir_all(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
-            Some(dir.join(format!(
-                "{}-{}.console.log",
-                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
-                std::process::id()
-            )))
+            fs::create_dir_all(&logs_dir)
+                .map_err(|e| failed(format!("{}: {e}", logs_dir.display())))?;
+            Some(logs_dir.join(log_name()))
         } else {
             None
+        };
+        // The console is always written to a file, so that a failure can
+        // name where all of it is; without --quiet, in the working
+        // directory, kept only if the guest fails.
+        let console_path = match (&console_log, o.shell) {
+            (Some(p), _) => Some(p.clone()),
+            (None, false) => Some(workdir.join("console.log")),
+            (None, true) => None,
         };
         let interrupted = Arc::new(AtomicBool::new(false));
         for sig in [
@@ -512,7 +527,7 @@ impl Launcher {
             signal_hook::flag::register(sig, interrupted.clone())
                 .map_err(|e| failed(format!("installing signal handlers: {e}")))?;
         }
-        let console_file = match &console_log {
+        let console_file = match &console_path {
             Some(p) => Some(
                 numalab_record::create_new(p)
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
@@ -529,7 +544,10 @@ impl Launcher {
             // A shell's terminal shows only warnings and worse.
             append: qemu::kernel_cmdline(&built.ld_library_path, o.shell, o.append),
             console_log,
+            console_path,
             console_file,
+            logs_dir,
+            kept: std::sync::OnceLock::new(),
             capture_stdout: false,
             timeout: o.timeout,
             start,
@@ -588,9 +606,7 @@ impl Launcher {
                         numalab_linux::statusln!(
                             "numalab vm: the guest's boot stalled; its last console lines were:"
                         );
-                        for l in &tail[tail.len().saturating_sub(4)..] {
-                            numalab_linux::errln!("  | {l}");
-                        }
+                        console_lines(&tail[tail.len().saturating_sub(4)..]);
                     }
                     let what = format!(
                         "the {} guest {}{}",
@@ -610,9 +626,7 @@ impl Launcher {
                         numalab_linux::statusln!(
                             "numalab vm: {what}; the last firmware lines were:"
                         );
-                        for l in &firmware {
-                            numalab_linux::errln!("  | {l}");
-                        }
+                        console_lines(&firmware);
                     }
                     if accel == Accel::Kvm && self.choice == AccelChoice::Auto {
                         self.status(&format!("{what}; booting again with TCG"));
@@ -621,6 +635,7 @@ impl Launcher {
                         attempt += 1;
                         numalab_linux::statusln!("numalab vm: {what}; stopped it, booting again (attempt {attempt} of {BOOT_ATTEMPTS})");
                     } else {
+                        self.say_log();
                         return Err(failed(format!(
                             "{what}, {BOOT_ATTEMPTS} times, and was stopped{}",
                             if accel == Accel::Kvm {
@@ -647,6 +662,43 @@ impl Launcher {
         &self.workdir
     }
 
+    /// The console log, kept beside the records: the `--quiet` log, or
+    /// the working directory's copied to `<results>/vm-logs` (once).
+    pub fn kept_log(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.console_log {
+            return Some(p.clone());
+        }
+        self.kept
+            .get_or_init(|| {
+                let from = self.console_path.as_ref()?;
+                let copy = || -> std::io::Result<PathBuf> {
+                    fs::create_dir_all(&self.logs_dir)?;
+                    let to = self.logs_dir.join(log_name());
+                    let mut out = numalab_record::create_new(&to)?;
+                    std::io::copy(&mut fs::File::open(from)?, &mut out)?;
+                    Ok(to)
+                };
+                match copy() {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        numalab_linux::statusln!(
+                            "numalab vm: warning: keeping the console log in {}: {e}",
+                            self.logs_dir.display()
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Say where the whole console is, after a failure.
+    fn say_log(&self) {
+        if let Some(p) = self.kept_log() {
+            numalab_linux::statusln!("numalab vm: full console log: {}", p.display());
+        }
+    }
+
     /// A failure, with the last console lines printed to explain it.
     pub fn report(&self, msg: String, session: &Session) -> VmError {
         let tail = session.console.tail();
@@ -655,13 +707,9 @@ impl Launcher {
                 "numalab vm: last {} lines of the guest console:",
                 tail.len()
             );
-            for l in &tail {
-                numalab_linux::errln!("  | {l}");
-            }
+            console_lines(&tail);
         }
-        if let Some(p) = &self.console_log {
-            numalab_linux::statusln!("numalab vm: full console log: {}", p.display());
-        }
+        self.say_log();
         failed(msg)
     }
 
@@ -826,14 +874,20 @@ impl Session {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
         }
-        let sink: Box<dyn Write + Send> = match (&l.console_file, &l.console_log) {
-            (Some(f), Some(p)) => Box::new(
+        // The console goes to its log file, and with --verbose to standard
+        // error as well; its tail is kept to be printed when the guest fails.
+        let file: Option<Box<dyn Write + Send>> = match (&l.console_file, &l.console_path) {
+            (Some(f), Some(p)) => Some(Box::new(
                 f.try_clone()
                     .map_err(|e| failed(format!("{}: {e}", p.display())))?,
-            ),
-            _ if l.verbose || l.shell => Box::new(std::io::stderr()),
-            // Kept as its tail only, printed when the guest fails.
-            _ => Box::new(std::io::sink()),
+            )),
+            _ => None,
+        };
+        let sink: Box<dyn Write + Send> = match file {
+            Some(f) if l.verbose => Box::new(Tee(f, Box::new(std::io::stderr()))),
+            Some(f) => f,
+            None if l.verbose || l.shell => Box::new(std::io::stderr()),
+            None => Box::new(std::io::sink()),
         };
         let console = Arc::new(Console {
             sink: Mutex::new(sink),
@@ -1110,6 +1164,50 @@ impl Session {
     /// Seconds since the launcher started.
     pub fn elapsed_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
+    }
+}
+
+/// A log's file name: when and by which numalab.
+fn log_name() -> String {
+    format!(
+        "{}-{}.console.log",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+        std::process::id()
+    )
+}
+
+/// Quoted console lines on standard error, `  | ` before each, cut into
+/// pieces that fit 80 columns (the whole lines are in the log).
+fn console_lines(lines: &[String]) {
+    for l in lines {
+        for piece in fit(l, 76) {
+            numalab_linux::errln!("  | {piece}");
+        }
+    }
+}
+
+/// `line` in pieces of at most `width` characters (one empty piece for
+/// an empty line).
+fn fit(line: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars.chunks(width).map(|c| c.iter().collect()).collect()
+}
+
+/// Writes to both.
+struct Tee(Box<dyn Write + Send>, Box<dyn Write + Send>);
+
+impl Write for Tee {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(buf)?;
+        self.1.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()?;
+        self.1.flush()
     }
 }
 
