@@ -32,6 +32,17 @@ pub struct ReproduceArgs {
     /// Exit with status 1 when a claim does not reproduce
     #[arg(long)]
     strict: bool,
+    /// Output: text (tables, claims, verdicts) or json (every claim with
+    /// its verdict and reason, every published figure with the simulated
+    /// one; alone on standard output, progress on standard error)
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
@@ -57,6 +68,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
     let root = std::path::absolute(&a.results).context("the results directory")?;
     let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
     let mut verdicts: Vec<(&str, String, bool)> = Vec::new();
+    let mut json: Vec<serde_json::Value> = Vec::new();
     for s in &chosen {
         let runs = a.runs.unwrap_or(s.default_runs);
         let dir = root.join(format!("{}-r{runs}", s.name));
@@ -71,8 +83,14 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         let c = Campaign::new(p, lock)?;
         let scan = c.scan()?;
         let todo = local::not_done(&c, &scan);
-        let (scan, interrupted) =
-            crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)?;
+        let (scan, interrupted) = if a.format == Format::Json {
+            numalab_linux::out::stdout_to_stderr(|| {
+                crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)
+            })
+            .context("redirecting standard output")??
+        } else {
+            crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)?
+        };
         if interrupted {
             numalab_linux::errln!(
                 "numalab: interrupted; `numalab reproduce` again runs only what is missing"
@@ -81,14 +99,33 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         }
         let records = Records::new(scan.records.into_iter().map(|(_, r)| r).collect());
         let f = (s.evaluate)(&records);
-        numalab_linux::outln!();
-        crate::print_stdout(&numalab_reproduce::render(s, runs, &f))?;
-        numalab_linux::outln!("records: {}", dir.display());
+        if a.format == Format::Json {
+            let mut j = numalab_reproduce::to_json(s, runs, &f);
+            j["records"] = dir.display().to_string().into();
+            json.push(j);
+        } else {
+            numalab_linux::outln!();
+            crate::print_stdout(&numalab_reproduce::render(s, runs, &f))?;
+            numalab_linux::outln!("records: {}", dir.display());
+        }
         for cl in f.claims {
             verdicts.push((s.name, cl.text, cl.verdict.reproduced()));
         }
     }
     let ok = verdicts.iter().filter(|v| v.2).count();
+    if a.format == Format::Json {
+        let out = serde_json::json!({
+            "claims": verdicts.len(),
+            "reproduced": ok,
+            "studies": json,
+        });
+        crate::print_stdout(&(serde_json::to_string_pretty(&out)? + "\n"))?;
+        return Ok(if a.strict && ok < verdicts.len() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
     let mut t = Table::new(
         format!("Verdicts: {ok} of {} claims reproduced", verdicts.len()),
         vec![

@@ -63,6 +63,52 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         show(&again)
     );
     assert_eq!(text(&again.stdout), out);
+    // Every study prints how close its numbers are.
+    assert_eq!(out.matches("\nNumbers: ").count(), 5, "{out}");
+    // JSON: the same verdicts, every published figure beside the
+    // simulated one; JSON alone on standard output.
+    let js = numalab_in(
+        &[
+            "reproduce",
+            "all",
+            "--runs",
+            "1",
+            "--results",
+            "r",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert!(js.status.success(), "{}", show(&js));
+    let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(j["claims"], 11);
+    assert_eq!(j["reproduced"], marks);
+    let studies = j["studies"].as_array().unwrap();
+    assert_eq!(studies.len(), 5);
+    let cells: usize = studies
+        .iter()
+        .map(|s| s["cells"].as_array().unwrap().len())
+        .sum();
+    // 20 + 8 + 4 + 8 + 2 published figures.
+    assert_eq!(cells, 42, "{j}");
+    let tu64a = &studies[0]["cells"].as_array().unwrap()[16];
+    assert_eq!(tu64a["what"], "TotalUserTime N=64 A");
+    assert_eq!(tu64a["seed"], 2543.4);
+    let (seed, sim) = (
+        tu64a["seed"].as_f64().unwrap(),
+        tu64a["simulated"].as_f64().unwrap(),
+    );
+    assert!((tu64a["ratio"].as_f64().unwrap() - sim / seed).abs() < 1e-9);
+    for st in studies {
+        for c in st["claims"].as_array().unwrap() {
+            assert_eq!(
+                c["reproduced"].as_bool().unwrap(),
+                c["reason"].is_null(),
+                "{c}"
+            );
+        }
+    }
     // --strict: status 1 exactly when a claim did not reproduce.
     let strict = numalab_in(
         &[

@@ -73,10 +73,86 @@ fn toml_string(s: &str) -> String {
     out
 }
 
-/// What a study found: its side-by-side tables and its claims.
+/// What a study found: its side-by-side tables, its claims, and every
+/// published figure beside the simulated one.
 pub struct Findings {
     pub tables: Vec<Table>,
     pub claims: Vec<Claim>,
+    pub cells: Vec<Cell>,
+}
+
+/// One published figure and the simulator's for the same cell.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Cell {
+    /// What it is: `TotalUserTime N=16 E`.
+    pub what: String,
+    pub seed: f64,
+    /// `None`: no successful simulated run of that cell.
+    pub sim: Option<f64>,
+}
+
+impl Cell {
+    pub fn new(what: impl Into<String>, seed: f64, sim: Option<f64>) -> Cell {
+        Cell {
+            what: what.into(),
+            seed,
+            sim,
+        }
+    }
+
+    /// simulated / seed.
+    pub fn ratio(&self) -> Option<f64> {
+        self.sim.filter(|_| self.seed != 0.0).map(|s| s / self.seed)
+    }
+
+    /// |simulated / seed - 1|.
+    pub fn error(&self) -> Option<f64> {
+        self.ratio().map(|r| (r - 1.0).abs())
+    }
+}
+
+/// Within this error a simulated figure counts as the seed's.
+pub const CELL_TOLERANCE: f64 = 0.15;
+
+/// How close a study's numbers are: over the cells with a simulated
+/// figure, the median and the worst error, and how many are within
+/// [`CELL_TOLERANCE`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Numbers {
+    pub cells: usize,
+    pub compared: usize,
+    pub within: usize,
+    pub median_error: f64,
+    pub worst_error: f64,
+    pub worst: String,
+}
+
+impl Findings {
+    pub fn numbers(&self) -> Option<Numbers> {
+        let mut e: Vec<(f64, &str)> = self
+            .cells
+            .iter()
+            .filter_map(|c| c.error().map(|e| (e, c.what.as_str())))
+            .collect();
+        if e.is_empty() {
+            return None;
+        }
+        e.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = e.len();
+        let median = if n % 2 == 1 {
+            e[n / 2].0
+        } else {
+            (e[n / 2 - 1].0 + e[n / 2].0) / 2.0
+        };
+        Some(Numbers {
+            cells: self.cells.len(),
+            compared: n,
+            within: e.iter().filter(|x| x.0 <= CELL_TOLERANCE).count(),
+            median_error: median,
+            worst_error: e[n - 1].0,
+            worst: e[n - 1].1.to_string(),
+        })
+    }
 }
 
 /// One published finding and what the simulator made of it.
@@ -226,6 +302,21 @@ pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
         out.push_str(&t.to_text());
         out.push('\n');
     }
+    if let Some(n) = f.numbers() {
+        say(
+            &mut out,
+            &format!(
+                "Numbers: {} of {} published figures within {:.0}% of the simulated; error (|simulated / seed - 1|) median {:.0}%, worst {:.0}% ({})",
+                n.within,
+                n.compared,
+                100.0 * CELL_TOLERANCE,
+                100.0 * n.median_error,
+                100.0 * n.worst_error,
+                n.worst
+            ),
+        );
+        out.push('\n');
+    }
     for c in &f.claims {
         let mark = if c.verdict.reproduced() {
             "reproduced"
@@ -240,4 +331,61 @@ pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
         }
     }
     out
+}
+
+/// One study's findings as JSON: its claims (text, both figures,
+/// verdict, reason) and every cell with both values and their ratio.
+pub fn to_json(study: &Study, runs: u32, f: &Findings) -> serde_json::Value {
+    serde_json::json!({
+        "study": study.name,
+        "origin": study.origin,
+        "runs": runs,
+        "claims": f.claims.iter().map(|c| serde_json::json!({
+            "text": c.text,
+            "seed": c.seed,
+            "simulated": c.sim,
+            "reproduced": c.verdict.reproduced(),
+            "reason": match &c.verdict {
+                Verdict::Reproduced => None,
+                Verdict::NotReproduced(why) => Some(why.clone()),
+            },
+        })).collect::<Vec<_>>(),
+        "cells": f.cells.iter().map(|c| serde_json::json!({
+            "what": c.what,
+            "seed": c.seed,
+            "simulated": c.sim,
+            "ratio": c.ratio(),
+        })).collect::<Vec<_>>(),
+        "numbers": f.numbers(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_the_median_and_worst_error_of_the_cells() {
+        let f = Findings {
+            tables: Vec::new(),
+            claims: Vec::new(),
+            cells: vec![
+                Cell::new("a", 100.0, Some(110.0)),
+                Cell::new("b", 100.0, Some(50.0)),
+                Cell::new("c", 10.0, Some(10.0)),
+                Cell::new("d", 10.0, None),
+            ],
+        };
+        let n = f.numbers().unwrap();
+        assert_eq!((n.cells, n.compared, n.within), (4, 3, 2));
+        assert!((n.median_error - 0.1).abs() < 1e-12);
+        assert_eq!((n.worst_error, n.worst.as_str()), (0.5, "b"));
+        assert_eq!(Cell::new("z", 0.0, Some(1.0)).ratio(), None);
+        let none = Findings {
+            tables: Vec::new(),
+            claims: Vec::new(),
+            cells: vec![Cell::new("d", 10.0, None)],
+        };
+        assert!(none.numbers().is_none());
+    }
 }

@@ -3,7 +3,7 @@
 //! documents (`../shared/seeds`); every rule is stated in the claim's
 //! text or beside it.
 
-use crate::{fig, Claim, Findings, Records, Study, Verdict};
+use crate::{fig, Cell, Claim, Findings, Records, Study, Verdict};
 use numalab_report::table::{Column, Table};
 
 pub fn studies() -> Vec<Study> {
@@ -73,10 +73,16 @@ fn focht_2002(r: &Records) -> Findings {
         ],
     );
     let tu = |n: u32, l: &str| r.mean("numa_test", l, &[("tasks", &n.to_string())], "user_s");
+    let mut numbers = Vec::new();
     for (n, seed) in FOCHT_2002_TU {
         let mut cells = vec![n.to_string()];
         for (i, l) in labels.iter().enumerate() {
             cells.push(format!("{} [{}]", fig(tu(n, l)), fig(Some(seed[i]))));
+            numbers.push(Cell::new(
+                format!("TotalUserTime N={n} {l}"),
+                seed[i],
+                tu(n, l),
+            ));
         }
         t.push(cells);
     }
@@ -114,6 +120,7 @@ fn focht_2002(r: &Records) -> Findings {
     };
     Findings {
         tables: vec![t],
+        cells: numbers,
         claims: vec![Claim {
             text: "The node-affine scheduler (E) uses less total user time than the node-blind one (A) at N = 8, 16 and 32 (E's gain over A)".into(),
             seed: seed_gains.join(", "),
@@ -144,7 +151,18 @@ fn focht_2003(r: &Records) -> Findings {
     );
     let tu = |n: u32, l: &str| r.mean("numa_test", l, &[("tasks", &n.to_string())], "user_s");
     let mut gains = Vec::new();
+    let mut numbers = Vec::new();
     for (n, aware, affine) in FOCHT_2003_TU {
+        numbers.push(Cell::new(
+            format!("TotalUserTime N={n} node-aware"),
+            aware,
+            tu(n, "node-aware"),
+        ));
+        numbers.push(Cell::new(
+            format!("TotalUserTime N={n} node-affine"),
+            affine,
+            tu(n, "node-affine"),
+        ));
         let g = tu(n, "node-aware")
             .zip(tu(n, "node-affine"))
             .map(|(a, b)| (a - b) / a);
@@ -184,6 +202,7 @@ fn focht_2003(r: &Records) -> Findings {
     let mean = all.map(|g| g.iter().sum::<f64>() / g.len() as f64);
     Findings {
         tables: vec![t],
+        cells: numbers,
         claims: vec![Claim {
             text: "Node-affine gains 5-8% over the node-aware scheduler (ahead at every N, by a mean gain of that order: 0.5% to 16%)".into(),
             seed: "\"5-8% gain\"; per N in its tables 1.0% to 5.4%".into(),
@@ -219,7 +238,13 @@ fn autonuma_2012(r: &Records) -> Findings {
             None => format!("{c}/{n}"),
         }
     };
+    let mut numbers = Vec::new();
     for (b, seed) in AUTONUMA_2012 {
+        numbers.push(Cell::new(
+            format!("{b} elapsed, autonuma"),
+            seed,
+            r.mean(b, "autonuma", &[], "elapsed_s"),
+        ));
         t.push(vec![
             b.into(),
             fig(r.mean(b, "none", &[], "elapsed_s")),
@@ -291,6 +316,7 @@ fn autonuma_2012(r: &Records) -> Findings {
     });
     Findings {
         tables: vec![t],
+        cells: numbers,
         claims,
     }
 }
@@ -315,7 +341,14 @@ fn nest_placement_2022(r: &Records) -> Findings {
         ],
     );
     let el = |b: &str, p: &str| r.mean(b, "linux", &[("placement", p)], "elapsed_s");
+    let mut numbers = Vec::new();
     for (p, seed_name, spin, hb) in NEST_2022 {
+        numbers.push(Cell::new(format!("spin {seed_name}"), spin, el("spin", p)));
+        numbers.push(Cell::new(
+            format!("hackbench {seed_name}"),
+            hb,
+            el("hackbench", p),
+        ));
         t.push(vec![
             p.into(),
             seed_name.into(),
@@ -410,6 +443,7 @@ fn nest_placement_2022(r: &Records) -> Findings {
     });
     Findings {
         tables: vec![t, fx],
+        cells: numbers,
         claims,
     }
 }
@@ -427,7 +461,9 @@ fn ibs_2023(r: &Records) -> Findings {
     let el = |l: &str| r.mean("twohalves", l, &[], "elapsed_s");
     let first = |l: &str| r.first_migration_s("twohalves", l, &[]);
     let pages = |l: &str| r.mean("twohalves", l, &[], "numa_pages_migrated");
+    let mut numbers = Vec::new();
     for (l, seed) in [("autonuma", 174.5), ("sampling", 54.7)] {
+        numbers.push(Cell::new(format!("twohalves elapsed, {l}"), seed, el(l)));
         t.push(vec![
             l.into(),
             format!("{} [{}]", fig(el(l)), fig(Some(seed))),
@@ -460,6 +496,7 @@ fn ibs_2023(r: &Records) -> Findings {
     };
     Findings {
         tables: vec![t],
+        cells: numbers,
         claims: vec![
             Claim {
                 text: "Access sampling finishes twohalves at least 2x sooner than default NUMA balancing".into(),
