@@ -820,6 +820,39 @@ fn a_guest_whose_boot_stalls_after_its_first_lines_is_booted_again() {
     assert_eq!(log.matches("Linux version 6.1.0-fake").count(), 2, "{log}");
 }
 
+/// A kernel that oopses before init (as Debian's 7.3.4 did once in four
+/// TCG boots: `Oops: int3` in `sched_clock_cpu`, "Fatal exception in
+/// interrupt") is booted once more, saying so; a second death is the
+/// error, and the console log keeps both boots.
+#[test]
+fn a_kernel_that_dies_before_init_is_booted_once_more() {
+    let (out, started, log) = with_a_stalling_qemu(
+        "echo '[    0.000000] Linux version 7.3.4+deb13-amd64-fake'\n\
+         echo '[    0.412345] Oops: int3: 0000 [#1] SMP NOPTI'\n\
+         echo '[    0.412346] RIP: 0010:sched_clock_cpu+0x1/0x10'\n\
+         echo '[    0.412400] Kernel panic - not syncing: Fatal exception in interrupt'\n\
+         exit 0",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains(
+            "numalab vm: the guest kernel died before its init started (Oops: int3: 0000 [#1] SMP NOPTI; Kernel panic - not syncing: Fatal exception in interrupt); booting again (attempt 2 of 2)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(said.matches("booting again").count(), 1, "{stderr}");
+    assert!(
+        said.contains(
+            "numalab: error: the guest kernel panicked: Kernel panic - not syncing: Fatal exception in interrupt"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert_eq!(log.matches("Oops: int3").count(), 2, "{log}");
+}
+
 // ---- The host's filesystem in the guest. ----
 
 /// A C project of ten files and a Makefile in `dir`.

@@ -115,6 +115,23 @@ fn host_terminal() -> job::Shell {
     }
 }
 
+/// `numalab vm --kernel NAME --fetch-only`: the named kernel into the
+/// cache (if it is not there), nothing booted.
+pub fn fetch_kernel(kernel: &Path) -> Result<(), VmError> {
+    match crate::named::classify(kernel).map_err(failed)? {
+        crate::named::KernelArg::Named(k) => {
+            let e = crate::named::resolve_for_vm(k, false).map_err(failed)?;
+            numalab_linux::statusln!("numalab vm: {}", e.describe(k));
+            Ok(())
+        }
+        crate::named::KernelArg::Path(p) => Err(failed(format!(
+            "--fetch-only: --kernel {} is a path, not a kernel name numalab fetches (known: {})",
+            p.display(),
+            crate::named::known_names()
+        ))),
+    }
+}
+
 /// Boot a guest, run the command in it, bring the records back.
 pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
     if opts.shell {

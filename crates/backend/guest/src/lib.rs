@@ -184,12 +184,13 @@ pub mod initramfs;
 pub mod job;
 pub mod kernel;
 pub mod modules;
+pub mod named;
 pub mod probe;
 pub mod qemu;
 mod session;
 pub mod spec;
 
 pub use backend::GuestBackend;
-pub use host::{results_dir, run, GuestExit, Rootfs, VmError, VmOptions, VmReport};
+pub use host::{fetch_kernel, results_dir, run, GuestExit, Rootfs, VmError, VmOptions, VmReport};
 pub use qemu::{Accel, AccelChoice};
 pub use spec::{SpecError, SpecInput, VmSpec};
