@@ -611,6 +611,107 @@ fn guest_settings_apply_in_the_guest_and_runs_compare_with_the_hosts() {
     assert!(elapsed.iter().any(|l| l.contains(",guest,")), "{csv}");
 }
 
+/// `--kernel debian-7.3`: Debian's 7.3 from trixie-backports, fetched
+/// once into the cache (scripts/test.sh does it, and sets
+/// `NUMALAB_REQUIRE_KERNELS=1` so that a missing kernel fails this test
+/// instead of skipping it), boots with its own modules, and the record
+/// and the summary say which kernel and what of sched_ext.
+#[test]
+fn a_debian_7_3_guest_has_sched_ext_and_its_record_says_so() {
+    if !guests_enabled("a_debian_7_3_guest_has_sched_ext") {
+        return;
+    }
+    use numalab_guest::named;
+    let k = named::lookup("debian-7.3").expect("a known name");
+    let cached = named::cache_root().is_some_and(|r| !named::cached(k, &r).is_empty());
+    if !cached {
+        let required =
+            std::env::var_os("NUMALAB_REQUIRE_KERNELS").is_some_and(|v| !v.is_empty() && v != "0");
+        assert!(
+            !required,
+            "the debian-7.3 kernel is not in numalab's cache: scripts/test.sh fetches it with \
+             `numalab vm --kernel debian-7.3 --fetch-only` (as root)"
+        );
+        eprintln!(
+            "\n!!!!! the debian-7.3 kernel is not cached: `a_debian_7_3_guest_has_sched_ext` SKIPPED; \
+             fetch it with `numalab vm --kernel debian-7.3 --fetch-only` (scripts/test.sh does) !!!!!\n"
+        );
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &[
+            "--kernel",
+            "debian-7.3",
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+        ],
+        &[
+            "run",
+            "command",
+            "--runs",
+            "1",
+            "--",
+            "cat",
+            "/sys/kernel/sched_ext/state",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains("guest, kernel 7.3.") && said.contains("+deb13-amd64 (sched_ext disabled)"),
+        "{stderr}"
+    );
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let r = &recs[0].1;
+    let kernel = r["machine"]["kernel"].as_str().unwrap();
+    assert!(
+        kernel.starts_with("7.3.") && kernel.ends_with("+deb13-amd64"),
+        "{kernel}"
+    );
+    assert_eq!(
+        r["machine"]["tuning"]["sched_ext"], "disabled",
+        "{}",
+        r["machine"]["tuning"]
+    );
+    assert_eq!(r["backend"]["kind"], "guest");
+    assert_eq!(
+        r["machine"]["topology"]["nodes"].as_array().unwrap().len(),
+        2
+    );
+    // What the command read in the guest.
+    let log = recs[0].0.with_extension("log");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(log.contains("disabled"), "{log}");
+}
+
+#[test]
+fn an_unknown_kernel_name_is_one_line_listing_the_known_ones() {
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(EXE)
+        .args(["vm", "--kernel", "debian-9.9", "--", "topology"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let e = one_line_error(&o);
+    assert!(
+        e.contains("--kernel debian-9.9: no such file, and not a kernel name numalab knows (known: debian-7.3)"),
+        "{e}"
+    );
+    let o = Command::new(EXE)
+        .args(["vm", "--kernel", "/boot/nope", "--fetch-only"])
+        .output()
+        .unwrap();
+    let e = one_line_error(&o);
+    assert!(e.contains("is a path, not a kernel name"), "{e}");
+}
+
 // ---- No guest needed: argument and environment errors. ----
 
 fn numalab(args: &[&str]) -> Output {
