@@ -427,16 +427,17 @@ impl Launcher {
         let start = Instant::now();
         check_host_memory(o.spec.total_memory_bytes(), host_memory_bytes()).map_err(failed)?;
         qemu::check_append(o.append).map_err(failed)?;
+        // An unknown kernel name is refused before anything else.
+        let kernel_arg = o
+            .kernel
+            .map(crate::named::classify)
+            .transpose()
+            .map_err(failed)?;
         let qemu_bin = qemu::find_qemu().map_err(failed)?;
         // A kernel by name brings its module tree (unless --modules).
         let mut named_modules = None;
         let mut named_note = None;
-        let kernel = match o
-            .kernel
-            .map(crate::named::classify)
-            .transpose()
-            .map_err(failed)?
-        {
+        let kernel = match kernel_arg {
             Some(crate::named::KernelArg::Path(k)) => {
                 qemu::check_kernel(&k).map_err(failed)?;
                 k
