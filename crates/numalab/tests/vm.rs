@@ -712,6 +712,198 @@ fn an_unknown_kernel_name_is_one_line_listing_the_known_ones() {
     assert!(e.contains("is a path, not a kernel name"), "{e}");
 }
 
+/// The fetch of a named kernel, end to end without the network: a
+/// stand-in `apt-get` that "updates" by writing an index and
+/// "downloads" by copying `.deb` files made here with dpkg-deb. A `.deb`
+/// whose SHA256 is not the index's is refused in one line naming both and
+/// leaves no cache entry; an `update` that leaves no verified InRelease
+/// is refused; a good fetch makes a complete entry (marker, kernel,
+/// modules.dep) that the next run uses without apt.
+#[test]
+fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
+    use std::fmt::Write as _;
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let rel = "7.3.99+deb13-amd64";
+    let version = "7.3.99-1~bpo13+1";
+    let debs = d.path().join("debs");
+    std::fs::create_dir(&debs).unwrap();
+    let mut index = String::new();
+    let config = "CONFIG_SCHED_CLASS_EXT=y\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_BPF_JIT=y\n\
+                  CONFIG_NUMA_BALANCING=y\nCONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P=m\n\
+                  CONFIG_NET_9P_VIRTIO=m\nCONFIG_9P_FS=m\nCONFIG_OVERLAY_FS=m\n";
+    let mut kernel = vec![0u8; 4096];
+    kernel[0x202..0x206].copy_from_slice(b"HdrS");
+    for part in ["base", "binary", "modules"] {
+        let pkg = format!("linux-{part}-{rel}");
+        let root = d.path().join(&pkg);
+        let m = root.join("usr/lib/modules").join(rel);
+        std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(
+            root.join("DEBIAN/control"),
+            format!(
+                "Package: {pkg}\nVersion: {version}\nArchitecture: amd64\n\
+                 Maintainer: t <t@example.org>\nDescription: test\n"
+            ),
+        )
+        .unwrap();
+        match part {
+            "base" => {
+                std::fs::write(m.join("config"), config).unwrap();
+                std::fs::write(m.join("modules.builtin"), "").unwrap();
+            }
+            "binary" => std::fs::write(m.join("vmlinuz"), &kernel).unwrap(),
+            _ => std::fs::write(m.join("modules.order"), "").unwrap(),
+        }
+        let deb = debs.join(format!("{pkg}_{version}_amd64.deb"));
+        let o = Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-Zgzip", "--build"])
+            .arg(&root)
+            .arg(&deb)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let bytes = std::fs::read(&deb).unwrap();
+        let sha = Command::new("sha256sum").arg(&deb).output().unwrap();
+        let sha = String::from_utf8_lossy(&sha.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        write!(
+            index,
+            "Package: {pkg}\nVersion: {version}\nArchitecture: amd64\n\
+             Filename: pool/main/l/linux/{pkg}_{version}_amd64.deb\nSize: {}\nSHA256: {sha}\n\n",
+            bytes.len()
+        )
+        .unwrap();
+    }
+    // The stand-in apt-get: logs its calls; `update` writes the index
+    // (and an InRelease unless NO_INRELEASE), `download` copies the debs.
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let packages = d.path().join("Packages");
+    let calls = d.path().join("calls");
+    let fake = bin.join("apt-get");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {calls}\nlists=\nfor a in \"$@\"; do case \"$a\" in Dir::State::Lists=*) lists=${{a#*=}};; esac; done\n\
+             case \"$*\" in\n\
+             *' update') [ -n \"$NO_INRELEASE\" ] || echo signed > \"$lists/x_dists_trixie-backports_InRelease\"\n\
+               cp {packages} \"$lists/x_dists_trixie-backports_main_binary-amd64_Packages\";;\n\
+             *' download '*) cp {debs}/*.deb .;;\n\
+             esac\n",
+            calls = calls.display(),
+            packages = packages.display(),
+            debs = debs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = d.path().join("cache");
+    let fetch = |extra: &[(&str, &str)]| {
+        let mut c = Command::new(EXE);
+        c.args(["vm", "--kernel", "debian-7.3", "--fetch-only"])
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+            )
+            .env("XDG_CACHE_HOME", &cache);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let kernels = cache.join("numalab/kernels");
+    let entries = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&kernels)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n != "apt" && n != ".lock")
+            .collect();
+        v.sort();
+        v
+    };
+
+    // A .deb that is not what the index says.
+    let bad = {
+        // The first package's SHA256 with its first digit changed.
+        let at = index.find("SHA256: ").unwrap() + 8;
+        let mut b = index.clone();
+        let c = if &index[at..at + 1] == "0" { "1" } else { "0" };
+        b.replace_range(at..at + 1, c);
+        b
+    };
+    std::fs::write(&packages, &bad).unwrap();
+    let o = fetch(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let last = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.starts_with("numalab: error: --kernel debian-7.3: ")
+            && last.contains(&format!("linux-base-{rel}_{version}_amd64.deb: SHA256 "))
+            && last.contains("x_dists_trixie-backports_main_binary-amd64_Packages says ")
+            && last.contains(&format!("for linux-base-{rel} {version}")),
+        "{last}"
+    );
+    assert!(entries().is_empty(), "{:?}", entries());
+
+    // No verified InRelease: refused before any download.
+    std::fs::write(&packages, &index).unwrap();
+    for f in std::fs::read_dir(kernels.join("apt/lists"))
+        .unwrap()
+        .flatten()
+    {
+        if f.path().is_file() {
+            std::fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let o = fetch(&[("NO_INRELEASE", "1")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("apt left no verified InRelease"),
+        "{}",
+        text(&o)
+    );
+    assert!(entries().is_empty(), "{:?}", entries());
+
+    // A good fetch: a complete entry; the next run needs no apt.
+    let o = fetch(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(entries(), [rel]);
+    let e = kernels.join(rel);
+    assert!(e.join("numalab-kernel.json").is_file());
+    assert!(e.join(format!("vmlinuz-{rel}")).is_file());
+    assert!(e
+        .join("usr/lib/modules")
+        .join(rel)
+        .join("modules.dep")
+        .is_file());
+    let said = String::from_utf8_lossy(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(said.contains("its config has sched_ext"), "{said}");
+    let n = std::fs::read_to_string(&calls).unwrap().lines().count();
+    let o = fetch(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), n);
+    // Every apt call had verification forced on.
+    for l in std::fs::read_to_string(&calls).unwrap().lines() {
+        assert!(
+            l.contains("Acquire::AllowInsecureRepositories=false")
+                && l.contains("APT::Get::AllowUnauthenticated=false"),
+            "{l}"
+        );
+    }
+}
+
 // ---- No guest needed: argument and environment errors. ----
 
 fn numalab(args: &[&str]) -> Output {
