@@ -41,6 +41,7 @@
 use numalab_linux::lock;
 use std::fs;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -628,8 +629,6 @@ fn run(cmd: &mut Command, what: &str, show: bool) -> Result<(), String> {
     }
     Ok(())
 }
-
-use std::os::fd::AsFd;
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
