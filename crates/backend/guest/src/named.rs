@@ -659,7 +659,31 @@ fn fetch(
         ));
     }
     let apt = root.join("apt");
-    mkdirs(&apt)?;
+    let opts = apt_options(&apt);
+    let index = update_index(k, &apt, &opts, say, apt_output)?;
+    let text = fs::read_to_string(&index).map_err(|e| format!("{}: {e}", index.display()))?;
+    let choice = choose(k, &parse_packages(&text))?;
+    let part = tempfile::Builder::new()
+        .prefix(".part-")
+        .tempdir_in(root)
+        .map_err(|e| format!("{}: {e}", root.display()))?;
+    let tree = download_and_unpack(k, &choice, &index, &opts, part.path(), say, apt_output)?;
+    let dest = finish(k, &choice, &tree, root)?;
+    drop(part);
+    open_entry(k, &dest, &choice.release)
+        .ok_or_else(|| format!("{}: incomplete right after fetching", dest.display()))
+}
+
+/// `apt-get update` of `k`'s suite with numalab's own sources; the
+/// `Packages` file apt verified (refused unless its InRelease is there).
+fn update_index(
+    k: &Known,
+    apt: &Path,
+    opts: &[String],
+    say: &dyn Fn(&str),
+    apt_output: bool,
+) -> Result<PathBuf, String> {
+    mkdirs(apt)?;
     let sources = format!("deb [signed-by={KEYRING}] {MIRROR} {} main\n", k.suite);
     numalab_record::store::write_file_atomic(&apt.join("sources.list"), sources.as_bytes())
         .map_err(|e| format!("{}: {e}", apt.join("sources.list").display()))?;
@@ -667,13 +691,12 @@ fn fetch(
     if !status.exists() {
         numalab_record::create_new(&status).map_err(|e| format!("{}: {e}", status.display()))?;
     }
-    let opts = apt_options(&apt);
     say(&format!(
         "fetching {}: the {} index of {MIRROR} (apt, verified with {KEYRING})",
         k.name, k.suite
     ));
     let mut update = Command::new("apt-get");
-    update.args(&opts).args(["-q", "--error-on=any", "update"]);
+    update.args(opts).args(["-q", "--error-on=any", "update"]);
     run(&mut update, "apt-get update", apt_output)?;
 
     // What apt verified: the InRelease of the suite and its Packages.
@@ -694,16 +717,28 @@ fn fetch(
             lists.display()
         )
     })?;
-    let index = find(&format!("{suite_tag}_main_binary-amd64_Packages")).ok_or_else(|| {
+    find(&format!("{suite_tag}_main_binary-amd64_Packages")).ok_or_else(|| {
         format!(
             "{}: no Packages index of {} in {}",
             k.name,
             k.suite,
             lists.display()
         )
-    })?;
-    let text = fs::read_to_string(&index).map_err(|e| format!("{}: {e}", index.display()))?;
-    let choice = choose(k, &parse_packages(&text))?;
+    })
+}
+
+/// Download the three packages of `choice` into `part/debs`, check each
+/// against `index`, unpack them into `part/tree` (returned) and remove
+/// the `.deb` files.
+fn download_and_unpack(
+    k: &Known,
+    choice: &Choice,
+    index: &Path,
+    opts: &[String],
+    part: &Path,
+    say: &dyn Fn(&str),
+    apt_output: bool,
+) -> Result<PathBuf, String> {
     let total: u64 = choice.packages.iter().map(|s| s.size).sum();
     say(&format!(
         "{} is {} ({} from {}): downloading {}, {} in all",
@@ -720,16 +755,12 @@ fn fetch(
         mib(total)
     ));
 
-    let part = tempfile::Builder::new()
-        .prefix(".part-")
-        .tempdir_in(root)
-        .map_err(|e| format!("{}: {e}", root.display()))?;
-    let debs = part.path().join("debs");
+    let debs = part.join("debs");
     fs::create_dir(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
     let started = std::time::Instant::now();
     let mut download = Command::new("apt-get");
     download
-        .args(&opts)
+        .args(opts)
         .args(["-q", "download"])
         .args(
             choice
@@ -746,9 +777,8 @@ fn fetch(
         index.display()
     ));
 
-    let tree = part.path().join("tree");
+    let tree = part.join("tree");
     fs::create_dir(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
-    let mut marker_packages = Vec::new();
     for s in &choice.packages {
         let prefix = format!("{}_", s.package);
         let mut files: Vec<PathBuf> = fs::read_dir(&debs)
@@ -774,15 +804,20 @@ fn fetch(
         if !fs::symlink_metadata(&deb).is_ok_and(|m| m.is_file()) {
             return Err(format!("{}: not a regular file", deb.display()));
         }
-        check_deb(&deb, s, &index)?;
+        check_deb(&deb, s, index)?;
         let mut x = Command::new("dpkg-deb");
         x.arg("-x").arg(&deb).arg(&tree);
         run(&mut x, &format!("dpkg-deb -x {}", deb.display()), false)?;
-        marker_packages.push(format!("{} {} {}", s.package, s.version, s.sha256));
         let _ = fs::remove_file(&deb);
     }
     let _ = fs::remove_dir(&debs);
+    Ok(tree)
+}
 
+/// Check the unpacked `tree`'s config, make its modules.dep, put the
+/// kernel beside it, write the marker last and rename the tree to
+/// `root/RELEASE` (returned).
+fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBuf, String> {
     let release = &choice.release;
     let modules = tree.join("usr/lib/modules").join(release);
     let config_path = modules.join("config");
@@ -820,7 +855,11 @@ fn fetch(
         name: k.name.to_string(),
         suite: k.suite.to_string(),
         release: release.clone(),
-        packages: marker_packages,
+        packages: choice
+            .packages
+            .iter()
+            .map(|s| format!("{} {} {}", s.package, s.version, s.sha256))
+            .collect(),
         fetched_at: chrono::Utc::now().to_rfc3339(),
     };
     {
@@ -842,10 +881,8 @@ fn fetch(
             dest.display()
         ));
     }
-    fs::rename(&tree, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    drop(part);
-    open_entry(k, &dest, release)
-        .ok_or_else(|| format!("{}: incomplete right after fetching", dest.display()))
+    fs::rename(tree, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    Ok(dest)
 }
 
 #[cfg(test)]
