@@ -791,7 +791,8 @@ fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
         format!(
             "#!/bin/sh\necho \"$*\" >> {calls}\nlists=\nfor a in \"$@\"; do case \"$a\" in Dir::State::Lists=*) lists=${{a#*=}};; esac; done\n\
              case \"$*\" in\n\
-             *' update') [ -n \"$NO_INRELEASE\" ] || echo signed > \"$lists/x_dists_trixie-backports_InRelease\"\n\
+             *' update') [ -z \"$SLOW\" ] || sleep 1\n\
+               [ -n \"$NO_INRELEASE\" ] || echo signed > \"$lists/x_dists_trixie-backports_InRelease\"\n\
                cp {packages} \"$lists/x_dists_trixie-backports_main_binary-amd64_Packages\";;\n\
              *' download '*) cp {debs}/*.deb .;;\n\
              esac\n",
@@ -894,6 +895,42 @@ fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
     let o = fetch(&[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), n);
+    // Two at once: one fetches, the other waits for it and uses its
+    // entry; apt runs once (an update and a download).
+    std::fs::remove_dir_all(&e).unwrap();
+    let start = |_| {
+        Command::new(EXE)
+            .args(["vm", "--kernel", "debian-7.3", "--fetch-only"])
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+            )
+            .env("XDG_CACHE_HOME", &cache)
+            .env("SLOW", "1")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let both: Vec<_> = (0..2).map(start).collect();
+    let outs: Vec<Output> = both
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert!(
+        outs.iter().all(|o| o.status.success()),
+        "{}",
+        text(&outs[0])
+    );
+    let waited = outs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("waiting for another numalab"))
+        .count();
+    assert_eq!(waited, 1, "{}\n{}", text(&outs[0]), text(&outs[1]));
+    assert_eq!(entries(), [rel]);
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap().lines().count(),
+        n + 2
+    );
     // Every apt call had verification forced on.
     for l in std::fs::read_to_string(&calls).unwrap().lines() {
         assert!(
