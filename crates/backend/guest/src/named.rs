@@ -851,6 +851,21 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
     })?;
     crate::qemu::check_kernel(&vmlinuz)?;
 
+    // The tree on disk before the marker that says it is complete (a
+    // power cut after the rename must not leave a complete-looking entry
+    // of empty files): one syncfs for the filesystem holding it.
+    {
+        use std::os::fd::AsRawFd;
+        let d = fs::File::open(tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+        // SAFETY: syncfs on a descriptor we own.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            return Err(format!(
+                "syncfs {}: {}",
+                tree.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
     let marker = Marker {
         name: k.name.to_string(),
         suite: k.suite.to_string(),
@@ -882,6 +897,7 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
         ));
     }
     fs::rename(tree, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    let _ = fs::File::open(root).and_then(|d| d.sync_all());
     Ok(dest)
 }
 
