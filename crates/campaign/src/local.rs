@@ -158,7 +158,12 @@ pub fn preflight(plan: &Plan, here: bool) -> Result<(), CampaignError> {
                     c.label
                 ))
             })?;
-            if let Some(k) = &g.kernel {
+            let named = g
+                .kernel
+                .as_deref()
+                .and_then(|k| k.to_str())
+                .and_then(numalab_guest::named::lookup);
+            if let (Some(k), None) = (&g.kernel, named) {
                 std::fs::File::open(k).map_err(|e| {
                     CampaignError::Plan(format!(
                         "{}:{}: configuration {:?}: kernel {}: {e}",

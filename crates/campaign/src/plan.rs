@@ -1060,8 +1060,11 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
         // Files named relative to the plan are found from anywhere.
         let base = loc.path.parent().unwrap_or(Path::new(""));
         let guest = guest.map(|mut g| {
+            // A kernel by name (`debian-7.3`) stays a name.
             if let Some(k) = &g.kernel {
-                g.kernel = Some(base.join(k));
+                if k.to_str().and_then(numalab_guest::named::lookup).is_none() {
+                    g.kernel = Some(base.join(k));
+                }
             }
             if let Some(m) = &g.modules {
                 g.modules = Some(base.join(m));
@@ -1220,6 +1223,33 @@ mod tests {
                 .map(|c| (c.label.as_str(), c.trace))
                 .collect::<Vec<_>>(),
             [("trace false", false), ("trace true", true)]
+        );
+    }
+
+    #[test]
+    fn a_guest_kernel_by_name_stays_a_name_and_a_path_is_the_plans() {
+        let p = parse(
+            Path::new("/plans/p.toml"),
+            &format!(
+                "{BENCH}[[config]]\nlabel = \"scx\"\nguest = {{ nodes = 2, kernel = \"debian-7.3\" }}\n\
+                 [[config]]\nlabel = \"own\"\nguest = {{ nodes = 2, kernel = \"bzImage\" }}\n"
+            ),
+        )
+        .unwrap();
+        let kernels: Vec<Option<PathBuf>> = p
+            .configs
+            .iter()
+            .map(|c| match &c.target {
+                Target::Guest(g) => g.kernel.clone(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            kernels,
+            [
+                Some(PathBuf::from("debian-7.3")),
+                Some(PathBuf::from("/plans/bzImage"))
+            ]
         );
     }
 

@@ -75,6 +75,7 @@ fn machine_text(info: &MachineInfo) -> String {
         ),
     );
     line("zone_reclaim:", or(&t.zone_reclaim_mode, "n/a"));
+    line("sched_ext:", or(&t.sched_ext, "n/a"));
     line(
         "allowed:",
         format!(

@@ -40,8 +40,10 @@ pub struct VmArgs {
     /// Node ids with memory and no CPUs, the highest ones (e.g. 2 or 2-3)
     #[arg(long, value_name = "NODES")]
     memory_only_nodes: Option<String>,
-    /// Guest kernel image (default: the newest readable /boot/vmlinuz-*)
-    #[arg(long, value_name = "PATH")]
+    /// Guest kernel: a bzImage's path, or a name numalab fetches once into
+    /// its cache (debian-7.3: Debian's 7.3 with sched_ext) [default: the
+    /// newest readable /boot/vmlinuz-*]
+    #[arg(long, value_name = "PATH|NAME")]
     kernel: Option<PathBuf>,
     /// Extra guest kernel command line arguments (e.g. "numa_balancing=disable")
     #[arg(long, value_name = "ARGS")]
@@ -95,10 +97,14 @@ pub struct VmArgs {
     /// filesystem as its root), to explore the topology by hand; `exit` powers it off
     #[arg(long)]
     shell: bool,
+    /// Fetch the kernel --kernel names into the cache (if it is not there)
+    /// and stop, booting nothing
+    #[arg(long, requires = "kernel", conflicts_with = "shell")]
+    fetch_only: bool,
     /// The numalab command to run in the guest, after --
     #[arg(
         last = true,
-        required_unless_present = "shell",
+        required_unless_present_any = ["shell", "fetch_only"],
         value_name = "NUMALAB ARGS"
     )]
     command: Vec<String>,
@@ -161,6 +167,19 @@ pub fn run(a: VmArgs) -> Result<ExitCode> {
         keep_workdir: a.keep_workdir,
         shell: a.shell,
     };
+    if a.fetch_only {
+        if !opts.command.is_empty() {
+            bail!("--fetch-only boots nothing: give no command after --");
+        }
+        let kernel = opts
+            .kernel
+            .as_deref()
+            .expect("clap: --fetch-only requires --kernel");
+        return match numalab_guest::fetch_kernel(kernel) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) => Err(anyhow!(e)),
+        };
+    }
     // The guest's command parses here first: a mistyped command is
     // refused in one line before any guest boots.
     if !opts.command.is_empty() && !opts.shell {

@@ -611,6 +611,336 @@ fn guest_settings_apply_in_the_guest_and_runs_compare_with_the_hosts() {
     assert!(elapsed.iter().any(|l| l.contains(",guest,")), "{csv}");
 }
 
+/// `--kernel debian-7.3`: Debian's 7.3 from trixie-backports, fetched
+/// once into the cache (scripts/test.sh does it, and sets
+/// `NUMALAB_REQUIRE_KERNELS=1` so that a missing kernel fails this test
+/// instead of skipping it), boots with its own modules, and the record
+/// and the summary say which kernel and what of sched_ext.
+#[test]
+fn a_debian_7_3_guest_has_sched_ext_and_its_record_says_so() {
+    if !guests_enabled("a_debian_7_3_guest_has_sched_ext") {
+        return;
+    }
+    use numalab_guest::named;
+    let k = named::lookup("debian-7.3").expect("a known name");
+    let cached = named::cache_root().is_some_and(|r| !named::cached(k, &r).is_empty());
+    if !cached {
+        let required =
+            std::env::var_os("NUMALAB_REQUIRE_KERNELS").is_some_and(|v| !v.is_empty() && v != "0");
+        assert!(
+            !required,
+            "the debian-7.3 kernel is not in numalab's cache: scripts/test.sh fetches it with \
+             `numalab vm --kernel debian-7.3 --fetch-only` (as root)"
+        );
+        eprintln!(
+            "\n!!!!! the debian-7.3 kernel is not cached: `a_debian_7_3_guest_has_sched_ext` SKIPPED; \
+             fetch it with `numalab vm --kernel debian-7.3 --fetch-only` (scripts/test.sh does) !!!!!\n"
+        );
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let out = vm(
+        d.path(),
+        &[
+            "--kernel",
+            "debian-7.3",
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "1",
+        ],
+        &[
+            "run",
+            "command",
+            "--runs",
+            "1",
+            "--",
+            "cat",
+            "/sys/kernel/sched_ext/state",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains("guest, kernel 7.3.") && said.contains("+deb13-amd64 (sched_ext disabled)"),
+        "{stderr}"
+    );
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&out));
+    let r = &recs[0].1;
+    let kernel = r["machine"]["kernel"].as_str().unwrap();
+    assert!(
+        kernel.starts_with("7.3.") && kernel.ends_with("+deb13-amd64"),
+        "{kernel}"
+    );
+    assert_eq!(
+        r["machine"]["tuning"]["sched_ext"], "disabled",
+        "{}",
+        r["machine"]["tuning"]
+    );
+    assert_eq!(r["backend"]["kind"], "guest");
+    assert_eq!(
+        r["machine"]["topology"]["nodes"].as_array().unwrap().len(),
+        2
+    );
+    // What the command read in the guest.
+    let log = recs[0].0.with_extension("log");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(log.contains("disabled"), "{log}");
+}
+
+#[test]
+fn an_unknown_kernel_name_is_one_line_listing_the_known_ones() {
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(EXE)
+        .args(["vm", "--kernel", "debian-9.9", "--", "topology"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let e = one_line_error(&o);
+    assert!(
+        e.contains("--kernel debian-9.9: no such file, and not a kernel name numalab knows (known: debian-7.3)"),
+        "{e}"
+    );
+    let o = Command::new(EXE)
+        .args(["vm", "--kernel", "/boot/nope", "--fetch-only"])
+        .output()
+        .unwrap();
+    let e = one_line_error(&o);
+    assert!(e.contains("is a path, not a kernel name"), "{e}");
+}
+
+/// The fetch of a named kernel, end to end without the network: a
+/// stand-in `apt-get` that "updates" by writing an index and
+/// "downloads" by copying `.deb` files made here with dpkg-deb. A `.deb`
+/// whose SHA256 is not the index's is refused in one line naming both and
+/// leaves no cache entry; an `update` that leaves no verified InRelease
+/// is refused; a good fetch makes a complete entry (marker, kernel,
+/// modules.dep) that the next run uses without apt.
+#[test]
+fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
+    use std::fmt::Write as _;
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let rel = "7.3.99+deb13-amd64";
+    let version = "7.3.99-1~bpo13+1";
+    let debs = d.path().join("debs");
+    std::fs::create_dir(&debs).unwrap();
+    let mut index = String::new();
+    let config = "CONFIG_SCHED_CLASS_EXT=y\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_BPF_JIT=y\n\
+                  CONFIG_NUMA_BALANCING=y\nCONFIG_VIRTIO_PCI=y\nCONFIG_NET_9P=m\n\
+                  CONFIG_NET_9P_VIRTIO=m\nCONFIG_9P_FS=m\nCONFIG_OVERLAY_FS=m\n";
+    let mut kernel = vec![0u8; 4096];
+    kernel[0x202..0x206].copy_from_slice(b"HdrS");
+    for part in ["base", "binary", "modules"] {
+        let pkg = format!("linux-{part}-{rel}");
+        let root = d.path().join(&pkg);
+        let m = root.join("usr/lib/modules").join(rel);
+        std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(
+            root.join("DEBIAN/control"),
+            format!(
+                "Package: {pkg}\nVersion: {version}\nArchitecture: amd64\n\
+                 Maintainer: t <t@example.org>\nDescription: test\n"
+            ),
+        )
+        .unwrap();
+        match part {
+            "base" => {
+                std::fs::write(m.join("config"), config).unwrap();
+                std::fs::write(m.join("modules.builtin"), "").unwrap();
+            }
+            "binary" => std::fs::write(m.join("vmlinuz"), &kernel).unwrap(),
+            _ => std::fs::write(m.join("modules.order"), "").unwrap(),
+        }
+        let deb = debs.join(format!("{pkg}_{version}_amd64.deb"));
+        let o = Command::new("dpkg-deb")
+            .args(["--root-owner-group", "-Zgzip", "--build"])
+            .arg(&root)
+            .arg(&deb)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let bytes = std::fs::read(&deb).unwrap();
+        let sha = Command::new("sha256sum").arg(&deb).output().unwrap();
+        let sha = String::from_utf8_lossy(&sha.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        write!(
+            index,
+            "Package: {pkg}\nVersion: {version}\nArchitecture: amd64\n\
+             Filename: pool/main/l/linux/{pkg}_{version}_amd64.deb\nSize: {}\nSHA256: {sha}\n\n",
+            bytes.len()
+        )
+        .unwrap();
+    }
+    // The stand-in apt-get: logs its calls; `update` writes the index
+    // (and an InRelease unless NO_INRELEASE), `download` copies the debs.
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let packages = d.path().join("Packages");
+    let calls = d.path().join("calls");
+    let fake = bin.join("apt-get");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {calls}\nlists=\nfor a in \"$@\"; do case \"$a\" in Dir::State::Lists=*) lists=${{a#*=}};; esac; done\n\
+             case \"$*\" in\n\
+             *' update') [ -z \"$SLOW\" ] || sleep 1\n\
+               [ -n \"$NO_INRELEASE\" ] || echo signed > \"$lists/x_dists_trixie-backports_InRelease\"\n\
+               cp {packages} \"$lists/x_dists_trixie-backports_main_binary-amd64_Packages\";;\n\
+             *' download '*) cp {debs}/*.deb .;;\n\
+             esac\n",
+            calls = calls.display(),
+            packages = packages.display(),
+            debs = debs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = d.path().join("cache");
+    let fetch = |extra: &[(&str, &str)]| {
+        let mut c = Command::new(EXE);
+        c.args(["vm", "--kernel", "debian-7.3", "--fetch-only"])
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+            )
+            .env("XDG_CACHE_HOME", &cache);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let kernels = cache.join("numalab/kernels");
+    let entries = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&kernels)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n != "apt" && n != ".lock")
+            .collect();
+        v.sort();
+        v
+    };
+
+    // A .deb that is not what the index says.
+    let bad = {
+        // The first package's SHA256 with its first digit changed.
+        let at = index.find("SHA256: ").unwrap() + 8;
+        let mut b = index.clone();
+        let c = if &index[at..at + 1] == "0" { "1" } else { "0" };
+        b.replace_range(at..at + 1, c);
+        b
+    };
+    std::fs::write(&packages, &bad).unwrap();
+    let o = fetch(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let last = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(
+        last.starts_with("numalab: error: --kernel debian-7.3: ")
+            && last.contains(&format!("linux-base-{rel}_{version}_amd64.deb: SHA256 "))
+            && last.contains("x_dists_trixie-backports_main_binary-amd64_Packages says ")
+            && last.contains(&format!("for linux-base-{rel} {version}")),
+        "{last}"
+    );
+    assert!(entries().is_empty(), "{:?}", entries());
+
+    // No verified InRelease: refused before any download.
+    std::fs::write(&packages, &index).unwrap();
+    for f in std::fs::read_dir(kernels.join("apt/lists"))
+        .unwrap()
+        .flatten()
+    {
+        if f.path().is_file() {
+            std::fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let o = fetch(&[("NO_INRELEASE", "1")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("apt left no verified InRelease"),
+        "{}",
+        text(&o)
+    );
+    assert!(entries().is_empty(), "{:?}", entries());
+
+    // A good fetch: a complete entry; the next run needs no apt.
+    let o = fetch(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(entries(), [rel]);
+    let e = kernels.join(rel);
+    assert!(e.join("numalab-kernel.json").is_file());
+    assert!(e.join(format!("vmlinuz-{rel}")).is_file());
+    assert!(e
+        .join("usr/lib/modules")
+        .join(rel)
+        .join("modules.dep")
+        .is_file());
+    let said = String::from_utf8_lossy(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(said.contains("its config has sched_ext"), "{said}");
+    let n = std::fs::read_to_string(&calls).unwrap().lines().count();
+    let o = fetch(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), n);
+    // Two at once: one fetches, the other waits for it and uses its
+    // entry; apt runs once (an update and a download).
+    std::fs::remove_dir_all(&e).unwrap();
+    let start = |_| {
+        Command::new(EXE)
+            .args(["vm", "--kernel", "debian-7.3", "--fetch-only"])
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+            )
+            .env("XDG_CACHE_HOME", &cache)
+            .env("SLOW", "1")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let both: Vec<_> = (0..2).map(start).collect();
+    let outs: Vec<Output> = both
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert!(
+        outs.iter().all(|o| o.status.success()),
+        "{}",
+        text(&outs[0])
+    );
+    let waited = outs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("waiting for another numalab"))
+        .count();
+    assert_eq!(waited, 1, "{}\n{}", text(&outs[0]), text(&outs[1]));
+    assert_eq!(entries(), [rel]);
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap().lines().count(),
+        n + 2
+    );
+    // Every apt call had verification forced on.
+    for l in std::fs::read_to_string(&calls).unwrap().lines() {
+        assert!(
+            l.contains("Acquire::AllowInsecureRepositories=false")
+                && l.contains("APT::Get::AllowUnauthenticated=false"),
+            "{l}"
+        );
+    }
+}
+
 // ---- No guest needed: argument and environment errors. ----
 
 fn numalab(args: &[&str]) -> Output {
@@ -868,6 +1198,40 @@ fn a_failed_guest_keeps_its_console_log_and_says_where_within_80_columns() {
         path.contains("/results/vm-logs/") && path.ends_with(".console.log"),
         "{path}"
     );
+}
+
+/// A kernel that oopses before init (as Debian's 7.3.4 did once in four
+/// TCG boots: `Oops: int3` in `sched_clock_cpu`, "Fatal exception in
+/// interrupt") is booted once more, saying so; a second death is the
+/// error, and the console log keeps both boots.
+#[test]
+fn a_kernel_that_dies_before_init_is_booted_once_more() {
+    let (out, started, log) = with_a_stalling_qemu(
+        false,
+        "echo '[    0.000000] Linux version 7.3.4+deb13-amd64-fake'\n\
+         echo '[    0.412345] Oops: int3: 0000 [#1] SMP NOPTI'\n\
+         echo '[    0.412346] RIP: 0010:sched_clock_cpu+0x1/0x10'\n\
+         echo '[    0.412400] Kernel panic - not syncing: Fatal exception in interrupt'\n\
+         exit 0",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains(
+            "numalab vm: the guest kernel died before its init started (Oops: int3: 0000 [#1] SMP NOPTI; Kernel panic - not syncing: Fatal exception in interrupt); booting again (attempt 2 of 2)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(said.matches("booting again").count(), 1, "{stderr}");
+    assert!(
+        said.contains(
+            "numalab: error: the guest kernel panicked: Kernel panic - not syncing: Fatal exception in interrupt"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert_eq!(log.matches("Oops: int3").count(), 2, "{log}");
 }
 
 // ---- The host's filesystem in the guest. ----

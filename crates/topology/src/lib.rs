@@ -32,5 +32,5 @@ pub mod probe;
 pub mod size;
 mod topology;
 
-pub use probe::{MachineInfo, Roots, Tuning};
+pub use probe::{sched_ext, MachineInfo, Roots, Tuning};
 pub use topology::{human_bytes, parse_size, Cpu, Llc, Node, Relation, Topology, TopologyError};

@@ -88,6 +88,27 @@ pub struct Tuning {
     pub node_free_bytes: BTreeMap<u32, u64>,
     /// What could not be read, and why (debugfs not mounted, root only).
     pub unreadable: Vec<String>,
+    /// sched_ext, the BPF scheduler class (`CONFIG_SCHED_CLASS_EXT`):
+    /// `/sys/kernel/sched_ext/state` (`disabled`, `enabled`, ...) and,
+    /// when a BPF scheduler is loaded, its name (`root/ops`):
+    /// `enabled scx_rusty`; `unsupported` when the kernel has no
+    /// `/sys/kernel/sched_ext`. Absent where `/sys/kernel` could not be
+    /// read, and from records made before numalab read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext: Option<String>,
+}
+
+/// [`Tuning::sched_ext`] read under the sysfs root `sys`.
+pub fn sched_ext(sys: &Path) -> Option<String> {
+    let dir = sys.join("kernel/sched_ext");
+    if !dir.is_dir() {
+        return sys.join("kernel").is_dir().then(|| "unsupported".into());
+    }
+    let state = read_trim(&dir.join("state")).unwrap_or_else(|| "unreadable".into());
+    match read_trim(&dir.join("root/ops")).filter(|o| !o.is_empty()) {
+        Some(ops) => Some(format!("{state} {ops}")),
+        None => Some(state),
+    }
 }
 
 /// Scheduler tunables: debugfs `sched/<name>` (5.13 on) or the sysctl
@@ -125,6 +146,7 @@ impl Tuning {
                         .map(|v| if v == "1" { "off" } else { "on" }.to_string())
                 }),
             cpuset: read_trim(&proc("self/cpuset")),
+            sched_ext: sched_ext(&roots.sys),
             ..Tuning::default()
         };
         let status = fs::read_to_string(proc("self/status")).unwrap_or_default();
@@ -382,6 +404,15 @@ mod tests {
         assert_eq!(t.sched_tunables["migration_cost_ns"], "500000");
         assert_eq!(t.sched_tunables["preempt"], "full");
         assert!(t.unreadable.is_empty(), "{:?}", t.unreadable);
+        // sched_ext: a kernel without it, with it, with a BPF scheduler.
+        assert_eq!(t.sched_ext.as_deref(), Some("unsupported"));
+        let scx = roots.sys.join("kernel/sched_ext");
+        w(scx.join("state"), "disabled\n");
+        assert_eq!(sched_ext(&roots.sys).as_deref(), Some("disabled"));
+        w(scx.join("state"), "enabled\n");
+        w(scx.join("root/ops"), "scx_rusty\n");
+        assert_eq!(sched_ext(&roots.sys).as_deref(), Some("enabled scx_rusty"));
+        assert_eq!(sched_ext(&d.path().join("nothing")), None);
     }
 
     #[test]

@@ -308,7 +308,11 @@ fn run(channel: &Channel) -> Result<(), String> {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0.0);
-    let hello = serde_json::json!({ "kernel": kernel, "uptime_s": uptime });
+    let hello = serde_json::json!({
+        "kernel": kernel,
+        "uptime_s": uptime,
+        "sched_ext": numalab_topology::sched_ext(Path::new("/sys")),
+    });
     channel.send(Kind::Hello, "-", hello.to_string().as_bytes());
 
     let mut applied = BTreeMap::new();

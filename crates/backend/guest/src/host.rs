@@ -115,6 +115,23 @@ fn host_terminal() -> job::Shell {
     }
 }
 
+/// `numalab vm --kernel NAME --fetch-only`: the named kernel into the
+/// cache (if it is not there), nothing booted.
+pub fn fetch_kernel(kernel: &Path) -> Result<(), VmError> {
+    match crate::named::classify(kernel).map_err(failed)? {
+        crate::named::KernelArg::Named(k) => {
+            let e = crate::named::resolve_for_vm(k, false).map_err(failed)?;
+            numalab_linux::statusln!("numalab vm: {}", e.describe(k));
+            Ok(())
+        }
+        crate::named::KernelArg::Path(p) => Err(failed(format!(
+            "--fetch-only: --kernel {} is a path, not a kernel name numalab fetches (known: {})",
+            p.display(),
+            crate::named::known_names()
+        ))),
+    }
+}
+
 /// Boot a guest, run the command in it, bring the records back.
 pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
     if opts.shell {
@@ -284,12 +301,15 @@ pub fn results_dir(before: Option<&Path>, after: Option<&Path>) -> Result<PathBu
     }
 }
 
-/// The guest kernel named in a hello frame.
+/// The guest kernel named in a hello frame, with its sched_ext state
+/// when the guest said it: `7.3.4+deb13-amd64 (sched_ext disabled)`.
 pub(crate) fn hello_kernel(payload: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(payload)
-        .ok()
-        .and_then(|v| v["kernel"].as_str().map(str::to_string))
-        .unwrap_or_default()
+    let v = serde_json::from_slice::<serde_json::Value>(payload).unwrap_or_default();
+    let kernel = v["kernel"].as_str().unwrap_or_default();
+    match v["sched_ext"].as_str() {
+        Some(s) => format!("{kernel} (sched_ext {s})"),
+        None => kernel.to_string(),
+    }
 }
 
 impl GuestExit {
@@ -455,6 +475,20 @@ mod tests {
         let e = check_results_dir(&file.join("results")).unwrap_err();
         assert!(e.contains("not a directory"), "{e}");
         check_results_dir(d.path()).unwrap();
+    }
+
+    #[test]
+    fn the_hello_names_the_kernel_and_its_sched_ext() {
+        assert_eq!(
+            hello_kernel(br#"{"kernel":"7.3.4+deb13-amd64","sched_ext":"disabled"}"#),
+            "7.3.4+deb13-amd64 (sched_ext disabled)"
+        );
+        // An older numalab's guest says nothing of sched_ext.
+        assert_eq!(
+            hello_kernel(br#"{"kernel":"6.1.0-56-amd64"}"#),
+            "6.1.0-56-amd64"
+        );
+        assert_eq!(hello_kernel(b"junk"), "");
     }
 
     #[test]

@@ -134,6 +134,11 @@ pub fn decompress(data: &[u8], size: u32, format: Format) -> Result<Vec<u8>, Str
 
 /// Where decompressed kernels are kept between runs.
 pub fn cache_dir() -> Option<PathBuf> {
+    cache_base().map(|b| b.join("vmlinux"))
+}
+
+/// numalab's cache: `$XDG_CACHE_HOME/numalab` or `~/.cache/numalab`.
+pub fn cache_base() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -142,7 +147,7 @@ pub fn cache_dir() -> Option<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".cache"))
         })?;
-    Some(base.join("numalab").join("vmlinux"))
+    Some(base.join("numalab"))
 }
 
 /// What QEMU's `-kernel` gets.

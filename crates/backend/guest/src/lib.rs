@@ -28,7 +28,11 @@
 //!    decompresses it once on the host with the format's standard tool
 //!    (`xz` for Debian's kernels), caches the ELF and has QEMU boot it
 //!    through its PVH entry point; without the tool or the PVH note it
-//!    boots the bzImage as is and says why.
+//!    boots the bzImage as is and says why. `--kernel debian-7.3` is a
+//!    kernel by name ([`named`]): Debian's trixie-backports 7.3.x, with
+//!    sched_ext, fetched once by apt under a private configuration
+//!    (signature and SHA256 verified), unpacked, depmod'ed and checked
+//!    into numalab's cache, and booted with its own module tree.
 //! 4. **QEMU.** [`qemu`] builds the command line: one RAM backend and one
 //!    `-numa node` per node, one socket per node with CPUs
 //!    (`-numa cpu,node-id=N,socket-id=S`), a `-numa dist` per ordered pair,
@@ -151,7 +155,9 @@
 //! frame; `earlycon` and the default log level make the kernel print from
 //! its first instructions and every second or so after) is stopped, its
 //! last lines (or the firmware's debug log) shown, and booted again: with
-//! TCG if `auto` had picked KVM, else once more as it was.
+//! TCG if `auto` had picked KVM, else once more as it was. A kernel that
+//! panics before init's first frame (an early oops) is booted once more
+//! too.
 //!
 //! ## Limits: what a guest can and cannot tell you
 //!
@@ -184,12 +190,13 @@ pub mod initramfs;
 pub mod job;
 pub mod kernel;
 pub mod modules;
+pub mod named;
 pub mod probe;
 pub mod qemu;
 mod session;
 pub mod spec;
 
 pub use backend::GuestBackend;
-pub use host::{results_dir, run, GuestExit, Rootfs, VmError, VmOptions, VmReport};
+pub use host::{fetch_kernel, results_dir, run, GuestExit, Rootfs, VmError, VmOptions, VmReport};
 pub use qemu::{Accel, AccelChoice};
 pub use spec::{SpecError, SpecInput, VmSpec};

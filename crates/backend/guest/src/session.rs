@@ -264,7 +264,11 @@ fn canonical_dir(flag: &str, p: &Path) -> Result<PathBuf, VmError> {
 /// Decide the root filesystem: the host's (`Ok(Ok(plan))`) or the
 /// initramfs only (`Ok(Err(why))`, when `auto` found no modules or
 /// `--rootfs initramfs` was given).
-fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, String>, VmError> {
+fn plan_hostfs(
+    o: &LaunchOptions,
+    kernel: &Path,
+    modules: Option<&Path>,
+) -> Result<Result<HostFsPlan, String>, VmError> {
     let asked_for_host = o.rootfs == Rootfs::Host || !o.shares.is_empty() || o.cwd.is_some();
     if o.rootfs == Rootfs::Initramfs {
         if !o.shares.is_empty() || o.cwd.is_some() {
@@ -274,7 +278,7 @@ fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, St
         }
         return Ok(Err("--rootfs initramfs".into()));
     }
-    let found = match o.modules {
+    let found = match modules {
         Some(d) => {
             if !d.is_dir() {
                 return Err(failed(format!(
@@ -288,7 +292,7 @@ fn plan_hostfs(o: &LaunchOptions, kernel: &Path) -> Result<Result<HostFsPlan, St
     };
     let plan = match found {
         Ok(p) => p,
-        Err(e) if asked_for_host || o.modules.is_some() => return Err(failed(e)),
+        Err(e) if asked_for_host || modules.is_some() => return Err(failed(e)),
         Err(e) => return Ok(Err(e)),
     };
     let mut modules = Vec::new();
@@ -433,21 +437,37 @@ impl Launcher {
         let start = Instant::now();
         check_host_memory(o.spec.total_memory_bytes(), host_memory_bytes()).map_err(failed)?;
         qemu::check_append(o.append).map_err(failed)?;
+        // An unknown kernel name is refused before anything else.
+        let kernel_arg = o
+            .kernel
+            .map(crate::named::classify)
+            .transpose()
+            .map_err(failed)?;
         let qemu_bin = qemu::find_qemu().map_err(failed)?;
-        let kernel = match o.kernel {
-            Some(k) => {
-                qemu::check_kernel(k).map_err(failed)?;
-                k.to_path_buf()
+        // A kernel by name brings its module tree (unless --modules).
+        let mut named_modules = None;
+        let mut named_note = None;
+        let kernel = match kernel_arg {
+            Some(crate::named::KernelArg::Path(k)) => {
+                qemu::check_kernel(&k).map_err(failed)?;
+                k
+            }
+            Some(crate::named::KernelArg::Named(known)) => {
+                let entry = crate::named::resolve_for_vm(known, o.quiet).map_err(failed)?;
+                named_note = Some(entry.describe(known));
+                named_modules = Some(entry.modules.clone());
+                entry.vmlinuz
             }
             None => qemu::find_kernel_in(Path::new("/boot")).map_err(failed)?,
         };
+
         let (accel, why) = qemu::choose_accel(o.accel).map_err(failed)?;
         let exe = match o.exe {
             Some(e) => e.to_path_buf(),
             None => std::env::current_exe()
                 .map_err(|e| failed(format!("locating the numalab executable: {e}")))?,
         };
-        let hostfs = plan_hostfs(o, &kernel)?;
+        let hostfs = plan_hostfs(o, &kernel, o.modules.or(named_modules.as_deref()))?;
         let mut job = job.clone();
         let (extra, shares, root_note) = match hostfs {
             Ok(p) => {
@@ -566,6 +586,9 @@ impl Launcher {
             if l.boot_image.pvh { " (PVH boot)" } else { "" },
             accel.as_str()
         ));
+        if let Some(note) = &named_note {
+            l.status(note);
+        }
         if let Some(note) = &l.boot_image.note {
             l.status(note);
         }
@@ -590,8 +613,9 @@ impl Launcher {
     }
 
     /// Boot until the guest sends its first frame (or ends), booting
-    /// again when the console stays silent: with TCG if `auto` had picked
-    /// KVM, else once more as it was.
+    /// again when the console stays silent (with TCG if `auto` had picked
+    /// KVM, else once more as it was) or when the kernel panics before
+    /// init's first frame (once more).
     pub fn boot(&mut self) -> Result<(Session, Option<Frame>), VmError> {
         let mut attempt = 1;
         loop {
@@ -645,6 +669,23 @@ impl Launcher {
                             }
                         )));
                     }
+                }
+                // A kernel that dies before init's first frame (an oops in
+                // early boot: Debian's 7.3 under TCG once in four boots,
+                // `Oops: int3` in sched_clock_cpu) gets one more boot.
+                Next::End(End::Panic) if attempt < BOOT_ATTEMPTS => {
+                    attempt += 1;
+                    let tail = s.console.tail();
+                    let oops = tail
+                        .iter()
+                        .map(|l| strip_timestamp(l))
+                        .find(|l| l.starts_with("Oops") || l.starts_with("BUG:"))
+                        .map(|l| format!("{l}; "))
+                        .unwrap_or_default();
+                    numalab_linux::statusln!(
+                        "numalab vm: the guest kernel died before its init started ({oops}{}); booting again (attempt {attempt} of {BOOT_ATTEMPTS})",
+                        s.console.panic_line()
+                    );
                 }
                 Next::End(_) => return Ok((s, None)),
             }
