@@ -56,6 +56,10 @@ pub enum Work {
         cycles: f64,
         rand_lines: f64,
         stream_lines: f64,
+        /// Lines written back to memory per unit (a read-modify-write's
+        /// dirty lines): they load the memory controllers but do not
+        /// stall the core (write-backs are posted).
+        writeback_lines: f64,
         /// Bytes the random accesses range over (for the LLC hit ratio).
         wss_bytes: f64,
         access: Vec<(usize, f64)>,
@@ -1336,6 +1340,7 @@ fn run_compute(
         cycles,
         rand_lines,
         stream_lines,
+        writeback_lines,
         wss_bytes,
         ref access,
         ..
@@ -1425,7 +1430,10 @@ fn run_compute(
     if unit0 > 0.0 {
         // Its share of memory time: phi = mem0 / unit0 (one division).
         let inv_unit0 = 1.0 / unit0;
-        let bytes_per_ns = (misses + stream_lines) * line * inv_unit0 * (spent / w.tick_ns as f64);
+        let bytes_per_ns = (misses + stream_lines + writeback_lines)
+            * line
+            * inv_unit0
+            * (spent / w.tick_ns as f64);
         let phi = mem0 * inv_unit0;
         if frac.is_empty() {
             w.demand_next[row + cn] += bytes_per_ns;

@@ -238,6 +238,7 @@ fn streamers(
             cycles: lines * cycles_per_line,
             rand_lines: if random { lines } else { 0.0 },
             stream_lines: if random { 0.0 } else { lines },
+            writeback_lines: 0.0,
             wss_bytes: bytes as f64,
             access: vec![(r, 1.0)],
         };
@@ -390,6 +391,7 @@ fn smt_siblings_share_the_cores_misses_in_flight() {
         cycles: 1e12,
         rand_lines: 0.0,
         stream_lines: 0.0,
+        writeback_lines: 0.0,
         wss_bytes: 0.0,
         access: vec![],
     };
