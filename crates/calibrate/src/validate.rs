@@ -181,27 +181,32 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     // mem: one thread and every CPU of the first node, reading, writing
     // and zeroing memory of that node (and of the next, on several):
     // each thread its own buffer of numa02's size, within a quarter of
-    // the node for all.
+    // the node for all, each count with the loops that take `t`.
     let node_cpus = (cpus / s.nodes.max(1)).max(1);
     let mem_mib = mib.min((s.node_bytes / 4 / node_cpus as u64) >> 20).max(16);
-    let mem_loops = (t * s.bandwidth_gbs * 1e9 / (node_cpus as f64 * (mem_mib << 20) as f64))
-        .clamp(1.0, 1e6) as u64;
-    let threads = if node_cpus > 1 {
-        format!("1,{node_cpus}")
-    } else {
-        "1".into()
-    };
-    v.push(Item {
-        benchmark: "mem",
-        keys: vec![
-            ("op", q("read,write,memset")),
-            ("threads", q(&threads)),
-            ("cpu_node", q("0")),
-            ("mem_node", q(if s.nodes >= 2 { "0,1" } else { "0" })),
-            ("bytes", q(&format!("{mem_mib}M"))),
-            ("loops", mem_loops.to_string()),
-        ],
-    });
+    // One thread streams as the model's latency and misses in flight
+    // allow (64 B x mlp / latency), at most the controller's rate; a
+    // node's CPUs together at most the controller's.
+    let one_gbs = (64.0 / s.miss_ns.max(0.01)).min(s.bandwidth_gbs);
+    let mut counts = vec![(1usize, one_gbs)];
+    if node_cpus > 1 {
+        counts.push((node_cpus, s.bandwidth_gbs));
+    }
+    for (threads, gbs) in counts {
+        let loops =
+            (t * gbs * 1e9 / (threads as f64 * (mem_mib << 20) as f64)).clamp(1.0, 1e6) as u64;
+        v.push(Item {
+            benchmark: "mem",
+            keys: vec![
+                ("op", q("read,write,memset")),
+                ("threads", threads.to_string()),
+                ("cpu_node", q("0")),
+                ("mem_node", q(if s.nodes >= 2 { "0,1" } else { "0" })),
+                ("bytes", q(&format!("{mem_mib}M"))),
+                ("loops", loops.to_string()),
+            ],
+        });
+    }
     if s.nodes >= 2 {
         v.push(Item {
             benchmark: "twohalves",
@@ -216,7 +221,8 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     if only.is_empty() {
         return Ok(v);
     }
-    let names: Vec<&str> = v.iter().map(|i| i.benchmark).collect();
+    let mut names: Vec<&str> = v.iter().map(|i| i.benchmark).collect();
+    names.dedup();
     for o in only {
         if !names.contains(&o.as_str()) {
             return Err(format!(
@@ -615,17 +621,31 @@ mod tests {
                 "numa02",
                 "numa01",
                 "numa_test",
+                "mem",
                 "mem"
             ]
         );
         // 1 s of 100 passes at 15 ns an update.
         assert_eq!(keys(&items, "numa_test")["size"], "666666");
         assert_eq!(keys(&items, "numa_test")["tasks"], "2");
-        // mem: 1 and 2 threads of node 0 on its memory, 256 MiB each, 1 s
-        // at 6.4 GB/s for both: 11 loops.
-        assert_eq!(keys(&items, "mem")["threads"], "\"1,2\"");
-        assert_eq!(keys(&items, "mem")["mem_node"], "\"0\"");
-        assert_eq!(keys(&items, "mem")["loops"], "11");
+        // mem: 1 and 2 threads of node 0 on its memory, 256 MiB each, 1 s:
+        // one thread at 64 B / 12 ns = 5.3 GB/s, 19 loops; both at the
+        // controller's 6.4 GB/s, 11 loops.
+        let mems: Vec<BTreeMap<&str, String>> = items
+            .iter()
+            .filter(|i| i.benchmark == "mem")
+            .map(|i| i.keys.iter().cloned().collect())
+            .collect();
+        assert_eq!(mems.len(), 2);
+        assert_eq!(
+            (mems[0]["threads"].as_str(), mems[0]["loops"].as_str()),
+            ("1", "19")
+        );
+        assert_eq!(
+            (mems[1]["threads"].as_str(), mems[1]["loops"].as_str()),
+            ("2", "11")
+        );
+        assert_eq!(mems[0]["mem_node"], "\"0\"");
         // 1 s at 2 ns an iteration.
         assert_eq!(keys(&items, "spin")["iterations"], "500000000");
         // 2 CPUs x 1 s of 1-us operations, 2 x 10 x 10 of them a loop.
@@ -685,7 +705,7 @@ mod tests {
         assert!(two.contains("balancer = \"autonuma\""), "{two}");
         assert!(two.contains("balancer = \"none\""), "{two}");
         let v: toml::Table = two.parse().unwrap();
-        assert_eq!(v["benchmark"].as_array().unwrap().len(), 8);
+        assert_eq!(v["benchmark"].as_array().unwrap().len(), 9);
     }
 
     #[test]
