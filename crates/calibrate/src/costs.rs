@@ -29,6 +29,116 @@ pub fn randupdt_ns(budget: Duration) -> f64 {
     })
 }
 
+/// The time of each `pass N` line numa_test's task writes.
+struct PassClock(Vec<Instant>);
+
+impl std::io::Write for PassClock {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.starts_with(b"pass") {
+            self.0.push(Instant::now());
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Nanoseconds per numa_test update with its arrays in memory:
+/// `elements` per array, four passes timed from the end of the first
+/// (the arrays' allocation, first touch and first pass left out) to the
+/// end of the last.
+pub fn randupdt_memory_ns(elements: usize) -> f64 {
+    let mut clock = PassClock(Vec::new());
+    randupdt::run_task(elements, 4, 1, &mut clock);
+    match (clock.0.first(), clock.0.last(), clock.0.len()) {
+        (Some(a), Some(b), n) if n >= 2 => {
+            ((*b - *a).as_secs_f64() / ((n - 1) as f64 * elements as f64) * 1e9).max(0.01)
+        }
+        _ => f64::NAN,
+    }
+}
+
+/// numa_test's update time (ns) at 1, 2, 4... M elements per array up to
+/// `max_elements`, with a task on each of `cpus` at once (as numa_test
+/// runs a task per CPU, sharing their cache): the mean of their
+/// [`randupdt_memory_ns`].
+pub fn update_curve(max_elements: usize, cpus: &[u32]) -> std::io::Result<Vec<(usize, f64)>> {
+    let mut out = Vec::new();
+    let mut n = 1usize << 20;
+    while n <= max_elements {
+        let times: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = cpus
+                .iter()
+                .map(|&c| {
+                    s.spawn(move || {
+                        numalab_linux::numa::set_affinity(0, &[c])?;
+                        Ok(randupdt_memory_ns(n))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("panicked")))
+                })
+                .collect()
+        });
+        let mut sum = 0.0;
+        for t in &times {
+            sum += t
+                .as_ref()
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
+        out.push((n, sum / cpus.len().max(1) as f64));
+        n *= 2;
+    }
+    Ok(out)
+}
+
+/// The cache numa_test's random accesses get, in bytes, through the
+/// model's own equation: an update's time is its time in cache plus a
+/// miss share `1 - cache / (8 n)` of the miss cost, so halfway from the
+/// time in cache (`cache_ns`) to the time of the curve's largest size
+/// (taken as all misses) the cache holds half of `a` (`4 n` bytes); `n`
+/// log-interpolated between the two sizes that straddle it. `None` when
+/// even the smallest is past halfway or the curve does not rise.
+pub fn update_cache_bytes(curve: &[(usize, f64)], cache_ns: f64) -> Option<u64> {
+    let top = curve.last()?.1;
+    if top <= cache_ns * 1.5 {
+        return None;
+    }
+    let mid = (cache_ns + top) / 2.0;
+    let i = curve.iter().position(|c| c.1 >= mid)?;
+    if i == 0 {
+        return None;
+    }
+    let ((n0, t0), (n1, t1)) = (curve[i - 1], curve[i]);
+    let f = ((mid - t0) / (t1 - t0).max(1e-9)).clamp(0.0, 1.0);
+    let n = (n0 as f64).ln() + f * ((n1 as f64).ln() - (n0 as f64).ln());
+    Some((4.0 * n.exp()) as u64 * 8 / 8)
+}
+
+/// The independent random misses one core overlaps, from numa_test's
+/// update in memory (`memory_ns`) and in cache (`cache_ns`): the misses
+/// (a `miss` share of the updates) take `latency_ns` each, `mlp` at a
+/// time, beside the update's own work and its streamed 12 bytes at
+/// `stream_gbs`; at least 1, at most 64.
+pub fn random_mlp(
+    memory_ns: f64,
+    cache_ns: f64,
+    miss: f64,
+    latency_ns: f64,
+    stream_gbs: f64,
+) -> f64 {
+    let stream_ns = 12.0 / stream_gbs.max(0.01);
+    let left = memory_ns - cache_ns - stream_ns;
+    if left <= 0.0 {
+        return 64.0;
+    }
+    (miss * latency_ns / left).clamp(1.0, 64.0)
+}
+
 /// One core's zeroing rate in its caches, GB/s (the autonuma benchmarks'
 /// memset over a buffer that fits).
 pub fn memset_gbs(llc_bytes: u64, budget: Duration) -> f64 {
@@ -255,6 +365,39 @@ pub fn repeat(runs: usize, how: &str, mut f: impl FnMut() -> f64) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_update_curve_gives_the_cache_through_the_models_equation() {
+        // In cache 2 ns, all misses 20 ns: halfway (11 ns) between 2 M
+        // (8 ns) and 4 M (14 ns) elements, at half the log step: 2.83 M
+        // elements, so the cache is 4 x 2.83 M bytes.
+        let c = [
+            (1 << 20, 4.0),
+            (2 << 20, 8.0),
+            (4 << 20, 14.0),
+            (8 << 20, 20.0),
+        ];
+        let bytes = update_cache_bytes(&c, 2.0).unwrap() as f64;
+        let want = 4.0 * (2.0f64 * (1 << 20) as f64) * 2f64.sqrt();
+        assert!((bytes / want - 1.0).abs() < 1e-6, "{bytes} {want}");
+        assert_eq!(update_cache_bytes(&c[2..], 2.0), None);
+        assert_eq!(update_cache_bytes(&[(1 << 20, 2.5)], 2.0), None);
+    }
+
+    #[test]
+    fn random_misses_in_flight_follow_from_the_update_times() {
+        // 200 ns misses on every update, 2 ns of work, 12 bytes at 12
+        // GB/s (1 ns): 13 ns an update is 20 in flight.
+        assert!((random_mlp(13.0, 2.0, 1.0, 200.0, 12.0) - 20.0).abs() < 1e-9);
+        // Every miss waited for: 1.
+        assert_eq!(random_mlp(500.0, 2.0, 1.0, 200.0, 12.0), 1.0);
+        assert_eq!(random_mlp(2.5, 2.0, 1.0, 200.0, 12.0), 64.0);
+        let ns = randupdt_memory_ns(1 << 16);
+        assert!(ns > 0.0 && ns < 1e4, "{ns}");
+        let c = update_curve(1 << 20, &[0, 0]).unwrap();
+        assert_eq!(c.len(), 1);
+        assert!(c[0].1 > 0.0);
+    }
 
     #[test]
     fn protection_changes_and_migrations_are_timed() {

@@ -169,7 +169,10 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     for &j in &cpu_nodes {
         plan.push((format!("latency to node {j}'s memory"), 1.0 + n as f64 * rb));
     }
-    plan.push(("LLC hit latency".into(), rb + 0.2));
+    plan.push((
+        "LLC hit latency and the cache a thread gets".into(),
+        rb + 0.2 + 9.0 * (b.as_secs_f64() / 2.0 + 0.1),
+    ));
     for &j in &cpu_nodes {
         plan.push((
             format!("bandwidth on node {j}"),
@@ -177,7 +180,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ));
     }
     plan.push(("cache line transfer and SMT".into(), 2.0 * rb));
-    plan.push(("costs of spin, update, memset".into(), 3.0 * rb));
+    plan.push(("costs of spin, update, memset".into(), 3.0 * rb + 6.0));
     plan.push((
         "cost of a hackbench message".into(),
         3.0 * 2.0 * 6.0 * b.as_secs_f64(),
@@ -242,7 +245,20 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     // LLC hit latency.
     phases.next(&plan[phases.done].0.clone());
     let node0 = cpu_nodes[0];
-    let hit_bytes = (llc / 2).clamp(256 << 10, 32 << 20);
+    // The cache a thread really gets (a virtual machine's LLC, as sysfs
+    // gives it, is the host's, shared with its other guests): where the
+    // latency passes halfway from a hit to memory.
+    let llc_curve = {
+        let cpu = pick_cpu(node0);
+        let old = memory::pin(&[cpu]).map_err(failed("pinning"))?;
+        let c = memory::latency_curve(node0, llc.clamp(1 << 20, 256 << 20), b / 2);
+        let _ = numalab_linux::numa::set_affinity(0, &old);
+        c.map_err(failed("the latency curve"))?
+    };
+    let l2_ns = llc_curve.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let llc_used =
+        memory::effective_llc(&llc_curve, l2_ns, local.value).map_or(llc, |e| e.min(llc));
+    let hit_bytes = (llc_used / 2).clamp(256 << 10, 32 << 20);
     let hit = {
         let chase = Chase::on(node0, hit_bytes).map_err(failed("an LLC-sized buffer"))?;
         let cpu = pick_cpu(node0);
@@ -250,9 +266,9 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         let f = memory::repeat(
             runs,
             format!(
-                "dependent loads over {} KiB (half the {} KiB LLC, at most 32 MiB) from CPU {cpu}",
+                "dependent loads over {} KiB (half the {} KiB of LLC one thread gets, at most 32 MiB) from CPU {cpu}",
                 hit_bytes >> 10,
-                llc >> 10
+                llc_used >> 10
             ),
             || Ok(chase.ns_per_load(b)),
         );
@@ -354,6 +370,39 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         "one thread zeroing a buffer that fits its caches",
         || costs::memset_gbs(llc, b),
     );
+    // numa_test's update over growing arrays: the cache its random
+    // accesses get, and at the largest (a: 256 MiB, or less on a small
+    // node) the misses a core overlaps.
+    // A task on each CPU of the first LLC at once (at most 8), as
+    // numa_test runs them: the cache they get together.
+    let llc_cpus: Vec<u32> = topo
+        .cpu(pick_cpu(node0))
+        .and_then(|c| c.llc)
+        .and_then(|l| topo.llcs.get(l as usize))
+        .map(|l| l.cpus.clone())
+        .unwrap_or_else(|| vec![pick_cpu(node0)])
+        .into_iter()
+        .take(8)
+        .collect();
+    let upd_max = (32usize << 20)
+        .min(
+            numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32)
+                as usize
+                / (40 * llc_cpus.len().max(1)),
+        )
+        .max(1 << 20);
+    let upd_curve =
+        costs::update_curve(upd_max, &llc_cpus).map_err(failed("numa_test's update"))?;
+    let upd_elements = upd_curve.last().map_or(1 << 20, |c| c.0);
+    let upd_memory = Figure::of(
+        &[upd_curve.last().map_or(f64::NAN, |c| c.1)],
+        format!(
+            "numa_test's update over {} M elements (a: {} MiB), a task on each of CPUs {} at once, passes 2 to 4",
+            upd_elements >> 20,
+            (upd_elements * 8) >> 20,
+            numalab_topology::cpulist::format(&llc_cpus)
+        ),
+    );
     phases.next(&plan[phases.done].0.clone());
     let cpu_any = pick_cpu(node0);
     let msg = memory::repeat(
@@ -446,6 +495,18 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         .map(|x| x.2.value)
         .fold(f64::INFINITY, f64::min);
     let mlp = misses_in_flight(one_thread, memset.value, local.value);
+    let one_read = node_bw
+        .iter()
+        .map(|x| x.1.value)
+        .fold(f64::INFINITY, f64::min);
+    // The cache in the file: what numa_test's random accesses get (the
+    // model uses it for nothing else that the sysfs size would serve
+    // better: its streaming benchmarks sweep far beyond either).
+    let llc_model = costs::update_cache_bytes(&upd_curve, upd.value)
+        .map_or(llc_used, |c| (c * llc_cpus.len() as u64).min(llc));
+    let share = llc_model as f64 / llc_cpus.len().max(1) as f64;
+    let miss = 1.0 - (share / (8.0 * upd_elements as f64)).min(1.0);
+    let random_mlp = costs::random_mlp(upd_memory.value, upd.value, miss, local.value, one_read);
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
     let node_threads = all_cpus.len().max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
@@ -615,12 +676,55 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
+    c(
+        &mut t,
+        &format!(
+            "{}: {}; in cache {}",
+            upd_memory.how,
+            upd_memory.describe("ns"),
+            upd.describe("ns")
+        ),
+    );
+    c(&mut t, &format!("random_mlp: the misses ({:.0}% of the updates, {} ns each) one core overlaps so that an update takes what was measured, beside its work in cache and its 12 streamed bytes at {:.3} GB/s", 100.0 * miss, round3(local.value), one_read));
+    let _ = writeln!(t, "random_mlp = {:?}", round3(random_mlp));
     t.push_str(&links.memory_toml());
     let _ = writeln!(t, "\n[cache]");
+    c(
+        &mut t,
+        &format!(
+            "dependent loads over 1, 2, 4... MiB (ns): {}",
+            llc_curve
+                .iter()
+                .map(|(s, ns)| format!("{}: {}", s >> 20, round3(*ns)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    c(
+        &mut t,
+        &format!(
+            "numa_test's update over 1, 2, 4... M elements (ns): {}",
+            upd_curve
+                .iter()
+                .map(|(n, ns)| format!("{}: {}", n >> 20, round3(*ns)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    c(
+        &mut t,
+        &format!(
+            "llc_mib: sysfs gives {} MiB; a dependent chase's latency passes halfway from its smallest to memory's past {} MiB; numa_test's update, a task on each of CPUs {} at once, passes halfway from in cache to its largest size where the model's miss share 1 - share / 8n is a half: {} MiB for them all, the cache their random accesses get here",
+            round3(llc as f64 / (1u64 << 20) as f64),
+            round3(llc_used as f64 / (1u64 << 20) as f64),
+            numalab_topology::cpulist::format(&llc_cpus),
+            round3(llc_model as f64 / (1u64 << 20) as f64)
+        ),
+    );
     let _ = writeln!(
         t,
         "llc_mib = {:?}",
-        round3(llc as f64 / (1u64 << 20) as f64)
+        round3(llc_model as f64 / (1u64 << 20) as f64)
     );
     c(&mut t, &hit.describe("ns"));
     let _ = writeln!(t, "llc_hit_ns = {:?}", round3(hit.value));

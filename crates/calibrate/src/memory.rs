@@ -89,6 +89,39 @@ impl Chase {
     }
 }
 
+/// Nanoseconds per dependent load over 1, 2, 4... MiB up to `max_bytes`
+/// of `node`'s memory, from the calling thread (pinned by the caller).
+pub fn latency_curve(
+    node: u32,
+    max_bytes: u64,
+    budget: Duration,
+) -> std::io::Result<Vec<(u64, f64)>> {
+    let mut out = Vec::new();
+    let mut size = 1u64 << 20;
+    while size <= max_bytes {
+        let chase = Chase::on(node, size)?;
+        out.push((size, chase.ns_per_load(budget)));
+        size *= 2;
+    }
+    Ok(out)
+}
+
+/// The cache this thread gets: the largest size of `curve` whose latency
+/// is still below halfway from a cache hit (`hit_ns`, the curve's
+/// smallest) to memory (`memory_ns`); `None` when even the smallest is
+/// past it, or memory is no slower than the cache (an emulated machine).
+pub fn effective_llc(curve: &[(u64, f64)], hit_ns: f64, memory_ns: f64) -> Option<u64> {
+    if memory_ns <= hit_ns * 1.5 {
+        return None;
+    }
+    let mid = hit_ns + (memory_ns - hit_ns) / 2.0;
+    curve
+        .iter()
+        .take_while(|(_, ns)| *ns < mid)
+        .last()
+        .map(|(size, _)| *size)
+}
+
 /// Bytes per second of `cpus.len()` threads, one pinned to each CPU,
 /// each sweeping its own `bytes_each` on `node` for about `budget`: the
 /// `mem` benchmark's own sweep ([`numalab_host::mem`]).
@@ -200,6 +233,25 @@ mod tests {
             s > 0.1 && b > 2.0 * s,
             "16 KiB {s:.2} ns, 256 MiB {b:.2} ns"
         );
+    }
+
+    #[test]
+    fn the_effective_llc_is_where_latency_passes_halfway_to_memory() {
+        let c = [
+            (1 << 20, 12.0),
+            (2 << 20, 13.0),
+            (4 << 20, 40.0),
+            (8 << 20, 90.0),
+        ];
+        // Halfway from 10 to 100 ns: 55; 4 MiB is still below it.
+        assert_eq!(effective_llc(&c, 10.0, 100.0), Some(4 << 20));
+        assert_eq!(effective_llc(&c, 10.0, 20.0), Some(2 << 20));
+        assert_eq!(effective_llc(&c[2..], 10.0, 60.0), None);
+        // Memory no slower than the cache: nothing to find.
+        assert_eq!(effective_llc(&c, 10.0, 12.0), None);
+        let real = latency_curve(0, 2 << 20, Duration::from_millis(5)).unwrap();
+        assert_eq!(real.len(), 2);
+        assert!(real.iter().all(|(_, ns)| *ns > 0.0));
     }
 
     #[test]

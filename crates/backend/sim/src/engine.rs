@@ -706,7 +706,7 @@ impl World {
                 let cpu = self.tasks[t].cpu;
                 let l = self.mean_latency(t, cpu);
                 let unit = cycles / self.cpus[cpu].freq_ghz.max(0.1)
-                    + rand_lines * l
+                    + rand_lines * l / self.m.random_mlp
                     + stream_lines * l / self.m.mlp;
                 if unit <= 0.0 {
                     0.0
@@ -1230,10 +1230,12 @@ impl Engine {
             let smt = if busy { w.m.smt_throughput } else { 1.0 };
             (smt, w.m.mlp / (1 + missing) as f64)
         };
+        // Random misses overlap as the core allows, shared like mlp.
+        let rmlp = (w.m.random_mlp * mlp / w.m.mlp).max(1.0);
         let mut outcome = RunOutcome::Continue;
         if left > 0.0 {
             let (spent, out) = match w.tasks[t].work {
-                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt, mlp),
+                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt, mlp, rmlp),
                 Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
                 Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
@@ -1303,6 +1305,7 @@ fn run_compute(
     freq: f64,
     smt: f64,
     mlp: f64,
+    rmlp: f64,
 ) -> (f64, RunOutcome) {
     let cn = w.m.cpu_node[cpu];
     let nn = w.m.nnodes;
@@ -1409,9 +1412,13 @@ fn run_compute(
         1.0
     };
     let misses = rand_lines * miss;
-    let compute = cycles / freq / smt;
-    let unit = compute + misses * lc + stream_lines * lc / mlp;
-    let mem0 = misses * l0 + stream_lines * l0 / mlp;
+    // A random access that hits in the LLC still waits for it (an LLC
+    // hit, overlapped as the misses are); the work's own cycles were
+    // measured with its data in the core's private caches.
+    let hits = rand_lines - misses;
+    let compute = cycles / freq / smt + hits * w.m.llc_hit_ns / rmlp;
+    let unit = compute + misses * lc / rmlp + stream_lines * lc / mlp;
+    let mem0 = misses * l0 / rmlp + stream_lines * l0 / mlp;
     let unit0 = compute + mem0;
     let task = &mut w.tasks[t];
     let expected = task.work_expected as f64;

@@ -26,6 +26,8 @@
 //!                           # nodes' memory behind one controller with
 //!                           # bandwidth_gbs in all (an SMP/UMA memory system)
 //! line_bytes = 64
+//! random_mlp = 1            # independent random misses one core overlaps
+//!                           # (numa_test's a[ix[i]]; 1: an in-order core)
 //! mlp = 8                   # cache misses one core keeps in flight when
 //!                           # streaming (shared by its busy SMT siblings)
 //! [[bus]]                   # a shared link memory traffic crosses (any number)
@@ -74,6 +76,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("memory.bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
     ("bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
     ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
+    ("memory.random_mlp", 1.0, 1024.0, "misses in flight", false),
     ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
     ("cache.llc_hit_ns", 0.1, 10_000.0, "ns", false),
     ("cache.cross_llc_ns", 0.1, 100_000.0, "ns", false),
@@ -216,6 +219,9 @@ fn default_line() -> i64 {
 fn default_mlp() -> f64 {
     8.0
 }
+fn default_random_mlp() -> f64 {
+    1.0
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -228,6 +234,12 @@ pub struct MemorySpec {
     pub line_bytes: i64,
     #[serde(default = "default_mlp")]
     pub mlp: f64,
+    /// Independent random misses (numa_test's `a[ix[i]]`) one core
+    /// overlaps: 1 (every one waited for, an in-order core; the default,
+    /// as every preset) up to what an out-of-order core's miss buffers
+    /// hold; `numalab calibrate` measures it.
+    #[serde(default = "default_random_mlp")]
+    pub random_mlp: f64,
     #[serde(default = "per_node")]
     pub controllers: Controllers,
 }
@@ -345,6 +357,8 @@ pub struct Machine {
     pub memory_bytes: Vec<u64>,
     pub line_bytes: f64,
     pub mlp: f64,
+    /// Independent random misses a core overlaps (`memory.random_mlp`).
+    pub random_mlp: f64,
     pub llc_bytes: f64,
     pub llc_hit_ns: f64,
     pub cross_llc_ns: f64,
@@ -432,6 +446,7 @@ impl MachineFile {
         within("memory.local_latency_ns", self.memory.local_latency_ns)?;
         within("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
         within("memory.mlp", self.memory.mlp)?;
+        within("memory.random_mlp", self.memory.random_mlp)?;
         within("cache.llc_mib", self.cache.llc_mib)?;
         within("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
         within("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
@@ -641,6 +656,7 @@ impl MachineFile {
             memory_bytes: vec![mem_bytes; n],
             line_bytes: self.memory.line_bytes as f64,
             mlp: self.memory.mlp,
+            random_mlp: self.memory.random_mlp,
             llc_bytes: llc_bytes as f64,
             llc_hit_ns: self.cache.llc_hit_ns,
             cross_llc_ns: self.cache.cross_llc_ns,

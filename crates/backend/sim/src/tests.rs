@@ -624,6 +624,34 @@ fn the_machine_files_migration_cost_is_the_balancers_default() {
     );
 }
 
+/// numa_test's random accesses: an out-of-order core overlaps its misses
+/// (`memory.random_mlp`), and those that hit in the LLC still wait for it.
+#[test]
+fn random_misses_overlap_and_llc_hits_cost_their_latency() {
+    let user = |m: &str| {
+        let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
+        let r = run(
+            &cfg,
+            &numa_test(2, 500_000, Disturb::None),
+            "x",
+            REP,
+            &mut |_| {},
+            &|| false,
+        )
+        .unwrap()
+        .record;
+        r.metric("user_s").unwrap()
+    };
+    let in_order = user("genoa2n");
+    let overlapped = user("genoa2n[memory.random_mlp=8]");
+    assert!(overlapped < in_order * 0.6, "{overlapped} vs {in_order}");
+    // All in cache (a 4 GiB LLC): the hits cost the LLC's latency, more
+    // with a slower LLC.
+    let fast = user("genoa2n[cache.llc_mib=4096,cache.llc_hit_ns=10]");
+    let slow = user("genoa2n[cache.llc_mib=4096,cache.llc_hit_ns=40]");
+    assert!(slow > fast * 1.2, "{slow} vs {fast}");
+}
+
 #[test]
 fn node_affine_beats_node_blind_on_total_user_time() {
     // Seed 000's finding (E vs A), on its machine, at N=16 with a smaller
