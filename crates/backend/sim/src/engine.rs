@@ -1235,7 +1235,7 @@ impl Engine {
         let mut outcome = RunOutcome::Continue;
         if left > 0.0 {
             let (spent, out) = match w.tasks[t].work {
-                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt, mlp, rmlp),
+                Work::Compute { .. } => run_compute(w, t, cpu, left, freq, smt, (mlp, rmlp)),
                 Work::Message { .. } => run_message(w, t, cpu, left, freq, smt),
                 Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
@@ -1304,8 +1304,8 @@ fn run_compute(
     avail: f64,
     freq: f64,
     smt: f64,
-    mlp: f64,
-    rmlp: f64,
+    // Misses in flight: streamed, and random independent ones.
+    (mlp, rmlp): (f64, f64),
 ) -> (f64, RunOutcome) {
     let cn = w.m.cpu_node[cpu];
     let nn = w.m.nnodes;
