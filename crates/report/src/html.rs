@@ -562,15 +562,7 @@ fn sched_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str)
     for l in &f.head {
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(l));
     }
-    for t in [
-        Some(&f.tasks),
-        Some(&f.distance),
-        f.latency.as_ref(),
-        f.matrix.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for t in f.tables() {
         // The title as a heading, as the comparison's tables have.
         let mut t = t.clone();
         let _ = write!(p.body, "<h4>{}</h4>", esc(&std::mem::take(&mut t.title)));

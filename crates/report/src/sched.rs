@@ -54,6 +54,21 @@ pub struct Figures {
     pub new_tasks: Option<NewTasks>,
 }
 
+impl Figures {
+    /// The tables, in the order text and HTML show them.
+    pub fn tables(&self) -> Vec<&Table> {
+        [
+            Some(&self.tasks),
+            Some(&self.distance),
+            self.latency.as_ref(),
+            self.matrix.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 /// The CPUs the kernel chose for new tasks.
 #[derive(Debug, Clone)]
 pub struct NewTasks {
@@ -400,15 +415,7 @@ pub fn text(r: &RunRecord) -> String {
         say(&mut out, l);
     }
     out.push('\n');
-    for t in [
-        Some(&f.tasks),
-        Some(&f.distance),
-        f.latency.as_ref(),
-        f.matrix.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for t in f.tables() {
         out.push_str(&t.to_text());
         out.push('\n');
     }

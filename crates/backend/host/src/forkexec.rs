@@ -17,13 +17,12 @@
 //! init or the nearest subreaper.
 
 use crate::observe::Observer;
-use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
 use numalab_bench::forkexec::Params;
 use numalab_bench::metrics::metric;
 use numalab_bench::Case;
-use numalab_linux::child::{self, Exit};
+use numalab_linux::child;
 use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
 use serde::{Deserialize, Serialize};
@@ -31,7 +30,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the driver reports on its last line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -222,32 +221,15 @@ pub fn run_forkexec(
     let mut proc: TaskProcess<DriverReport> =
         TaskProcess::spawn(cmd, "progress", "the forkexec parent")?;
     let pid = proc.pid;
-    let mut pacer = Pacer::new(spec.interval);
-    let (exit, ended_s): (Exit, f64) = loop {
-        let now = start.elapsed().as_secs_f64();
-        if spec.interrupt.is_set() {
-            // Its children die with it (PR_SET_PDEATHSIG).
-            child::signal(pid, libc::SIGKILL);
-            let _ = child::wait4(pid, true);
-            proc.finish();
-            return Err(Error::Interrupted);
-        }
-        if let Some(e) =
-            child::wait4(pid, false).map_err(|e| Error::io("waiting for the forkexec parent", e))?
-        {
-            break (e, now);
-        }
-        bar.set_position(proc.done());
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
-            rec.series
-                .samples
-                .push(observer.sample(now, &[], &[], vec![proc.done()]));
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    rec.series.interval_s = pacer.longest_s();
+    let (exit, ended_s, sampled) = crate::run::wait_sampling(
+        &mut proc,
+        "the forkexec parent",
+        start,
+        spec,
+        &bar,
+        &observer,
+        &mut rec,
+    )?;
     let report = proc.finish();
     let done = report.as_ref().map_or(0, |r| r.succeeded);
     rec.processes.push(ProcessInfo {
@@ -267,7 +249,7 @@ pub fn run_forkexec(
             work_done: done,
             work_expected: p.children as u64,
         },
-        pacer.enabled(),
+        sampled,
         ended_s,
         vec![done],
         &vm,

@@ -12,13 +12,11 @@
 //! record.
 
 use crate::observe::Observer;
-use crate::pace::{thread_cpu_s, Pacer};
 use crate::run::{progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
 use numalab_bench::mem::{Op, Params};
 use numalab_bench::metrics::metric;
 use numalab_bench::Case;
-use numalab_linux::child::{self, Exit};
 use numalab_linux::numa;
 use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
@@ -330,31 +328,15 @@ pub fn run_mem(exe: &Path, machine: &MachineInfo, p: &Params, spec: &RunSpec) ->
     let start = Instant::now();
     let mut proc: TaskProcess<Report> = TaskProcess::spawn(cmd, "progress", "the mem threads")?;
     let pid = proc.pid;
-    let mut pacer = Pacer::new(spec.interval);
-    let (exit, ended_s): (Exit, f64) = loop {
-        let now = start.elapsed().as_secs_f64();
-        if spec.interrupt.is_set() {
-            child::signal(pid, libc::SIGKILL);
-            let _ = child::wait4(pid, true);
-            proc.finish();
-            return Err(Error::Interrupted);
-        }
-        if let Some(e) =
-            child::wait4(pid, false).map_err(|e| Error::io("waiting for the mem threads", e))?
-        {
-            break (e, now);
-        }
-        bar.set_position(proc.done());
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
-            rec.series
-                .samples
-                .push(observer.sample(now, &[], &[], vec![proc.done()]));
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    rec.series.interval_s = pacer.longest_s();
+    let (exit, ended_s, sampled) = crate::run::wait_sampling(
+        &mut proc,
+        "the mem threads",
+        start,
+        spec,
+        &bar,
+        &observer,
+        &mut rec,
+    )?;
     let report = proc.finish();
     rec.processes.push(ProcessInfo {
         index: 0,
@@ -373,7 +355,7 @@ pub fn run_mem(exe: &Path, machine: &MachineInfo, p: &Params, spec: &RunSpec) ->
             work_done: done,
             work_expected: expected,
         },
-        pacer.enabled(),
+        sampled,
         ended_s,
         vec![done],
         &vm,

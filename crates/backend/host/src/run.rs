@@ -112,3 +112,48 @@ impl<R: serde::de::DeserializeOwned + Send + 'static> TaskProcess<R> {
         self.report.lock().expect("report lock").take()
     }
 }
+
+/// Wait for task process `proc` to end, as the host runners of one
+/// process do: every 5 ms its progress to the bar, a sample when the
+/// pacer says, and on an interrupt the process killed (its children die
+/// with it) and [`crate::Error::Interrupted`]. Returns how it ended, when
+/// (seconds from `start`), and whether observations were on; the
+/// record's interval is set.
+pub fn wait_sampling<R: serde::de::DeserializeOwned + Send + 'static>(
+    proc: &mut TaskProcess<R>,
+    what: &str,
+    start: std::time::Instant,
+    spec: &RunSpec,
+    bar: &Progress,
+    observer: &crate::observe::Observer,
+    rec: &mut numalab_record::RunRecord,
+) -> crate::Result<(numalab_linux::child::Exit, f64, bool)> {
+    use numalab_linux::child;
+    let pid = proc.pid;
+    let mut pacer = crate::pace::Pacer::new(spec.interval);
+    let out = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            child::signal(pid, libc::SIGKILL);
+            let _ = child::wait4(pid, true);
+            proc.finish();
+            return Err(crate::Error::Interrupted);
+        }
+        if let Some(e) = child::wait4(pid, false)
+            .map_err(|e| crate::Error::io(format!("waiting for {what}"), e))?
+        {
+            break (e, now);
+        }
+        bar.set_position(proc.done());
+        if pacer.due(now) {
+            let cpu = crate::pace::thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], vec![proc.done()]));
+            pacer.sampled(now, crate::pace::thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    rec.series.interval_s = pacer.longest_s();
+    Ok((out.0, out.1, pacer.enabled()))
+}
