@@ -8,9 +8,10 @@
 //! - **Links** (on several nodes): every CPU of node i reading node j's
 //!   memory. The model's remote bandwidth is already limited by the
 //!   latency (each core keeps `mlp` misses in flight) and by node j's
-//!   controller; a link is written (`[[bus]]`, node i's CPUs to node j's
-//!   memory) only where the measured figure is well below both, so the
-//!   model does not count a limit twice.
+//!   controller, and the CPUs by what they read locally; a link is
+//!   written (`[[bus]]`, node i's CPUs to node j's memory) only where
+//!   the measured figure is well below all three, so the model does not
+//!   count a limit twice (nor an emulated CPU's slowness as a link).
 //! - **One memory system behind several nodes**: every CPU reading its
 //!   own node's memory at once, against the most one node's memory gave.
 //!   If all the nodes together carry little more than one (a guest whose
@@ -58,10 +59,12 @@ pub fn saturates_at(curve: &[(usize, f64)]) -> Option<(usize, f64)> {
 }
 
 /// Whether a measured remote bandwidth shows a link of its own: well
-/// below both the latency-bound rate of the reading CPUs and the
-/// memory's controller.
-pub fn link_limited(measured: f64, latency_bound: f64, controller: f64) -> bool {
-    measured < LINK_LIMITED * latency_bound.min(controller)
+/// below what the same CPUs read of their own node's memory (`local`: a
+/// CPU that cannot go faster, as an emulated one, is no link's doing),
+/// the latency-bound rate of the reading CPUs, and the memory's
+/// controller.
+pub fn link_limited(measured: f64, local: f64, latency_bound: f64, controller: f64) -> bool {
+    measured < LINK_LIMITED * local.min(latency_bound).min(controller)
 }
 
 /// Whether `nodes` nodes read at once (each its own memory) carry so
@@ -154,6 +157,8 @@ pub fn measure(
     }
     if nodes.len() >= 2 {
         for (ix, (i, cpus)) in nodes.iter().enumerate() {
+            let local = crate::memory::bandwidth(cpus, *i, bytes_each, Op::Read, budget)? / 1e9;
+            m.local.push((*i, local));
             for (jx, (j, _)) in nodes.iter().enumerate() {
                 if ix == jx {
                     continue;
@@ -162,7 +167,7 @@ pub fn measure(
                 // Each core keeps mlp lines in flight, each for the latency.
                 let latency_bound = cpus.len() as f64 * 64.0 * mlp / lat[ix][jx].max(1.0);
                 m.links
-                    .push((*i, *j, b, link_limited(b, latency_bound, controller)));
+                    .push((*i, *j, b, link_limited(b, local, latency_bound, controller)));
             }
         }
         let best = m
@@ -205,6 +210,8 @@ pub struct Measured {
     pub curves: Vec<(u32, Vec<(usize, f64)>)>,
     /// (CPU node, memory node, GB/s, written as a link).
     pub links: Vec<(u32, u32, f64, bool)>,
+    /// (node, GB/s): the node's own CPUs reading its memory.
+    pub local: Vec<(u32, f64)>,
     /// Every node's CPUs on their own memory at once, and whether that
     /// makes one memory system.
     pub all_local: Option<(f64, bool)>,
@@ -251,12 +258,18 @@ impl Measured {
                 t += "controllers = \"single\"\n";
             }
         }
+        for &(i, b) in &self.local {
+            t += &format!(
+                "# node {i}'s CPUs reading node {i}'s memory: {} GB/s\n",
+                round3(b)
+            );
+        }
         for &(i, j, b, link) in &self.links {
             t += &format!(
                 "# node {i}'s CPUs reading node {j}'s memory: {} GB/s{}\n",
                 round3(b),
                 if link {
-                    " (below what latency and the controller allow: a link)"
+                    " (below what they read locally, latency and the controller allow: a link)"
                 } else {
                     ""
                 }
@@ -322,10 +335,14 @@ mod tests {
 
     #[test]
     fn a_link_only_where_nothing_else_explains_the_figure() {
-        // Latency alone allows 20, the controller 30: 10 is a link.
-        assert!(link_limited(10.0, 20.0, 30.0));
+        // Local 25, latency alone allows 20, the controller 30: 10 is a
+        // link.
+        assert!(link_limited(10.0, 25.0, 20.0, 30.0));
         // 18 is what latency gives: no link.
-        assert!(!link_limited(18.0, 20.0, 30.0));
+        assert!(!link_limited(18.0, 25.0, 20.0, 30.0));
+        // An emulated CPU reads 1.5 GB/s locally and remotely: no link,
+        // however wide latency and the controller would allow.
+        assert!(!link_limited(1.4, 1.5, 100.0, 3.0));
         assert!(single_system(11.0, 10.0, 2));
         assert!(!single_system(19.0, 10.0, 2));
         assert!(!single_system(10.0, 10.0, 1));
