@@ -190,9 +190,13 @@ mod tests {
 /// The page-aligned part of `buf`: (start address, length), whole pages
 /// only.
 fn whole_pages(buf: &[u8]) -> (usize, usize) {
+    whole_pages_of(buf.as_ptr() as usize, buf.len())
+}
+
+fn whole_pages_of(addr: usize, bytes: usize) -> (usize, usize) {
     let page = page_size();
-    let start = (buf.as_ptr() as usize).next_multiple_of(page);
-    let end = (buf.as_ptr() as usize + buf.len()) / page * page;
+    let start = addr.next_multiple_of(page);
+    let end = (addr + bytes) / page * page;
     (start, end.saturating_sub(start))
 }
 
@@ -227,6 +231,21 @@ pub fn move_to_node(buf: &[u8], node: u32) -> io::Result<usize> {
         return Err(io::Error::last_os_error());
     }
     Ok(status.iter().filter(|&&s| s == node as i32).count())
+}
+
+/// Bind the whole pages of `buf` to `node` as the mapping's own policy
+/// (`mbind(MPOL_BIND)`, no move): unlike the thread's policy, which
+/// NUMA balancing ignores once reset, a VMA bound without `MPOL_F_MOF`
+/// is never scanned or migrated by it (`vma_policy_mof`).
+pub fn bind_to_node<T>(buf: &[T], node: u32) -> io::Result<()> {
+    const MPOL_BIND: i32 = 2;
+    let (start, len) = whole_pages_of(buf.as_ptr() as usize, std::mem::size_of_val(buf));
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: whole pages inside memory the caller holds; a policy
+    // change moves nothing and leaves the contents as they are.
+    unsafe { mbind(start as *mut u8, len, MPOL_BIND, &[node], 0) }
 }
 
 /// Time taking away all access to the whole pages of `buf` (`mprotect`
@@ -267,6 +286,7 @@ mod page_tests {
         let node = page_nodes(0, &[v[4096..].as_ptr()]).unwrap()[0].max(0) as u32;
         let moved = move_to_node(&v, node).unwrap();
         assert!(moved >= (4 << 20) / page_size() - 1, "{moved}");
+        bind_to_node(&v, node).unwrap();
         let t = time_protect_none(&mut v).unwrap();
         assert!(t.as_nanos() > 0);
         v[12345] = 7;
