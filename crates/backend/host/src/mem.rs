@@ -431,13 +431,12 @@ mod tests {
         // the last such: numa_maps lists VMAs by start address.
         let line = maps
             .lines()
-            .filter(|l| {
+            .rfind(|l| {
                 l.split_whitespace()
                     .next()
                     .and_then(|a| usize::from_str_radix(a, 16).ok())
                     .is_some_and(|a| a <= inside)
             })
-            .last()
             .unwrap();
         assert!(line.contains(" bind:0"), "{line}");
     }
