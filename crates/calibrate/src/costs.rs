@@ -139,6 +139,18 @@ pub fn random_mlp(
     (miss * latency_ns / left).clamp(1.0, 64.0)
 }
 
+/// One core's rate sweeping a buffer that fits its caches as the mem
+/// benchmark's `op` does (`numalab_host::mem::sweep`), GB/s.
+pub fn sweep_gbs(op: numalab_bench::mem::Op, budget: Duration) -> f64 {
+    let mut v = vec![1u64; 32 << 10];
+    let mut k = 0;
+    let ns = ns_per_op(budget, || {
+        k += 1;
+        numalab_host::mem::sweep(&mut v, op, k)
+    });
+    1.0 / ns
+}
+
 /// One core's zeroing rate in its caches, GB/s (the autonuma benchmarks'
 /// memset over a buffer that fits).
 pub fn memset_gbs(llc_bytes: u64, budget: Duration) -> f64 {
@@ -397,6 +409,14 @@ mod tests {
         let c = update_curve(1 << 20, &[0, 0]).unwrap();
         assert_eq!(c.len(), 1);
         assert!(c[0].1 > 0.0);
+    }
+
+    #[test]
+    fn a_sweep_in_cache_is_timed_per_byte() {
+        for op in numalab_bench::mem::Op::ALL {
+            let g = sweep_gbs(op, Duration::from_millis(20));
+            assert!(g > 0.1 && g < 10_000.0, "{} {g}", op.name());
+        }
     }
 
     #[test]

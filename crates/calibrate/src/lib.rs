@@ -370,6 +370,16 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         "one thread zeroing a buffer that fits its caches",
         || costs::memset_gbs(llc, b),
     );
+    let read = costs::repeat(
+        runs,
+        "one thread reading 256 KiB (the mem benchmark's read sweep), in cache",
+        || costs::sweep_gbs(Op::Read, b),
+    );
+    let write = costs::repeat(
+        runs,
+        "one thread adding one to every word of 256 KiB (the mem benchmark's write sweep), in cache",
+        || costs::sweep_gbs(Op::Write, b),
+    );
     // numa_test's update over growing arrays: the cache its random
     // accesses get, and at the largest (a: 256 MiB, or less on a small
     // node) the misses a core overlaps.
@@ -556,6 +566,8 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     put("costs.thread_launch_us", "us", thread.clone());
     put("costs.first_touch_gbs", "GB/s", first_touch.clone());
     put("costs.scan_us_per_gb", "us", scan.clone());
+    put("costs.read_gbs", "GB/s", read.clone());
+    put("costs.write_gbs", "GB/s", write.clone());
     if let Some(m) = &migrate {
         put("costs.migrate_us_per_mb", "us", m.clone());
     }
@@ -782,6 +794,8 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ("thread_launch_us", "us", &thread),
         ("first_touch_gbs", "GB/s", &first_touch),
         ("scan_us_per_gb", "us", &scan),
+        ("read_gbs", "GB/s", &read),
+        ("write_gbs", "GB/s", &write),
     ]
     .into_iter()
     .chain(migrate.as_ref().map(|m| ("migrate_us_per_mb", "us", m)))

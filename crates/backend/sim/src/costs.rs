@@ -22,6 +22,8 @@
 //! migrate_us_per_mb = 250   # NUMA balancing: migrating 1 MiB (default of
 //!                           # the balancers' migrate_us_per_mb)
 //! scan_us_per_gb = 500      # ... changing the protection of 1 GiB
+//! read_gbs = 100.0          # one core reading in cache (mem --op read)
+//! write_gbs = 50.0          # ... adding one to every word (mem --op write)
 //! ```
 //!
 //! Times measured on a real machine are turned into cycles at the
@@ -60,11 +62,16 @@ pub struct CostsSpec {
     /// `scan_us_per_gb`; without them, the balancers' estimates.
     pub migrate_us_per_mb: Option<f64>,
     pub scan_us_per_gb: Option<f64>,
+    /// One core's rate reading, and adding one to, a buffer that fits its
+    /// caches, GB/s (the mem benchmark's read and write sweeps); without
+    /// them, `memset_gbs` serves all three.
+    pub read_gbs: Option<f64>,
+    pub write_gbs: Option<f64>,
 }
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 11] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 13] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -77,6 +84,8 @@ impl CostsSpec {
             ("costs.first_touch_gbs", self.first_touch_gbs),
             ("costs.migrate_us_per_mb", self.migrate_us_per_mb),
             ("costs.scan_us_per_gb", self.scan_us_per_gb),
+            ("costs.read_gbs", self.read_gbs),
+            ("costs.write_gbs", self.write_gbs),
         ]
     }
 }
@@ -121,6 +130,11 @@ pub struct Costs {
     /// `costs.scan_us_per_gb`): the balancers' defaults.
     pub migrate_us_per_mb: Option<f64>,
     pub scan_us_per_gb: Option<f64>,
+    /// Bytes one core reads, and read-modify-writes, per cycle in cache
+    /// (`costs.read_gbs`, `costs.write_gbs` / `cpu.max_ghz`), when
+    /// measured; else [`Costs::memset_bytes_per_cycle`].
+    pub read_bytes_per_cycle: Option<f64>,
+    pub write_bytes_per_cycle: Option<f64>,
 }
 
 impl Default for Costs {
@@ -143,6 +157,8 @@ impl Costs {
         first_touch_bytes_per_ns: f64::INFINITY,
         migrate_us_per_mb: None,
         scan_us_per_gb: None,
+        read_bytes_per_cycle: None,
+        write_bytes_per_cycle: None,
     };
 
     /// The costs `spec` gives on a machine whose one busy core runs at
@@ -169,6 +185,8 @@ impl Costs {
             first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
             migrate_us_per_mb: spec.migrate_us_per_mb,
             scan_us_per_gb: spec.scan_us_per_gb,
+            read_bytes_per_cycle: spec.read_gbs.map(|g| g / max_ghz),
+            write_bytes_per_cycle: spec.write_gbs.map(|g| g / max_ghz),
         }
     }
 
@@ -194,7 +212,24 @@ impl Costs {
         if let Some(v) = self.scan_us_per_gb {
             m.insert("scan_us_per_gb", v);
         }
+        if let Some(v) = self.read_bytes_per_cycle {
+            m.insert("read_gbs", v * max_ghz);
+        }
+        if let Some(v) = self.write_bytes_per_cycle {
+            m.insert("write_gbs", v * max_ghz);
+        }
         m
+    }
+
+    /// Bytes one core sweeps per cycle in cache, as `op` does.
+    pub fn sweep_bytes_per_cycle(&self, op: numalab_bench::mem::Op) -> f64 {
+        use numalab_bench::mem::Op;
+        match op {
+            Op::Read => self.read_bytes_per_cycle,
+            Op::Write => self.write_bytes_per_cycle,
+            Op::Memset => None,
+        }
+        .unwrap_or(self.memset_bytes_per_cycle)
     }
 
     /// Nanoseconds one thread takes to first-touch `bytes`.

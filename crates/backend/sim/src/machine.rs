@@ -103,6 +103,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
     ("costs.migrate_us_per_mb", 1.0, 1e6, "us", false),
     ("costs.scan_us_per_gb", 1.0, 1e7, "us", false),
+    ("costs.read_gbs", 0.01, 10_000.0, "GB/s", false),
+    ("costs.write_gbs", 0.01, 10_000.0, "GB/s", false),
 ];
 
 /// Longest exit latency or target residency of an idle state (us): 1 s.
@@ -1183,6 +1185,8 @@ min_ghz = 1
             first_touch_bytes_per_ns: f64::INFINITY,
             migrate_us_per_mb: None,
             scan_us_per_gb: None,
+            read_bytes_per_cycle: None,
+            write_bytes_per_cycle: None,
         };
         assert_eq!(Costs::DEFAULT, want);
         assert_eq!(build(OK).unwrap().costs, want);
@@ -1201,7 +1205,7 @@ min_ghz = 1
         let text = format!(
             "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
              fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n\
-             first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\n"
+             first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\nread_gbs = 60\nwrite_gbs = 30\n"
         );
         let c = build(&text).unwrap().costs;
         assert_eq!(
@@ -1218,6 +1222,8 @@ min_ghz = 1
                 first_touch_bytes_per_ns: 2.5,
                 migrate_us_per_mb: Some(300.0),
                 scan_us_per_gb: Some(900.0),
+                read_bytes_per_cycle: Some(20.0),
+                write_bytes_per_cycle: Some(10.0),
             }
         );
         assert_eq!(c.first_touch_ns(5_000_000), 2_000_000);
@@ -1235,10 +1241,12 @@ min_ghz = 1
             ("first_touch_gbs", 2.5),
             ("migrate_us_per_mb", 300.0),
             ("scan_us_per_gb", 900.0),
+            ("read_gbs", 60.0),
+            ("write_gbs", 30.0),
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 11);
+        assert_eq!(f.len(), 13);
         // Not timed, so not stated.
         assert!(!Costs::DEFAULT.as_file(3.0).contains_key("first_touch_gbs"));
         // One key: the others keep their defaults.

@@ -672,7 +672,7 @@ fn add_mem(w: &mut World, meta: &mut Meta, p: &numalab_bench::mem::Params) -> Re
         let work = Work::Compute {
             init: VecDeque::new(),
             init_credit: 0.0,
-            cycles: bytes / w.m.costs.memset_bytes_per_cycle,
+            cycles: bytes / w.m.costs.sweep_bytes_per_cycle(p.op),
             rand_lines: 0.0,
             stream_lines: bytes / w.m.line_bytes,
             // A read-modify-write writes each line back (posted, so it
