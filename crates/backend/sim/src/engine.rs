@@ -107,6 +107,10 @@ pub struct Task {
     pub node_time: Vec<u64>,
     pub user_ns: f64,
     pub sys_ns: f64,
+    /// System time booked on the task before it runs (its process's main
+    /// thread's first touch, which the model does not run as a task):
+    /// counted in the record, not in its runtime for NUMA scanning.
+    pub booked_ns: f64,
     /// Kernel work (balancer scans, faults, migrations) still to be paid.
     pub sys_debt: f64,
     /// Cache refill still to be paid after a migration.

@@ -652,6 +652,33 @@ fn random_misses_overlap_and_llc_hits_cost_their_latency() {
     assert!(slow > fast * 1.2, "{slow} vs {fast}");
 }
 
+/// A worker's scan clock is its own runtime (task_tick_numa reads
+/// se.sum_exec_runtime): the main thread's first touch, which the model
+/// books on the first worker, does not advance it. It had: the worker's
+/// first period then ran out before mm->numa_next_scan, and its first
+/// scan waited a whole period more.
+#[test]
+fn a_first_touch_booked_on_a_worker_does_not_advance_its_scan_clock() {
+    let b = auto(Kind::Numa01, BindMode::Default, 1, 128 << 20, 400);
+    let first = |costs: &str| {
+        let mut cfg = config(small_machine_costs(1, costs), "linux", "autonuma", 1);
+        cfg.sample_ms = 20;
+        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
+        r.series
+            .samples
+            .iter()
+            .find(|s| s.vmstat.get("numa_pages_migrated").is_some_and(|&p| p > 0))
+            .map(|s| s.t_s)
+            .unwrap_or_else(|| panic!("{costs}: nothing migrated"))
+    };
+    // 128 MiB at 0.2 GB/s: the touch takes 0.67 s before the worker starts.
+    let (free, touched) = (first(""), first("first_touch_gbs = 0.2"));
+    let later = touched - free;
+    assert!((0.5..0.85).contains(&later), "{free} s, {touched} s");
+}
+
 #[test]
 fn node_affine_beats_node_blind_on_total_user_time() {
     // Seed 000's finding (E vs A), on its machine, at N=16 with a smaller

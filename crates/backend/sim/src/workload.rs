@@ -303,6 +303,7 @@ pub(crate) fn add_task(
         node_time: vec![0; w.m.nnodes],
         user_ns: 0.0,
         sys_ns: 0.0,
+        booked_ns: 0.0,
         sys_debt: 0.0,
         cold_debt: 0.0,
         progress: 0.0,
@@ -555,6 +556,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
                     );
                     if first_thread.is_none() {
                         w.tasks[id].sys_ns += touch_ns as f64;
+                        w.tasks[id].booked_ns += touch_ns as f64;
                     }
                     first_thread.get_or_insert(id);
                     // Every worker is a thread: the process's main thread

@@ -240,7 +240,12 @@ impl AutoNuma {
     /// scan period, node_stamp advances by the period (a new process's
     /// first period becomes task_scan_start) and task_numa_work runs.
     fn task_tick_numa(&mut self, w: &mut World, t: TaskId) {
-        let runtime = (w.tasks[t].user_ns + w.tasks[t].sys_ns) as u64;
+        // Time booked on the task before it ran (the first worker carries
+        // its process's main-thread first touch, which the model does not
+        // run as a task of its own) is not its runtime: task_tick_numa's
+        // clock is the task's own se.sum_exec_runtime.
+        let task = &w.tasks[t];
+        let runtime = (task.user_ns + task.sys_ns - task.booked_ns).max(0.0) as u64;
         let period_ns = (self.common.tasks[t].scan_period_ms * 1e6) as u64;
         if runtime > self.node_stamp[t] + period_ns {
             if self.node_stamp[t] == 0 {
