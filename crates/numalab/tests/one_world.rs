@@ -287,17 +287,52 @@ fn hooks_run_in_order_and_are_recorded() {
             "--placement",
             "default",
             "--prepare",
-            "exit 7",
+            "echo no disk in drive; exit 7",
             "--results",
             "bad",
         ],
         d,
     );
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("--prepare"), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("--prepare"), "{err}");
     let recs = records(&d.join("bad"));
     assert_eq!(recs.len(), 1);
     assert!(!recs[0].outcome.is_ok());
+    // The failure carries the hook's last output lines, in the record too.
+    let why = serde_json::to_string(&recs[0].outcome).unwrap();
+    assert!(why.contains("its last output: no disk in drive"), "{why}");
+    // The hooks of `run command --cwd DIR` run in DIR, like the command.
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let o = numalab(
+        &[
+            "run",
+            "command",
+            "--cwd",
+            "work",
+            "--setup",
+            "pwd > setup.where",
+            "--prepare",
+            "pwd > prepare.where",
+            "--cleanup",
+            "pwd > cleanup.where",
+            "--results",
+            "cmd",
+            "--",
+            "true",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for h in ["setup", "prepare", "cleanup"] {
+        let at = std::fs::read_to_string(work.join(format!("{h}.where")));
+        let at = at.unwrap_or_else(|e| panic!("--{h} did not run in --cwd: {e}"));
+        assert_eq!(
+            Path::new(at.trim()).canonicalize().unwrap(),
+            work.canonicalize().unwrap()
+        );
+    }
 }
 
 /// As root: a sysctl is applied for the runs, recorded, and restored

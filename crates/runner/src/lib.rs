@@ -71,6 +71,9 @@ pub struct Configuration {
     pub prepare: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
+    /// Where the hooks run: the benchmark's directory (`run command
+    /// --cwd DIR`); numalab's when `None`.
+    pub hook_dir: Option<PathBuf>,
 }
 
 /// Everything one invocation runs.
@@ -577,7 +580,8 @@ fn run_planned(
             if !set_up[ci] {
                 set_up[ci] = true;
                 if let Some(cmd) = &config.setup {
-                    if let Err(e) = hooks::run("setup", cmd, interrupt) {
+                    if let Err(e) = hooks::run("setup", cmd, config.hook_dir.as_deref(), interrupt)
+                    {
                         error = Some(e.into());
                         break;
                     }
@@ -619,7 +623,7 @@ fn run_planned(
             trace: plan.trace || st.trace,
         };
         let result = match &config.prepare {
-            Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
+            Some(cmd) => match hooks::run("prepare", cmd, config.hook_dir.as_deref(), interrupt) {
                 Ok(()) => backend.run(case, &ctx),
                 Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
                 Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
@@ -721,7 +725,12 @@ fn run_planned(
     let cleanup_interrupt = Interrupt::never();
     for (ci, config) in plan.configs.iter().enumerate() {
         if let (true, Some(cmd)) = (set_up[ci], &config.cleanup) {
-            if let Err(e) = hooks::run("cleanup", cmd, &cleanup_interrupt) {
+            if let Err(e) = hooks::run(
+                "cleanup",
+                cmd,
+                config.hook_dir.as_deref(),
+                &cleanup_interrupt,
+            ) {
                 numalab_linux::errln!("numalab: error: {e}");
                 error.get_or_insert(e.into());
             }
