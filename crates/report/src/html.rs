@@ -903,10 +903,7 @@ mod tests {
             sched.contains("Wakeups on an idle CPU: 40 of 80 (50.0%)"),
             "{sched}"
         );
-        assert!(
-            sched.contains("20 tasks, grouped by role"),
-            "{sched}"
-        );
+        assert!(sched.contains("20 tasks, grouped by role"), "{sched}");
         assert!(
             sched.contains(
                 "<p>CPUs chosen for new tasks, in order: 0 -\u{2060}&gt; 1 -\u{2060}&gt; 2"
