@@ -335,6 +335,52 @@ fn hooks_run_in_order_and_are_recorded() {
     }
 }
 
+/// A sampled run with fewer than 10 samples says so, in the record and
+/// under its run line; one with enough does not.
+#[test]
+fn runs_with_few_samples_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |interval: &str, results: &str| {
+        numalab(
+            &[
+                "sim",
+                "--machine",
+                "ht2",
+                "numa02",
+                "--duration",
+                "3",
+                "--interval",
+                interval,
+                "--results",
+                results,
+            ],
+            d,
+        )
+    };
+    let o = run("1", "few");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout) + &text(&o.stderr);
+    assert!(
+        out.contains("warning: only 6 sample(s), every 1.000 s"),
+        "{out}"
+    );
+    let recs = records(&d.join("few"));
+    assert!(
+        recs[0].warnings.iter().any(|w| w.contains("fewer than 10")),
+        "{:?}",
+        recs[0].warnings
+    );
+    let o = run("0.1", "many");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = records(&d.join("many"));
+    assert!(
+        !recs[0].warnings.iter().any(|w| w.contains("sample")),
+        "{:?}",
+        recs[0].warnings
+    );
+}
+
 /// As root: a sysctl is applied for the runs, recorded, and restored
 /// afterwards, also when numalab is interrupted or killed.
 #[test]

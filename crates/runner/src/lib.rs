@@ -829,6 +829,9 @@ fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Ap
 /// What only the runner knows, added before the record is written.
 fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
     rec.applied = applied.clone();
+    if let Some(w) = few_samples(rec) {
+        rec.warnings.push(w);
+    }
     let details = rec.backend.details_mut();
     for (k, v) in case.details() {
         details.entry(k).or_insert(v);
@@ -838,6 +841,22 @@ fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
             .entry("sizing".into())
             .or_insert_with(|| plan.notes.clone().into());
     }
+}
+
+/// A sampled run with fewer samples than this says so: its convergence
+/// time and charts over time rest on too few points.
+pub const MIN_SAMPLES: usize = 10;
+
+/// The warning of a finished, sampled run with fewer than
+/// [`MIN_SAMPLES`] samples.
+fn few_samples(rec: &RunRecord) -> Option<String> {
+    let n = rec.series.samples.len();
+    let every = rec.series.interval_s;
+    (rec.outcome.is_ok() && every > 0.0 && n < MIN_SAMPLES).then(|| {
+        format!(
+            "only {n} sample(s), every {every:.3} s: convergence times and charts over time rest on fewer than {MIN_SAMPLES} (a longer run or a smaller --interval gives more)"
+        )
+    })
 }
 
 /// One line per finished run, within 80 columns: where it stands, its
