@@ -266,6 +266,7 @@ impl ConfigSpec {
             prepare: self.prepare.clone(),
             setup: self.setup.clone(),
             cleanup: self.cleanup.clone(),
+            hook_dir: None,
         })
     }
 

@@ -55,7 +55,8 @@ pub struct RunnerArgs {
     #[arg(long, value_name = "SECONDS|auto", default_value = "auto", allow_negative_numbers = true, value_parser = Interval::parse)]
     pub interval: Interval,
     /// Shell command run before every repetition, untimed (e.g. 'sync';
-    /// 'make clean'); if it fails, that run is recorded as failed
+    /// 'make clean'); if it fails, that run is recorded as failed. Hooks
+    /// run in `run command`'s --cwd, if given
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
     /// Shell command run once before the first run
@@ -177,6 +178,7 @@ impl RunnerArgs {
             prepare: self.prepare.clone(),
             setup: self.setup.clone(),
             cleanup: self.cleanup.clone(),
+            hook_dir: None,
         }
     }
 }
@@ -397,8 +399,13 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     } else {
         r.results.clone()
     };
+    // The hooks run where the command does (--cwd), else here.
+    let mut config = r.configuration();
+    if let BenchCmd::Command { bench, .. } = cmd {
+        config.hook_dir = bench.cwd.clone();
+    }
     let plan = Plan {
-        configs: vec![r.configuration()],
+        configs: vec![config],
         cases: resolved.cases,
         runs,
         warmup: r.warmup,

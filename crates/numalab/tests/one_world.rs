@@ -287,17 +287,98 @@ fn hooks_run_in_order_and_are_recorded() {
             "--placement",
             "default",
             "--prepare",
-            "exit 7",
+            "echo no disk in drive; exit 7",
             "--results",
             "bad",
         ],
         d,
     );
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("--prepare"), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("--prepare"), "{err}");
     let recs = records(&d.join("bad"));
     assert_eq!(recs.len(), 1);
     assert!(!recs[0].outcome.is_ok());
+    // The failure carries the hook's last output lines, in the record too.
+    let why = serde_json::to_string(&recs[0].outcome).unwrap();
+    assert!(why.contains("its last output: no disk in drive"), "{why}");
+    // The hooks of `run command --cwd DIR` run in DIR, like the command.
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let o = numalab(
+        &[
+            "run",
+            "command",
+            "--cwd",
+            "work",
+            "--setup",
+            "pwd > setup.where",
+            "--prepare",
+            "pwd > prepare.where",
+            "--cleanup",
+            "pwd > cleanup.where",
+            "--results",
+            "cmd",
+            "--",
+            "true",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for h in ["setup", "prepare", "cleanup"] {
+        let at = std::fs::read_to_string(work.join(format!("{h}.where")));
+        let at = at.unwrap_or_else(|e| panic!("--{h} did not run in --cwd: {e}"));
+        assert_eq!(
+            Path::new(at.trim()).canonicalize().unwrap(),
+            work.canonicalize().unwrap()
+        );
+    }
+}
+
+/// A sampled run with fewer than 10 samples says so, in the record and
+/// under its run line; one with enough does not.
+#[test]
+fn runs_with_few_samples_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |interval: &str, results: &str| {
+        numalab(
+            &[
+                "sim",
+                "--machine",
+                "ht2",
+                "numa02",
+                "--duration",
+                "3",
+                "--interval",
+                interval,
+                "--results",
+                results,
+            ],
+            d,
+        )
+    };
+    let o = run("1", "few");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout) + &text(&o.stderr);
+    assert!(
+        out.contains("warning: only 6 sample(s), every 1.000 s"),
+        "{out}"
+    );
+    let recs = records(&d.join("few"));
+    assert!(
+        recs[0].warnings.iter().any(|w| w.contains("fewer than 10")),
+        "{:?}",
+        recs[0].warnings
+    );
+    let o = run("0.1", "many");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = records(&d.join("many"));
+    assert!(
+        !recs[0].warnings.iter().any(|w| w.contains("sample")),
+        "{:?}",
+        recs[0].warnings
+    );
 }
 
 /// As root: a sysctl is applied for the runs, recorded, and restored

@@ -71,6 +71,9 @@ pub struct Configuration {
     pub prepare: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
+    /// Where the hooks run: the benchmark's directory (`run command
+    /// --cwd DIR`); numalab's when `None`.
+    pub hook_dir: Option<PathBuf>,
 }
 
 /// Everything one invocation runs.
@@ -577,7 +580,8 @@ fn run_planned(
             if !set_up[ci] {
                 set_up[ci] = true;
                 if let Some(cmd) = &config.setup {
-                    if let Err(e) = hooks::run("setup", cmd, interrupt) {
+                    if let Err(e) = hooks::run("setup", cmd, config.hook_dir.as_deref(), interrupt)
+                    {
                         error = Some(e.into());
                         break;
                     }
@@ -619,7 +623,7 @@ fn run_planned(
             trace: plan.trace || st.trace,
         };
         let result = match &config.prepare {
-            Some(cmd) => match hooks::run("prepare", cmd, interrupt) {
+            Some(cmd) => match hooks::run("prepare", cmd, config.hook_dir.as_deref(), interrupt) {
                 Ok(()) => backend.run(case, &ctx),
                 Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
                 Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
@@ -721,7 +725,12 @@ fn run_planned(
     let cleanup_interrupt = Interrupt::never();
     for (ci, config) in plan.configs.iter().enumerate() {
         if let (true, Some(cmd)) = (set_up[ci], &config.cleanup) {
-            if let Err(e) = hooks::run("cleanup", cmd, &cleanup_interrupt) {
+            if let Err(e) = hooks::run(
+                "cleanup",
+                cmd,
+                config.hook_dir.as_deref(),
+                &cleanup_interrupt,
+            ) {
                 numalab_linux::errln!("numalab: error: {e}");
                 error.get_or_insert(e.into());
             }
@@ -820,6 +829,9 @@ fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Ap
 /// What only the runner knows, added before the record is written.
 fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
     rec.applied = applied.clone();
+    if let Some(w) = few_samples(rec) {
+        rec.warnings.push(w);
+    }
     let details = rec.backend.details_mut();
     for (k, v) in case.details() {
         details.entry(k).or_insert(v);
@@ -829,6 +841,22 @@ fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
             .entry("sizing".into())
             .or_insert_with(|| plan.notes.clone().into());
     }
+}
+
+/// A sampled run with fewer samples than this says so: its convergence
+/// time and charts over time rest on too few points.
+pub const MIN_SAMPLES: usize = 10;
+
+/// The warning of a finished, sampled run with fewer than
+/// [`MIN_SAMPLES`] samples.
+fn few_samples(rec: &RunRecord) -> Option<String> {
+    let n = rec.series.samples.len();
+    let every = rec.series.interval_s;
+    (rec.outcome.is_ok() && every > 0.0 && n < MIN_SAMPLES).then(|| {
+        format!(
+            "only {n} sample(s), every {every:.3} s: convergence times and charts over time rest on fewer than {MIN_SAMPLES} (a longer run or a smaller --interval gives more)"
+        )
+    })
 }
 
 /// One line per finished run, within 80 columns: where it stands, its
