@@ -151,3 +151,100 @@ fn report_over_reproduce_records_draws_the_seed_charts() {
         );
     }
 }
+
+/// The layout checks (issue 27 item 9), measured in headless Chromium at
+/// one width: every chart's text (titles, tick labels) lies within its
+/// SVG, no word of a table cell is broken over two lines, and each note
+/// is written once. Returns what the page script found.
+fn layout_in_chromium(exe: &Path, dir: &Path, html: &str, width: u32) -> String {
+    let measure = r#"<script>
+(function(){
+  var bad=[];
+  var svgs=document.querySelectorAll('svg.chart');
+  for(var i=0;i<svgs.length;i++){
+    var s=svgs[i].getBoundingClientRect(), ts=svgs[i].querySelectorAll('text');
+    for(var j=0;j<ts.length;j++){
+      var r=ts[j].getBoundingClientRect();
+      if(r.width===0){continue;}
+      if(r.left<s.left-0.5||r.right>s.right+0.5||r.top<s.top-0.5||r.bottom>s.bottom+0.5){
+        bad.push('clipped: '+svgs[i].getAttribute('aria-label')+': '+ts[j].textContent);
+      }
+    }
+  }
+  var cells=document.querySelectorAll('th,td');
+  for(var i=0;i<cells.length;i++){
+    var w=document.createTreeWalker(cells[i],NodeFilter.SHOW_TEXT), t;
+    while((t=w.nextNode())){
+      var re=/[^\s-]+/g, m;
+      while((m=re.exec(t.data))){
+        var rg=document.createRange(); rg.setStart(t,m.index); rg.setEnd(t,m.index+m[0].length);
+        var rs=rg.getClientRects(), lines={};
+        for(var k=0;k<rs.length;k++){if(rs[k].width>0){lines[Math.round(rs[k].top)]=1;}}
+        if(Object.keys(lines).length>1){bad.push('broken: '+m[0]);}
+      }
+    }
+  }
+  var seen={}, lis=document.querySelectorAll('ol.notes li');
+  for(var i=0;i<lis.length;i++){
+    var x=lis[i].textContent.replace(/^[0-9, ]+\.\s*/,'');
+    if(seen[x]){bad.push('note twice: '+x);} seen[x]=1;
+  }
+  document.body.setAttribute('data-layout',bad.length?bad.slice(0,20).join(' | '):'none');
+})();
+</script></body>"#;
+    let file = dir.join(format!("r-{width}.html"));
+    std::fs::write(&file, html.replacen("</body>", measure, 1)).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--dump-dom",
+        ])
+        .arg(format!("--window-size={width},2000"))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let key = "data-layout=\"";
+    let i = dom
+        .find(key)
+        .unwrap_or_else(|| panic!("no data-layout in the DOM Chromium dumped"));
+    dom[i + key.len()..].split('"').next().unwrap().to_string()
+}
+
+#[test]
+fn report_layout_holds_at_1280_and_800_px_in_chromium() {
+    let exe = Path::new("/usr/bin/chromium");
+    if !exe.is_file() {
+        if std::env::var_os("NUMALAB_SKIP_BROWSER_TESTS").is_some() {
+            eprintln!("NOTICE: no /usr/bin/chromium: report layout not checked");
+            return;
+        }
+        panic!("headless Chromium is needed: apt-get install -y chromium");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "reproduce",
+            "autonuma-2012",
+            "--runs",
+            "1",
+            "--results",
+            "res",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let (html, _) = report(dir.path(), "res/autonuma-2012-r1");
+    for width in [1280, 800] {
+        let found = layout_in_chromium(exe, dir.path(), &html, width);
+        assert_eq!(found, "none", "at {width} px");
+    }
+}

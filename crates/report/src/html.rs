@@ -24,7 +24,7 @@ p.meta,p.legend{color:#555;font-size:.9em;margin:.3em 0}
 nav a{margin-right:1em}
 table.cmp{border-collapse:collapse;font-size:.88em;margin:.4em 0 .8em;font-variant-numeric:tabular-nums}
 div.table-scroll{max-width:100%;overflow-x:auto}
-table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;overflow-wrap:anywhere}
+table.cmp th,table.cmp td{border:1px solid #ddd;padding:.2em .55em;word-break:normal;overflow-wrap:normal}
 table.cmp td.r,table.cmp th.r{white-space:nowrap}
 table.cmp th{background:#f3f3f3}table.cmp td.r,table.cmp th.r{text-align:right}
 table.cmp tr.summary td{font-weight:600;background:#fafafa}
@@ -36,7 +36,7 @@ figcaption{font-size:.82em;color:#555;max-width:640px}
 svg.chart{max-width:100%;height:auto;font-size:12px}
 svg.chart text.title{font-weight:600;font-size:13px}
 svg.chart text.tick{fill:#444;font-size:11px}svg.chart text.label{fill:#333}
-ol.notes li{margin:.2em 0;font-size:.92em}
+ol.notes{list-style:none;padding-left:1em}ol.notes li{margin:.2em 0;font-size:.92em}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 code{font-size:.92em}
 "#;
@@ -358,9 +358,45 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     if cmp.notes.is_empty() {
         p.body.push_str("<p class=\"meta\">None.</p>");
     } else {
-        p.body.push_str("<ol class=\"notes\">");
+        // A note that differs between metrics only by the metric it
+        // begins with ("ElapsedTime: no geomean: ...", once per metric)
+        // is written once, with the metrics it applies to; every note's
+        // id stays an anchor, so the tables' references still land.
+        let metrics: std::collections::HashSet<&str> =
+            cmp.tables.iter().map(|t| t.metric.as_str()).collect();
+        let mut grouped: Vec<(Vec<usize>, Vec<&str>, &str)> = Vec::new();
         for n in &cmp.notes {
-            let _ = write!(p.body, "<li id=\"note-{}\">{}</li>", n.id, esc(&n.text));
+            let split = n.text.split_once(": ").filter(|(m, _)| metrics.contains(m));
+            match split {
+                Some((m, rest)) => {
+                    if let Some(g) = grouped.iter_mut().find(|g| !g.1.is_empty() && g.2 == rest) {
+                        g.0.push(n.id);
+                        g.1.push(m);
+                    } else {
+                        grouped.push((vec![n.id], vec![m], rest));
+                    }
+                }
+                None => grouped.push((vec![n.id], Vec::new(), n.text.as_str())),
+            }
+        }
+        p.body.push_str("<ol class=\"notes\">");
+        for (ids, ms, text) in &grouped {
+            let nums: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            let _ = write!(
+                p.body,
+                "<li id=\"note-{}\"><b>{}.</b> ",
+                ids[0],
+                nums.join(", ")
+            );
+            for id in &ids[1..] {
+                let _ = write!(p.body, "<span id=\"note-{id}\"></span>");
+            }
+            if ms.is_empty() {
+                p.body.push_str(&esc(text));
+            } else {
+                let _ = write!(p.body, "{}: {}", esc(&ms.join(", ")), esc(text));
+            }
+            p.body.push_str("</li>");
         }
         p.body.push_str("</ol>");
     }

@@ -82,13 +82,34 @@ fn legend_rows(names: &[String]) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Estimated width in pixels of a 13px bold title: a wide sans-serif
+/// glyph on average, so the estimate errs on the long side.
+const TITLE_CHAR_W: f64 = 8.6;
+
 fn open_svg(out: &mut String, kind: &str, title: &str, height: f64) {
+    // A title that would run past the right edge starts at the left edge
+    // instead of the plot's, and one still too long is squeezed to the
+    // chart's width (textLength) rather than cut.
+    let est = TITLE_CHAR_W * title.chars().count() as f64;
+    let (x, fit) = if LEFT + est <= W - 4.0 {
+        (LEFT, String::new())
+    } else if 4.0 + est <= W - 4.0 {
+        (4.0, String::new())
+    } else {
+        (
+            4.0,
+            format!(
+                " textLength=\"{}\" lengthAdjust=\"spacingAndGlyphs\"",
+                f(W - 8.0)
+            ),
+        )
+    };
     let _ = write!(
         out,
-        "<svg class=\"chart\" data-kind=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\" role=\"img\" aria-label=\"{t}\"><title>{t}</title><text class=\"title\" x=\"{x}\" y=\"18\">{t}</text>",
+        "<svg class=\"chart\" data-kind=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\" role=\"img\" aria-label=\"{t}\"><title>{t}</title><text class=\"title\" x=\"{x}\" y=\"18\"{fit}>{t}</text>",
         h = f(height),
         t = esc(title),
-        x = LEFT,
+        x = f(x),
     );
 }
 
@@ -127,9 +148,20 @@ fn axis_labels(out: &mut String, fr: &Frame, x_label: &str, y_label: &str, below
         f(fr.py1 + 36.0 + below),
         esc(x_label)
     );
+    // A y label longer than the plot is tall (about 6.5 px a character)
+    // is squeezed to the plot's height, not cut at the chart's edges.
+    let room = fr.py1 - fr.py0;
+    let fit = if 6.5 * y_label.chars().count() as f64 > room {
+        format!(
+            " textLength=\"{}\" lengthAdjust=\"spacingAndGlyphs\"",
+            f(room)
+        )
+    } else {
+        String::new()
+    };
     let _ = write!(
         out,
-        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        "<text class=\"label\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\"{fit}>{}</text>",
         f((fr.py0 + fr.py1) / 2.0),
         esc(y_label)
     );
@@ -493,10 +525,23 @@ pub fn bar_chart(
         let x = fr.sx(i as f64 + 0.5);
         let y = fr.py1 + 16.0;
         if slant {
+            // A slanted label ends at its bar and runs left and down: the
+            // first ones would run past the chart's left edge, so a label
+            // is shortened to what fits (about 6 px a character at 11 px,
+            // times cos 30°), the whole name in its tooltip.
+            let room = ((x - 4.0) / (6.0 * 0.87)).floor().max(4.0) as usize;
+            let shown: String = if c.chars().count() > room {
+                let mut s: String = c.chars().take(room - 1).collect();
+                s.push('…');
+                s
+            } else {
+                c.clone()
+            };
             let _ = write!(
                 out,
-                "<text class=\"tick\" x=\"{x}\" y=\"{y}\" text-anchor=\"end\" transform=\"rotate(-30 {x} {y})\">{}</text>",
+                "<text class=\"tick\" x=\"{x}\" y=\"{y}\" text-anchor=\"end\" transform=\"rotate(-30 {x} {y})\"><title>{}</title>{}</text>",
                 esc(c),
+                esc(&shown),
                 x = f(x),
                 y = f(y)
             );
@@ -568,6 +613,15 @@ pub fn residency_chart(
     let bar = 14.0;
     let gap = 4.0;
     let plot_h = tasks.len() as f64 * (bar + gap) + gap;
+    // The row labels ("16 tasks on node0") end at the plot's left edge:
+    // the plot starts far enough right for the longest (about 6.5 px a
+    // character at 11 px), or the label would be cut at the chart's edge.
+    let longest = tasks
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let px0 = LEFT.max(14.0 + 6.5 * longest as f64);
     let fr = Frame {
         x: Axis {
             lo: 0.0,
@@ -581,7 +635,7 @@ pub fn residency_chart(
             step: 1.0,
             log2: false,
         },
-        px0: LEFT,
+        px0,
         px1: W - RIGHT,
         py0: TOP,
         py1: TOP + plot_h,
