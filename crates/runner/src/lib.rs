@@ -847,12 +847,17 @@ fn complete(rec: &mut RunRecord, case: &Case, plan: &Plan, applied: &Applied) {
 /// time and charts over time rest on too few points.
 pub const MIN_SAMPLES: usize = 10;
 
-/// The warning of a finished, sampled run with fewer than
-/// [`MIN_SAMPLES`] samples.
+/// Runs shorter than this have no time series to speak of (a spin of
+/// 10 ms): no warning for their few samples.
+pub const MIN_SERIES_S: f64 = 1.0;
+
+/// The warning of a finished, sampled run of at least [`MIN_SERIES_S`]
+/// with fewer than [`MIN_SAMPLES`] samples.
 fn few_samples(rec: &RunRecord) -> Option<String> {
     let n = rec.series.samples.len();
     let every = rec.series.interval_s;
-    (rec.outcome.is_ok() && every > 0.0 && n < MIN_SAMPLES).then(|| {
+    let long = rec.metric("elapsed_s").is_some_and(|e| e >= MIN_SERIES_S);
+    (rec.outcome.is_ok() && long && every > 0.0 && n < MIN_SAMPLES).then(|| {
         format!(
             "only {n} sample(s), every {every:.3} s: convergence times and charts over time rest on fewer than {MIN_SAMPLES} (a longer run or a smaller --interval gives more)"
         )
