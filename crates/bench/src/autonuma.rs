@@ -546,6 +546,89 @@ pub fn loops_for(kind: Kind, bytes: u64, threads: u32, bandwidth: f64, seconds: 
     ((seconds * bandwidth / per_loop).round() as u64).clamp(1, 1_000_000)
 }
 
+/// The zeroing bandwidth of `workers` threads where a default run puts
+/// them: twohalves' two sets pinned to the first two nodes with CPUs, the
+/// others' threads free over all of them; the memory first touched on the
+/// first.
+fn zeroing_bandwidth(kind: Kind, cal: &dyn Calibration, workers: u32, working_set: u64) -> f64 {
+    let mut nodes: Vec<u32> = cpu_nodes(&cal.machine().topology)
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    if kind == Kind::TwoHalves {
+        nodes.truncate(2);
+    }
+    let first = nodes.first().copied().unwrap_or(0);
+    cal.zeroing_bandwidth_on(workers, working_set, &nodes, first, kind == Kind::TwoHalves)
+}
+
+/// A smaller memory size where whole loops of the largest thread count
+/// at `bytes` cannot fill `seconds` within 5%: one loop takes longer than
+/// asked (1,024 threads each zeroing numa01's 3 GiB take 80 s a loop at
+/// one node's 40 GB/s), or the loops are so few that rounding their
+/// number misses (1.6 loops of 1.8 s for 3 s: 2 make 3.6 s). A run takes
+/// `bytes x (1/first touch + loops x k/bandwidth)`, so the size that makes
+/// the rounded-up loops last `seconds` is exact. It never goes below
+/// [`sizing::LLC_FACTOR`] times the largest LLC, so the work stays in
+/// memory. `None` where loops alone meet the duration; else the size and
+/// why, for the note.
+fn shrink_to_duration(
+    kind: Kind,
+    bytes: u64,
+    threads: &[u32],
+    ncpus: usize,
+    seconds: f64,
+    cal: &dyn Calibration,
+) -> Option<(u64, String)> {
+    let &t = threads.iter().max()?;
+    let workers = kind.total_threads(t).min(ncpus as u32);
+    let bw = zeroing_bandwidth(kind, cal, workers, kind.total_bytes(bytes));
+    // Seconds per byte of the size: the first touch, once; a loop.
+    let touch = 1.0 / cal.first_touch_rate();
+    let per_loop = kind.bytes_per_loop(bytes, t) as f64 / bytes as f64 / bw;
+    let b = bytes as f64;
+    let loops = (seconds - touch * b) / (per_loop * b);
+    if !loops.is_finite() || !per_loop.is_finite() || per_loop <= 0.0 {
+        return None;
+    }
+    if loops >= 1.0 && (loops.round() / loops - 1.0).abs() <= 0.05 {
+        return None;
+    }
+    let whole = loops.ceil().max(1.0);
+    let llc = cal.machine().topology.max_llc_bytes();
+    let floor = (sizing::LLC_FACTOR * llc).max(sizing::MIN_BYTES);
+    let mib = 1u64 << 20;
+    let want = ((seconds / (touch + whole * per_loop)) as u64).max(floor);
+    let new = (want / mib).max(1) * mib;
+    if new >= bytes {
+        return None;
+    }
+    let loop_s = per_loop * b;
+    let why = if loops < 1.0 {
+        format!("one loop would take {loop_s:.1} s")
+    } else {
+        format!("{loops:.1} loops of {loop_s:.1} s would fill it, and loops are whole")
+    };
+    Some((
+        new,
+        format!(
+            "at {} and {workers} threads zeroing at {:.1} GB/s here{}, {why}; sized so that {whole} fill about {seconds:.0} s",
+            human_bytes(bytes),
+            bw / 1e9,
+            touch_text(touch * b, seconds),
+        ),
+    ))
+}
+
+/// ", its first touch N s" where the first touch is a noticeable part of
+/// `total` seconds.
+fn touch_text(touch_s: f64, total: f64) -> String {
+    match touch_s >= 0.05 * total {
+        true => format!(", after a first touch of {touch_s:.1} s"),
+        false => String::new(),
+    }
+}
+
 /// The flags of every autonuma benchmark, as [`crate::args`] parsed them.
 pub struct Request<'a> {
     pub placement: &'a [Placement],
@@ -618,9 +701,26 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
         None => {
             let c = sizing::autonuma_bytes(machine, kind, first_free)?;
             sizing::check_autonuma_fits(machine, kind, c.elements, max_total, first_free)?;
-            out.notes.push(format!("memory: {}", c.explanation));
-            out.warnings.extend(c.warning);
-            c.elements
+            let bytes = match r.loops {
+                None => shrink_to_duration(kind, c.elements, &threads, ncpus, r.duration, cal),
+                Some(_) => None,
+            };
+            match bytes {
+                Some((b, why)) => {
+                    sizing::check_autonuma_fits(machine, kind, b, max_total, first_free)?;
+                    out.notes.push(format!(
+                        "memory: {} {}: {why}",
+                        human_bytes(b),
+                        kind.bytes_unit()
+                    ));
+                    b
+                }
+                None => {
+                    out.notes.push(format!("memory: {}", c.explanation));
+                    out.warnings.extend(c.warning);
+                    c.elements
+                }
+            }
         }
     };
     let mut loops_of = Vec::new();
@@ -629,16 +729,19 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
             Some(l) => l,
             None => {
                 let workers = kind.total_threads(t).min(ncpus as u32);
-                let bw = cal.zeroing_bandwidth(workers, kind.total_bytes(bytes));
-                let l = loops_for(kind, bytes, t, bw, r.duration);
+                let bw = zeroing_bandwidth(kind, cal, workers, kind.total_bytes(bytes));
+                // The main thread's first touch is part of the run.
+                let touch_s = bytes as f64 / cal.first_touch_rate();
+                let l = loops_for(kind, bytes, t, bw, (r.duration - touch_s).max(0.0));
                 let orig = kind
                     .original_loops()
                     .map(|o| format!("; the original did {o}"))
                     .unwrap_or_default();
                 out.notes.push(format!(
-                    "{word}: {l} per thread with {t} per {unit}, about {:.0} s at the {:.1} GB/s of {workers} threads zeroing memory here{orig}; --{word} to set",
+                    "{word}: {l} per thread with {t} per {unit}, about {:.0} s at the {:.1} GB/s of {workers} threads zeroing memory here{}{orig}; --{word} to set",
                     r.duration,
                     bw / 1e9,
+                    touch_text(touch_s, r.duration),
                 ));
                 l
             }

@@ -80,9 +80,32 @@ pub trait Calibration {
     /// `working_set` distinct bytes (at cache speed when that fits in the
     /// LLC): the basis of the default loop counts.
     fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64;
+    /// As [`Calibration::zeroing_bandwidth`], the threads spread over
+    /// `cpu_nodes` (`pinned`: each kept on its node, so the run lasts as
+    /// long as the slowest node's share) and the memory on `mem_node`, as
+    /// the benchmark places them. The host and the guest measure threads
+    /// zeroing local memory (this default); the simulator answers for the
+    /// placement, buses and controllers included, so that its runs last
+    /// what was asked.
+    fn zeroing_bandwidth_on(
+        &self,
+        threads: u32,
+        working_set: u64,
+        cpu_nodes: &[u32],
+        mem_node: u32,
+        pinned: bool,
+    ) -> f64 {
+        let _ = (cpu_nodes, mem_node, pinned);
+        self.zeroing_bandwidth(threads, working_set)
+    }
     /// Iterations per second of one spinning task alone on a core: the
     /// basis of spin's default iterations.
     fn spin_rate(&self) -> f64;
+    /// Bytes per second one thread first-touches fresh memory at, page
+    /// faults included (infinite where that costs nothing): the autonuma
+    /// benchmarks' main thread does it before their threads start, inside
+    /// the time their runs are sized for.
+    fn first_touch_rate(&self) -> f64;
 }
 
 /// A benchmark with every parameter resolved: what one run does. It

@@ -272,8 +272,13 @@ pub fn resolve(a: &MemArgs, cal: &dyn Calibration) -> Result<Resolved, BenchErro
                         // The machine's zeroing bandwidth for these threads
                         // over this working set: the estimate for every op
                         // (a read-modify-write moves twice the lines).
-                        let bw = cal.zeroing_bandwidth(threads, bytes * threads as u64)
-                            / op.lines_per_line();
+                        let bw = cal.zeroing_bandwidth_on(
+                            threads,
+                            bytes * threads as u64,
+                            &[cpu_node],
+                            mem_node,
+                            true,
+                        ) / op.lines_per_line();
                         let per_loop = (bytes * threads as u64) as f64;
                         let l = ((a.duration * bw / per_loop).round() as u64).max(1);
                         out.notes.push(format!(

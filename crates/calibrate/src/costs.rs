@@ -293,18 +293,10 @@ pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
     }
 }
 
-/// GB/s of a first touch: one thread zeroing `bytes` it has never
-/// touched (a fresh mapping each time), so every page faults and the
-/// kernel allocates and clears it first, as the autonuma benchmarks'
-/// main thread does before its threads start (with this machine's
-/// transparent huge page setting).
+/// GB/s of a first touch (the host backend's measure, which sizes the
+/// autonuma benchmarks with it).
 pub fn first_touch_gbs(bytes: usize) -> f64 {
-    let t = Instant::now();
-    let mut v: Vec<u8> = Vec::with_capacity(bytes);
-    v.resize(bytes, 1);
-    let s = t.elapsed().as_secs_f64();
-    std::hint::black_box(&v);
-    bytes as f64 / s / 1e9
+    numalab_host::autonuma_run::measure_first_touch_rate(bytes) / 1e9
 }
 
 /// Microseconds of system time to change the protection of 1 GiB of

@@ -307,6 +307,7 @@ pub fn guest_op(args: &[String]) -> i32 {
             working_set,
         } => value(backend.zeroing_bandwidth(threads, working_set).into()),
         Request::SpinRate => value(backend.spin_rate().into()),
+        Request::FirstTouchRate => value(backend.first_touch_rate().into()),
         Request::Run {
             case,
             label,

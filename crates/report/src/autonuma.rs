@@ -189,7 +189,40 @@ pub fn summary_table(records: &[&RunRecord]) -> String {
         s += &placement_rows(recs);
         s += &position_lines(recs);
     }
+    if let Some(line) = resolution_line(records) {
+        push_wrapped(&mut s, &line);
+    }
     s
+}
+
+/// The resolution of the convergence times in a table: a run converges
+/// at a sample, so its time is known to within its sampling interval
+/// (which `--interval auto` stretches on a slow machine). `None` when no
+/// run converged.
+fn resolution_line(records: &[&RunRecord]) -> Option<String> {
+    let every: Vec<f64> = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.convergence.as_ref().map(|c| &c.state),
+                Some(ConvergenceState::Converged { .. })
+            )
+        })
+        .map(|r| r.series.interval_s)
+        .filter(|&i| i > 0.0)
+        .collect();
+    let lo = every.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = every.iter().copied().fold(0.0, f64::max);
+    if every.is_empty() {
+        return None;
+    }
+    let span = match hi - lo < 0.0005 {
+        true => format!("{lo:.3} s"),
+        false => format!("{lo:.3}-{hi:.3} s"),
+    };
+    Some(format!(
+        "at (s): known to the sampling interval, {span}"
+    ))
 }
 
 fn placement_rows(records: &[&RunRecord]) -> String {
@@ -518,6 +551,35 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("bind "), "{t}");
         assert!(lines[2].starts_with("default "), "{t}");
+        assert!(t.lines().all(|l| l.len() <= 80), "{t}");
+    }
+
+    /// A convergence time is known to its sampling interval: the table
+    /// says which (issue 27 item 7), and says nothing when none converged.
+    #[test]
+    fn convergence_times_print_their_resolution() {
+        let conv = |r: &mut RunRecord, at_s: f64, every: f64| {
+            r.convergence = Some(Convergence {
+                definition: "test".into(),
+                state: ConvergenceState::Converged { at_s },
+            });
+            r.series.interval_s = every;
+        };
+        let mut rs = [rec("default", 15.0), rec("bind", 10.0)];
+        for r in rs.iter_mut() {
+            r.convergence = None;
+        }
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        assert!(!summary_table(&refs).contains("sampling interval"));
+        conv(&mut rs[0], 3.0, 1.0);
+        conv(&mut rs[1], 1.0, 1.0);
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let t = summary_table(&refs);
+        assert!(t.contains("at (s): known to the sampling interval, 1.000 s"), "{t}");
+        rs[1].series.interval_s = 2.5;
+        let refs: Vec<&RunRecord> = rs.iter().collect();
+        let t = summary_table(&refs);
+        assert!(t.contains("interval, 1.000-2.500 s"), "{t}");
         assert!(t.lines().all(|l| l.len() <= 80), "{t}");
     }
 

@@ -47,6 +47,8 @@ pub enum Request {
     ZeroingBandwidth { threads: u32, working_set: u64 },
     /// [`numalab_bench::Calibration::spin_rate`] in the guest.
     SpinRate,
+    /// [`numalab_bench::Calibration::first_touch_rate`] in the guest.
+    FirstTouchRate,
     /// Apply these settings, undoing the previous ones (none: undo only).
     Settings { knobs: Vec<Knob> },
     /// Run a case once; the record comes back as a `record` frame.

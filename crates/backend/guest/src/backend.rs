@@ -55,6 +55,7 @@ pub struct GuestBackend {
     machine: MachineInfo,
     node_free: BTreeMap<u32, u64>,
     spin_rate: OnceCell<f64>,
+    first_touch_rate: OnceCell<f64>,
     tag: Tag,
     guest_kernel: String,
     runs: usize,
@@ -129,6 +130,7 @@ impl GuestBackend {
             machine: m.machine,
             node_free: m.node_free,
             spin_rate: OnceCell::new(),
+            first_touch_rate: OnceCell::new(),
             tag,
             guest_kernel,
             runs: 0,
@@ -333,6 +335,12 @@ impl Calibration for GuestBackend {
         *self
             .spin_rate
             .get_or_init(|| self.link.figure(Request::SpinRate))
+    }
+
+    fn first_touch_rate(&self) -> f64 {
+        *self
+            .first_touch_rate
+            .get_or_init(|| self.link.figure(Request::FirstTouchRate))
     }
 }
 

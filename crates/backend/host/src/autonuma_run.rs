@@ -499,6 +499,20 @@ fn own_cpu_s() -> f64 {
 /// small run is timed at cache speed, as it will run; otherwise to at
 /// least twice the LLC (256 MiB at least, the working set at most), so
 /// a large one is timed at memory speed.
+/// Bytes per second of a first touch: one thread zeroing `bytes` it has
+/// never touched (a fresh mapping), so every page faults and the kernel
+/// allocates and clears it first, as the autonuma benchmarks' main thread
+/// does before its threads start (with this machine's transparent huge
+/// page setting).
+pub fn measure_first_touch_rate(bytes: usize) -> f64 {
+    let t = Instant::now();
+    let mut v: Vec<u8> = Vec::with_capacity(bytes);
+    v.resize(bytes, 1);
+    let s = t.elapsed().as_secs_f64();
+    std::hint::black_box(&v);
+    bytes as f64 / s.max(1e-9)
+}
+
 pub fn measure_zeroing_bandwidth(
     threads: u32,
     working_set: u64,

@@ -274,7 +274,12 @@ pub struct HostBackend {
     exe: PathBuf,
     machine: MachineInfo,
     spin_rate: OnceCell<f64>,
+    first_touch_rate: OnceCell<f64>,
 }
+
+/// Fresh memory a first-touch measure faults in: enough pages to time
+/// well (a quarter of a second here), little enough to cost nothing.
+const FIRST_TOUCH_BYTES: usize = 256 << 20;
 
 impl HostBackend {
     /// Probe this machine; `exe` is the numalab binary the tasks run as.
@@ -284,6 +289,7 @@ impl HostBackend {
             exe,
             machine,
             spin_rate: OnceCell::new(),
+            first_touch_rate: OnceCell::new(),
         })
     }
 }
@@ -310,6 +316,12 @@ impl Calibration for HostBackend {
         *self
             .spin_rate
             .get_or_init(|| placement_run::spin_rate(Duration::from_millis(300)))
+    }
+
+    fn first_touch_rate(&self) -> f64 {
+        *self
+            .first_touch_rate
+            .get_or_init(|| autonuma_run::measure_first_touch_rate(FIRST_TOUCH_BYTES))
     }
 }
 

@@ -74,19 +74,34 @@ impl Calibration for SimBackend {
     /// default placement first touches everything on one node).
     fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64 {
         let m = &self.cfg.machine;
-        let core = m.max_ghz * 1e9 * m.costs.memset_bytes_per_cycle;
-        if working_set as f64 <= m.llc_bytes {
-            return threads as f64 * core;
+        let all: Vec<usize> = (0..m.nnodes)
+            .filter(|&n| !m.node_cpus[n].is_empty())
+            .collect();
+        zeroing_rate(
+            m,
+            threads,
+            working_set,
+            &all,
+            all.first().copied().unwrap_or(0),
+            false,
+        )
+    }
+
+    fn zeroing_bandwidth_on(
+        &self,
+        threads: u32,
+        working_set: u64,
+        cpu_nodes: &[u32],
+        mem_node: u32,
+        pinned: bool,
+    ) -> f64 {
+        let m = &self.cfg.machine;
+        let index = |id: u32| m.topology.nodes.iter().position(|n| n.id == id);
+        let nodes: Vec<usize> = cpu_nodes.iter().filter_map(|&id| index(id)).collect();
+        match (nodes.is_empty(), index(mem_node)) {
+            (false, Some(mem)) => zeroing_rate(m, threads, working_set, &nodes, mem, pinned),
+            _ => self.zeroing_bandwidth(threads, working_set),
         }
-        let lat = m
-            .latency_ns
-            .first()
-            .and_then(|r| r.first())
-            .copied()
-            .unwrap_or(100.0);
-        let per_thread = core.min(m.mlp * m.line_bytes / lat * 1e9);
-        let node_bw = m.bandwidth.first().copied().unwrap_or(1.0) * 1e9;
-        (threads as f64 * per_thread).min(node_bw)
     }
 
     /// Iterations per second of a lone spinner at the maximum frequency
@@ -94,6 +109,102 @@ impl Calibration for SimBackend {
     fn spin_rate(&self) -> f64 {
         let m = &self.cfg.machine;
         m.max_ghz * 1e9 / m.costs.spin_cycles
+    }
+
+    /// `costs.first_touch_gbs` (infinite unless the machine file says).
+    fn first_touch_rate(&self) -> f64 {
+        self.cfg.machine.costs.first_touch_bytes_per_ns * 1e9
+    }
+}
+
+/// What `threads` threads zeroing `working_set` bytes get on `m`, by the
+/// engine's own rules, for sizing runs: the threads spread over
+/// `cpu_nodes` as evenly as their CPUs allow (`pinned`: kept there), the
+/// memory on `mem_node`
+/// (the autonuma benchmarks first touch it on the first node), each
+/// line a memset's compute plus a streamed miss, and every controller and
+/// bus on the way loaded as the engine loads it from the uncontended
+/// demand ([`crate::machine::Resource::load`]). Within the LLC, the
+/// threads' compute alone.
+pub fn zeroing_rate(
+    m: &crate::machine::Machine,
+    threads: u32,
+    working_set: u64,
+    cpu_nodes: &[usize],
+    mem_node: usize,
+    pinned: bool,
+) -> f64 {
+    let core = m.max_ghz * m.costs.memset_bytes_per_cycle; // bytes per ns
+    if working_set as f64 <= m.llc_bytes {
+        return threads as f64 * core * 1e9;
+    }
+    let nn = m.nnodes;
+    // Threads per node: round-robin over the nodes with CPUs free.
+    let mut on = vec![0usize; nn];
+    let mut left = threads as usize;
+    while left > 0 {
+        let before = left;
+        for &n in cpu_nodes {
+            if left > 0 && on[n] < m.node_cpus[n].len() {
+                on[n] += 1;
+                left -= 1;
+            }
+        }
+        if left == before {
+            // More threads than CPUs: the rest share them, no faster.
+            break;
+        }
+    }
+    let line = m.line_bytes;
+    let compute = line / core;
+    // Uncontended: each thread's demand on its path to the memory.
+    let (mut demand, mut mem) = (vec![0.0; nn * nn], vec![0.0; nn * nn]);
+    let to = mem_node;
+    for n in 0..nn {
+        let unit0 = compute + m.latency_ns[n][to] / m.mlp;
+        let p = n * nn + to;
+        demand[p] = on[n] as f64 * line / unit0;
+        mem[p] = demand[p] * (m.latency_ns[n][to] / m.mlp) / unit0;
+    }
+    let loads: Vec<(f64, f64)> = m
+        .resources
+        .iter()
+        .map(|r| {
+            let (d, x) = r
+                .paths
+                .iter()
+                .fold((0.0, 0.0), |(d, x), &p| (d + demand[p], x + mem[p]));
+            if d == 0.0 {
+                return (0.0, 0.0);
+            }
+            let (_, wait, cap) = r.load(d, x);
+            (wait, cap)
+        })
+        .collect();
+    // Threads free to move share the work as they go: their rates add.
+    // Threads pinned per node each do their share: the slowest node's
+    // rate at full contention bounds the time from above, the added rates
+    // from below (once the fast nodes are done the slow one runs alone,
+    // less contended); the estimate takes the middle of the two times.
+    let (mut rate, mut slowest) = (0.0, f64::INFINITY);
+    for n in (0..nn).filter(|&n| on[n] > 0) {
+        let p = n * nn + to;
+        let (wait, cap) = m.path_resources[p]
+            .iter()
+            .fold((0.0, 0.0f64), |(w, c), &i| {
+                (w + loads[i].0, c.max(loads[i].1))
+            });
+        let cont = (1.0 + wait).max(cap);
+        let one = line / (compute + m.latency_ns[n][to] * cont / m.mlp);
+        rate += on[n] as f64 * one;
+        slowest = slowest.min(one);
+    }
+    match pinned {
+        true => {
+            let pinned = on.iter().sum::<usize>() as f64 * slowest;
+            2.0 / (1.0 / pinned + 1.0 / rate) * 1e9
+        }
+        false => rate * 1e9,
     }
 }
 

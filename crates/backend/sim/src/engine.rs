@@ -936,16 +936,7 @@ impl Engine {
                 (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = (0.0, 0.0, 0.0);
                 continue;
             }
-            let rho = demand * r.inv_bandwidth;
-            let x = rho.min(0.95);
-            w.resource_rho[i] = rho;
-            w.resource_wait[i] = r.wait_per_load * x / (1.0 - x);
-            w.resource_cap[i] = if rho > 1.0 {
-                let phi = (mem / demand).max(1e-9);
-                (rho - 1.0 + phi) / phi
-            } else {
-                rho
-            };
+            (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = r.load(demand, mem);
         }
         for (p, res) in w.m.path_resources.iter().enumerate() {
             let (mut wait, mut cap) = (0.0, 0.0f64);

@@ -323,6 +323,23 @@ impl Resource {
             wait_per_load: line / bandwidth / ref_latency_ns,
         }
     }
+
+    /// Its load under `demand` bytes/ns of uncontended traffic, `mem` of
+    /// it the memory part (demand-weighted): utilisation rho, the queueing
+    /// wait added to a load's latency (in units of the reference latency)
+    /// and the throughput cap (the engine's `prepare_tick` explains both).
+    pub fn load(&self, demand: f64, mem: f64) -> (f64, f64, f64) {
+        let rho = demand * self.inv_bandwidth;
+        let x = rho.min(0.95);
+        let wait = self.wait_per_load * x / (1.0 - x);
+        let cap = if rho > 1.0 {
+            let phi = (mem / demand).max(1e-9);
+            (rho - 1.0 + phi) / phi
+        } else {
+            rho
+        };
+        (rho, wait, cap)
+    }
 }
 
 /// A validated machine, with the lookup tables the engine needs.
