@@ -1236,6 +1236,25 @@ mod tests {
     }
 
     #[test]
+    fn setup_bg_reaches_the_runner_and_leaves_other_keys_alone() {
+        let cfg = |extra: &str| {
+            plan(&format!(
+                "{BENCH}[[config]]\nlabel = \"a\"\nsetup = \"true\"\n{extra}"
+            ))
+        };
+        let plain = cfg("").unwrap();
+        let bg = cfg("setup_bg = \"sleep 1000\"\n").unwrap();
+        let r = bg.configs[0].configuration().unwrap();
+        assert_eq!(r.setup_bg.as_deref(), Some("sleep 1000"));
+        assert_eq!(plain.configs[0].configuration().unwrap().setup_bg, None);
+        // A plan without it keeps its cells' keys; with it, they differ.
+        assert!(!canonical(&plain.configs[0]).contains("setup_bg"));
+        assert_ne!(canonical(&bg.configs[0]), canonical(&plain.configs[0]));
+        let e = cfg("setup_bg = \"sleep 1\\nrm x\"\n").unwrap_err();
+        assert!(e.contains("control character"), "{e}");
+    }
+
+    #[test]
     fn a_guest_kernel_by_name_stays_a_name_and_a_path_is_the_plans() {
         let p = parse(
             Path::new("/plans/p.toml"),
