@@ -403,6 +403,33 @@ fn kill_9_during_the_runs_of_a_setup_bg_service_leaves_nothing_running() {
     );
 }
 
+/// A service deaf to SIGTERM is killed, its whole tree, once the grace
+/// has passed (5 s), and numalab then ends as usual.
+#[test]
+fn a_setup_bg_service_deaf_to_sigterm_is_killed_after_the_grace() {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let deaf = "trap '' TERM; sleep 307 & while :; do sleep 1; done";
+    let (mut c, mark) = start(
+        &[TINY_SIM.as_slice(), &["--setup-bg", deaf]].concat(),
+        dir.path(),
+        &[],
+        false,
+    );
+    let t0 = Instant::now();
+    let status = c.wait().unwrap();
+    let took = t0.elapsed();
+    let left = running(&mark);
+    clean_up(&mark);
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert!(status.success(), "{status}: {err}");
+    assert!(left.is_empty(), "left running: {left:#?}");
+    // It was given the grace: SIGTERM alone would have ended nothing.
+    assert!(took >= Duration::from_secs(5), "{took:?}");
+    let log = std::fs::read_to_string(dir.path().join("numalab-results/hooks.log")).unwrap();
+    assert!(log.contains(" setup-bg: stopped\n"), "{log}");
+}
+
 /// Ctrl-C (SIGINT to numalab's process group) and SIGTERM (to numalab
 /// alone) stop the service: numalab exits 130 with none of it left.
 fn setup_bg_stopped_by(signal: i32, whole_group: bool, code: i32) {
