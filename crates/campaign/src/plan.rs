@@ -113,6 +113,11 @@ pub struct ConfigSpec {
     pub prepare: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
+    /// `setup_bg`: a service kept running through the configuration's
+    /// runs (`--setup-bg`). Left out of the serialized form when absent,
+    /// so that the cells of plans without it keep their keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_bg: Option<String>,
     pub target: Target,
     /// `trace = true`: its runs record their scheduling events
     /// (`--trace`). How a run is observed, not what it runs: not part of
@@ -266,6 +271,7 @@ impl ConfigSpec {
             prepare: self.prepare.clone(),
             setup: self.setup.clone(),
             cleanup: self.cleanup.clone(),
+            setup_bg: self.setup_bg.clone(),
             hook_dir: None,
         })
     }
@@ -541,6 +547,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             prepare: None,
             setup: None,
             cleanup: None,
+            setup_bg: None,
             target: Target::Host,
             trace: false,
             slurm: SlurmPlace::default(),
@@ -926,9 +933,9 @@ fn substitute_key(k: &str, vars: &[(String, Value)]) -> String {
     s
 }
 
-const CONFIG_KEYS: [&str; 13] = [
+const CONFIG_KEYS: [&str; 14] = [
     "label", "matrix", "sysctl", "governor", "thp", "sysfs", "prepare", "setup", "cleanup",
-    "guest", "sim", "slurm", "trace",
+    "setup_bg", "guest", "sim", "slurm", "trace",
 ];
 
 fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, CampaignError> {
@@ -1104,6 +1111,7 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             prepare: text("prepare")?,
             setup: text("setup")?,
             cleanup: text("cleanup")?,
+            setup_bg: text("setup_bg")?,
             target,
             trace,
             slurm,
@@ -1225,6 +1233,25 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("trace false", false), ("trace true", true)]
         );
+    }
+
+    #[test]
+    fn setup_bg_reaches_the_runner_and_leaves_other_keys_alone() {
+        let cfg = |extra: &str| {
+            plan(&format!(
+                "{BENCH}[[config]]\nlabel = \"a\"\nsetup = \"true\"\n{extra}"
+            ))
+        };
+        let plain = cfg("").unwrap();
+        let bg = cfg("setup_bg = \"sleep 1000\"\n").unwrap();
+        let r = bg.configs[0].configuration().unwrap();
+        assert_eq!(r.setup_bg.as_deref(), Some("sleep 1000"));
+        assert_eq!(plain.configs[0].configuration().unwrap().setup_bg, None);
+        // A plan without it keeps its cells' keys; with it, they differ.
+        assert!(!canonical(&plain.configs[0]).contains("setup_bg"));
+        assert_ne!(canonical(&bg.configs[0]), canonical(&plain.configs[0]));
+        let e = cfg("setup_bg = \"sleep 1\\nrm x\"\n").unwrap_err();
+        assert!(e.contains("control character"), "{e}");
     }
 
     #[test]

@@ -24,7 +24,10 @@
 //!   the program and of every descendant it waited for;
 //! - reads a pipe from numalab on its standard input: EOF (numalab died,
 //!   whatever killed it, and the kernel closed the pipe) or the line
-//!   `kill` (numalab was interrupted) makes it kill the whole tree;
+//!   `kill` (numalab was interrupted) makes it kill the whole tree; the
+//!   line `term MS` (a service stopped: `--setup-bg`) sends SIGTERM to
+//!   the program's process group first and kills the tree when the
+//!   program has ended or MS milliseconds have passed;
 //! - when the program exits, kills and reaps what it left running;
 //! - removes the run's log (`--log PATH`) when numalab ends before it was
 //!   told how the program ended: no record will ever name that log;
@@ -283,6 +286,22 @@ impl Supervisor {
         self.wait_end()
     }
 
+    /// Stop the program as a service is stopped: SIGTERM to its process
+    /// group, then, once it has ended or `grace` has passed, SIGKILL to
+    /// its whole tree; wait for the supervisor to end. Returns how many
+    /// processes were left after the program (or it ended), when it said.
+    pub fn terminate(mut self, grace: Duration) -> io::Result<Option<usize>> {
+        if let Some(mut c) = self.control.take() {
+            let _ = writeln!(c, "term {}", grace.as_millis());
+            // Kept open until the supervisor has answered: closing it
+            // now would be EOF, a kill without the grace.
+            let r = self.wait_end_after(grace);
+            drop(c);
+            return r;
+        }
+        self.wait_end()
+    }
+
     /// After [`Event::Exited`]: wait for the supervisor to kill what the
     /// program left running and end. Returns how many there were.
     pub fn finish(mut self) -> io::Result<usize> {
@@ -297,9 +316,14 @@ impl Supervisor {
     /// Wait for `left N` and the supervisor's exit; its input is closed.
     fn wait_end(&mut self) -> io::Result<Option<usize>> {
         self.control = None;
+        self.wait_end_after(Duration::ZERO)
+    }
+
+    /// [`Self::wait_end`], the supervisor first given `grace` to act.
+    fn wait_end_after(&mut self, grace: Duration) -> io::Result<Option<usize>> {
         let mut left = None;
         // The supervisor gives up on a tree after KILL_TIMEOUT.
-        let deadline = Instant::now() + KILL_TIMEOUT + Duration::from_secs(5);
+        let deadline = Instant::now() + grace + KILL_TIMEOUT + Duration::from_secs(5);
         while let Some(wait) = deadline.checked_duration_since(Instant::now()) {
             match self.events.recv_timeout(wait) {
                 Ok(Event::Left(n)) => {
@@ -386,6 +410,28 @@ fn kill_tree(tree: &mut Tree) -> usize {
     }
 }
 
+/// `term MS`: SIGTERM to the program's group while it is unreaped, then
+/// up to `grace` for it to end. When it does, the main thread says how
+/// it ended, kills what is left and exits the process while holding
+/// [`TREE`]; the caller then kills the tree (the grace ran out).
+fn terminate(grace: Duration) {
+    {
+        let tree = TREE.lock().unwrap_or_else(|e| e.into_inner());
+        match tree.as_ref() {
+            Some(t) if !t.reaped => child::signal(-t.pgid, libc::SIGTERM),
+            _ => return,
+        }
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        let tree = TREE.lock().unwrap_or_else(|e| e.into_inner());
+        if tree.as_ref().is_none_or(|t| t.reaped) {
+            return;
+        }
+    }
+}
+
 /// The supervisor's main, run as `numalab __supervise [--log PATH] --
 /// PROGRAM ARGS` (`args` are the arguments after `__supervise`). Returns
 /// the exit code.
@@ -460,6 +506,11 @@ pub fn main(args: &[String]) -> i32 {
         for line in stdin.lock().lines() {
             match line {
                 Ok(l) if l.trim() == "kill" => break,
+                Ok(l) if l.trim().starts_with("term ") => {
+                    let ms = l.trim()["term ".len()..].parse().unwrap_or(0);
+                    terminate(Duration::from_millis(ms));
+                    break;
+                }
                 Ok(_) => {}
                 Err(_) => break,
             }

@@ -65,6 +65,12 @@ pub struct RunnerArgs {
     /// Shell command run once after the last run, also when interrupted
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
+    /// Shell command started after --setup and kept running through the
+    /// runs (a load generator, a daemon); stopped after them (SIGTERM,
+    /// then SIGKILL), also on Ctrl-C or kill -9 of numalab; if it ends
+    /// first, the runs fail. Output in RESULTS/hooks.log
+    #[arg(long = "setup-bg", value_name = "CMD")]
+    pub setup_bg: Option<String>,
     /// Set a sysctl for the runs and restore it after (repeatable; also
     /// the NUMA-balancing scan tunables by their sysctl names, e.g.
     /// kernel.numa_balancing_scan_period_max_ms=2000); needs root
@@ -178,6 +184,7 @@ impl RunnerArgs {
             prepare: self.prepare.clone(),
             setup: self.setup.clone(),
             cleanup: self.cleanup.clone(),
+            setup_bg: self.setup_bg.clone(),
             hook_dir: None,
         }
     }

@@ -376,6 +376,104 @@ fn a_hook_that_leaves_a_background_job_has_it_killed_when_it_ends() {
     assert!(err.lines().all(|l| l.chars().count() <= 80), "{err}");
 }
 
+/// A `--setup-bg` service with a background child: its shell, the child
+/// and the foreground sleep.
+const SERVICE: &str = "sleep 303 & sleep 304; wait";
+
+fn service_running(ps: &[Proc]) -> bool {
+    count_exact(ps, &["sh", "-c", SERVICE]) == 1
+        && count_exact(ps, &["sleep", "303"]) == 1
+        && count_exact(ps, &["sleep", "304"]) == 1
+}
+
+/// A `--setup-bg` service dies with numalab however numalab dies: here
+/// `kill -9` while a run's `--prepare` holds the run, so numalab is
+/// killed with the service running, not after having stopped it.
+#[test]
+fn kill_9_during_the_runs_of_a_setup_bg_service_leaves_nothing_running() {
+    killed_mid_run(
+        &[
+            TINY_SIM.as_slice(),
+            &["--setup-bg", SERVICE, "--prepare", "sleep 305"],
+        ]
+        .concat(),
+        &[],
+        "the service's sh and its two sleeps, and the prepare hook",
+        |ps| service_running(ps) && count_exact(ps, &["sleep", "305"]) == 1,
+    );
+}
+
+/// A service deaf to SIGTERM is killed, its whole tree, once the grace
+/// has passed (5 s), and numalab then ends as usual.
+#[test]
+fn a_setup_bg_service_deaf_to_sigterm_is_killed_after_the_grace() {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let deaf = "trap '' TERM; sleep 307 & while :; do sleep 1; done";
+    let (mut c, mark) = start(
+        &[TINY_SIM.as_slice(), &["--setup-bg", deaf]].concat(),
+        dir.path(),
+        &[],
+        false,
+    );
+    let t0 = Instant::now();
+    let status = c.wait().unwrap();
+    let took = t0.elapsed();
+    let left = running(&mark);
+    clean_up(&mark);
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert!(status.success(), "{status}: {err}");
+    assert!(left.is_empty(), "left running: {left:#?}");
+    // It was given the grace: SIGTERM alone would have ended nothing.
+    assert!(took >= Duration::from_secs(5), "{took:?}");
+    let log = std::fs::read_to_string(dir.path().join("numalab-results/hooks.log")).unwrap();
+    assert!(log.contains(" setup-bg: stopped\n"), "{log}");
+}
+
+/// Ctrl-C (SIGINT to numalab's process group) and SIGTERM (to numalab
+/// alone) stop the service: numalab exits 130 with none of it left.
+fn setup_bg_stopped_by(signal: i32, whole_group: bool, code: i32) {
+    let _serial = setup();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, mark) = start(
+        &[
+            TINY_SIM.as_slice(),
+            &["--setup-bg", SERVICE, "--prepare", "sleep 305"],
+        ]
+        .concat(),
+        dir.path(),
+        &[],
+        whole_group,
+    );
+    wait_for(
+        &mut c,
+        dir.path(),
+        &mark,
+        "the service and the prepare",
+        |ps| service_running(ps) && count_exact(ps, &["sleep", "305"]) == 1,
+    );
+    let pid = c.id() as i32;
+    let target = if whole_group { -pid } else { pid };
+    // SAFETY: signalling our own child (and its process group).
+    unsafe { libc::kill(target, signal) };
+    let status = c.wait().unwrap();
+    let left = running(&mark);
+    clean_up(&mark);
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(code), "{err}");
+    assert!(left.is_empty(), "left running: {left:#?}\nstderr: {err}");
+}
+
+#[test]
+fn ctrl_c_stops_a_setup_bg_service() {
+    setup_bg_stopped_by(libc::SIGINT, true, 130);
+}
+
+#[test]
+fn sigterm_stops_a_setup_bg_service() {
+    setup_bg_stopped_by(libc::SIGTERM, false, 130);
+}
+
 /// Ctrl-C during the storm: numalab exits 130 having reaped every worker.
 /// Nothing of the benchmark may exist afterwards, not even a zombie (a
 /// zombie left behind is reparented to this subreaper and stays visible).

@@ -335,6 +335,138 @@ fn hooks_run_in_order_and_are_recorded() {
     }
 }
 
+/// Whether `pid` runs (exists and is not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+/// `--setup-bg` starts once, in `--cwd`, before the first run; every
+/// run's `--prepare` finds the same service alive; it is stopped after the
+/// last run; its output and the hooks' are in RESULTS/hooks.log.
+#[test]
+fn a_setup_bg_service_lasts_through_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let o = numalab(
+        &[
+            "run",
+            "command",
+            "--cwd",
+            "work",
+            "--runs",
+            "3",
+            "--setup",
+            "echo set up > order",
+            "--setup-bg",
+            "echo service up; cat order > svc.saw; sleep 1000 & echo $! > svc.pid; wait",
+            // Waits (at most 20 s) for the service's pid file, then checks
+            // its sleep is alive and notes which it was.
+            "--prepare",
+            "for i in $(seq 200); do [ -s svc.pid ] && break; sleep 0.1; done; \
+             kill -0 $(cat svc.pid) && cat svc.pid >> alive",
+            "--results",
+            "res",
+            "--",
+            "true",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // After --setup, in --cwd.
+    assert_eq!(
+        std::fs::read_to_string(work.join("svc.saw")).unwrap(),
+        "set up\n"
+    );
+    let alive_lines = std::fs::read_to_string(work.join("alive")).unwrap();
+    let pids: Vec<&str> = alive_lines.lines().collect();
+    assert_eq!(pids.len(), 3, "every run's prepare found it: {alive_lines}");
+    assert!(pids.iter().all(|p| *p == pids[0]), "one service: {pids:?}");
+    let pid: i32 = pids[0].trim().parse().unwrap();
+    assert!(!alive(pid), "the service's sleep outlived numalab");
+    let recs = records(&d.join("res"));
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        assert!(r.outcome.is_ok());
+        let bg = r.applied.setup_bg.as_deref().unwrap();
+        assert!(bg.starts_with("echo service up;"), "{bg}");
+    }
+    let log = std::fs::read_to_string(d.join("res/hooks.log")).unwrap();
+    for want in [
+        " setup: $ echo set up > order\n",
+        " setup: ended: exit status: 0\n",
+        " setup-bg: service up\n",
+        " prepare: ended: exit status: 0\n",
+        " setup-bg: stopped\n",
+    ] {
+        assert!(log.contains(want), "{want:?} not in {log}");
+    }
+    assert_eq!(log.matches(" prepare: $ for i").count(), 3, "{log}");
+}
+
+/// A service that ends before the runs are done fails them, in one line
+/// naming --setup-bg, its exit status and its last output.
+#[test]
+fn a_setup_bg_service_that_ends_fails_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab(
+        &[
+            "run",
+            "command",
+            "--runs",
+            "3",
+            "--setup-bg",
+            "echo no port; exit 3",
+            "--prepare",
+            "sleep 1",
+            "--results",
+            "res",
+            "--",
+            "true",
+        ],
+        d,
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("numalab: error: "))
+        .unwrap_or_else(|| panic!("no error line: {err}"));
+    assert_eq!(
+        line,
+        "numalab: error: --setup-bg \"echo no port; exit 3\" ended before the runs were done (exit 3); its last output: no port",
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // At most the run it ended in, failed; never three.
+    if d.join("res").exists() {
+        let recs = records(&d.join("res"));
+        assert!(recs.len() <= 1, "{recs:?}");
+        assert!(recs.iter().all(|r| !r.outcome.is_ok()));
+    }
+    // A control character in it is refused before anything runs.
+    let o = numalab(
+        &[
+            "run",
+            "command",
+            "--setup-bg",
+            "sleep 1\nrm x",
+            "--",
+            "true",
+        ],
+        d,
+    );
+    assert_one_line_error(
+        &o,
+        "--setup-bg \"sleep 1\\nrm x\" holds a control character",
+    );
+}
+
 /// A sampled run with fewer than 10 samples says so, in the record and
 /// under its run line; one with enough does not.
 #[test]

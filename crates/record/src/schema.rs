@@ -254,6 +254,10 @@ pub struct Applied {
     /// Shell command run once after the configuration's last run.
     #[serde(default)]
     pub cleanup: Option<String>,
+    /// Service (`--setup-bg`): a shell command started after `setup` and
+    /// kept running through the configuration's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_bg: Option<String>,
     /// Discarded runs before the recorded ones, per case.
     #[serde(default)]
     pub warmup: u32,

@@ -23,7 +23,11 @@
 //!   SIGTERM, and by a guard process when numalab is killed outright;
 //!   `--setup` once before its first run, `--cleanup` once after its
 //!   last, `--prepare` before every run (untimed; a failing prepare fails
-//!   that run). What was applied is written into every record.
+//!   that run), and the service `--setup-bg` kept running while it is
+//!   active, started after `--setup` and stopped before its settings are
+//!   restored ([`hooks::Service`]). What was applied is written into every
+//!   record; what the hooks printed, into the results directory's
+//!   `hooks.log` ([`hooks::HookLog`]).
 //! - **How many.** `--runs N` ([`Runs::Fixed`]), or `--runs auto`
 //!   ([`Runs::Auto`], [`Auto`]): the first round (one run of every case
 //!   in every configuration) runs, its time decides how many rounds fit
@@ -71,6 +75,9 @@ pub struct Configuration {
     pub prepare: Option<String>,
     pub setup: Option<String>,
     pub cleanup: Option<String>,
+    /// A service started after `setup` and kept running while the
+    /// configuration is active (`--setup-bg`).
+    pub setup_bg: Option<String>,
     /// Where the hooks run: the benchmark's directory (`run command
     /// --cwd DIR`); numalab's when `None`.
     pub hook_dir: Option<PathBuf>,
@@ -342,6 +349,7 @@ pub fn check_config(c: &Configuration, site: &SettingsSite) -> Result<(), Runner
         ("--prepare", &c.prepare),
         ("--setup", &c.setup),
         ("--cleanup", &c.cleanup),
+        ("--setup-bg", &c.setup_bg),
     ] {
         if let Some(h) = hook {
             numalab_linux::shell::check(flag, h)
@@ -378,6 +386,23 @@ pub fn check_label(label: &str) -> Result<(), RunnerError> {
 struct Active {
     config: usize,
     settings: Settings,
+    /// Its `--setup-bg` service, running.
+    service: Option<hooks::Service>,
+}
+
+impl Active {
+    /// Its service stopped, then its settings restored.
+    fn end(mut self, backends: &mut dyn Backends) -> Result<(), RunnerError> {
+        if let Some(s) = self.service.take() {
+            s.stop(hooks::STOP_GRACE);
+        }
+        self.settings.undo(backends, self.config)
+    }
+
+    /// Whether its service still runs: the error saying how it ended.
+    fn service_ended(&mut self) -> Option<hooks::HookError> {
+        self.service.as_mut().and_then(|s| s.check().err())
+    }
 }
 
 /// What a configuration's machine settings became.
@@ -541,6 +566,7 @@ fn run_planned(
     let mut warned = std::collections::BTreeSet::new();
     // The run an interrupt cut short.
     let mut cut_short: Option<String> = None;
+    let hook_log = hooks::HookLog::new(&plan.results);
 
     let mut n = 0;
     while n < steps.len() {
@@ -556,7 +582,7 @@ fn run_planned(
         // Make `config` the active configuration.
         if active.as_ref().map(|a| a.config) != Some(ci) {
             if let Some(a) = active.take() {
-                if let Err(e) = a.settings.undo(backends, a.config) {
+                if let Err(e) = a.end(backends) {
                     error = Some(e);
                     break;
                 }
@@ -573,20 +599,40 @@ fn run_planned(
                     bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
                 }
             }
-            active = Some(Active {
+            let a = active.insert(Active {
                 config: ci,
                 settings,
+                service: None,
             });
             if !set_up[ci] {
                 set_up[ci] = true;
                 if let Some(cmd) = &config.setup {
-                    if let Err(e) = hooks::run("setup", cmd, config.hook_dir.as_deref(), interrupt)
-                    {
+                    if let Err(e) = hooks::run(
+                        "setup",
+                        cmd,
+                        config.hook_dir.as_deref(),
+                        Some(&hook_log),
+                        interrupt,
+                    ) {
                         error = Some(e.into());
                         break;
                     }
                 }
             }
+            if let Some(cmd) = &config.setup_bg {
+                match hooks::Service::start(cmd, config.hook_dir.as_deref(), Some(&hook_log)) {
+                    Ok(s) => a.service = Some(s),
+                    Err(e) => {
+                        error = Some(e.into());
+                        break;
+                    }
+                }
+            }
+        }
+        // A service that ended stops the invocation before its next run.
+        if let Some(e) = active.as_mut().and_then(Active::service_ended) {
+            error = Some(e.into());
+            break;
         }
         let backend = match backends.get(ci) {
             Ok(b) => b,
@@ -623,7 +669,13 @@ fn run_planned(
             trace: plan.trace || st.trace,
         };
         let result = match &config.prepare {
-            Some(cmd) => match hooks::run("prepare", cmd, config.hook_dir.as_deref(), interrupt) {
+            Some(cmd) => match hooks::run(
+                "prepare",
+                cmd,
+                config.hook_dir.as_deref(),
+                Some(&hook_log),
+                interrupt,
+            ) {
                 Ok(()) => backend.run(case, &ctx),
                 Err(hooks::HookError::Interrupted { .. }) => Err(RunError::Interrupted),
                 Err(e) => Ok(backend.failed_record(case, &ctx, &e.to_string())),
@@ -651,6 +703,15 @@ fn run_planned(
                 break;
             }
         };
+        // A service that ended during the run: the run did not run with
+        // it, so it failed, and the invocation stops after its record.
+        let service_ended = active.as_mut().and_then(Active::service_ended);
+        if let Some(e) = &service_ended {
+            if rec.outcome.is_ok() {
+                numalab_record::remove_side_files(&plan.results, &rec.id);
+                rec = backend.failed_record(case, &ctx, &e.to_string());
+            }
+        }
         bar.done(step);
         if matches!(plan.output, Output::Quiet | Output::Progress) {
             // Every warning counts as printed: only run lines.
@@ -660,6 +721,10 @@ fn run_planned(
         if st.warmup {
             if say_run {
                 bar.println(&run_line(&head, &rec, &mut warned));
+            }
+            if let Some(e) = service_ended {
+                error = Some(e.into());
+                break;
             }
             continue;
         }
@@ -674,6 +739,7 @@ fn run_planned(
                     bar.println(&format!("    record: {}", path.display()));
                 }
                 out.records.push((path, rec));
+                hook_log.flush();
             }
             Err(e) => {
                 // A side file never stands without its record.
@@ -684,6 +750,10 @@ fn run_planned(
                 });
                 break;
             }
+        }
+        if let Some(e) = service_ended {
+            error = Some(e.into());
+            break;
         }
         // --runs auto: when the first round has run, decide the count,
         // add the rounds and give the first round's records that count.
@@ -715,9 +785,10 @@ fn run_planned(
         }
     }
     bar.finish();
-    // Settings back, then the cleanups, whatever happened.
+    // The service stopped and the settings back, then the cleanups,
+    // whatever happened.
     if let Some(a) = active.take() {
-        if let Err(e) = a.settings.undo(backends, a.config) {
+        if let Err(e) = a.end(backends) {
             numalab_linux::errln!("numalab: error: {e}");
             error.get_or_insert(e);
         }
@@ -729,6 +800,7 @@ fn run_planned(
                 "cleanup",
                 cmd,
                 config.hook_dir.as_deref(),
+                Some(&hook_log),
                 &cleanup_interrupt,
             ) {
                 numalab_linux::errln!("numalab: error: {e}");
@@ -736,6 +808,7 @@ fn run_planned(
             }
         }
     }
+    hook_log.flush();
     if out.interrupted {
         let during = cut_short
             .map(|h| format!(" during {h}"))
@@ -821,6 +894,7 @@ fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Ap
         prepare: c.prepare.clone(),
         setup: c.setup.clone(),
         cleanup: c.cleanup.clone(),
+        setup_bg: c.setup_bg.clone(),
         warmup,
         command_line: std::env::args().collect(),
     }
