@@ -392,7 +392,8 @@ pub struct CommandArgs {
     /// Directory to run the command in; default: the current one
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// The program and its arguments, after `--`
+    /// The program and its arguments, after `--`; `--vs [--name N] [--cwd
+    /// DIR] -- PROGRAM [ARGS]` adds a command to compare with the first
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub argv: Vec<String>,
 }

@@ -102,7 +102,119 @@ fn executable(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The word that separates commands compared in one invocation
+/// (`-- CMD1 --vs --name b -- CMD2`).
+pub const VS: &str = "--vs";
+
+/// One command of an invocation: its `--name`, `--cwd` and argv.
+#[derive(Debug, Clone, PartialEq)]
+pub struct One {
+    pub name: Option<String>,
+    pub cwd: Option<PathBuf>,
+    pub argv: Vec<String>,
+}
+
+/// The commands of `-- CMD1 --vs [--name N] [--cwd DIR] -- CMD2 ...`:
+/// the first takes the flags given before the first `--`, each later one
+/// its own after its `--vs`. A literal `--vs` argument cannot be passed
+/// (wrap the command in `sh -c`).
+pub fn split(a: &CommandArgs) -> Result<Vec<One>, BenchError> {
+    let mut parts = a.argv.split(|w| w == VS);
+    let first = parts.next().unwrap_or_default();
+    let mut out = vec![One {
+        name: a.name.clone(),
+        cwd: a.cwd.clone(),
+        argv: first.to_vec(),
+    }];
+    for (i, part) in parts.enumerate() {
+        let n = i + 2;
+        let mut one = One {
+            name: None,
+            cwd: None,
+            argv: Vec::new(),
+        };
+        let mut words = part.iter();
+        loop {
+            match words.next().map(String::as_str) {
+                Some("--") => break,
+                Some(flag @ ("--name" | "--cwd")) => {
+                    let Some(v) = words.next() else {
+                        return Err(BenchError(format!("command {n}: {flag} needs a value")));
+                    };
+                    match flag {
+                        "--name" => one.name = Some(v.clone()),
+                        _ => one.cwd = Some(PathBuf::from(v)),
+                    }
+                }
+                Some(w) => {
+                    return Err(BenchError(format!(
+                        "command {n}: {w:?} after --vs: give [--name N] [--cwd DIR] -- PROGRAM [ARGS]"
+                    )))
+                }
+                None => {
+                    return Err(BenchError(format!(
+                        "command {n}: no `--` after --vs: give [--name N] [--cwd DIR] -- PROGRAM [ARGS]"
+                    )))
+                }
+            }
+        }
+        one.argv = words.cloned().collect();
+        out.push(one);
+    }
+    Ok(out)
+}
+
+/// One case per command, in the order given (the first is the baseline
+/// of the comparison printed after the runs), each checked before
+/// anything runs; two commands may not share a name.
 pub fn resolve(a: &CommandArgs, _cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+    resolve_commands(a)
+}
+
+fn resolve_commands(a: &CommandArgs) -> Result<Resolved, BenchError> {
+    let commands = split(a)?;
+    let several = commands.len() > 1;
+    let mut cases = Vec::new();
+    for (i, c) in commands.into_iter().enumerate() {
+        let p = resolve_one(c).map_err(|e| match several {
+            true => BenchError(format!("command {}: {}", i + 1, e.0)),
+            false => e,
+        })?;
+        if let Some(Case::Command(q)) = cases.iter().find(|x| match x {
+            Case::Command(q) => q.name == p.name,
+            _ => false,
+        }) {
+            return Err(BenchError(format!(
+                "commands {} and {} are both named {:?}: give each its own --name",
+                shell_words(&q.argv),
+                shell_words(&p.argv),
+                p.name
+            )));
+        }
+        cases.push(Case::Command(p));
+    }
+    let notes = match several {
+        true => vec![format!(
+            "commands: {}, run in turn in every round; the first is the baseline",
+            cases
+                .iter()
+                .filter_map(|c| match c {
+                    Case::Command(p) => Some(p.name.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+        false => vec![],
+    };
+    Ok(Resolved {
+        cases,
+        notes,
+        warnings: vec![],
+    })
+}
+
+fn resolve_one(a: One) -> Result<Params, BenchError> {
     let Some(program) = a.argv.first() else {
         return Err(BenchError::new("command: name the program to run after --"));
     };
@@ -138,20 +250,79 @@ pub fn resolve(a: &CommandArgs, _cal: &dyn Calibration) -> Result<Resolved, Benc
             return Err(BenchError(format!("{program}: {why}")));
         }
     }
-    Ok(Resolved {
-        cases: vec![Case::Command(Params {
-            name,
-            argv: a.argv.clone(),
-            cwd: a.cwd.clone(),
-        })],
-        notes: vec![],
-        warnings: vec![],
+    Ok(Params {
+        name,
+        argv: a.argv,
+        cwd: a.cwd,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(name: Option<&str>, argv: &[&str]) -> CommandArgs {
+        CommandArgs {
+            name: name.map(String::from),
+            cwd: None,
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn commands_split_on_vs_with_their_own_flags() {
+        let a = args(
+            Some("a"),
+            &[
+                "true", "1", "--vs", "--name", "b", "--cwd", "/", "--", "false", "--vs", "--", "sh",
+            ],
+        );
+        let c = split(&a).unwrap();
+        assert_eq!(c.len(), 3);
+        assert_eq!(
+            (c[0].name.as_deref(), &c[0].argv[..]),
+            (Some("a"), &["true".to_string(), "1".into()][..])
+        );
+        assert_eq!(c[1].name.as_deref(), Some("b"));
+        assert_eq!(c[1].cwd.as_deref(), Some(Path::new("/")));
+        assert_eq!(c[1].argv, ["false"]);
+        assert_eq!(
+            (c[2].name.as_deref(), &c[2].argv[..]),
+            (None, &["sh".to_string()][..])
+        );
+        for (bad, why) in [
+            (&["true", "--vs", "false"][..], "\"false\" after --vs"),
+            (&["true", "--vs", "--name"][..], "--name needs a value"),
+            (&["true", "--vs", "--name", "b"][..], "no `--` after --vs"),
+        ] {
+            let e = split(&args(None, bad)).unwrap_err().0;
+            assert!(e.contains(why) && e.starts_with("command 2:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn compared_commands_need_names_of_their_own() {
+        let r = resolve_commands(&args(None, &["true", "--vs", "--", "true", "x"]));
+        let e = r.unwrap_err().0;
+        assert!(e.contains("both named \"true\""), "{e}");
+        let r = resolve_commands(&args(
+            None,
+            &["true", "--vs", "--name", "t2", "--", "true", "x"],
+        ))
+        .unwrap();
+        assert_eq!(r.cases.len(), 2);
+        assert!(r.notes[0].contains("true, t2"), "{:?}", r.notes);
+        let e = resolve_commands(&args(
+            None,
+            &["true", "--vs", "--name", "b", "--", "/nonexistent"],
+        ))
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("command 2: /nonexistent: no such file"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn names() {

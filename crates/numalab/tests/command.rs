@@ -310,3 +310,55 @@ fn runs_that_did_not_do_the_same_work_are_warned_about() {
         text(&o.stderr)
     );
 }
+
+/// Several commands in one invocation, as hyperfine runs them (issue 27
+/// item 12): one case each, run in turn in every round, and a closing
+/// table of each one's elapsed time over the first's.
+#[test]
+fn commands_compared_with_vs_run_in_turn_and_print_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = numalab_in(
+        &[
+            "run", "command", "--runs", "3", "--name", "fast", "--", "sleep", "0.05", "--vs",
+            "--name", "slow", "--", "sleep", "0.3",
+        ],
+        d,
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(err.contains("commands: fast, slow, run in turn"), "{err}");
+    assert!(
+        out.contains("elapsed relative to fast (the first command):"),
+        "{out}"
+    );
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")) && l.contains("  3 "))
+            .unwrap_or_else(|| panic!("no row for {name}: {out}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("fast")[3], "1.000", "{out}");
+    let ratio: f64 = row("slow")[3].parse().unwrap();
+    assert!(ratio > 2.0, "sleep 0.3 over sleep 0.05: {ratio}\n{out}");
+    assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+    // Interleaved: fast and slow alternate, round by round.
+    let mut recs = json_records(&d.join("numalab-results"));
+    assert_eq!(recs.len(), 6);
+    recs.sort_by(|a, b| a.1["started_at"].as_str().cmp(&b.1["started_at"].as_str()));
+    let order: Vec<&str> = recs
+        .iter()
+        .map(|(_, r)| r["benchmark"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["fast", "slow", "fast", "slow", "fast", "slow"]);
+    // Two commands may not share a name; a bad second command is named.
+    let o = numalab_in(
+        &["run", "command", "--", "true", "--vs", "--", "true", "1"],
+        d,
+    );
+    assert_one_line_error(&o, "both named \"true\": give each its own --name");
+    let o = numalab_in(&["run", "command", "--", "true", "--vs", "true"], d);
+    assert_one_line_error(&o, "command 2: \"true\" after --vs");
+}

@@ -409,9 +409,16 @@ fn kill_9_during_the_runs_of_a_setup_bg_service_leaves_nothing_running() {
 fn a_setup_bg_service_deaf_to_sigterm_is_killed_after_the_grace() {
     let _serial = setup();
     let dir = tempfile::tempdir().unwrap();
-    let deaf = "trap '' TERM; sleep 307 & while :; do sleep 1; done";
+    // The run waits until the service has set its trap: on a busy
+    // machine the shell could otherwise be stopped before it had.
+    let deaf = "trap '' TERM; touch deaf; sleep 307 & while :; do sleep 1; done";
+    let ready = "while [ ! -e deaf ]; do sleep 0.05; done";
     let (mut c, mark) = start(
-        &[TINY_SIM.as_slice(), &["--setup-bg", deaf]].concat(),
+        &[
+            TINY_SIM.as_slice(),
+            &["--setup-bg", deaf, "--prepare", ready],
+        ]
+        .concat(),
         dir.path(),
         &[],
         false,

@@ -220,9 +220,7 @@ fn resolution_line(records: &[&RunRecord]) -> Option<String> {
         true => format!("{lo:.3} s"),
         false => format!("{lo:.3}-{hi:.3} s"),
     };
-    Some(format!(
-        "at (s): known to the sampling interval, {span}"
-    ))
+    Some(format!("at (s): known to the sampling interval, {span}"))
 }
 
 fn placement_rows(records: &[&RunRecord]) -> String {
@@ -575,7 +573,10 @@ mod tests {
         conv(&mut rs[1], 1.0, 1.0);
         let refs: Vec<&RunRecord> = rs.iter().collect();
         let t = summary_table(&refs);
-        assert!(t.contains("at (s): known to the sampling interval, 1.000 s"), "{t}");
+        assert!(
+            t.contains("at (s): known to the sampling interval, 1.000 s"),
+            "{t}"
+        );
         rs[1].series.interval_s = 2.5;
         let refs: Vec<&RunRecord> = rs.iter().collect();
         let t = summary_table(&refs);

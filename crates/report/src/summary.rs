@@ -106,7 +106,80 @@ pub fn invocation(records: &[&RunRecord]) -> String {
             );
         }
     }
+    if let Some(t) = commands_relative(records) {
+        out.push('\n');
+        out.push_str(&t);
+    }
     out
+}
+
+/// Several commands of one invocation (`run command -- A --vs -- B`),
+/// as hyperfine ends: each one's elapsed time over the first's, with a
+/// 95% confidence interval (Fieller's, numalab_stats::ratio_ci) where
+/// both ran at least twice. `None` unless every record is a command and
+/// there are at least two of them.
+pub fn commands_relative(records: &[&RunRecord]) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut times: Vec<Vec<f64>> = Vec::new();
+    for r in records {
+        if !r.params.contains_key("command") {
+            return None;
+        }
+        let i = match names.iter().position(|n| *n == r.benchmark) {
+            Some(i) => i,
+            None => {
+                names.push(&r.benchmark);
+                times.push(Vec::new());
+                names.len() - 1
+            }
+        };
+        if let (true, Some(e)) = (r.outcome.is_ok(), r.metric("elapsed_s")) {
+            times[i].push(e);
+        }
+    }
+    if names.len() < 2 || times[0].is_empty() {
+        return None;
+    }
+    let base = &times[0];
+    let mut out = String::new();
+    push_wrapped(
+        &mut out,
+        &format!("elapsed relative to {} (the first command):", names[0]),
+    );
+    let _ = writeln!(
+        out,
+        "{:<20} {:>4} {:>16} {:>8} {:>17}",
+        "command", "runs", "elapsed(s)", "ratio", "95% CI"
+    );
+    for (name, t) in names.iter().zip(&times) {
+        let name = match name.chars().count() > 20 {
+            true => format!("{}~", name.chars().take(19).collect::<String>()),
+            false => name.to_string(),
+        };
+        if t.is_empty() {
+            let _ = writeln!(out, "{name:<20} {:>4} {:>16}", 0, "-");
+            continue;
+        }
+        let mean = t.iter().sum::<f64>() / t.len() as f64;
+        let ratio = mean / (base.iter().sum::<f64>() / base.len() as f64);
+        let ci = match numalab_stats::ratio_ci(base, t, 0.95) {
+            Ok(e) if e.bounded => format!("[{}, {}]", num::ratio(e.low), num::ratio(e.high)),
+            Ok(_) => "[unbounded]".into(),
+            Err(_) => "-".into(),
+        };
+        let sd = (t.len() > 1).then(|| {
+            (t.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (t.len() - 1) as f64).sqrt()
+        });
+        let _ = writeln!(
+            out,
+            "{name:<20} {:>4} {:>16} {:>8} {:>17}",
+            t.len(),
+            num::mean_sd(mean, sd),
+            num::ratio(ratio),
+            ci
+        );
+    }
+    Some(out)
 }
 
 /// Per case (benchmark and parameters) and label, in first-seen order:

@@ -1408,8 +1408,14 @@ fn memset_gbs_sets_the_zeroing_rate_in_cache() {
     // 100 ns / 8), a little less for the controller's queue.
     let close = |a: f64, b: f64| a <= b && a > 0.99 * b;
     let per_line = 64.0 / 5.0 + 100.0 / 8.0;
-    assert!(close(zb("memset_gbs = 5", 1, 1 << 30), 64.0 / per_line * 1e9));
-    assert!(close(zb("memset_gbs = 500", 1, 1 << 30), 64.0 / (64.0 / 500.0 + 12.5) * 1e9));
+    assert!(close(
+        zb("memset_gbs = 5", 1, 1 << 30),
+        64.0 / per_line * 1e9
+    ));
+    assert!(close(
+        zb("memset_gbs = 500", 1, 1 << 30),
+        64.0 / (64.0 / 500.0 + 12.5) * 1e9
+    ));
     // Zeroing's compute part: numa02 takes longer with a slower memset.
     let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 2000);
     let fast = elapsed_with_costs("", &case);
