@@ -5,6 +5,8 @@
 //! from the waker's CPU to the wakee's next slice; migrations as instants
 //! on the CPU a task arrived at; counters for memory per node and pages
 //! migrated over time. Opens in ui.perfetto.dev and chrome://tracing.
+//! [`Format::Perfetto`] writes the same schedule as ftrace text instead
+//! ([`crate::systrace`]).
 
 use crate::time_of;
 use numalab_linux::perf::Event;
@@ -12,6 +14,20 @@ use numalab_record::RunRecord;
 use numalab_topology::Topology;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// How a stretch on a CPU ended: the task's state as it left the CPU
+/// (`sched_switch`'s `prev_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceEnd {
+    /// Switched out while runnable (`R+`).
+    Preempted,
+    /// Switched out to sleep (`S`).
+    Slept,
+    /// Its final switch, after it exited.
+    Exited,
+    /// Still running when the trace ended (`R`).
+    Running,
+}
 
 /// A task on a CPU from `start_ns` to `end_ns`.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,10 +38,11 @@ pub struct Slice {
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
+    pub end: SliceEnd,
 }
 
-/// A wakeup: the waker on `from_cpu` at `at_ns`; the wakee next ran on
-/// `to_cpu` from `to_ns`.
+/// A wakeup: `waker` on `from_cpu` at `at_ns` woke `wakee`, which had
+/// last run on `prev_cpu` and next ran on `to_cpu` from `to_ns`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Wakeup {
     pub from_cpu: u32,
@@ -33,6 +50,8 @@ pub struct Wakeup {
     pub to_cpu: u32,
     pub to_ns: u64,
     pub wakee: u32,
+    pub waker: u32,
+    pub prev_cpu: u32,
 }
 
 /// A task arriving on `cpu` from another CPU.
@@ -58,6 +77,9 @@ pub struct Schedule {
     pub wakeups: Vec<Wakeup>,
     pub migrations: Vec<Migration>,
     pub counters: Vec<Counter>,
+    /// Every task's process and command name (the last it had), by tid:
+    /// wakers that never ran in the trace included.
+    pub tasks: BTreeMap<u32, (u32, String)>,
 }
 
 /// The schedule of a real run, from its raw events (times in the events'
@@ -69,13 +91,16 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
     let mut names: BTreeMap<u32, String> = BTreeMap::new();
     let mut running: BTreeMap<u32, (u32, u32, u64)> = BTreeMap::new(); // tid -> (cpu, pid, since)
     let mut last_cpu: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut waking: BTreeMap<u32, (u32, u64)> = BTreeMap::new(); // wakee -> (waker cpu, at)
+    // wakee -> (waker's cpu, at, waker, the wakee's last cpu)
+    let mut waking: BTreeMap<u32, (u32, u64, u32, u32)> = BTreeMap::new();
     let mut exited: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut pids: BTreeMap<u32, u32> = BTreeMap::new();
     let rel = |t: u64| t.saturating_sub(start_ns);
     let end = |s: &mut Schedule,
                names: &BTreeMap<u32, String>,
                tid: u32,
                at: u64,
+               how: SliceEnd,
                running: &mut BTreeMap<u32, (u32, u32, u64)>| {
         if let Some((cpu, pid, since)) = running.remove(&tid) {
             s.slices.push(Slice {
@@ -88,6 +113,7 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                     .unwrap_or_else(|| format!("task {tid}")),
                 start_ns: rel(since),
                 end_ns: rel(at),
+                end: how,
             });
         }
     };
@@ -97,9 +123,11 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 if let Some(n) = names.get(ptid).cloned() {
                     names.insert(*tid, n);
                 }
+                pids.insert(*tid, *pid);
             }
             Event::Comm { tid, comm, pid, .. } if *pid != numalab_pid => {
                 names.insert(*tid, comm.clone());
+                pids.insert(*tid, *pid);
             }
             Event::SwitchIn {
                 time,
@@ -117,15 +145,18 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                         });
                     }
                 }
-                if let Some((wcpu, at)) = waking.remove(tid) {
+                if let Some((wcpu, at, waker, prev_cpu)) = waking.remove(tid) {
                     s.wakeups.push(Wakeup {
                         from_cpu: wcpu,
                         at_ns: rel(at),
                         to_cpu: *cpu,
                         to_ns: rel(*time),
                         wakee: *tid,
+                        waker,
+                        prev_cpu,
                     });
                 }
+                pids.insert(*tid, *pid);
                 running.insert(*tid, (*cpu, *pid, *time));
             }
             Event::SwitchOut {
@@ -133,9 +164,16 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 cpu,
                 tid,
                 pid,
-                ..
+                preempted,
             } if *pid != numalab_pid => {
-                end(&mut s, &names, *tid, *time, &mut running);
+                let how = if exited.contains_key(tid) {
+                    SliceEnd::Exited
+                } else if *preempted {
+                    SliceEnd::Preempted
+                } else {
+                    SliceEnd::Slept
+                };
+                end(&mut s, &names, *tid, *time, how, &mut running);
                 last_cpu.insert(*tid, *cpu);
             }
             Event::Exit { time, tid, .. } => {
@@ -143,16 +181,24 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 exited.insert(*tid, *time);
             }
             Event::Waking {
-                time, cpu, wakee, ..
+                time,
+                cpu,
+                wakee,
+                waker,
+                prev_cpu,
             } => {
-                waking.insert(*wakee, (*cpu, *time));
+                waking.insert(*wakee, (*cpu, *time, *waker, *prev_cpu));
             }
             _ => {}
         }
     }
     for (tid, at) in exited {
-        end(&mut s, &names, tid, at, &mut running);
+        end(&mut s, &names, tid, at, SliceEnd::Exited, &mut running);
     }
+    s.tasks = pids
+        .into_iter()
+        .filter_map(|(tid, pid)| Some((tid, (pid, names.get(&tid)?.clone()))))
+        .collect();
     s
 }
 
@@ -195,6 +241,36 @@ pub fn counters(r: &RunRecord) -> Vec<Counter> {
         .into_iter()
         .filter(|c| !c.points.is_empty())
         .collect()
+}
+
+/// The formats a schedule is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Chrome trace-event JSON ([`chrome_json`]): slices on a track per
+    /// CPU grouped by node, wakeup flows, migration instants, counters.
+    #[default]
+    Chrome,
+    /// ftrace text ([`crate::systrace::systrace`]): Perfetto's CPU
+    /// scheduling tracks, thread states and wakeups.
+    Perfetto,
+}
+
+impl Format {
+    /// `s` on `topo` in this format.
+    pub fn render(self, topo: &Topology, title: &str, s: &Schedule) -> String {
+        match self {
+            Format::Chrome => chrome_json(topo, title, s),
+            Format::Perfetto => crate::systrace::systrace(topo, title, s),
+        }
+    }
+
+    /// The extension of the simulator's trace file beside its record.
+    pub fn sim_extension(self) -> &'static str {
+        match self {
+            Format::Chrome => "trace",
+            Format::Perfetto => "systrace",
+        }
+    }
 }
 
 /// One trace event, its fields in the order the trace-event format lists
