@@ -9,8 +9,9 @@
 //!   need-resched, hardirq/softirq, preempt depth, migrate-disable);
 //! - the same line tokenised by Perfetto's systrace reader
 //!   (src/trace_processor/importers/systrace/systrace_line_tokenizer.cc):
-//!   its regular expression, searched as it does, must find the same task
-//!   name, pid, tgid, CPU, time and event; its parser splits arguments at
+//!   its regular expression, searched as it does (its base::Regex is
+//!   ECMAScript, leftmost-first like Rust's regex), must find the same
+//!   task name, pid, tgid, CPU, time and event; its parser splits arguments at
 //!   spaces and each at `=`, so no value may hold either;
 //! - each event's arguments exactly as its `TP_printk` in
 //!   include/trace/events/sched.h prints them, every field, in order;
