@@ -59,6 +59,12 @@ pub struct SimArgs {
         allow_negative_numbers = true
     )]
     max_sim_s: f64,
+    /// The format of --trace's files: chrome (`<id>.trace`, trace-event
+    /// JSON) or perfetto (`<id>.systrace`, ftrace text for Perfetto's CPU
+    /// tracks)
+    #[arg(long, global = true, help_heading = "Simulator", value_enum,
+          default_value_t = crate::cli_trace::TraceFormat::Chrome)]
+    trace_format: crate::cli_trace::TraceFormat,
     #[command(subcommand)]
     benchmark: Option<BenchCmd>,
 }
@@ -137,6 +143,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         bail!("--max-sim-s must be a positive number of seconds");
     }
     cfg.max_sim_s = args.max_sim_s;
+    cfg.trace_format = args.trace_format.into();
     cfg.sample_ms = numalab_sim::backend::sample_ms(bench.interval());
     cfg.check()?;
     let mut backend = SimBackend::new(cfg);

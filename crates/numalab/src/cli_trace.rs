@@ -1,5 +1,6 @@
-//! `numalab trace export RECORD -o FILE`: a traced run's schedule as a
-//! Perfetto / Chrome trace (numalab-trace's exporter, the one the
+//! `numalab trace export RECORD -o FILE [--format chrome|perfetto]`: a
+//! traced run's schedule as Chrome trace-event JSON or as ftrace text for
+//! Perfetto's scheduler views (numalab-trace's exporter, the one the
 //! simulator's `--trace` uses).
 
 use anyhow::{bail, Context, Result};
@@ -14,9 +15,10 @@ pub struct TraceArgs {
 
 #[derive(clap::Subcommand)]
 enum Sub {
-    /// Write a traced run (run with --trace) as Perfetto / Chrome trace
-    /// JSON: a track per CPU grouped by node, task slices, wakeup flows,
-    /// migration instants, memory per node and pages migrated as counters
+    /// Write a traced run (run with --trace) as a trace for ui.perfetto.dev:
+    /// Chrome JSON (a track per CPU grouped by node, task slices, wakeup
+    /// flows, migrations, memory counters) or ftrace text (Perfetto's CPU
+    /// scheduling tracks, thread states and wakeups)
     Export(ExportArgs),
 }
 
@@ -27,6 +29,27 @@ struct ExportArgs {
     /// The trace file to write (open it in ui.perfetto.dev)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
+    /// chrome: trace-event JSON; perfetto: ftrace text (sched_switch,
+    /// sched_waking, sched_migrate_task) for Perfetto's scheduler views
+    #[arg(long, value_enum, default_value_t = TraceFormat::Chrome)]
+    format: TraceFormat,
+}
+
+/// A trace file's format, for `trace export --format` and `sim
+/// --trace-format`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    Chrome,
+    Perfetto,
+}
+
+impl From<TraceFormat> for numalab_trace::export::Format {
+    fn from(f: TraceFormat) -> Self {
+        match f {
+            TraceFormat::Chrome => numalab_trace::export::Format::Chrome,
+            TraceFormat::Perfetto => numalab_trace::export::Format::Perfetto,
+        }
+    }
 }
 
 pub fn run(a: TraceArgs) -> Result<ExitCode> {
@@ -52,10 +75,11 @@ pub fn run(a: TraceArgs) -> Result<ExitCode> {
         .map_err(|err| anyhow::anyhow!("{}: {err}", events_path.display()))?;
     let mut schedule = numalab_trace::export::from_events(&events, 0, 0);
     schedule.counters = numalab_trace::export::counters(&rec);
-    let json = numalab_trace::export::chrome_json(&rec.machine.topology, &rec.id, &schedule);
+    let format = numalab_trace::export::Format::from(e.format);
+    let text = format.render(&rec.machine.topology, &rec.id, &schedule);
     // A temporary file renamed into place: a full disk or an interrupt
     // leaves no partial trace under the name.
-    numalab_record::write_file_atomic(&e.output, json.as_bytes())
+    numalab_record::write_file_atomic(&e.output, text.as_bytes())
         .with_context(|| format!("writing {}", e.output.display()))?;
     numalab_linux::errln!(
         "numalab: {}: {} slices, {} wakeups, {} migrations on {} CPUs; open it in ui.perfetto.dev",

@@ -462,3 +462,184 @@ fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
     );
     common::assert_one_line_error(&o, "the run was not traced (run it with --trace)");
 }
+
+/// The strict ftrace-text reader of numalab-trace's unit tests (kernel
+/// prefix and TP_printk fields, Perfetto's tokenizer, per-CPU switch
+/// chains), the same file.
+#[path = "../../trace/src/systrace_check.rs"]
+#[allow(dead_code)]
+mod systrace_check;
+
+/// `trace export --format perfetto` of a real traced run, and the
+/// simulator's `--trace-format perfetto`: ftrace text whose every line
+/// the strict reader takes; a changed line it refuses.
+#[test]
+fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let o = numalab_in(
+        &[
+            "run",
+            "command",
+            "--trace",
+            "--quiet",
+            "--results",
+            "r",
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 30); do /bin/true; done",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let rec = file_with_ext(&dir.path().join("r"), "json");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            rec.to_str().unwrap(),
+            "-o",
+            "t.systrace",
+            "--format",
+            "perfetto",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(dir.path().join("t.systrace")).unwrap();
+    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
+    // Every task of the tree that ran is on a CPU track: the 30 trues
+    // and the shell, each switched in and out.
+    let trues = c.tasks.values().filter(|n| *n == "true").count();
+    assert_eq!(trues, 30, "{:?}", c.tasks);
+    assert!(c.tasks.values().any(|n| n == "sh"), "{:?}", c.tasks);
+    assert!(c.switches >= 2 * 31, "{}", c.switches);
+    // Processes end as zombies; the shell slept on its children.
+    assert!(
+        c.states.get("Z").copied().unwrap_or(0) >= 30,
+        "{:?}",
+        c.states
+    );
+    assert!(c.states.contains_key("S"), "{:?}", c.states);
+    // The shell is woken by its exiting children: with the waker's
+    // CPU traced (sched_waking could be opened), the wakings are there.
+    if r["sched"]["waker_cpu_unavailable"].is_null() {
+        assert!(c.wakings >= 1, "{:?}", r["sched"]);
+    }
+    let ncpus = r["machine"]["topology"]["cpus"].as_array().unwrap().len();
+    assert!(!c.cpus.is_empty() && c.cpus.len() <= ncpus);
+    assert!(t.contains(&format!("#P:{ncpus}\n")));
+    // A line changed: the next switch on its CPU no longer follows.
+    let lines: Vec<&str> = t.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("sched_switch: prev_comm=sh "))
+        .unwrap();
+    let mut bad: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let next_pid = bad[at]
+        .rsplit("next_pid=")
+        .next()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    bad[at] = bad[at].replace(&format!("next_pid={next_pid} "), "next_pid=999999 ");
+    let err = systrace_check::check(&(bad.join("\n") + "\n")).unwrap_err();
+    assert!(
+        err.contains(&format!("line {}", at + 1)) || err.contains("999999"),
+        "{err}"
+    );
+
+    // hackbench: its tasks named by role, woken by each other.
+    let o = numalab_in(
+        &[
+            "run",
+            "hackbench",
+            "--trace",
+            "--groups",
+            "1",
+            "--fds",
+            "4",
+            "--loops",
+            "500",
+            "--quiet",
+            "--results",
+            "h",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let rec_h = file_with_ext(&dir.path().join("h"), "json");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&rec_h).unwrap()).unwrap();
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            rec_h.to_str().unwrap(),
+            "-o",
+            "h.systrace",
+            "--format",
+            "perfetto",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(dir.path().join("h.systrace")).unwrap();
+    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
+    for role in ["hb-main", "hb-send-", "hb-recv-"] {
+        assert!(
+            c.tasks.values().any(|n| n.starts_with(role)),
+            "{role}: {:?}",
+            c.tasks
+        );
+    }
+    if r["sched"]["waker_cpu_unavailable"].is_null() {
+        assert!(c.wakings >= 8, "{c:?}");
+    }
+
+    // The simulator writes the same format beside its record.
+    let o = numalab_in(
+        &[
+            "sim",
+            "--machine",
+            "ht2",
+            "--trace-format",
+            "perfetto",
+            "numa02",
+            "--threads",
+            "2",
+            "--bytes",
+            "16M",
+            "--loops",
+            "4",
+            "--trace",
+            "--quiet",
+            "--results",
+            "s",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(file_with_ext(&dir.path().join("s"), "systrace")).unwrap();
+    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.switches >= 4 && !c.cpus.is_empty(), "{c:?}");
+    assert_eq!(c.wakings, 0, "the simulator has no wakeup events");
+    // A format that is not one: one line saying so.
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            rec.to_str().unwrap(),
+            "-o",
+            "x",
+            "--format",
+            "pb",
+        ],
+        dir.path(),
+    );
+    common::assert_one_line_error(&o, "invalid value 'pb' for '--format");
+    assert!(!dir.path().join("x").exists());
+}

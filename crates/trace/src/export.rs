@@ -5,13 +5,29 @@
 //! from the waker's CPU to the wakee's next slice; migrations as instants
 //! on the CPU a task arrived at; counters for memory per node and pages
 //! migrated over time. Opens in ui.perfetto.dev and chrome://tracing.
+//! [`Format::Perfetto`] writes the same schedule as ftrace text instead
+//! ([`crate::systrace`]).
 
 use crate::time_of;
 use numalab_linux::perf::Event;
 use numalab_record::RunRecord;
 use numalab_topology::Topology;
+use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+
+/// How a stretch on a CPU ended: the task's state as it left the CPU
+/// (`sched_switch`'s `prev_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceEnd {
+    /// Switched out while runnable (`R+`).
+    Preempted,
+    /// Switched out to sleep (`S`).
+    Slept,
+    /// Its final switch, after it exited.
+    Exited,
+    /// Still running when the trace ended (`R`).
+    Running,
+}
 
 /// A task on a CPU from `start_ns` to `end_ns`.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,10 +38,11 @@ pub struct Slice {
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
+    pub end: SliceEnd,
 }
 
-/// A wakeup: the waker on `from_cpu` at `at_ns`; the wakee next ran on
-/// `to_cpu` from `to_ns`.
+/// A wakeup: `waker` on `from_cpu` at `at_ns` woke `wakee`, which had
+/// last run on `prev_cpu` and next ran on `to_cpu` from `to_ns`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Wakeup {
     pub from_cpu: u32,
@@ -33,6 +50,8 @@ pub struct Wakeup {
     pub to_cpu: u32,
     pub to_ns: u64,
     pub wakee: u32,
+    pub waker: u32,
+    pub prev_cpu: u32,
 }
 
 /// A task arriving on `cpu` from another CPU.
@@ -58,23 +77,9 @@ pub struct Schedule {
     pub wakeups: Vec<Wakeup>,
     pub migrations: Vec<Migration>,
     pub counters: Vec<Counter>,
-}
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
+    /// Every task's process and command name (the last it had), by tid:
+    /// wakers that never ran in the trace included.
+    pub tasks: BTreeMap<u32, (u32, String)>,
 }
 
 /// The schedule of a real run, from its raw events (times in the events'
@@ -86,13 +91,16 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
     let mut names: BTreeMap<u32, String> = BTreeMap::new();
     let mut running: BTreeMap<u32, (u32, u32, u64)> = BTreeMap::new(); // tid -> (cpu, pid, since)
     let mut last_cpu: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut waking: BTreeMap<u32, (u32, u64)> = BTreeMap::new(); // wakee -> (waker cpu, at)
+    // wakee -> (waker's cpu, at, waker, the wakee's last cpu)
+    let mut waking: BTreeMap<u32, (u32, u64, u32, u32)> = BTreeMap::new();
     let mut exited: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut pids: BTreeMap<u32, u32> = BTreeMap::new();
     let rel = |t: u64| t.saturating_sub(start_ns);
     let end = |s: &mut Schedule,
                names: &BTreeMap<u32, String>,
                tid: u32,
                at: u64,
+               how: SliceEnd,
                running: &mut BTreeMap<u32, (u32, u32, u64)>| {
         if let Some((cpu, pid, since)) = running.remove(&tid) {
             s.slices.push(Slice {
@@ -105,6 +113,7 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                     .unwrap_or_else(|| format!("task {tid}")),
                 start_ns: rel(since),
                 end_ns: rel(at),
+                end: how,
             });
         }
     };
@@ -114,9 +123,11 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 if let Some(n) = names.get(ptid).cloned() {
                     names.insert(*tid, n);
                 }
+                pids.insert(*tid, *pid);
             }
             Event::Comm { tid, comm, pid, .. } if *pid != numalab_pid => {
                 names.insert(*tid, comm.clone());
+                pids.insert(*tid, *pid);
             }
             Event::SwitchIn {
                 time,
@@ -134,15 +145,18 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                         });
                     }
                 }
-                if let Some((wcpu, at)) = waking.remove(tid) {
+                if let Some((wcpu, at, waker, prev_cpu)) = waking.remove(tid) {
                     s.wakeups.push(Wakeup {
                         from_cpu: wcpu,
                         at_ns: rel(at),
                         to_cpu: *cpu,
                         to_ns: rel(*time),
                         wakee: *tid,
+                        waker,
+                        prev_cpu,
                     });
                 }
+                pids.insert(*tid, *pid);
                 running.insert(*tid, (*cpu, *pid, *time));
             }
             Event::SwitchOut {
@@ -150,9 +164,16 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 cpu,
                 tid,
                 pid,
-                ..
+                preempted,
             } if *pid != numalab_pid => {
-                end(&mut s, &names, *tid, *time, &mut running);
+                let how = if exited.contains_key(tid) {
+                    SliceEnd::Exited
+                } else if *preempted {
+                    SliceEnd::Preempted
+                } else {
+                    SliceEnd::Slept
+                };
+                end(&mut s, &names, *tid, *time, how, &mut running);
                 last_cpu.insert(*tid, *cpu);
             }
             Event::Exit { time, tid, .. } => {
@@ -160,16 +181,24 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 exited.insert(*tid, *time);
             }
             Event::Waking {
-                time, cpu, wakee, ..
+                time,
+                cpu,
+                wakee,
+                waker,
+                prev_cpu,
             } => {
-                waking.insert(*wakee, (*cpu, *time));
+                waking.insert(*wakee, (*cpu, *time, *waker, *prev_cpu));
             }
             _ => {}
         }
     }
     for (tid, at) in exited {
-        end(&mut s, &names, tid, at, &mut running);
+        end(&mut s, &names, tid, at, SliceEnd::Exited, &mut running);
     }
+    s.tasks = pids
+        .into_iter()
+        .filter_map(|(tid, pid)| Some((tid, (pid, names.get(&tid)?.clone()))))
+        .collect();
     s
 }
 
@@ -214,97 +243,219 @@ pub fn counters(r: &RunRecord) -> Vec<Counter> {
         .collect()
 }
 
-/// The trace-event JSON of `s` on `topo`.
+/// The formats a schedule is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Chrome trace-event JSON ([`chrome_json`]): slices on a track per
+    /// CPU grouped by node, wakeup flows, migration instants, counters.
+    #[default]
+    Chrome,
+    /// ftrace text ([`crate::systrace::systrace`]): Perfetto's CPU
+    /// scheduling tracks, thread states and wakeups.
+    Perfetto,
+}
+
+impl Format {
+    /// `s` on `topo` in this format.
+    pub fn render(self, topo: &Topology, title: &str, s: &Schedule) -> String {
+        match self {
+            Format::Chrome => chrome_json(topo, title, s),
+            Format::Perfetto => crate::systrace::systrace(topo, title, s),
+        }
+    }
+
+    /// The extension of the simulator's trace file beside its record.
+    pub fn sim_extension(self) -> &'static str {
+        match self {
+            Format::Chrome => "trace",
+            Format::Perfetto => "systrace",
+        }
+    }
+}
+
+/// One trace event, its fields in the order the trace-event format lists
+/// them; those a phase does not have are left out.
+#[derive(Serialize)]
+struct TraceEvent<'a> {
+    ph: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<usize>,
+    pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<Args<'a>>,
+}
+
+impl<'a> TraceEvent<'a> {
+    fn new(ph: &'static str, name: &'a str, pid: u32) -> TraceEvent<'a> {
+        TraceEvent {
+            ph,
+            bp: None,
+            s: None,
+            name,
+            cat: None,
+            id: None,
+            pid,
+            tid: None,
+            ts: None,
+            dur: None,
+            args: None,
+        }
+    }
+}
+
+/// An event's `args`: named numbers or a name, in the order given.
+enum Args<'a> {
+    Name(String),
+    Numbers(Vec<(&'a str, f64)>),
+}
+
+impl Serialize for Args<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Args::Name(n) => {
+                let mut m = ser.serialize_map(Some(1))?;
+                m.serialize_entry("name", n)?;
+                m.end()
+            }
+            Args::Numbers(v) => {
+                let mut m = ser.serialize_map(Some(v.len()))?;
+                for (k, x) in v {
+                    // Whole numbers (ids, CPUs, indices) as integers.
+                    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+                        m.serialize_entry(k, &(*x as i64))?;
+                    } else {
+                        m.serialize_entry(k, x)?;
+                    }
+                }
+                m.end()
+            }
+        }
+    }
+}
+
+/// The trace-event JSON of `s` on `topo` (Chrome's trace-event format:
+/// an object with `traceEvents`, one event per line).
 pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
     let node_of = |cpu: u32| topo.node_of_cpu(cpu).unwrap_or(0);
-    let mut ev: Vec<String> = Vec::new();
+    // Microseconds, to the nanosecond.
+    let us = |ns: u64| Some(ns as f64 / 1e3);
+    let mut ev: Vec<TraceEvent> = Vec::new();
     for n in &topo.nodes {
-        ev.push(format!(
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"node {}\"}}}}",
-            n.id, n.id
-        ));
-        ev.push(format!(
-            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
-            n.id, n.id
-        ));
+        let mut e = TraceEvent::new("M", "process_name", n.id);
+        e.args = Some(Args::Name(format!("node {}", n.id)));
+        ev.push(e);
+        let mut e = TraceEvent::new("M", "process_sort_index", n.id);
+        e.args = Some(Args::Numbers(vec![("sort_index", n.id as f64)]));
+        ev.push(e);
     }
     for c in &topo.cpus {
-        ev.push(format!(
-            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"CPU {}\"}}}}",
-            c.node, c.id, c.id
-        ));
-        ev.push(format!(
-            "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
-            c.node, c.id, c.id
-        ));
+        let mut e = TraceEvent::new("M", "thread_name", c.node);
+        e.tid = Some(c.id);
+        e.args = Some(Args::Name(format!("CPU {}", c.id)));
+        ev.push(e);
+        let mut e = TraceEvent::new("M", "thread_sort_index", c.node);
+        e.tid = Some(c.id);
+        e.args = Some(Args::Numbers(vec![("sort_index", c.id as f64)]));
+        ev.push(e);
     }
-    let us = |ns: u64| ns as f64 / 1e3;
     for x in &s.slices {
-        ev.push(format!(
-            "{{\"ph\":\"X\",\"name\":{},\"cat\":\"task\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"tid\":{},\"pid\":{}}}}}",
-            esc(&x.name),
-            node_of(x.cpu),
-            x.cpu,
-            us(x.start_ns),
-            us(x.end_ns.saturating_sub(x.start_ns)),
-            x.tid,
-            x.pid
-        ));
+        let mut e = TraceEvent::new("X", &x.name, node_of(x.cpu));
+        e.cat = Some("task");
+        e.tid = Some(x.cpu);
+        e.ts = us(x.start_ns);
+        e.dur = us(x.end_ns.saturating_sub(x.start_ns));
+        e.args = Some(Args::Numbers(vec![
+            ("tid", x.tid as f64),
+            ("pid", x.pid as f64),
+        ]));
+        ev.push(e);
     }
     for (i, w) in s.wakeups.iter().enumerate() {
         // A flow from the waker's CPU to the slice the wakee starts.
-        ev.push(format!(
-            "{{\"ph\":\"s\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{:.3}}}",
-            node_of(w.from_cpu),
-            w.from_cpu,
-            us(w.at_ns)
-        ));
-        ev.push(format!(
-            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"wakeup\",\"cat\":\"wakeup\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{:.3},\"args\":{{\"wakee\":{}}}}}",
-            node_of(w.to_cpu),
-            w.to_cpu,
-            us(w.to_ns),
-            w.wakee
-        ));
+        let mut e = TraceEvent::new("s", "wakeup", node_of(w.from_cpu));
+        e.cat = Some("wakeup");
+        e.id = Some(i);
+        e.tid = Some(w.from_cpu);
+        e.ts = us(w.at_ns);
+        ev.push(e);
+        let mut e = TraceEvent::new("f", "wakeup", node_of(w.to_cpu));
+        e.bp = Some("e");
+        e.cat = Some("wakeup");
+        e.id = Some(i);
+        e.tid = Some(w.to_cpu);
+        e.ts = us(w.to_ns);
+        e.args = Some(Args::Numbers(vec![("wakee", w.wakee as f64)]));
+        ev.push(e);
     }
     for m in &s.migrations {
-        ev.push(format!(
-            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"migration\",\"cat\":\"migration\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"args\":{{\"tid\":{},\"from_cpu\":{}}}}}",
-            node_of(m.cpu),
-            m.cpu,
-            us(m.at_ns),
-            m.tid,
-            m.from_cpu
-        ));
+        let mut e = TraceEvent::new("i", "migration", node_of(m.cpu));
+        e.s = Some("t");
+        e.cat = Some("migration");
+        e.tid = Some(m.cpu);
+        e.ts = us(m.at_ns);
+        e.args = Some(Args::Numbers(vec![
+            ("tid", m.tid as f64),
+            ("from_cpu", m.from_cpu as f64),
+        ]));
+        ev.push(e);
     }
     // Counters in a "process" of their own, after the nodes.
     let cpid = topo.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
     if !s.counters.is_empty() {
-        ev.push(format!(
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{cpid},\"args\":{{\"name\":\"memory\"}}}}"
-        ));
+        let mut e = TraceEvent::new("M", "process_name", cpid);
+        e.args = Some(Args::Name("memory".into()));
+        ev.push(e);
     }
     for c in &s.counters {
         for (t, values) in &c.points {
-            let args: Vec<String> = values
-                .iter()
-                .map(|(k, v)| format!("{}:{v}", esc(k)))
-                .collect();
-            ev.push(format!(
-                "{{\"ph\":\"C\",\"name\":{},\"pid\":{cpid},\"ts\":{:.3},\"args\":{{{}}}}}",
-                esc(&c.name),
-                us(*t),
-                args.join(",")
+            let mut e = TraceEvent::new("C", &c.name, cpid);
+            e.ts = us(*t);
+            e.args = Some(Args::Numbers(
+                values.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
             ));
+            ev.push(e);
         }
     }
-    let mut out = String::with_capacity(ev.iter().map(|e| e.len() + 2).sum::<usize>() + 128);
-    let _ = writeln!(
-        out,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":{}}},\"traceEvents\":[",
-        esc(title)
-    );
-    out.push_str(&ev.join(",\n"));
+    #[derive(Serialize)]
+    struct Other<'a> {
+        source: &'a str,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Head<'a> {
+        display_time_unit: &'static str,
+        other_data: Other<'a>,
+    }
+    let head = Head {
+        display_time_unit: "ms",
+        other_data: Other { source: title },
+    };
+    // The file's opening, then one event per line. Serialising these
+    // types cannot fail (no maps with other keys than strings); a NaN
+    // counter value is written as null.
+    let mut out = serde_json::to_string(&head).unwrap_or_else(|_| "{".into());
+    out.pop(); // its closing brace: traceEvents follows
+    out.push_str(",\"traceEvents\":[\n");
+    for (i, e) in ev.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(&serde_json::to_string(e).unwrap_or_default());
+    }
     out.push_str("\n]}\n");
     out
 }

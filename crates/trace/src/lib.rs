@@ -25,8 +25,15 @@
 //! is in order, the buffers are not in order with each other. Numalab's
 //! own process (the observer, the runner) is left out; its children are
 //! the benchmark.
+//!
+//! [`export`] turns the same events into a schedule and writes it as a
+//! trace file: Chrome trace-event JSON, or ftrace text ([`systrace`]) for
+//! Perfetto's scheduler views.
 
 pub mod export;
+pub mod systrace;
+#[cfg(test)]
+mod systrace_check;
 
 use numalab_linux::perf::{Event, Switches};
 use numalab_record::{Better, Latency, Metric, Relations, SchedTask, SchedTrace};
@@ -731,6 +738,24 @@ mod tests {
         let json = export::chrome_json(&topo(), "t", &sched);
         assert!(json.contains("\"ph\":\"X\",\"name\":\"work\""), "{json}");
         assert!(json.contains("\"ph\":\"s\"") && json.contains("\"ph\":\"f\""));
+        serde_json::from_str::<serde_json::Value>(&json).unwrap();
+        // The same schedule as ftrace text: how each stretch ended, the
+        // waker's line on its CPU.
+        assert_eq!(
+            sched.slices.iter().map(|s| s.end).collect::<Vec<_>>(),
+            [
+                export::SliceEnd::Slept,
+                export::SliceEnd::Exited,
+                export::SliceEnd::Preempted,
+                export::SliceEnd::Exited
+            ]
+        );
+        let ft = systrace::systrace(&topo(), "t", &sched);
+        let c = systrace_check::check(&ft).unwrap_or_else(|e| panic!("{e}\n{ft}"));
+        assert_eq!((c.wakings, c.migrations, c.switches), (1, 2, 8), "{ft}");
+        assert!(ft.contains("            work-21      (     20) [004] d..2.     0.009000: sched_waking: comm=work pid=20 prio=120 target_cpu=001\n"), "{ft}");
+        assert!(ft.contains("[004] d..2.     0.009500: sched_switch: prev_comm=work prev_pid=21 prev_prio=120 prev_state=X ==> next_comm=swapper/4"), "{ft}");
+        assert!(ft.contains("[005] d..2.     0.016000: sched_switch: prev_comm=work prev_pid=20 prev_prio=120 prev_state=Z ==> next_comm=swapper/5"), "{ft}");
         assert!(text.contains("1000000\t0\tfork\t20\t20\t10\t10"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -134,6 +134,7 @@ fn main() {
             sample_ms: 1000,
             max_sim_s: 10.0,
             trace: false,
+            trace_format: Default::default(),
             thp: "always".into(),
         };
         cfg.check().unwrap();

@@ -23,7 +23,8 @@ pub struct SimBackend {
     /// Seed of the first repetition.
     seed: u64,
     /// Write each run's schedule as a Chrome/Perfetto trace beside its
-    /// record (`<id>.trace`, Chrome trace-event JSON).
+    /// record (`<id>.trace`, Chrome trace-event JSON, or `<id>.systrace`,
+    /// ftrace text, as `cfg.trace_format` says).
     pub trace: bool,
     /// Trace files written, in run order.
     pub traces: Vec<PathBuf>,
@@ -277,9 +278,10 @@ impl Backend for SimBackend {
             return Err(RunError::Interrupted);
         }
         let mut rec = out.record;
-        if let Some(json) = out.trace_json {
-            let path = ctx.results.join(format!("{}.trace", rec.id));
-            numalab_record::write_file_atomic(&path, json.as_bytes()).map_err(|e| {
+        if let Some(text) = out.trace {
+            let ext = self.cfg.trace_format.sim_extension();
+            let path = ctx.results.join(format!("{}.{ext}", rec.id));
+            numalab_record::write_file_atomic(&path, text.as_bytes()).map_err(|e| {
                 RunError::Failed(format!("writing the trace {}: {e}", path.display()))
             })?;
             rec.backend

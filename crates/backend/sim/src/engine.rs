@@ -354,6 +354,9 @@ pub struct Span {
     pub task: TaskId,
     pub start: u64,
     pub end: u64,
+    /// Why it ended: preempted (or moved away while runnable), blocked,
+    /// exited, or still running when the run ended.
+    pub end_state: numalab_trace::export::SliceEnd,
 }
 
 /// Everything a policy can see and change.
@@ -496,7 +499,7 @@ impl World {
         self.tasks[t].sys_debt += ns;
     }
 
-    fn close_span(&mut self, cpu: CpuId) {
+    fn close_span(&mut self, cpu: CpuId, end_state: numalab_trace::export::SliceEnd) {
         if let Some(tr) = self.trace.as_mut() {
             let rq = &mut self.cpus[cpu];
             if let Some(t) = rq.trace_task.take() {
@@ -506,6 +509,7 @@ impl World {
                         task: t,
                         start: rq.trace_start,
                         end: self.now,
+                        end_state,
                     });
                 }
             }
@@ -523,6 +527,7 @@ impl World {
                             task: old,
                             start: rq.trace_start,
                             end: at,
+                            end_state: numalab_trace::export::SliceEnd::Preempted,
                         });
                     }
                 }
@@ -621,7 +626,8 @@ impl World {
                     return false;
                 }
                 self.cpus[src].curr = None;
-                self.close_span(src);
+                // Moved away while running: it stays runnable.
+                self.close_span(src, numalab_trace::export::SliceEnd::Preempted);
                 self.cpus[src].idle_since = self.now;
             }
             _ => return false,
@@ -1159,6 +1165,11 @@ impl Engine {
                                     task: t,
                                     start: rq.trace_start,
                                     end: now,
+                                    end_state: if outcome == RunOutcome::Done {
+                                        numalab_trace::export::SliceEnd::Exited
+                                    } else {
+                                        numalab_trace::export::SliceEnd::Slept
+                                    },
                                 });
                             }
                             rq.trace_task = None;
@@ -1264,7 +1275,8 @@ impl Engine {
             }
         }
         for cpu in 0..self.w.m.ncpus {
-            self.w.close_span(cpu);
+            self.w
+                .close_span(cpu, numalab_trace::export::SliceEnd::Running);
         }
     }
 }

@@ -178,6 +178,8 @@ pub struct SimConfig {
     /// Give up (run marked failed) after this much simulated time.
     pub max_sim_s: f64,
     pub trace: bool,
+    /// The format of the trace `trace` asks for.
+    pub trace_format: numalab_trace::export::Format,
     /// The simulated kernel's transparent_hugepage/enabled (`--thp`, a
     /// configuration's `thp`): with `always` anonymous memory is 2 MiB
     /// huge pages, one hinting fault and one migration per 2 MiB; with
@@ -232,6 +234,7 @@ impl SimConfig {
             sample_ms: 1000,
             max_sim_s: 3600.0,
             trace: false,
+            trace_format: numalab_trace::export::Format::Chrome,
             thp: "always".into(),
         };
         cfg.check()?;
@@ -311,8 +314,9 @@ pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
 /// The result of one simulated run.
 pub struct SimOutput {
     pub record: RunRecord,
-    /// Chrome/Perfetto trace JSON, when the config asked for it.
-    pub trace_json: Option<String>,
+    /// The schedule as a trace file in `trace_format` (Chrome/Perfetto
+    /// trace JSON by default), when the config asked for it.
+    pub trace: Option<String>,
     pub stats: engine::Stats,
     /// Wall-clock seconds the simulation took (not part of the record).
     pub wall_s: f64,
@@ -391,14 +395,14 @@ pub fn run(
     meta.started_ns = started_ns;
     let finished = eng.finished();
     let record = record::build(cfg, &eng, &meta, samples, label, repetition, finished);
-    let trace_json = eng
+    let trace = eng
         .w
         .trace
         .as_ref()
-        .map(|spans| trace::chrome_json(&eng.w, spans, &record));
+        .map(|spans| trace::render(&eng.w, spans, &record, cfg.trace_format));
     Ok(SimOutput {
         record,
-        trace_json,
+        trace,
         stats: eng.w.stats.clone(),
         wall_s: started.elapsed().as_secs_f64(),
     })

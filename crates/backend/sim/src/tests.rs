@@ -118,6 +118,7 @@ pub(crate) fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig
         sample_ms: 500,
         max_sim_s: 600.0,
         trace: false,
+        trace_format: Default::default(),
         thp: "always".into(),
     };
     cfg.check().unwrap();
@@ -773,7 +774,7 @@ fn trace_has_a_track_per_cpu_and_spans_inside_the_run() {
     cfg.trace = true;
     let b = hackbench(1, 4, 50, 100);
     let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
-    let v: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(out.trace.as_deref().unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
     let names = evs.iter().filter(|e| e["name"] == "thread_name").count();
     assert_eq!(names, 8);
@@ -1274,7 +1275,7 @@ fn forkexec_under_linux_keeps_the_shell_and_walks_its_children_round_the_l3s() {
         parent_iterations: 10_000,
     });
     let out = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false).unwrap();
-    let v: serde_json::Value = serde_json::from_str(out.trace_json.as_deref().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(out.trace.as_deref().unwrap()).unwrap();
     let spans: Vec<(String, usize)> = v["traceEvents"]
         .as_array()
         .unwrap()

@@ -758,7 +758,7 @@ mod tests {
             assert!(r.metrics["child_latency_ms"].value > 0.0);
             // The parent's user time includes its reaped children's.
             assert!(r.metrics["user_s"].value > 40.0 * 200_000.0 * 6.0 / 3.3e9);
-            let trace = out.trace_json.expect("traced");
+            let trace = out.trace.expect("traced");
             let v: serde_json::Value = serde_json::from_str(&trace).unwrap();
             let spans: Vec<(f64, f64, bool)> = v["traceEvents"]
                 .as_array()

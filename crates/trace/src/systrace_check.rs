@@ -1,0 +1,232 @@
+//! A strict reader of ftrace text, for tests only (numalab-trace's unit
+//! tests; numalab's tests/trace.rs includes this file by path). Written
+//! from the format's definitions, not from numalab's writer:
+//!
+//! - the line prefix of the kernel's trace output
+//!   (kernel/trace/trace_output.c, with `record-tgid`):
+//!   `%16s-%-7d (%7d) [%03d] FLAGS %5lu.%06lu: EVENT: ARGS`, the tgid
+//!   `-------` when unknown; FLAGS five characters (irqs-off `d`/`X`/`.`,
+//!   need-resched, hardirq/softirq, preempt depth, migrate-disable);
+//! - the same line tokenised by Perfetto's systrace reader
+//!   (src/trace_processor/importers/systrace/systrace_line_tokenizer.cc):
+//!   its regular expression, searched as it does (its base::Regex is
+//!   ECMAScript, leftmost-first like Rust's regex), must find the same
+//!   task name, pid, tgid, CPU, time and event; its parser splits arguments at
+//!   spaces and each at `=`, so no value may hold either;
+//! - each event's arguments exactly as its `TP_printk` in
+//!   include/trace/events/sched.h prints them, every field, in order;
+//!   `prev_state` one of the letters the kernel prints (`R`, `R+`, or
+//!   `S`, `D`, `T`, `t`, `X`, `Z`, `P`, `I` joined by `|`);
+//! - the whole: `# tracer: ` first, comments only before the first event,
+//!   a `TASK-PID` column line; times never going back, on any CPU or in
+//!   the file; on each CPU the `next` of a switch is the `prev` of the
+//!   next switch (pid and comm), a switch's prefix names its prev task
+//!   (`<idle>` for pid 0, whose comm is `swapper/CPU`), no task switches
+//!   to itself; every `sched_waking` names a task switched in at or after
+//!   it.
+
+use regex::Regex;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a checked trace holds.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub switches: usize,
+    pub wakings: usize,
+    pub migrations: usize,
+    /// The CPUs with at least one switch.
+    pub cpus: BTreeSet<u32>,
+    /// Task names by pid (switches' `next_comm`), idle left out.
+    pub tasks: BTreeMap<u32, String>,
+    /// `prev_state` values by count.
+    pub states: BTreeMap<String, usize>,
+}
+
+/// Perfetto's tokenizer's expression, as in systrace_line_tokenizer.cc.
+const PERFETTO_LINE: &str = r"-(\d+)\s+\(?\s*(\d+|-+)?\)?\s?\[(\d+)\]\s*([a-zA-Z.]{3}[0-9a-f.]{1,2}\s*)?(\d+\.\d+):\s+(\S+):";
+
+/// The kernel's prefix, anchored.
+const KERNEL_LINE: &str = r"^ *(?P<task>\S.*)-(?P<pid>\d+) +\( *(?P<tgid>\d+|-------)\) \[(?P<cpu>\d{3,})\] (?P<flags>[dXb.][NnpPBb.][HhsZz.][0-9a-f.][0-9a-f.]) +(?P<sec>\d+)\.(?P<usec>\d{6}): (?P<event>[a-z_]+): (?P<args>.*)$";
+
+const COMM: &str = r"[^\s=]{1,15}";
+const STATE: &str = r"R\+?|[SDTtXZPI](?:\|[SDTtXZPI])*";
+
+#[derive(Clone, PartialEq, Debug)]
+struct Task {
+    pid: u32,
+    comm: String,
+}
+
+fn num<T: std::str::FromStr>(s: &str, what: &str, n: usize) -> Result<T, String> {
+    s.parse()
+        .map_err(|_| format!("line {n}: {what} {s:?} is not a number"))
+}
+
+/// Check `text` (see the module's text).
+pub fn check(text: &str) -> Result<Checked, String> {
+    let perfetto = Regex::new(PERFETTO_LINE).unwrap();
+    let kernel = Regex::new(KERNEL_LINE).unwrap();
+    let switch = Regex::new(&format!(
+        r"^prev_comm=(?P<pc>{COMM}) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) prev_state=(?P<st>{STATE}) ==> next_comm=(?P<nc>{COMM}) next_pid=(?P<np>\d+) next_prio=(?P<npr>\d+)$"
+    ))
+    .unwrap();
+    let waking = Regex::new(&format!(
+        r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) target_cpu=(?P<t>\d{{3,}})$"
+    ))
+    .unwrap();
+    let migrate = Regex::new(&format!(
+        r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) orig_cpu=(?P<o>\d+) dest_cpu=(?P<d>\d+)$"
+    ))
+    .unwrap();
+    let mut out = Checked::default();
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    match lines.next() {
+        Some((_, l)) if l.starts_with("# tracer: ") => {}
+        other => return Err(format!("line 1: {other:?} is not `# tracer: `")),
+    }
+    if !text.ends_with('\n') {
+        return Err("the last line has no newline".into());
+    }
+    let mut in_header = true;
+    let mut columns = false;
+    let mut last_ns = 0u64;
+    let mut cpu_ns: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut on_cpu: BTreeMap<u32, Task> = BTreeMap::new();
+    let mut wakings: Vec<(usize, u64, u32)> = Vec::new();
+    let mut switched_in: BTreeMap<u32, u64> = BTreeMap::new();
+    for (n, l) in lines {
+        if l.starts_with('#') {
+            if !in_header {
+                return Err(format!("line {n}: a comment after the events"));
+            }
+            columns |= l.contains("TASK-PID");
+            continue;
+        }
+        if !columns {
+            return Err(format!("line {n}: an event before the TASK-PID line"));
+        }
+        in_header = false;
+        let k = kernel
+            .captures(l)
+            .ok_or_else(|| format!("line {n}: not a trace line: {l:?}"))?;
+        let p = perfetto
+            .captures(l)
+            .ok_or_else(|| format!("line {n}: Perfetto's tokenizer rejects {l:?}"))?;
+        let task = l[..p.get(0).unwrap().start()].trim();
+        let same = task == &k["task"]
+            && p[1] == k["pid"]
+            && p.get(2).map(|m| m.as_str()) == Some(&k["tgid"])
+            && p[3] == k["cpu"]
+            && p[5] == format!("{}.{}", &k["sec"], &k["usec"])
+            && p[6] == k["event"];
+        if !same {
+            return Err(format!(
+                "line {n}: Perfetto's tokenizer reads it otherwise ({task:?} {} {} {}): {l:?}",
+                &p[1], &p[3], &p[6]
+            ));
+        }
+        let pid: u32 = num(&k["pid"], "pid", n)?;
+        let cpu: u32 = num(&k["cpu"], "cpu", n)?;
+        let ns = num::<u64>(&k["sec"], "seconds", n)? * 1_000_000_000
+            + num::<u64>(&k["usec"], "microseconds", n)? * 1000;
+        let name = &k["task"];
+        if name.contains(char::is_whitespace) || name.len() > 15 {
+            return Err(format!("line {n}: task name {name:?}"));
+        }
+        if (pid == 0) != (name == "<idle>") {
+            return Err(format!("line {n}: pid 0 is <idle>, and only it: {l:?}"));
+        }
+        if ns < last_ns {
+            return Err(format!("line {n}: time goes back in the file"));
+        }
+        last_ns = ns;
+        if cpu_ns.get(&cpu).is_some_and(|&t| ns < t) {
+            return Err(format!("line {n}: time goes back on CPU {cpu}"));
+        }
+        cpu_ns.insert(cpu, ns);
+        let args = &k["args"];
+        let prio_ok = |s: &str| s.parse::<u32>().is_ok_and(|p| p <= 139);
+        match &k["event"] {
+            "sched_switch" => {
+                let a = switch
+                    .captures(args)
+                    .ok_or_else(|| format!("line {n}: sched_switch arguments {args:?}"))?;
+                if !prio_ok(&a["ppr"]) || !prio_ok(&a["npr"]) {
+                    return Err(format!("line {n}: a priority out of 0..=139"));
+                }
+                let prev = Task {
+                    pid: num(&a["pp"], "prev_pid", n)?,
+                    comm: a["pc"].to_string(),
+                };
+                let next = Task {
+                    pid: num(&a["np"], "next_pid", n)?,
+                    comm: a["nc"].to_string(),
+                };
+                for t in [&prev, &next] {
+                    if t.pid == 0 && t.comm != format!("swapper/{cpu}") {
+                        return Err(format!("line {n}: CPU {cpu}'s idle task is {:?}", t.comm));
+                    }
+                }
+                if prev.pid != pid || (pid != 0 && prev.comm != name) {
+                    return Err(format!(
+                        "line {n}: the line's task {name}-{pid} is not prev {:?}",
+                        prev
+                    ));
+                }
+                if prev.pid == next.pid {
+                    return Err(format!("line {n}: {} switches to itself", prev.pid));
+                }
+                if let Some(cur) = on_cpu.get(&cpu) {
+                    if *cur != prev {
+                        return Err(format!(
+                            "line {n}: CPU {cpu} ran {cur:?}, this switch has prev {prev:?}"
+                        ));
+                    }
+                }
+                *out.states.entry(a["st"].to_string()).or_default() += 1;
+                if next.pid != 0 {
+                    out.tasks.insert(next.pid, next.comm.clone());
+                    switched_in.insert(next.pid, ns);
+                }
+                on_cpu.insert(cpu, next);
+                out.cpus.insert(cpu);
+                out.switches += 1;
+            }
+            "sched_waking" => {
+                let a = waking
+                    .captures(args)
+                    .ok_or_else(|| format!("line {n}: sched_waking arguments {args:?}"))?;
+                if !prio_ok(&a["pr"]) {
+                    return Err(format!("line {n}: a priority out of 0..=139"));
+                }
+                let wakee: u32 = num(&a["p"], "pid", n)?;
+                if wakee == 0 {
+                    return Err(format!("line {n}: a waking of the idle task"));
+                }
+                wakings.push((n, ns, wakee));
+                out.wakings += 1;
+            }
+            "sched_migrate_task" => {
+                let a = migrate
+                    .captures(args)
+                    .ok_or_else(|| format!("line {n}: sched_migrate_task arguments {args:?}"))?;
+                if !prio_ok(&a["pr"]) {
+                    return Err(format!("line {n}: a priority out of 0..=139"));
+                }
+                if a["o"] == a["d"] {
+                    return Err(format!("line {n}: a migration to the same CPU"));
+                }
+                out.migrations += 1;
+            }
+            other => return Err(format!("line {n}: unknown event {other:?}")),
+        }
+    }
+    for (n, ns, wakee) in wakings {
+        if switched_in.get(&wakee).is_none_or(|&t| t < ns) {
+            return Err(format!(
+                "line {n}: woken task {wakee} does not run afterwards"
+            ));
+        }
+    }
+    Ok(out)
+}
