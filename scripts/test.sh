@@ -15,6 +15,7 @@ compgen -G "/boot/vmlinuz-*" >/dev/null || need+=(linux-image-amd64)
 command -v numastat >/dev/null 2>&1 || need+=(numactl)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 command -v depmod >/dev/null 2>&1 || need+=(kmod)
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || need+=(debian-archive-keyring)
@@ -41,4 +42,7 @@ if [ "${NUMALAB_SKIP_VM_TESTS:-0}" = 0 ]; then
     export NUMALAB_REQUIRE_KERNELS=1
 fi
 
+# tests/trace.rs checks wakeup latency against perf's record of the
+# same run; perf is installed above, so it must run, not skip.
+export NUMALAB_REQUIRE_PERF=1
 cargo test --workspace --locked

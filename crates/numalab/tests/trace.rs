@@ -643,3 +643,180 @@ fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
     common::assert_one_line_error(&o, "invalid value 'pb' for '--format");
     assert!(!dir.path().join("x").exists());
 }
+
+/// Per role, the wakeup latency and run-queue delay numalab records for a
+/// traced hackbench against what perf recorded of the same run
+/// (`perf sched record -- numalab run hackbench --trace`), within 10%:
+/// count, mean and maximum (issue 27's acceptance). The perf side is
+/// `perf sched latency`'s rule applied to `perf script` of the same
+/// perf.data: a delay runs from a traced task's `sched_waking` of the
+/// task, or from the task's switch-out while runnable, to its next
+/// switch in. (perf 6.1's `perf sched latency` itself reads only
+/// `sched_wakeup`, which its `record` no longer takes where the kernel
+/// has `sched_waking`: on this 6.18 kernel it saw 1 wakeup of a receiver
+/// woken 59 times; docs/trace.md.) Needs perf (scripts/test.sh installs
+/// linux-perf and sets NUMALAB_REQUIRE_PERF=1; elsewhere it is skipped
+/// when perf is missing).
+#[test]
+fn wakeup_latency_per_role_agrees_with_perf_within_10_percent() {
+    use std::collections::BTreeMap;
+    let has_perf = Command::new("perf")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_perf {
+        assert!(
+            std::env::var("NUMALAB_REQUIRE_PERF").is_err(),
+            "perf is missing (install linux-perf)"
+        );
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = env!("CARGO_BIN_EXE_numalab");
+    let o = Command::new("perf")
+        .args(["sched", "record", "-m", "64M", "-o", "perf.data", "--", exe])
+        .args([
+            "run",
+            "hackbench",
+            "--runs",
+            "1",
+            "--trace",
+            "--placement",
+            "default",
+        ])
+        .args([
+            "--groups",
+            "2",
+            "--fds",
+            "10",
+            "--loops",
+            "200",
+            "--results",
+            "r",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("lost"), "perf lost events: {err}");
+    let recs = records(&d.join("r"));
+    assert_eq!(recs.len(), 1);
+    let tasks = recs[0]["sched"]["tasks"].as_array().unwrap();
+    let role = |comm: &str| {
+        comm.trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches('-')
+            .to_string()
+    };
+    let ours: BTreeMap<u64, String> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t["tid"].as_u64().unwrap(),
+                role(t["comm"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    let script = Command::new("perf")
+        .args(["script", "-i", "perf.data", "-F", "tid,time,event,trace"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{}", text(&script.stderr));
+    // Delays in ms per role: (wakeup latencies, run-queue delays).
+    let mut perf: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let (mut woken, mut preempted) = (BTreeMap::new(), BTreeMap::new());
+    let field = |s: &str, k: &str| -> Option<String> {
+        let at = s.find(&format!("{k}="))? + k.len() + 1;
+        Some(s[at..].split_whitespace().next()?.to_string())
+    };
+    for line in text(&script.stdout).lines() {
+        let mut w = line.split_whitespace();
+        let (Some(tid), Some(ts), Some(ev)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let (Ok(tid), Ok(ts)) = (tid.parse::<u64>(), ts.trim_end_matches(':').parse::<f64>())
+        else {
+            continue;
+        };
+        if ev == "sched:sched_waking:" {
+            let pid: u64 = field(line, "pid").unwrap().parse().unwrap();
+            if ours.contains_key(&tid) && ours.contains_key(&pid) {
+                woken.entry(pid).or_insert(ts);
+            }
+        } else if ev == "sched:sched_switch:" {
+            let prev: u64 = field(line, "prev_pid").unwrap().parse().unwrap();
+            let next: u64 = field(line, "next_pid").unwrap().parse().unwrap();
+            if ours.contains_key(&prev) && field(line, "prev_state").unwrap().starts_with('R') {
+                preempted.insert(prev, ts);
+            }
+            if let Some(r) = ours.get(&next) {
+                let e = perf.entry(r.clone()).or_default();
+                if let Some(t) = woken.remove(&next) {
+                    e.0.push((ts - t) * 1e3);
+                } else if let Some(t) = preempted.get(&next) {
+                    e.1.push((ts - t) * 1e3);
+                }
+                preempted.remove(&next);
+            }
+        }
+    }
+    // Ours per role: counts, count-weighted means, maxima.
+    let stats = |key: &str, r: &str| -> (f64, f64, f64) {
+        let (mut n, mut sum, mut max) = (0.0, 0.0, 0.0f64);
+        for t in tasks
+            .iter()
+            .filter(|t| role(t["comm"].as_str().unwrap()) == r)
+        {
+            if let Some(l) = t.get(key).filter(|l| !l.is_null()) {
+                let c = l["count"].as_f64().unwrap();
+                n += c;
+                sum += c * l["mean_ms"].as_f64().unwrap();
+                max = max.max(l["max_ms"].as_f64().unwrap());
+            }
+        }
+        (n, if n > 0.0 { sum / n } else { 0.0 }, max)
+    };
+    let theirs = |v: &[f64]| {
+        let n = v.len() as f64;
+        (
+            n,
+            v.iter().sum::<f64>() / n.max(1.0),
+            v.iter().copied().fold(0.0, f64::max),
+        )
+    };
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.1 * b.abs().max(a.abs()) + 0.005;
+    let mut checked = 0;
+    for (r, (wake, rq)) in &perf {
+        for (key, v) in [("wakeup_latency", wake), ("runqueue_delay", rq)] {
+            if v.len() < 20 {
+                continue;
+            }
+            let (a, b) = (stats(key, r), theirs(v));
+            assert!(
+                near(a.0, b.0) && near(a.1, b.1) && near(a.2, b.2),
+                "{r} {key}: numalab (count, mean, max ms) {a:?}, perf {b:?}"
+            );
+            checked += 1;
+        }
+    }
+    // The receivers' and the senders' wakeups at least.
+    assert!(checked >= 2, "too few delays to compare: {perf:?}");
+    let o = numalab_in(
+        &[
+            "show",
+            "--sched",
+            file_with_ext(&d.join("r"), "json").to_str().unwrap(),
+        ],
+        d,
+    );
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("Wakeup latency and run-queue delay (ms)"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("hb-recv ")), "{out}");
+}
