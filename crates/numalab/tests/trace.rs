@@ -470,6 +470,37 @@ fn trace_export_writes_a_perfetto_trace_of_a_real_run_as_the_simulator_does() {
 #[allow(dead_code)]
 mod systrace_check;
 
+/// Run `args` (a traced run into `results`), export its record as
+/// `out` in the perfetto format and check it: the record, its path, the
+/// trace and what the checker found.
+fn run_and_export(
+    dir: &Path,
+    args: &[&str],
+    results: &str,
+    out: &str,
+) -> (Value, std::path::PathBuf, String, systrace_check::Checked) {
+    let o = numalab_in(args, dir);
+    assert!(o.status.success(), "{}", show(&o));
+    let rec = file_with_ext(&dir.join(results), "json");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    let o = numalab_in(
+        &[
+            "trace",
+            "export",
+            rec.to_str().unwrap(),
+            "-o",
+            out,
+            "--format",
+            "perfetto",
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let t = std::fs::read_to_string(dir.join(out)).unwrap();
+    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
+    (r, rec, t, c)
+}
+
 /// `trace export --format perfetto` of a real traced run, and the
 /// simulator's `--trace-format perfetto`: ftrace text whose every line
 /// the strict reader takes; a changed line it refuses.
@@ -477,7 +508,8 @@ mod systrace_check;
 fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    let o = numalab_in(
+    let (r, rec, t, c) = run_and_export(
+        dir.path(),
         &[
             "run",
             "command",
@@ -490,26 +522,9 @@ fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
             "-c",
             "for i in $(seq 30); do /bin/true; done",
         ],
-        dir.path(),
+        "r",
+        "t.systrace",
     );
-    assert!(o.status.success(), "{}", show(&o));
-    let rec = file_with_ext(&dir.path().join("r"), "json");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
-    let o = numalab_in(
-        &[
-            "trace",
-            "export",
-            rec.to_str().unwrap(),
-            "-o",
-            "t.systrace",
-            "--format",
-            "perfetto",
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success(), "{}", show(&o));
-    let t = std::fs::read_to_string(dir.path().join("t.systrace")).unwrap();
-    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
     // Every task of the tree that ran is on a CPU track: the 30 trues
     // and the shell, each switched in and out.
     let trues = c.tasks.values().filter(|n| *n == "true").count();
@@ -554,7 +569,8 @@ fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
     );
 
     // hackbench: its tasks named by role, woken by each other.
-    let o = numalab_in(
+    let (r, _, _, c) = run_and_export(
+        dir.path(),
         &[
             "run",
             "hackbench",
@@ -569,26 +585,9 @@ fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
             "--results",
             "h",
         ],
-        dir.path(),
+        "h",
+        "h.systrace",
     );
-    assert!(o.status.success(), "{}", show(&o));
-    let rec_h = file_with_ext(&dir.path().join("h"), "json");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&rec_h).unwrap()).unwrap();
-    let o = numalab_in(
-        &[
-            "trace",
-            "export",
-            rec_h.to_str().unwrap(),
-            "-o",
-            "h.systrace",
-            "--format",
-            "perfetto",
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success(), "{}", show(&o));
-    let t = std::fs::read_to_string(dir.path().join("h.systrace")).unwrap();
-    let c = systrace_check::check(&t).unwrap_or_else(|e| panic!("{e}"));
     for role in ["hb-main", "hb-send-", "hb-recv-"] {
         assert!(
             c.tasks.values().any(|n| n.starts_with(role)),

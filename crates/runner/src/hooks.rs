@@ -32,6 +32,32 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
+/// `sh -c CMD` in its own process group, in `cwd` where given, both
+/// output streams to `out`, dying with numalab (the fallback where no
+/// supervisor is available). Our ends of the output pipe go with the
+/// command, so the output ends when the shell's group does.
+fn spawn_shell(
+    cmd: &str,
+    cwd: Option<&Path>,
+    out: std::io::PipeWriter,
+) -> std::io::Result<std::process::Child> {
+    let err = out.try_clone()?;
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    numalab_linux::child::die_with_parent(&mut c);
+    let spawned = c.spawn();
+    drop(c);
+    spawned
+}
+
 /// How many of a failing hook's last output lines its error carries.
 pub const TAIL_LINES: usize = 5;
 
@@ -356,23 +382,7 @@ impl Service {
                     .map_err(start_err)?;
                 ServiceProc::Supervised(Some(sup))
             }
-            None => {
-                let err = out.try_clone().map_err(start_err)?;
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(cmd)
-                    .stdin(Stdio::null())
-                    .stdout(out)
-                    .stderr(err)
-                    .process_group(0);
-                if let Some(d) = cwd {
-                    c.current_dir(d);
-                }
-                numalab_linux::child::die_with_parent(&mut c);
-                let spawned = c.spawn();
-                drop(c);
-                ServiceProc::Plain(spawned.map_err(start_err)?)
-            }
+            None => ServiceProc::Plain(spawn_shell(cmd, cwd, out).map_err(start_err)?),
         };
         Ok(Service {
             cmd: cmd.to_string(),
@@ -547,23 +557,7 @@ fn unsupervised(
         cmd: cmd.to_string(),
         err,
     };
-    let err = out.try_clone().map_err(start_err)?;
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0);
-    if let Some(d) = cwd {
-        c.current_dir(d);
-    }
-    numalab_linux::child::die_with_parent(&mut c);
-    let spawned = c.spawn();
-    // Our ends of the output pipe go with the command, so the output ends
-    // when the hook's group does.
-    drop(c);
-    let mut child = spawned.map_err(start_err)?;
+    let mut child = spawn_shell(cmd, cwd, out).map_err(start_err)?;
     let pid = child.id() as i32;
     loop {
         if interrupt.is_set() {
