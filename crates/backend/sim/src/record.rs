@@ -19,14 +19,12 @@ pub fn started_at(seed: u64) -> chrono::DateTime<chrono::Utc> {
     base + chrono::Duration::seconds((seed % (1u64 << 32)) as i64)
 }
 
-/// FNV-1a, for a short stable id of the configuration.
-fn fnv(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in s.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
+/// A short stable id of the configuration: the first 32 bits of its
+/// SHA-256 (the sha2 crate the guest and campaign crates already use).
+fn config_hash(s: &str) -> u32 {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(s.as_bytes());
+    u32::from_be_bytes([d[0], d[1], d[2], d[3]])
 }
 
 /// One sample of the series, observing what a real run's observer does:
@@ -162,7 +160,7 @@ pub fn build(
         safe(label),
         repetition.index,
         cfg.seed,
-        fnv(&config_text) as u32
+        config_hash(&config_text)
     );
     let conv = convergence(w, meta, &samples);
 
