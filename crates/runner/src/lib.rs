@@ -1051,6 +1051,9 @@ mod progress {
 }
 
 #[cfg(test)]
+mod mock_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
