@@ -568,6 +568,135 @@ mod tests {
         }
     }
 
+    /// A fixture stream: task 20 sleeps and is woken by task 21 a hundred
+    /// times, the i-th wakeup waiting i x 10 us for a CPU; the second
+    /// waking of one sleep does not restart the clock, a waking of a
+    /// running task is no wakeup, and three preemptions wait 2, 4, 6 us.
+    #[test]
+    fn wakeup_latency_and_runqueue_delay_of_a_fixture_stream() {
+        use Event::*;
+        let us = 1_000u64;
+        let start = 1_000_000 * us;
+        let (pid, numalab) = (20, 10);
+        let mut ev = vec![
+            Fork {
+                time: start,
+                cpu: 0,
+                pid,
+                ppid: numalab,
+                tid: 20,
+                ptid: numalab,
+            },
+            Fork {
+                time: start,
+                cpu: 1,
+                pid,
+                ppid: numalab,
+                tid: 21,
+                ptid: 20,
+            },
+            SwitchIn {
+                time: start,
+                cpu: 1,
+                pid,
+                tid: 21,
+            },
+        ];
+        let mut t = start + 10 * us;
+        for i in 1..=100u64 {
+            ev.push(SwitchIn {
+                time: t,
+                cpu: 0,
+                pid,
+                tid: 20,
+            });
+            if i <= 3 {
+                // Preempted, back after 2i us: a run-queue delay.
+                ev.push(SwitchOut {
+                    time: t + us,
+                    cpu: 0,
+                    pid,
+                    tid: 20,
+                    preempted: true,
+                });
+                ev.push(SwitchIn {
+                    time: t + us + 2 * i * us,
+                    cpu: 0,
+                    pid,
+                    tid: 20,
+                });
+                t += 2 * i * us;
+            }
+            // A waking while it runs is no wakeup.
+            ev.push(Waking {
+                time: t + 2 * us,
+                cpu: 1,
+                waker: 21,
+                wakee: 20,
+                prev_cpu: 0,
+            });
+            ev.push(SwitchOut {
+                time: t + 5 * us,
+                cpu: 0,
+                pid,
+                tid: 20,
+                preempted: false,
+            });
+            let woken = t + 100 * us;
+            ev.push(Waking {
+                time: woken,
+                cpu: 1,
+                waker: 21,
+                wakee: 20,
+                prev_cpu: 0,
+            });
+            // A second waking of the same sleep: the first one counts.
+            ev.push(Waking {
+                time: woken + i * us / 2,
+                cpu: 1,
+                waker: 21,
+                wakee: 20,
+                prev_cpu: 0,
+            });
+            t = woken + i * 10 * us;
+        }
+        ev.push(SwitchIn {
+            time: t,
+            cpu: 0,
+            pid,
+            tid: 20,
+        });
+        ev.push(Exit {
+            time: t + us,
+            cpu: 0,
+            pid,
+            tid: 20,
+        });
+        let tr = analyse(&ev, numalab, start, &topo(), Switches::TaskTree, None);
+        let a = tr.tasks.iter().find(|x| x.tid == 20).unwrap();
+        let w = a.wakeup_latency.unwrap();
+        assert_eq!(w.count, 100);
+        assert!((w.mean_ms - 0.505).abs() < 1e-9, "{w:?}");
+        // Nearest rank: the 50th and the 99th of 100.
+        assert!(
+            (w.p50_ms - 0.5).abs() < 1e-9 && (w.p99_ms - 0.99).abs() < 1e-9,
+            "{w:?}"
+        );
+        assert!((w.max_ms - 1.0).abs() < 1e-9, "{w:?}");
+        let q = a.runqueue_delay.unwrap();
+        assert_eq!(q.count, 3);
+        assert!(
+            (q.mean_ms - 0.004).abs() < 1e-9 && (q.max_ms - 0.006).abs() < 1e-9,
+            "{q:?}"
+        );
+        assert_eq!(a.preemptions, 3);
+        assert_eq!(a.wakeups.total(), 100);
+        // Switches of the task tree only: whether a CPU was idle is unknown.
+        assert_eq!(a.woken_on_idle_cpu, None);
+        let m = metrics(&tr);
+        assert!((m["sched_wakeup_latency_max_ms"].value - 1.0).abs() < 1e-9);
+    }
+
     #[test]
     fn times_migrations_wakeups_and_new_task_cpus() {
         use Event::*;
