@@ -39,6 +39,11 @@ struct Level {
     weight: usize,
 }
 
+/// fbq_type (kernel/sched/fair.c): regular < remote < all.
+const FBQ_REGULAR: u8 = 0;
+const FBQ_REMOTE: u8 = 1;
+const FBQ_ALL: u8 = 2;
+
 pub struct Linux {
     levels: Vec<Level>,
     next: Vec<Vec<u64>>,
@@ -141,6 +146,31 @@ impl Linux {
         (nr, g.len(), idle)
     }
 
+    /// fbq_classify_rq / fbq_classify_group (kernel/sched/fair.c, with
+    /// NUMA balancing): over `cpus`, `Regular` (0) when some task has no
+    /// preferred node, else `Remote` (1) when some runs off its preferred
+    /// node, else `All` (2). Counted over the tasks on the CPUs, running
+    /// and queued, as nr_running, nr_numa_running and
+    /// nr_preferred_running are.
+    fn fbq_class(w: &World, cpus: &[CpuId]) -> u8 {
+        let (mut nr, mut numa, mut preferred) = (0, 0, 0);
+        for &c in cpus {
+            let node = w.node_of(c);
+            for t in w.cpus[c].curr.iter().chain(w.cpus[c].queue.iter()) {
+                nr += 1;
+                if let Some(p) = w.tasks[*t].preferred_node {
+                    numa += 1;
+                    preferred += (p == node) as usize;
+                }
+            }
+        }
+        match (nr > numa, nr > preferred) {
+            (true, _) => FBQ_REGULAR,
+            (false, true) => FBQ_REMOTE,
+            (false, false) => FBQ_ALL,
+        }
+    }
+
     /// Balance `cpu` at level `li`. Returns true if something moved.
     fn load_balance(&mut self, w: &mut World, li: usize, cpu: CpuId) -> bool {
         let lv = &self.levels[li];
@@ -197,6 +227,17 @@ impl Linux {
         }
         let group = span[bi].clone();
         let numa = lv.numa;
+        // At a NUMA level only run queues classed no higher than the
+        // busiest group are sources (update_sd_lb_stats sets
+        // env->fbq_type from the busiest group; find_busiest_queue, now
+        // sched_balance_find_src_rq, skips `rt > env->fbq_type`): a queue
+        // of tasks all on their preferred node is left alone while the
+        // group has tasks without a preference or off their node. Elsewhere
+        // env->fbq_type stays `all`.
+        let fbq = match numa {
+            true => Self::fbq_class(w, &group),
+            false => FBQ_ALL,
+        };
         let dst_node = w.node_of(cpu);
         let failed = self.failed[li][cpu];
         let mut moved = 0;
@@ -206,6 +247,9 @@ impl Linux {
             let mut max = 0;
             for &c in &group {
                 let nr = w.nr_running(c);
+                if fbq < FBQ_ALL && Self::fbq_class(w, &[c]) > fbq {
+                    continue;
+                }
                 if nr > max && (nr >= 2 || active_ok) {
                     max = nr;
                     src = Some(c);
@@ -455,6 +499,69 @@ mod tests {
         let m = crate::tests::nodes_machine(2, 2);
         let l = Linux::new(&mut Params::new("linux", &args), &m)?;
         Ok(l.levels.iter().find(|x| x.numa).map(|x| x.pct).unwrap())
+    }
+
+    /// fbq classification: node 1's CPU 2 runs three tasks all on their
+    /// preferred node 1, CPU 3 two tasks without a preference. Idle CPU 0
+    /// balancing at the NUMA level takes from CPU 3 (the group is
+    /// `regular`, CPU 2 is `all`), not from the busier CPU 2, whose tasks
+    /// it would not take anyway (migrate_degrades_locality): without the
+    /// rule nothing moved.
+    #[test]
+    fn numa_balancing_leaves_queues_of_well_placed_tasks_alone() {
+        use crate::engine::{Parent, TaskState, Work};
+        let m = crate::tests::nodes_machine(2, 2);
+        let mut w = crate::tests::empty_world(&m);
+        let _ = crate::workload::add_region(&mut w, 0, 1);
+        let task = |w: &mut World, cpu: CpuId, pref: Option<usize>, running: bool| {
+            let work = Work::Compute {
+                init: Default::default(),
+                init_credit: 0.0,
+                cycles: 1.0,
+                rand_lines: 0.0,
+                stream_lines: 0.0,
+                writeback_lines: 0.0,
+                wss_bytes: 0.0,
+                access: Vec::new(),
+            };
+            let t = crate::workload::add_task(
+                w,
+                "t".into(),
+                0,
+                work,
+                u64::MAX,
+                Parent::Cpu(cpu),
+                true,
+                0,
+                true,
+            );
+            w.enqueue(t, cpu);
+            w.tasks[t].preferred_node = pref;
+            if running {
+                w.cpus[cpu].queue.retain(|&x| x != t);
+                w.cpus[cpu].curr = Some(t);
+                w.tasks[t].state = TaskState::Running;
+            }
+            t
+        };
+        let well: Vec<TaskId> = (0..3).map(|i| task(&mut w, 2, Some(1), i == 0)).collect();
+        let free: Vec<TaskId> = (0..2).map(|i| task(&mut w, 3, None, i == 0)).collect();
+        let mut l = Linux::new(&mut Params::new("linux", &BTreeMap::new()), &m).unwrap();
+        assert_eq!(Linux::fbq_class(&w, &[2]), FBQ_ALL);
+        assert_eq!(Linux::fbq_class(&w, &[3]), FBQ_REGULAR);
+        assert_eq!(Linux::fbq_class(&w, &[2, 3]), FBQ_REGULAR);
+        let numa = l.levels.iter().position(|x| x.numa).unwrap();
+        assert!(l.load_balance(&mut w, numa, 0), "nothing moved");
+        assert!(well.iter().all(|&t| w.tasks[t].cpu == 2));
+        assert_eq!(
+            w.tasks[free[1]].cpu, 0,
+            "the queued task without a preference"
+        );
+        // A queue of tasks off their preferred node is `remote`.
+        for &t in &well {
+            w.tasks[t].preferred_node = Some(0);
+        }
+        assert_eq!(Linux::fbq_class(&w, &[2]), FBQ_REMOTE);
     }
 
     #[test]
