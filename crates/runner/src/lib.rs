@@ -581,51 +581,26 @@ fn run_planned(
         }
         // Make `config` the active configuration.
         if active.as_ref().map(|a| a.config) != Some(ci) {
-            if let Some(a) = active.take() {
-                if let Err(e) = a.end(backends) {
-                    error = Some(e);
-                    break;
+            let r = activate(
+                ci,
+                plan,
+                &mut active,
+                &mut set_up,
+                backends,
+                &hook_log,
+                interrupt,
+            );
+            match r {
+                Ok(settings) => {
+                    if !matches!(plan.output, Output::Quiet | Output::Progress) {
+                        for (k, v) in settings {
+                            bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
+                        }
+                    }
                 }
-            }
-            let settings = match apply_settings(config, ci, plan, backends) {
-                Ok(s) => s,
                 Err(e) => {
                     error = Some(e);
                     break;
-                }
-            };
-            if !matches!(plan.output, Output::Quiet | Output::Progress) {
-                for (k, v) in settings.values() {
-                    bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
-                }
-            }
-            let a = active.insert(Active {
-                config: ci,
-                settings,
-                service: None,
-            });
-            if !set_up[ci] {
-                set_up[ci] = true;
-                if let Some(cmd) = &config.setup {
-                    if let Err(e) = hooks::run(
-                        "setup",
-                        cmd,
-                        config.hook_dir.as_deref(),
-                        Some(&hook_log),
-                        interrupt,
-                    ) {
-                        error = Some(e.into());
-                        break;
-                    }
-                }
-            }
-            if let Some(cmd) = &config.setup_bg {
-                match hooks::Service::start(cmd, config.hook_dir.as_deref(), Some(&hook_log)) {
-                    Ok(s) => a.service = Some(s),
-                    Err(e) => {
-                        error = Some(e.into());
-                        break;
-                    }
                 }
             }
         }
@@ -785,6 +760,72 @@ fn run_planned(
         }
     }
     bar.finish();
+    finish(
+        plan, active, &set_up, backends, &hook_log, out, cut_short, error,
+    )
+}
+
+/// Make configuration `ci` the active one: the previous one's service
+/// stopped and settings restored, then `ci`'s settings applied, its
+/// `--setup` run the first time, its `--setup-bg` service started. The
+/// settings' values, for the caller to print.
+fn activate(
+    ci: usize,
+    plan: &Plan,
+    active: &mut Option<Active>,
+    set_up: &mut [bool],
+    backends: &mut dyn Backends,
+    hook_log: &hooks::HookLog,
+    interrupt: &Interrupt,
+) -> Result<std::collections::BTreeMap<String, String>, RunnerError> {
+    let config = &plan.configs[ci];
+    if let Some(a) = active.take() {
+        a.end(backends)?;
+    }
+    let settings = apply_settings(config, ci, plan, backends)?;
+    let values = settings.values();
+    let a = active.insert(Active {
+        config: ci,
+        settings,
+        service: None,
+    });
+    if !set_up[ci] {
+        set_up[ci] = true;
+        if let Some(cmd) = &config.setup {
+            hooks::run(
+                "setup",
+                cmd,
+                config.hook_dir.as_deref(),
+                Some(hook_log),
+                interrupt,
+            )?;
+        }
+    }
+    if let Some(cmd) = &config.setup_bg {
+        a.service = Some(hooks::Service::start(
+            cmd,
+            config.hook_dir.as_deref(),
+            Some(hook_log),
+        )?);
+    }
+    Ok(values)
+}
+
+/// The end of an invocation, however it came: the active configuration's
+/// service stopped and settings restored, then the cleanups of every
+/// configuration that was set up; what an interrupt or an error kept,
+/// said; the outcome, or the first error.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    plan: &Plan,
+    mut active: Option<Active>,
+    set_up: &[bool],
+    backends: &mut dyn Backends,
+    hook_log: &hooks::HookLog,
+    out: Outcome,
+    cut_short: Option<String>,
+    mut error: Option<RunnerError>,
+) -> Result<Outcome, RunnerError> {
     // The service stopped and the settings back, then the cleanups,
     // whatever happened.
     if let Some(a) = active.take() {
@@ -800,7 +841,7 @@ fn run_planned(
                 "cleanup",
                 cmd,
                 config.hook_dir.as_deref(),
-                Some(&hook_log),
+                Some(hook_log),
                 &cleanup_interrupt,
             ) {
                 numalab_linux::errln!("numalab: error: {e}");
