@@ -129,7 +129,8 @@ impl HookLog {
 
 impl LogState {
     fn write(&mut self, bytes: &[u8]) {
-        if self.failed {
+        // Nothing to write: no file (a run with no hook leaves none).
+        if self.failed || (bytes.is_empty() && self.pending.is_empty() && !self.dropped) {
             return;
         }
         if self.file.is_none() && self.dir.is_dir() {
