@@ -272,7 +272,7 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         let show = "<code>numalab show RECORD</code> draws any run";
         match &opts.runs_file {
             Some(f) => format!(
-                "every run's values are in <a href=\"{}\">{}</a> beside this file (one row per run and metric, as <code>numalab export</code> writes them), and {show}",
+                "Every run's values are in <a href=\"{}\">{}</a> beside this file (one row per run and metric, as <code>numalab export</code> writes them), and {show}",
                 href(f),
                 esc(f)
             ),
@@ -445,12 +445,13 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
                 .iter()
                 .any(|r| r.case == c && r.values.len() > STRIP_POINTS);
             let caption = format!(
-                "{} (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker.{}",
+                "{} (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker{}.{}",
                 if many {
-                    format!("Each run as a point, or, for a configuration of more than {STRIP_POINTS} runs, {STRIP_POINTS} runs at evenly spaced ranks (its smallest and largest among them) and the outliers; the mean and whisker are of all runs")
+                    format!("Each run as a point, or, for a configuration of more than {STRIP_POINTS} runs, {STRIP_POINTS} runs at evenly spaced ranks (its smallest and largest among them) and the outliers")
                 } else {
                     "Each run as a point".to_string()
                 },
+                if many { ", both of all runs" } else { "" },
                 if verdicts.is_empty() {
                     String::new()
                 } else {
