@@ -89,7 +89,7 @@ pub fn to_csv_of(records: &[&RunRecord]) -> Result<String, csv::Error> {
         "value",
         "unit",
     ])?;
-    for r in ordered(&records) {
+    for r in ordered(records) {
         let head = [
             r.id.clone(),
             r.benchmark.clone(),
