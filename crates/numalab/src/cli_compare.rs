@@ -96,7 +96,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: CompareArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths, &a.select)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select, false)?;
     let opts = CompareOptions {
         baseline: a.baseline.clone(),
         metrics: a.metric.clone(),
@@ -125,6 +125,9 @@ pub fn run(a: CompareArgs) -> Result<ExitCode> {
         Format::Json => compare_render::to_json(&report),
     };
     crate::print_stdout(&out)?;
+    // The records are not needed again and the process is ending: freeing
+    // 10,000 of them one by one took a tenth of `compare`'s time.
+    std::mem::forget(ds);
     if a.fail_on_regression {
         let regressions = report.regressions();
         for r in &regressions {

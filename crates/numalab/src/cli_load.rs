@@ -32,13 +32,20 @@ fn parse_filter(s: &str) -> Result<Filter, String> {
     s.parse()
 }
 
-pub fn load(paths: &[PathBuf], select: &SelectArgs) -> Result<Dataset> {
+/// Load the records under `paths`; `samples`: read their time series
+/// (`show`, `report`), else skip them (`compare` reads metrics only).
+pub fn load(paths: &[PathBuf], select: &SelectArgs, samples: bool) -> Result<Dataset> {
     for p in paths {
         if !p.exists() {
             bail!("{}: no such file or directory", p.display());
         }
     }
-    let report = numalab_record::load_paths(paths);
+    let report = numalab_record::load_paths_with(
+        paths,
+        numalab_record::LoadOptions {
+            skip_samples: !samples,
+        },
+    );
     for e in &report.errors {
         numalab_linux::errln!(
             "numalab: warning: {}",

@@ -27,7 +27,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: ReportArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths, &a.select)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select, true)?;
     let opts = CompareOptions {
         baseline: a.baseline.clone(),
         metrics: a.metric.clone(),
@@ -39,7 +39,22 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let inputs: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
-    let text = html::report(&ds, &cmp, &inputs);
+    // More runs than the report draws: every run's values in a CSV beside
+    // it (`r.html` -> `r.runs.csv`), written before the report that links
+    // it, atomically.
+    let runs_file = if html::summarises(&ds) {
+        let name = runs_file_name(output);
+        let path = output.with_file_name(&name);
+        let records: Vec<&numalab_record::RunRecord> = ds.runs.iter().map(|r| &r.record).collect();
+        let csv = numalab_report::export::to_csv_of(&records)
+            .with_context(|| format!("writing {}", path.display()))?;
+        numalab_record::store::write_file_atomic(&path, csv.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Some(name)
+    } else {
+        None
+    };
+    let text = html::report_with(&ds, &cmp, &inputs, &html::Options { runs_file });
     // Written next to its destination and renamed, so a reader never sees
     // half a report.
     let dir = match output.parent() {
@@ -69,4 +84,14 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         text.len().div_ceil(1024)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The side file of every run's values beside report `output`: its name
+/// without the extension, then `.runs.csv`.
+fn runs_file_name(output: &std::path::Path) -> String {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".to_string());
+    format!("{stem}.runs.csv")
 }

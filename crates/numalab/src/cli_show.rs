@@ -22,7 +22,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(a: ShowArgs) -> Result<ExitCode> {
-    let ds = crate::cli_load::load(&a.paths, &a.select)?;
+    let ds = crate::cli_load::load(&a.paths, &a.select, true)?;
     let mut out = String::new();
     if a.sched {
         for (i, run) in ds.runs.iter().enumerate() {

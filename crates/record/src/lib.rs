@@ -41,8 +41,8 @@ pub use id::{NameError, RecordId};
 pub use numalab_topology::MachineInfo;
 pub use schema::*;
 pub use store::{
-    create_new, load, load_paths, remove_side_files, write_atomic, write_file_atomic, LoadReport,
-    RecordError, SideFile,
+    create_new, load, load_paths, load_paths_with, remove_side_files, write_atomic,
+    write_file_atomic, LoadOptions, LoadReport, RecordError, SideFile,
 };
 
 #[cfg(test)]

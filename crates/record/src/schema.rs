@@ -273,8 +273,11 @@ pub struct Repetition {
     pub of: u32,
 }
 
+// Read by hand (below), as the derived reader would, but without
+// buffering the object first: serde reads an internally tagged enum
+// twice, and that was a fifth of reading a record.
 /// Where the run happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Backend {
     /// Directly on the machine described by `machine`.
@@ -310,6 +313,109 @@ pub enum Backend {
         #[serde(default)]
         details: BTreeMap<String, serde_json::Value>,
     },
+}
+
+impl<'de> Deserialize<'de> for Backend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Backend, D::Error> {
+        use serde::de::Error;
+        /// Every variant's fields, each optional; which are required, and
+        /// which allowed, depends on `kind`.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Wire {
+            kind: String,
+            details: Option<BTreeMap<String, serde_json::Value>>,
+            accel: Option<String>,
+            spec: Option<String>,
+            sysctls: Option<BTreeMap<String, String>>,
+            host: Option<String>,
+            host_kernel: Option<String>,
+            host_cpu_model: Option<String>,
+            machine: Option<String>,
+            scheduler: Option<String>,
+            balancer: Option<String>,
+            seed: Option<u64>,
+        }
+        let w = Wire::deserialize(d)?;
+        fn need<T, E: Error>(v: Option<T>, name: &'static str) -> Result<T, E> {
+            v.ok_or_else(|| E::missing_field(name))
+        }
+        let guest = [
+            ("accel", w.accel.is_some()),
+            ("spec", w.spec.is_some()),
+            ("sysctls", w.sysctls.is_some()),
+            ("host", w.host.is_some()),
+            ("host_kernel", w.host_kernel.is_some()),
+            ("host_cpu_model", w.host_cpu_model.is_some()),
+        ];
+        let sim = [
+            ("machine", w.machine.is_some()),
+            ("scheduler", w.scheduler.is_some()),
+            ("balancer", w.balancer.is_some()),
+            ("seed", w.seed.is_some()),
+        ];
+        let refuse =
+            |fields: &[(&'static str, bool)], expected: &'static [&'static str]| match fields
+                .iter()
+                .find(|(_, present)| *present)
+            {
+                Some((name, _)) => Err(D::Error::unknown_field(name, expected)),
+                None => Ok(()),
+            };
+        let details = w.details.unwrap_or_default();
+        match w.kind.as_str() {
+            "real" => {
+                refuse(&guest, &["kind", "details"])?;
+                refuse(&sim, &["kind", "details"])?;
+                Ok(Backend::Real { details })
+            }
+            "guest" => {
+                refuse(
+                    &sim,
+                    &[
+                        "kind",
+                        "accel",
+                        "spec",
+                        "sysctls",
+                        "host",
+                        "host_kernel",
+                        "host_cpu_model",
+                        "details",
+                    ],
+                )?;
+                Ok(Backend::Guest {
+                    accel: need(w.accel, "accel")?,
+                    spec: need(w.spec, "spec")?,
+                    sysctls: need(w.sysctls, "sysctls")?,
+                    host: need(w.host, "host")?,
+                    host_kernel: need(w.host_kernel, "host_kernel")?,
+                    host_cpu_model: w.host_cpu_model,
+                    details,
+                })
+            }
+            "sim" => {
+                refuse(
+                    &guest,
+                    &[
+                        "kind",
+                        "machine",
+                        "scheduler",
+                        "balancer",
+                        "seed",
+                        "details",
+                    ],
+                )?;
+                Ok(Backend::Sim {
+                    machine: need(w.machine, "machine")?,
+                    scheduler: need(w.scheduler, "scheduler")?,
+                    balancer: need(w.balancer, "balancer")?,
+                    seed: need(w.seed, "seed")?,
+                    details,
+                })
+            }
+            other => Err(D::Error::unknown_variant(other, &["real", "guest", "sim"])),
+        }
+    }
 }
 
 impl Backend {
@@ -547,6 +653,9 @@ mod per_node_or_null {
 pub struct Series {
     /// Requested sampling interval in seconds (0 when not sampled).
     pub interval_s: f64,
+    // Read as `[]` with `store::LoadOptions::skip_samples`.
+    #[serde(deserialize_with = "crate::store::samples_or_skip")]
+    #[schemars(with = "Vec<Sample>")]
     pub samples: Vec<Sample>,
 }
 

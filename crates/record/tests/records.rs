@@ -136,3 +136,70 @@ fn unobserved_residency_is_null_not_zeros() {
     assert!(validator.is_valid(&json));
     assert!(validator.is_valid(&serde_json::to_value(&old).unwrap()));
 }
+
+/// `backend` is read by hand: each kind round-trips, and a field of
+/// another kind, a missing field or an unknown kind is refused as the
+/// derived reader refused them.
+#[test]
+fn backends_round_trip_and_bad_ones_are_refused() {
+    let mut r = example_record("numa_test", "A", 1, 10.0);
+    let kinds = [
+        serde_json::json!({"kind": "real", "details": {"cpus": [0, 1]}}),
+        serde_json::json!({"kind": "guest", "accel": "tcg", "spec": "2x2", "sysctls": {},
+            "host": "h", "host_kernel": "6.1", "host_cpu_model": null}),
+        serde_json::json!({"kind": "sim", "machine": "tx7", "scheduler": "linux",
+            "balancer": "none", "seed": 3}),
+    ];
+    for b in kinds {
+        r.backend = serde_json::from_value(b.clone()).unwrap();
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(parse(&PathBuf::from("x.json"), &text).unwrap(), r, "{b}");
+    }
+    let full = serde_json::to_value(&r).unwrap();
+    for (backend, why) in [
+        (
+            serde_json::json!({"kind": "real", "seed": 1}),
+            "unknown field `seed`",
+        ),
+        (
+            serde_json::json!({"kind": "sim", "machine": "tx7", "scheduler": "linux",
+            "balancer": "none", "seed": 3, "accel": "kvm"}),
+            "unknown field `accel`",
+        ),
+        (
+            serde_json::json!({"kind": "sim", "machine": "tx7"}),
+            "missing field `scheduler`",
+        ),
+        (
+            serde_json::json!({"kind": "cloud"}),
+            "unknown variant `cloud`",
+        ),
+        (
+            serde_json::json!({"kind": "real", "colour": 1}),
+            "unknown field `colour`",
+        ),
+    ] {
+        let mut v = full.clone();
+        v["backend"] = backend;
+        let e = parse(&PathBuf::from("x.json"), &v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{e}");
+    }
+}
+
+/// skip_samples reads the time series as empty, and everything else as
+/// a full read does.
+#[test]
+fn skipping_samples_reads_the_rest() {
+    let r = example_record("numa_test", "A", 1, 10.0);
+    assert!(!r.series.samples.is_empty());
+    let text = serde_json::to_string(&r).unwrap();
+    let opts = numalab_record::LoadOptions { skip_samples: true };
+    let lite = numalab_record::store::parse_with(&PathBuf::from("x.json"), &text, opts).unwrap();
+    assert!(lite.series.samples.is_empty());
+    let mut full = parse(&PathBuf::from("x.json"), &text).unwrap();
+    assert_eq!(full, r);
+    full.series.samples.clear();
+    assert_eq!(lite, full);
+}

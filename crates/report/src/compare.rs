@@ -153,7 +153,7 @@ pub struct Settings {
 }
 
 /// The machine facts compared between configurations.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash)]
 pub struct MachineSummary {
     pub host: String,
     pub kernel: String,
@@ -809,18 +809,25 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
     // Machine facts: within a configuration, and against its baseline.
     let mut config_machine: Vec<Option<MachineSummary>> = vec![None; ds.configs.len()];
     let mut config_notes: Vec<Vec<usize>> = vec![Vec::new(); ds.configs.len()];
+    // Each configuration's distinct machines (in the order first seen),
+    // in one pass over the runs: 10,000 runs are mostly the same few.
+    let mut machines: Vec<Vec<MachineSummary>> = vec![Vec::new(); ds.configs.len()];
+    let mut seen: Vec<std::collections::HashSet<MachineSummary>> =
+        vec![Default::default(); ds.configs.len()];
+    for r in &ds.runs {
+        let m = MachineSummary::of(&r.record);
+        if seen[r.config].insert(m.clone()) {
+            machines[r.config].push(m);
+        }
+    }
     for (k, cfg) in ds.configs.iter().enumerate() {
-        let ms: Vec<MachineSummary> = ds
-            .runs
-            .iter()
-            .filter(|r| r.config == k)
-            .map(|r| MachineSummary::of(&r.record))
-            .collect();
+        let ms = &machines[k];
         config_machine[k] = ms.first().cloned();
         if let Some(first) = ms.first() {
             let f0 = first.fields();
+            let fields: Vec<Vec<(&str, String)>> = ms.iter().map(MachineSummary::fields).collect();
             for (i, (field, _)) in f0.iter().enumerate() {
-                let vals: BTreeSet<String> = ms.iter().map(|m| m.fields()[i].1.clone()).collect();
+                let vals: BTreeSet<String> = fields.iter().map(|f| f[i].1.clone()).collect();
                 if vals.len() > 1 {
                     config_notes[k].push(book.add(
                         NoteKind::MachineDiffers,

@@ -517,7 +517,7 @@ impl Dataset {
             ..Dataset::default()
         };
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
-        let mut kept = Vec::new();
+        let mut kept = Vec::with_capacity(records.len());
         for (path, r) in records {
             if let Some(first) = seen.get(&r.id) {
                 ds.warnings.push(format!(
@@ -558,8 +558,9 @@ impl Dataset {
         };
         type Seen = (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>);
         let mut config_runs: BTreeMap<Vec<String>, Seen> = BTreeMap::new();
-        for (_, r) in &kept {
-            let e = config_runs.entry(identity(r)).or_default();
+        let identities: Vec<Vec<String>> = kept.iter().map(|(_, r)| identity(r)).collect();
+        for ((_, r), id) in kept.iter().zip(&identities) {
+            let e = config_runs.entry(id.clone()).or_default();
             e.0.insert(r.label.clone());
             e.1.insert(r.machine.hostname.clone());
             e.2.insert(r.backend.kind().to_string());
@@ -634,10 +635,11 @@ impl Dataset {
         };
         let mut case_map: BTreeMap<(String, String), BTreeMap<String, serde_json::Value>> =
             BTreeMap::new();
-        for (_, r) in &kept {
-            case_map
-                .entry(case_key(r))
-                .or_insert_with(|| case_params(r));
+        let case_keys: Vec<(String, String)> = kept.iter().map(|(_, r)| case_key(r)).collect();
+        for ((_, r), key) in kept.iter().zip(&case_keys) {
+            if !case_map.contains_key(key) {
+                case_map.insert(key.clone(), case_params(r));
+            }
         }
         // Parameters that vary between the cases of each benchmark.
         let mut sets: BTreeMap<&str, Vec<&BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
@@ -696,12 +698,36 @@ impl Dataset {
             .collect();
 
         let mut group_index: HashMap<(usize, usize), usize> = HashMap::new();
-        kept.sort_by(|(pa, a), (pb, b)| {
+        // Sorted by index: a record is a large value to move about.
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_by(|&i, &j| {
+            let ((pa, a), (pb, b)) = (&kept[i], &kept[j]);
             (a.repetition.index, &a.started_at, pa).cmp(&(b.repetition.index, &b.started_at, pb))
         });
-        for (path, r) in kept {
-            let case = case_index[&case_key(&r)];
-            let config = config_index[&identity(&r)];
+        let places: Vec<(usize, usize)> = case_keys
+            .iter()
+            .zip(&identities)
+            .map(|(k, id)| (case_index[k], config_index[id]))
+            .collect();
+        // Put the records in that order in place (a swap per record,
+        // following the permutation's cycles), with their places.
+        let mut places = places;
+        let mut done = vec![false; order.len()];
+        for start in 0..order.len() {
+            let mut k = start;
+            while !done[k] {
+                done[k] = true;
+                let from = order[k];
+                if done[from] {
+                    break;
+                }
+                kept.swap(k, from);
+                places.swap(k, from);
+                k = from;
+            }
+        }
+        ds.runs.reserve(kept.len());
+        for ((path, r), (case, config)) in kept.into_iter().zip(places) {
             let idx = ds.runs.len();
             let ok = r.outcome.is_ok();
             ds.runs.push(Run {

@@ -28,17 +28,18 @@ use std::fmt::Write as _;
 /// The records in export order: numbers in cases and labels by value
 /// (`bytes=2000` before `bytes=16000`, `scan 2000` before `scan 16000`),
 /// as `compare` lists them.
-fn ordered(records: &[RunRecord]) -> Vec<&RunRecord> {
+fn ordered<'a>(records: &[&'a RunRecord]) -> Vec<&'a RunRecord> {
     use crate::dataset::natural_cmp;
-    let mut v: Vec<&RunRecord> = records.iter().collect();
-    v.sort_by(|a, b| {
+    // The case text made once per record, not once per comparison.
+    let mut v: Vec<(String, &RunRecord)> = records.iter().map(|r| (case(r), *r)).collect();
+    v.sort_by(|(ca, a), (cb, b)| {
         natural_cmp(&a.benchmark, &b.benchmark)
-            .then_with(|| natural_cmp(&case(a), &case(b)))
+            .then_with(|| natural_cmp(ca, cb))
             .then_with(|| natural_cmp(&a.label, &b.label))
             .then_with(|| {
                 (
                     &a.benchmark,
-                    case(a),
+                    ca,
                     &a.label,
                     a.backend.kind(),
                     &a.machine.hostname,
@@ -47,7 +48,7 @@ fn ordered(records: &[RunRecord]) -> Vec<&RunRecord> {
                 )
                     .cmp(&(
                         &b.benchmark,
-                        case(b),
+                        cb,
                         &b.label,
                         b.backend.kind(),
                         &b.machine.hostname,
@@ -56,7 +57,7 @@ fn ordered(records: &[RunRecord]) -> Vec<&RunRecord> {
                     ))
             })
     });
-    v
+    v.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The case key as `k=v` pairs separated by spaces.
@@ -66,6 +67,11 @@ fn case(r: &RunRecord) -> String {
 
 /// CSV, one row per run and metric.
 pub fn to_csv(records: &[RunRecord]) -> Result<String, csv::Error> {
+    to_csv_of(&records.iter().collect::<Vec<_>>())
+}
+
+/// [`to_csv`] of records held elsewhere (a [`crate::Dataset`]'s runs).
+pub fn to_csv_of(records: &[&RunRecord]) -> Result<String, csv::Error> {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(Vec::new());
@@ -142,9 +148,10 @@ fn name_part(s: &str) -> String {
 
 /// Go's benchmark format: configuration lines, then a line per run.
 pub fn to_benchstat(records: &[RunRecord]) -> String {
+    let records: Vec<&RunRecord> = records.iter().collect();
     let mut out = String::new();
     let mut config: Option<[String; 4]> = None;
-    for r in ordered(records) {
+    for r in ordered(&records) {
         if r.outcome.status != Status::Ok || r.metrics.is_empty() {
             continue;
         }

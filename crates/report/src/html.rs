@@ -136,7 +136,82 @@ fn inputs_text(inputs: &[String]) -> String {
 
 /// The whole report. `inputs` names what was read (the header gives their
 /// number and common directory).
+/// Runs of one configuration in one case drawn one by one (in Runs and
+/// Scheduling, and as lines in Over time): the first successful runs by
+/// repetition, and the first failed ones. Beyond it a group's runs are
+/// summarised: counted in the tables and the strip charts, not drawn, so
+/// that the report grows with the cases and configurations, not with the
+/// runs (10,000 runs in 28 groups: 4 MiB, where drawing every run took
+/// 184 MiB).
+pub const RUNS_DRAWN: usize = 10;
+
+/// Points drawn per configuration in a strip chart of the Comparison:
+/// beyond it, the runs at evenly spaced ranks (the smallest and the
+/// largest among them) and the flagged outliers; the mean and the
+/// whisker are of every run.
+pub const STRIP_POINTS: usize = 40;
+
+/// A file name as a relative URL: every byte but unreserved ones
+/// (`A-Z a-z 0-9 - . _ ~`) percent-encoded, so `#`, `?`, `%` and spaces
+/// in the name still lead to the file.
+fn href(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// How [`report_with`] writes the report.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The file beside the report that holds every run's values (the
+    /// `numalab export` CSV), linked where runs are not drawn: a name
+    /// relative to the report's directory.
+    pub runs_file: Option<String>,
+}
+
+/// Whether some group has more runs than the report draws one by one
+/// ([`RUNS_DRAWN`]).
+pub fn summarises(ds: &Dataset) -> bool {
+    ds.groups
+        .iter()
+        .any(|g| g.ok.len() > RUNS_DRAWN || g.failed.len() > RUNS_DRAWN)
+}
+
+/// The indices of `values` a strip chart draws: all of them up to
+/// [`STRIP_POINTS`], else that many at evenly spaced ranks and the
+/// outliers.
+fn strip_drawn(values: &[f64], outliers: &[usize]) -> Vec<bool> {
+    let n = values.len();
+    if n <= STRIP_POINTS {
+        return vec![true; n];
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut drawn = vec![false; n];
+    for k in 0..STRIP_POINTS {
+        drawn[order[(k * (n - 1) + (STRIP_POINTS - 1) / 2) / (STRIP_POINTS - 1)]] = true;
+    }
+    for &i in outliers {
+        if i < n {
+            drawn[i] = true;
+        }
+    }
+    drawn
+}
+
 pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
+    report_with(ds, cmp, inputs, &Options::default())
+}
+
+/// [`report`], with a side file of every run's values to link when runs
+/// are summarised.
+pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &Options) -> String {
     let mut p = Page {
         body: String::new(),
         charts: 0,
@@ -165,17 +240,45 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         }
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
     }
-    // Every run in the order of the Runs section: by case, configuration,
-    // successful runs first.
+    // Every run drawn, in the order of the Runs section: by case,
+    // configuration, successful runs first; at most RUNS_DRAWN successful
+    // and RUNS_DRAWN failed runs of a group.
     let mut runs: Vec<(&str, &str, usize)> = Vec::new();
     for (ci, case) in ds.cases.iter().enumerate() {
         for g in ds.groups.iter().filter(|g| g.case == ci) {
             let cfg = ds.configs[g.config].name.as_str();
-            for &i in g.ok.iter().chain(g.failed.iter()) {
+            for &i in
+                g.ok.iter()
+                    .take(RUNS_DRAWN)
+                    .chain(g.failed.iter().take(RUNS_DRAWN))
+            {
                 runs.push((case.name.as_str(), cfg, i));
             }
         }
     }
+    let not_drawn = ds
+        .groups
+        .iter()
+        .map(|g| g.ok.len() + g.failed.len())
+        .sum::<usize>()
+        .saturating_sub(runs.len());
+    let ok_not_drawn: usize = ds
+        .groups
+        .iter()
+        .map(|g| g.ok.len().saturating_sub(RUNS_DRAWN))
+        .sum();
+    // Where the runs not drawn are: a sentence, in HTML.
+    let elsewhere = {
+        let show = "<code>numalab show RECORD</code> draws any run";
+        match &opts.runs_file {
+            Some(f) => format!(
+                "Every run's values are in <a href=\"{}\">{}</a> beside this file (one row per run and metric, as <code>numalab export</code> writes them), and {show}",
+                href(f),
+                esc(f)
+            ),
+            None => format!("{show}, and <code>numalab export</code> lists every run's values"),
+        }
+    };
     let traced = runs
         .iter()
         .any(|&(_, _, i)| ds.runs[i].record.sched.is_some());
@@ -301,7 +404,9 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                         .values
                         .iter()
                         .enumerate()
-                        .map(|(i, v)| StripPoint {
+                        .zip(strip_drawn(&r.values, &r.outliers))
+                        .map(|((i, v), drawn)| StripPoint {
+                            hidden: !drawn,
                             value: *v,
                             outlier: r.outliers.contains(&i),
                             tooltip: format!(
@@ -335,8 +440,18 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
                 })
                 .collect();
             let title = format!("{}: {}", cmp.cases[c].name, t.metric);
+            let many = t
+                .rows
+                .iter()
+                .any(|r| r.case == c && r.values.len() > STRIP_POINTS);
             let caption = format!(
-                "Each run as a point (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker.{}",
+                "{} (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker{}.{}",
+                if many {
+                    format!("Each run as a point, or, for a configuration of more than {STRIP_POINTS} runs, {STRIP_POINTS} runs at evenly spaced ranks (its smallest and largest among them) and the outliers")
+                } else {
+                    "Each run as a point".to_string()
+                },
+                if many { ", both of all runs" } else { "" },
                 if verdicts.is_empty() {
                     String::new()
                 } else {
@@ -403,7 +518,14 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
     p.body.push_str("</section>");
 
     // Over time: one colour per configuration, every run drawn.
-    p.body.push_str("<section id=\"over-time\"><h2>Over time</h2><p class=\"meta\">One colour per configuration; every successful run is a line (hover for which).</p>");
+    if ok_not_drawn == 0 {
+        p.body.push_str("<section id=\"over-time\"><h2>Over time</h2><p class=\"meta\">One colour per configuration; every successful run is a line (hover for which).</p>");
+    } else {
+        let _ = write!(
+            p.body,
+            "<section id=\"over-time\"><h2>Over time</h2><p class=\"meta\">One colour per configuration; the first {RUNS_DRAWN} successful runs of each configuration in a case are lines (hover for which), {ok_not_drawn} more are not drawn.</p>"
+        );
+    }
     for (ci, case) in ds.cases.iter().enumerate() {
         let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
         let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
@@ -415,7 +537,7 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
         let simulated = groups.iter().all(|g| ds.configs[g.config].backend == "sim");
         for g in &groups {
             let si = g.config;
-            for r in ds.ok_records(g) {
+            for r in ds.ok_records(g).into_iter().take(RUNS_DRAWN) {
                 let tip = format!("{} run {}", ds.configs[g.config].name, r.repetition.index);
                 if let Some(pts) = series::vmstat(r, PAGES_MIGRATED) {
                     migrated.push(SvgLine {
@@ -485,7 +607,15 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
 
     // Scheduling facts of traced runs, the tables of `show --sched`.
     if traced {
-        p.body.push_str("<section id=\"sched\"><h2>Scheduling (traced)</h2><p class=\"meta\">The exact scheduling facts of each run recorded with --trace (docs/trace.md), as <code>numalab show --sched</code> prints them.</p>");
+        let _ = write!(
+            p.body,
+            "<section id=\"sched\"><h2>Scheduling (traced)</h2><p class=\"meta\">The exact scheduling facts of each run recorded with --trace (docs/trace.md), as <code>numalab show --sched</code> prints them{}.</p>",
+            if not_drawn > 0 {
+                " (of the runs drawn in Runs)"
+            } else {
+                ""
+            }
+        );
         for &(case, cfg, i) in &runs {
             let run = &ds.runs[i];
             sched_section(
@@ -501,6 +631,15 @@ pub fn report(ds: &Dataset, cmp: &CompareReport, inputs: &[String]) -> String {
 
     // Runs.
     p.body.push_str("<section id=\"runs\"><h2>Runs</h2><p class=\"meta\">Per run: memory per node over time (the convergence chart: memory starts on one node and moves), and each task's node residency.</p>");
+    if not_drawn > 0 {
+        let _ = write!(
+            p.body,
+            "<p class=\"meta summarised\">{} of {} runs are drawn here: the first {RUNS_DRAWN} successful and {RUNS_DRAWN} failed runs of each configuration in each case; the other {not_drawn} are in the tables and the strip charts above. {}.</p>",
+            runs.len(),
+            ds.runs.len(),
+            elsewhere
+        );
+    }
     for &(case, cfg, i) in &runs {
         let run = &ds.runs[i];
         run_section(
@@ -868,6 +1007,114 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `n` runs of one case and one configuration, each with a time
+    /// series, reported with a side file to link.
+    fn many_runs(n: u32) -> String {
+        let records = (1..=n)
+            .map(|i| {
+                let mut r =
+                    numalab_record::example_record("numa02", "A", i, 1.0 + f64::from(i % 7) * 0.01);
+                r.repetition.of = n;
+                let s0 = r.series.samples[0].clone();
+                r.series.samples = (0..20u32)
+                    .map(|k| {
+                        let mut s = s0.clone();
+                        s.t_s = f64::from(k) * 0.05;
+                        let k64 = u64::from(k);
+                        s.memory_bytes = vec![vec![(20 - k64) << 20, k64 << 20]];
+                        s.progress = vec![5 * k64, 5 * k64];
+                        s.vmstat
+                            .insert("numa_pages_migrated".into(), i64::from(k) * 10);
+                        s
+                    })
+                    .collect();
+                (format!("{}.json", r.id).into(), r)
+            })
+            .collect();
+        let ds = Dataset::new(records);
+        let cmp = crate::compare(&ds, &Default::default()).unwrap();
+        let opts = Options {
+            runs_file: Some("r #1.runs.csv".into()),
+        };
+        report_with(&ds, &cmp, &["r".into()], &opts)
+    }
+
+    #[test]
+    fn runs_beyond_the_limit_are_summarised_and_the_size_stays_bounded() {
+        let k = RUNS_DRAWN as u32;
+        let sections = |html: &str| html.matches("<details open><summary>numa02").count();
+        // Up to the limit every run is drawn, and nothing says otherwise.
+        let at = many_runs(k);
+        assert_eq!(sections(&at), RUNS_DRAWN);
+        assert!(!at.contains("summarised"), "{at}");
+        assert!(!at.contains("runs.csv"));
+        assert!(at.contains("every successful run is a line"));
+        let one = many_runs(1);
+        let per_drawn_run = (at.len() - one.len()) / (RUNS_DRAWN - 1);
+
+        // Beyond it: the first RUNS_DRAWN are drawn, a note says so and
+        // links the side file (its name percent-encoded).
+        let four = many_runs(4 * k);
+        let sixteen = many_runs(16 * k);
+        for (html, n) in [(&four, 4 * k), (&sixteen, 16 * k)] {
+            assert_eq!(sections(html), RUNS_DRAWN);
+            assert!(
+                html.contains(&format!("{k} of {n} runs are drawn here")),
+                "{html}"
+            );
+            assert!(html.contains(&format!("the other {} are in the tables", n - k)));
+            assert!(html.contains("<a href=\"r%20%231.runs.csv\">r #1.runs.csv</a>"));
+            assert!(html.contains(&format!(
+                "the first {k} successful runs of each configuration in a case are lines (hover for which), {} more are not drawn",
+                n - k
+            )));
+            // Over time: RUNS_DRAWN lines per chart.
+            let over = &html[html.find("<section id=\"over-time\">").unwrap()..];
+            let over = &over[..over.find("</section>").unwrap()];
+            assert_eq!(over.matches("<path").count() / 2, RUNS_DRAWN, "{over}");
+        }
+        // Strip charts: at most STRIP_POINTS points per configuration
+        // (and the outliers), the mean of every run.
+        let comparison = &sixteen[sixteen.find("<section id=\"comparison\">").unwrap()..];
+        let comparison = &comparison[..comparison.find("</section>").unwrap()];
+        let charts = comparison.matches("<svg").count();
+        assert_eq!(charts, 2, "elapsed_s and user_s");
+        let points = comparison.matches("<circle").count();
+        assert!(
+            (charts * STRIP_POINTS..=charts * (STRIP_POINTS + 5)).contains(&points),
+            "{points} points"
+        );
+        assert!(comparison.contains(&format!(
+            "for a configuration of more than {STRIP_POINTS} runs"
+        )));
+        let values: Vec<f64> = (1..=16 * k)
+            .map(|i| 1.0 + f64::from(i % 7) * 0.01)
+            .collect();
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        assert!(
+            comparison.contains(&format!("<title>mean {}</title>", crate::num::value(mean))),
+            "{comparison}"
+        );
+        // Bounded: a run beyond the limit adds a tiny fraction of a drawn
+        // run's bytes (its values in the tables' counts, nothing drawn).
+        let per_run_beyond = (sixteen.len() - four.len()) / (12 * RUNS_DRAWN);
+        assert!(
+            per_run_beyond * 50 < per_drawn_run,
+            "{per_run_beyond} bytes per run beyond the limit, {per_drawn_run} per drawn run"
+        );
+    }
+
+    #[test]
+    fn strip_points_beyond_the_limit_are_ranks_and_outliers() {
+        let values: Vec<f64> = (0..1000).map(|i| f64::from((i * 7919) % 1000)).collect();
+        let drawn = strip_drawn(&values, &[3]);
+        assert_eq!(drawn.iter().filter(|d| **d).count(), STRIP_POINTS + 1);
+        let lo = values.iter().position(|v| *v == 0.0).unwrap();
+        let hi = values.iter().position(|v| *v == 999.0).unwrap();
+        assert!(drawn[lo] && drawn[hi] && drawn[3]);
+        assert!(strip_drawn(&values[..STRIP_POINTS], &[]).iter().all(|d| *d));
+    }
 
     #[test]
     fn many_tasks_residency_is_one_bar_per_main_node() {

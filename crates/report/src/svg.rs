@@ -335,6 +335,9 @@ pub struct StripPoint {
     pub value: f64,
     pub outlier: bool,
     pub tooltip: String,
+    /// Counted in the mean and the whisker but not drawn (a group of
+    /// more runs than a chart shows, `html`'s `STRIP_POINTS`).
+    pub hidden: bool,
 }
 
 /// Runs per configuration as points, with the mean (a bar) and ±1
@@ -425,13 +428,14 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[StripGroup]) -> Option<
                 y = f(fr.sy(s.mean))
             );
         }
-        let n = pts.len().max(1) as f64;
-        for (j, p) in pts.iter().enumerate() {
+        let drawn: Vec<&StripPoint> = pts.iter().filter(|p| !p.hidden).collect();
+        let n = drawn.len().max(1) as f64;
+        for (j, p) in drawn.iter().enumerate() {
             if !p.value.is_finite() {
                 continue;
             }
             // Spread the runs sideways in order, so that equal values stay visible.
-            let dx = if pts.len() > 1 {
+            let dx = if drawn.len() > 1 {
                 (j as f64 / (n - 1.0) - 0.5) * (band * 0.3).min(50.0)
             } else {
                 0.0
@@ -778,16 +782,19 @@ mod tests {
                         value: 1.0,
                         outlier: false,
                         tooltip: "r1".into(),
+                        hidden: false,
                     },
                     StripPoint {
                         value: 1.1,
                         outlier: false,
                         tooltip: "r2".into(),
+                        hidden: false,
                     },
                     StripPoint {
                         value: 3.0,
                         outlier: true,
                         tooltip: "r3".into(),
+                        hidden: false,
                     },
                 ],
             ),
@@ -798,6 +805,7 @@ mod tests {
                     value: 2.0,
                     outlier: false,
                     tooltip: "r1".into(),
+                    hidden: false,
                 }],
             ),
         ];
