@@ -1558,16 +1558,28 @@ fn numastat_in_the_guest_agrees_with_the_records_memory_per_node() {
                     --interval 0.5 --results /tmp/inner --quiet >/dev/null &
                   nl=$!
                   pid=
+                  out=
+                  rss() { [ -n \"$pid\" ] && awk '/^RssAnon/ {print $2}' /proc/$pid/status 2>/dev/null; }
                   # Wait (not a fixed sleep: a loaded host delays the start)
-                  # for the task and its 64 MiB to be resident, up to 60 s.
+                  # for the task and its 64 MiB (anonymous) to be resident,
+                  # up to 60 s;
+                  # keep numastat's reading only if the task still held its
+                  # 64 MiB after it (one taken as the task exits reads its
+                  # memory half freed).
                   for i in $(seq 300); do
-                    [ -n \"$pid\" ] || pid=$(pgrep -f '^[^ ]*numalab __task autonuma' | head -n 1)
-                    rss=$( [ -n \"$pid\" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null)
-                    [ \"${rss:-0}\" -ge 65536 ] && break
+                    [ -n \"$pid\" ] && [ -d /proc/$pid ] ||
+                      pid=$(pgrep -f '^[^ ]*numalab __task autonuma' | head -n 1)
+                    r=$(rss)
+                    if [ \"${r:-0}\" -ge 65536 ]; then
+                      out=$(numastat -p \"$pid\")
+                      r=$(rss)
+                      [ \"${r:-0}\" -ge 65536 ] && break
+                      out=
+                    fi
                     sleep 0.2
                   done
                   echo \"numastat of $pid\"
-                  numastat -p \"$pid\"
+                  echo \"$out\"
                   wait $nl || exit 1
                   echo '@@record'
                   cat /tmp/inner/*.json";
