@@ -73,9 +73,11 @@ const PENDING_MAX: usize = 1 << 20;
 
 /// The invocation's hook log, `RESULTS/hooks.log`: every hook's output,
 /// each line prefixed with the time and the hook, between a line saying
-/// what started and one saying how it ended. Appended to, by every
-/// invocation into the directory, one whole line at a time (`O_APPEND`,
-/// opened with `O_NOFOLLOW`). A results directory is made when its first
+/// what started and one saying how it ended. Each invocation creates a
+/// file of its own (`O_EXCL`: never opened through a name that exists, so
+/// a link planted in the directory is not written through): `hooks.log`,
+/// or for a later invocation into the same directory `hooks.2.log`,
+/// `hooks.3.log` and so on ([`HookLog::path`] says which). A results directory is made when its first
 /// record is written, so until it exists the lines wait in memory (at most
 /// 1 MiB; an invocation that ends before it, a failed `--setup`, leaves
 /// no directory and the failure's last lines in its error).
@@ -85,6 +87,8 @@ pub struct HookLog(Arc<Mutex<LogState>>);
 struct LogState {
     dir: PathBuf,
     file: Option<std::fs::File>,
+    /// The file's name in `dir`, once created.
+    name: String,
     pending: Vec<u8>,
     dropped: bool,
     failed: bool,
@@ -96,6 +100,7 @@ impl HookLog {
         HookLog(Arc::new(Mutex::new(LogState {
             dir: dir.to_path_buf(),
             file: None,
+            name: LOG_NAME.to_string(),
             pending: Vec::new(),
             dropped: false,
             failed: false,
@@ -118,13 +123,39 @@ impl HookLog {
         }
     }
 
-    /// The log's path.
+    /// The log's path (before it is created: the name it would have if
+    /// it were the directory's first).
     pub fn path(&self) -> PathBuf {
         self.0
             .lock()
-            .map(|st| st.dir.join(LOG_NAME))
+            .map(|st| st.dir.join(&st.name))
             .unwrap_or_default()
     }
+}
+
+/// Create this invocation's log in `dir`: the first of `hooks.log`,
+/// `hooks.2.log`, ... that does not exist yet.
+fn create_log(dir: &Path) -> std::io::Result<(std::fs::File, String)> {
+    let (stem, ext) = LOG_NAME
+        .rsplit_once('.')
+        .expect("the log name has an extension");
+    for n in 1..=1000u32 {
+        let name = match n {
+            1 => LOG_NAME.to_string(),
+            n => format!("{stem}.{n}.{ext}"),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(dir.join(&name))
+        {
+            Ok(f) => return Ok((f, name)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("1000 hook logs exist already"))
 }
 
 impl LogState {
@@ -134,14 +165,11 @@ impl LogState {
             return;
         }
         if self.file.is_none() && self.dir.is_dir() {
-            match std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(self.dir.join(LOG_NAME))
-            {
-                Ok(f) => self.file = Some(f),
+            match create_log(&self.dir) {
+                Ok((f, name)) => {
+                    self.file = Some(f);
+                    self.name = name;
+                }
                 Err(e) => {
                     self.failed = true;
                     numalab_linux::errln!(
@@ -772,5 +800,19 @@ mod tests {
         let log = HookLog::new(&other);
         run("setup", "echo x", None, Some(&log), &i).unwrap();
         assert!(!d.path().join("target").exists());
+        assert_eq!(log.path(), other.join("hooks.2.log"));
+        // Nor is a hard link: the invocation makes a file of its own.
+        let third = d.path().join("third");
+        std::fs::create_dir(&third).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "mine\n").unwrap();
+        std::fs::hard_link(&victim, third.join(LOG_NAME)).unwrap();
+        std::fs::hard_link(&victim, third.join("hooks.2.log")).unwrap();
+        let log = HookLog::new(&third);
+        run("setup", "echo y", None, Some(&log), &i).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+        assert_eq!(log.path(), third.join("hooks.3.log"));
+        let text = std::fs::read_to_string(third.join("hooks.3.log")).unwrap();
+        assert!(text.contains("setup: y\n"), "{text}");
     }
 }
