@@ -21,12 +21,16 @@
 //!    any configuration file; `update --error-on=any`), checks that the
 //!    `InRelease` apt verified is there, and checks each `.deb`'s size and
 //!    SHA256 against the `Packages` file itself.
-//! 3. **Three packages.** Since 7.x the kernel comes as
+//! 3. **Four packages.** Since 7.x the kernel comes as
 //!    `linux-base-VER` (config, modules.builtin), `linux-binary-VER`
 //!    (vmlinuz) and `linux-modules-VER` (xz modules, no `modules.dep`),
-//!    all under `usr/lib/modules/VER/`. They are unpacked with
+//!    all under `usr/lib/modules/VER/`; `linux-bpf-dev` of the same
+//!    version holds the kernel's `vmlinux.h` (every type of its BTF, the
+//!    sched_ext kfuncs among them), what numalab's sched_ext schedulers
+//!    are compiled against (crates/scx). They are unpacked with
 //!    `dpkg-deb -x` into a fresh `.part-*` directory, `depmod -b` makes
-//!    `modules.dep`, the config is checked for what numalab needs, a
+//!    `modules.dep`, the header is put beside the kernel
+//!    (`vmlinux-VER.h`), the config is checked for what numalab needs, a
 //!    marker (`numalab-kernel.json`) is written last and the directory is
 //!    renamed to `kernels/VER` in one step. A fetch cut short (Ctrl-C, a
 //!    failed download) leaves at most a `.part-*` directory, which never
@@ -180,20 +184,30 @@ impl Known {
         patch.parse().ok()
     }
 
-    fn packages(&self, release: &str) -> [String; 3] {
-        ["base", "binary", "modules"].map(|p| format!("linux-{p}-{release}"))
+    /// linux-base, linux-binary, linux-modules of `release`, and
+    /// linux-bpf-dev (one per version, no release in its name).
+    fn packages(&self, release: &str) -> [String; 4] {
+        let [b, i, m] = ["base", "binary", "modules"].map(|p| format!("linux-{p}-{release}"));
+        [b, i, m, BPF_DEV.to_string()]
     }
 }
 
-/// What to fetch: the release and its three packages.
+/// The package with the kernel's `vmlinux.h`.
+pub const BPF_DEV: &str = "linux-bpf-dev";
+
+/// Where `linux-bpf-dev` puts the header.
+const BPF_DEV_HEADER: &str = "usr/include/x86_64-linux-gnu/linux/bpf/vmlinux.h";
+
+/// What to fetch: the release and its four packages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     pub release: String,
-    /// linux-base, linux-binary, linux-modules, in that order.
+    /// linux-base, linux-binary, linux-modules, linux-bpf-dev, in that
+    /// order.
     pub packages: Vec<Stanza>,
 }
 
-/// The newest release of `k` in an index, with its three packages of one
+/// The newest release of `k` in an index, with its four packages of one
 /// version (the highest, when the index has several).
 pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, String> {
     let best = stanzas
@@ -230,7 +244,7 @@ pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, String> {
             .find(|s| &s.package == n && s.version == version)
             .ok_or_else(|| {
                 format!(
-                    "{}: {n} {version} is not in {}'s index (the three packages of {best} must come together)",
+                    "{}: {n} {version} is not in {}'s index (the four packages of {best} must come together)",
                     k.name, k.suite
                 )
             })?;
@@ -350,6 +364,8 @@ pub struct Entry {
     pub vmlinuz: PathBuf,
     /// The module tree (`.../usr/lib/modules/RELEASE`, with modules.dep).
     pub modules: PathBuf,
+    /// The kernel's `vmlinux.h` (from linux-bpf-dev), `vmlinux-RELEASE.h`.
+    pub vmlinux_h: PathBuf,
     /// `linux-binary-7.3.4+deb13-amd64 7.3.4-1~bpo13+1` and the others.
     pub packages: Vec<String>,
     /// What its config lacks of what numalab needs (empty: nothing).
@@ -433,7 +449,8 @@ fn open_entry(k: &'static Known, dir: &Path, release: &str) -> Option<Entry> {
     }
     let modules = dir.join("usr/lib/modules").join(release);
     let vmlinuz = dir.join(format!("vmlinuz-{release}"));
-    if !vmlinuz.is_file() || !modules.join("modules.dep").is_file() {
+    let vmlinux_h = dir.join(format!("vmlinux-{release}.h"));
+    if !vmlinuz.is_file() || !modules.join("modules.dep").is_file() || !vmlinux_h.is_file() {
         return None;
     }
     let config = fs::read_to_string(modules.join("config")).unwrap_or_default();
@@ -443,6 +460,7 @@ fn open_entry(k: &'static Known, dir: &Path, release: &str) -> Option<Entry> {
         dir: dir.to_path_buf(),
         vmlinuz,
         modules,
+        vmlinux_h,
         packages: marker
             .packages
             .iter()
@@ -504,6 +522,7 @@ pub fn resolve(
     if let Some(e) = cached(k, root).into_iter().next() {
         return Ok(e);
     }
+    set_aside_stale(k, root, say);
     clean_partial(root);
     fetch(k, root, say, apt_output)
 }
@@ -521,6 +540,27 @@ pub fn resolve_for_vm(k: &'static Known, quiet: bool) -> Result<Entry, String> {
     })?;
     let say = |s: &str| numalab_linux::statusln!("numalab vm: {s}");
     resolve(k, &root, &say, !quiet).map_err(|e| format!("--kernel {}: {e}", k.name))
+}
+
+/// Entries an older numalab cached without the kernel's `vmlinux.h`
+/// (complete then, not now): renamed to `.part-*` names, so that the
+/// fetch that follows removes them and caches the release whole.
+fn set_aside_stale(k: &'static Known, root: &Path, say: &dyn Fn(&str)) {
+    let Ok(dir) = fs::read_dir(root) else { return };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if k.patch_of(&name).is_none() || !valid_release(&name) {
+            continue;
+        }
+        let stale = fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir())
+            && fs::symlink_metadata(e.path().join(MARKER)).is_ok_and(|m| m.is_file())
+            && !e.path().join(format!("vmlinux-{name}.h")).exists();
+        if stale && fs::rename(e.path(), root.join(format!(".part-stale-{name}"))).is_ok() {
+            say(&format!(
+                "{name} was cached by an older numalab without the kernel's vmlinux.h: fetching it again"
+            ));
+        }
+    }
 }
 
 /// Remove `.part-*` directories: fetches cut short.
@@ -727,7 +767,7 @@ fn update_index(
     })
 }
 
-/// Download the three packages of `choice` into `part/debs`, check each
+/// Download the four packages of `choice` into `part/debs`, check each
 /// against `index`, unpack them into `part/tree` (returned) and remove
 /// the `.deb` files.
 fn download_and_unpack(
@@ -850,6 +890,16 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
         )
     })?;
     crate::qemu::check_kernel(&vmlinuz)?;
+    // The header beside it; linux-bpf-dev's include tree goes.
+    let header = tree.join(format!("vmlinux-{release}.h"));
+    fs::rename(tree.join(BPF_DEV_HEADER), &header).map_err(|e| {
+        format!(
+            "{}: {e} (not in {BPF_DEV}?)",
+            tree.join(BPF_DEV_HEADER).display()
+        )
+    })?;
+    let _ = fs::remove_dir_all(tree.join("usr/include"));
+    let _ = fs::remove_dir_all(tree.join("usr/share/doc").join(BPF_DEV));
 
     // The tree on disk before the marker that says it is complete (a
     // power cut after the rename must not leave a complete-looking entry
@@ -948,6 +998,20 @@ Filename: pool/main/l/linux/linux-modules-7.3.4+deb13-amd64_7.3.4-1~bpo13+1_amd6
 Size: 106862204
 SHA256: b3ea01922c9f133767a83cf6891c19b3693858ded617bf22d1e34f95382c08ea
 
+Package: linux-bpf-dev
+Source: linux
+Version: 7.3.4-1~bpo13+1
+Filename: pool/main/l/linux/linux-bpf-dev_7.3.4-1~bpo13+1_amd64.deb
+Size: 1488768
+SHA256: 43a87aabd31d870a3f3d1bad409b0baeba199e126234cbffd603099bc6511e09
+
+Package: linux-bpf-dev
+Source: linux
+Version: 7.2.12-1~bpo13+1
+Filename: pool/main/l/linux/linux-bpf-dev_7.2.12-1~bpo13+1_amd64.deb
+Size: 1488000
+SHA256: 3333333333333333333333333333333333333333333333333333333333333333
+
 Package: linux-doc
 Version: 7.3.4-1~bpo13+1
 ";
@@ -976,10 +1040,10 @@ Version: 7.3.4-1~bpo13+1
     }
 
     #[test]
-    fn the_packages_index_gives_the_newest_release_and_its_three_packages() {
+    fn the_packages_index_gives_the_newest_release_and_its_four_packages() {
         let s = parse_packages(INDEX);
         // The stanza without Filename/Size/SHA256 is left out.
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 8);
         assert_eq!(s[0].size, 14138336);
         let c = choose(&KNOWN[0], &s).unwrap();
         assert_eq!(c.release, "7.3.4+deb13-amd64");
@@ -989,10 +1053,20 @@ Version: 7.3.4-1~bpo13+1
             [
                 "linux-base-7.3.4+deb13-amd64",
                 "linux-binary-7.3.4+deb13-amd64",
-                "linux-modules-7.3.4+deb13-amd64"
+                "linux-modules-7.3.4+deb13-amd64",
+                "linux-bpf-dev",
             ]
         );
         assert!(c.packages.iter().all(|p| p.version == "7.3.4-1~bpo13+1"));
+        assert_eq!(c.packages[3].size, 1488768);
+        // linux-bpf-dev of another version only: refused, naming it.
+        let other: Vec<Stanza> = s
+            .iter()
+            .filter(|p| !(p.package == BPF_DEV && p.version.starts_with("7.3.4")))
+            .cloned()
+            .collect();
+        let e = choose(&KNOWN[0], &other).unwrap_err();
+        assert!(e.contains("linux-bpf-dev 7.3.4-1~bpo13+1 is not in"), "{e}");
         // Without the modules: refused, naming it.
         let partial: Vec<Stanza> = s
             .iter()
@@ -1081,6 +1155,7 @@ Version: 7.3.4-1~bpo13+1
         fs::write(m.join("modules.dep"), "").unwrap();
         fs::write(m.join("config"), "CONFIG_SCHED_CLASS_EXT=y\n").unwrap();
         fs::write(dir.join(format!("vmlinuz-{release}")), b"k").unwrap();
+        fs::write(dir.join(format!("vmlinux-{release}.h")), b"h").unwrap();
         if marker {
             let mk = Marker {
                 name: "debian-7.3".into(),
@@ -1121,6 +1196,23 @@ Version: 7.3.4-1~bpo13+1
         clean_partial(&root);
         assert!(!root.join(".part-x").exists());
         assert!(root.join("7.3.11+deb13-amd64").exists());
+        // Cached by an older numalab, without vmlinux.h: not complete,
+        // and set aside (then removed) before the next fetch.
+        let old = fake_entry(&root, "7.3.3+deb13-amd64", true);
+        fs::remove_file(old.join("vmlinux-7.3.3+deb13-amd64.h")).unwrap();
+        assert_eq!(cached(&KNOWN[0], &root).len(), 2);
+        let said = std::cell::RefCell::new(Vec::new());
+        set_aside_stale(&KNOWN[0], &root, &|s: &str| {
+            said.borrow_mut().push(s.to_string())
+        });
+        clean_partial(&root);
+        assert!(!old.exists());
+        assert_eq!(said.borrow().len(), 1, "{said:?}");
+        assert!(root.join("7.3.10+deb13-amd64").exists());
+        assert!(
+            root.join("7.3.11+deb13-amd64").exists(),
+            "not ours to judge: no marker"
+        );
     }
 
     #[test]
