@@ -273,6 +273,7 @@ impl ConfigSpec {
             cleanup: self.cleanup.clone(),
             setup_bg: self.setup_bg.clone(),
             hook_dir: None,
+            scx: None,
         })
     }
 

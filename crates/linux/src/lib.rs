@@ -25,5 +25,6 @@ pub mod numa;
 pub mod out;
 pub mod perf;
 pub mod procfs;
+pub mod sched_ext;
 pub mod shell;
 pub mod supervise;

@@ -71,6 +71,22 @@ pub struct RunnerArgs {
     /// first, the runs fail. Output in RESULTS/hooks.log
     #[arg(long = "setup-bg", value_name = "CMD")]
     pub setup_bg: Option<String>,
+    /// Run under one of numalab's sched_ext schedulers (fifo), loaded
+    /// for the runs and unloaded after them; needs a kernel with
+    /// sched_ext (a guest of --kernel debian-7.3) and a numalab built
+    /// with --features scx (docs/sched-ext.md)
+    #[arg(long, value_name = "NAME[k=v,...]", value_parser = parse_scx, help_heading = "sched_ext")]
+    pub scx: Option<numalab_linux::sched_ext::Scx>,
+    /// Run under any other sched_ext scheduler: a shell command that
+    /// loads one and unloads it on SIGTERM (scx_simple, scx_rusty, ...);
+    /// the runs start once the kernel has enabled it
+    #[arg(
+        long = "scx-exec",
+        value_name = "CMD",
+        conflicts_with = "scx",
+        help_heading = "sched_ext"
+    )]
+    pub scx_exec: Option<String>,
     /// Set a sysctl for the runs and restore it after (repeatable; also
     /// the NUMA-balancing scan tunables by their sysctl names, e.g.
     /// kernel.numa_balancing_scan_period_max_ms=2000); needs root
@@ -126,6 +142,14 @@ fn parse_max_time(s: &str) -> Result<f64, String> {
         Ok(v) if v < 0.0 => Err("a time cannot be negative".into()),
         _ => Err("give a number of seconds, 0 or more".into()),
     }
+}
+
+fn parse_scx(s: &str) -> Result<numalab_linux::sched_ext::Scx, String> {
+    let (scx, _) = numalab_scx::parse(s)?;
+    if !numalab_scx::BUILT {
+        return Err(numalab_scx::not_built(&scx.flag()));
+    }
+    Ok(scx)
 }
 
 fn parse_sysctl(s: &str) -> Result<Knob, String> {
@@ -186,6 +210,11 @@ impl RunnerArgs {
             cleanup: self.cleanup.clone(),
             setup_bg: self.setup_bg.clone(),
             hook_dir: None,
+            scx: self.scx.clone().or_else(|| {
+                self.scx_exec
+                    .clone()
+                    .map(|cmd| numalab_linux::sched_ext::Scx::Exec { cmd })
+            }),
         }
     }
 }

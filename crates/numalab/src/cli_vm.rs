@@ -358,7 +358,7 @@ pub fn guest_op(args: &[String]) -> i32 {
                 Err(RunError::Interrupted) => reply(Reply::Error("interrupted".into())),
             }
         }
-        Request::Settings { .. } | Request::Quit => {
+        Request::Settings { .. } | Request::Scx { .. } | Request::ScxStatus | Request::Quit => {
             reply(Reply::Error("the guest's init answers this itself".into()));
             return 2;
         }

@@ -78,6 +78,27 @@ pub(crate) enum Command {
     GuestProbe(cli_vm::ProbeArgs),
 }
 
+/// `numalab __scx-load SPEC`: the loader of numalab's sched_ext
+/// schedulers (numalab-scx), where this build has them.
+fn scx_load(args: &[String]) -> i32 {
+    let [spec] = args else {
+        numalab_linux::errln!("numalab __scx-load: give one scheduler, NAME[k=v,...]");
+        return 2;
+    };
+    #[cfg(feature = "scx")]
+    {
+        numalab_scx::loader::main(spec)
+    }
+    #[cfg(not(feature = "scx"))]
+    {
+        numalab_linux::errln!(
+            "numalab __scx-load: {}",
+            numalab_scx::not_built(&format!("--scx {spec}"))
+        );
+        2
+    }
+}
+
 fn main() -> ExitCode {
     // numalab re-executes itself for benchmark tasks (`__task ...`).
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -86,6 +107,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("__guest-op") {
         return ExitCode::from(cli_vm::guest_op(&args[1..]) as u8);
+    }
+    if args.first().map(String::as_str) == Some("__scx-load") {
+        return ExitCode::from(scx_load(&args[1..]) as u8);
     }
     if args.first().is_some_and(|a| a.starts_with("__")) {
         return ExitCode::from(numalab_host::internal_main(&args) as u8);

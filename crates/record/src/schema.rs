@@ -258,12 +258,34 @@ pub struct Applied {
     /// kept running through the configuration's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_bg: Option<String>,
+    /// The sched_ext scheduler the run ran under (`--scx`,
+    /// `--scx-exec`); absent: the kernel's own scheduler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scx: Option<ScxApplied>,
     /// Discarded runs before the recorded ones, per case.
     #[serde(default)]
     pub warmup: u32,
     /// The numalab command line that ran it, program name first.
     #[serde(default)]
     pub command_line: Vec<String>,
+}
+
+/// A sched_ext scheduler, as a run ran under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScxApplied {
+    /// numalab's own as `--scx` named it, canonical (`fifo[slice_ms=5]`),
+    /// or the command `--scx-exec` ran.
+    pub scheduler: String,
+    /// Whether it is a program of the user's (`--scx-exec`).
+    #[serde(default)]
+    pub exec: bool,
+    /// The `sched_ext_ops` name the kernel enabled
+    /// (`/sys/kernel/sched_ext/root/ops`).
+    pub ops: String,
+    /// `/sys/kernel/sched_ext/enable_seq` once it was enabled: runs with
+    /// the same value ran under one load of it.
+    pub enable_seq: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

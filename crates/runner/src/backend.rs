@@ -121,6 +121,37 @@ pub trait Backend: Calibration {
         Ok(())
     }
 
+    /// Where a configuration's sched_ext scheduler (`--scx`) runs: on
+    /// this machine (the runner loads it), the backend's own machine
+    /// ([`Backend::start_scx`]), or nowhere (why).
+    fn scx_site(&self) -> SettingsSite {
+        SettingsSite::ThisMachine
+    }
+
+    /// Load `scx` on the backend's machine and wait until its kernel has
+    /// enabled it: what sysfs then says. Called only when
+    /// [`Backend::scx_site`] is [`SettingsSite::Backend`].
+    fn start_scx(
+        &mut self,
+        _scx: &numalab_linux::sched_ext::Scx,
+    ) -> Result<numalab_linux::sched_ext::Status, RunError> {
+        Err(RunError::Failed(
+            "this backend does not run sched_ext schedulers itself".into(),
+        ))
+    }
+
+    /// Why the scheduler [`Backend::start_scx`] loaded no longer runs, if
+    /// it does not.
+    fn scx_ended(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Unload the scheduler [`Backend::start_scx`] loaded; how it ended,
+    /// where it said.
+    fn stop_scx(&mut self) -> Result<Option<numalab_linux::sched_ext::ExitInfo>, RunError> {
+        Ok(None)
+    }
+
     /// Why `case` cannot run on this backend, if it cannot (the
     /// simulator cannot run a program), checked before anything runs.
     fn unsupported(&self, _case: &Case) -> Option<String> {

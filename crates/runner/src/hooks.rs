@@ -219,9 +219,11 @@ pub enum HookError {
         /// Its last output lines, oldest first.
         tail: Vec<String>,
     },
-    /// A `--setup-bg` service ended before its configuration's runs did.
-    #[error("--setup-bg {cmd:?} ended before the runs were done ({status}){}", tail_text(.tail))]
+    /// A `--setup-bg` service (or a sched_ext scheduler, `--scx`) ended
+    /// before its configuration's runs did.
+    #[error("--{which} {cmd:?} ended before the runs were done ({status}){}", tail_text(.tail))]
     Ended {
+        which: &'static str,
         cmd: String,
         status: String,
         tail: Vec<String>,
@@ -230,7 +232,7 @@ pub enum HookError {
     Interrupted { which: &'static str },
 }
 
-fn tail_text(tail: &[String]) -> String {
+pub(crate) fn tail_text(tail: &[String]) -> String {
     if tail.is_empty() {
         return String::new();
     }
@@ -376,6 +378,7 @@ impl Tail {
 /// where numalab has one) until [`Service::stop`], its output in the hook
 /// log only (it would break the progress bar on standard error).
 pub struct Service {
+    which: &'static str,
     cmd: String,
     log: Option<HookLog>,
     tail: Tail,
@@ -394,15 +397,26 @@ const BG: &str = "setup-bg";
 impl Service {
     /// Start `cmd` through `sh -c` in `cwd`.
     pub fn start(cmd: &str, cwd: Option<&Path>, log: Option<&HookLog>) -> Result<Self, HookError> {
+        Service::start_as(BG, cmd, cwd, log)
+    }
+
+    /// [`Service::start`], its lines and errors named by `which`
+    /// (`setup-bg`, `scx`).
+    pub fn start_as(
+        which: &'static str,
+        cmd: &str,
+        cwd: Option<&Path>,
+        log: Option<&HookLog>,
+    ) -> Result<Self, HookError> {
         let start_err = |err: std::io::Error| HookError::Start {
-            which: BG,
+            which,
             cmd: cmd.to_string(),
             err,
         };
         if let Some(l) = log {
-            l.line(BG, &format!("$ {cmd}"));
+            l.line(which, &format!("$ {cmd}"));
         }
-        let (tail, out) = Tail::start(BG, log.cloned(), false).map_err(start_err)?;
+        let (tail, out) = Tail::start(which, log.cloned(), false).map_err(start_err)?;
         let proc = match numalab_linux::supervise::exe() {
             Some(exe) => {
                 let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
@@ -414,6 +428,7 @@ impl Service {
             None => ServiceProc::Plain(spawn_shell(cmd, cwd, out).map_err(start_err)?),
         };
         Ok(Service {
+            which,
             cmd: cmd.to_string(),
             log: log.cloned(),
             tail,
@@ -448,12 +463,13 @@ impl Service {
             };
             if let (Some(status), Some(l)) = (&self.ended, &self.log) {
                 self.tail.wait();
-                l.line(BG, &format!("ended on its own: {status}"));
+                l.line(self.which, &format!("ended on its own: {status}"));
             }
         }
         match &self.ended {
             None => Ok(()),
             Some(status) => Err(HookError::Ended {
+                which: self.which,
                 cmd: self.cmd.clone(),
                 status: status.clone(),
                 tail: self.tail.lines(),
@@ -462,14 +478,15 @@ impl Service {
     }
 
     /// Stop it: SIGTERM to its process group, SIGKILL to everything of it
-    /// that is left after `grace` (or once the shell has ended).
-    pub fn stop(mut self, grace: Duration) {
+    /// that is left after `grace` (or once the shell has ended). Its last
+    /// output lines, oldest first.
+    pub fn stop(mut self, grace: Duration) -> Vec<String> {
         let was_running = self.check().is_ok();
         match &mut self.proc {
             ServiceProc::Supervised(sup) => {
                 if let Some(sup) = sup.take() {
                     if let Err(e) = sup.terminate(grace) {
-                        numalab_linux::errln!("numalab: warning: stopping --setup-bg: {e}");
+                        numalab_linux::errln!("numalab: warning: stopping --{}: {e}", self.which);
                     }
                 }
             }
@@ -477,8 +494,15 @@ impl Service {
         }
         if let (true, Some(l)) = (was_running, &self.log) {
             self.tail.wait();
-            l.line(BG, "stopped");
+            l.line(self.which, "stopped");
         }
+        self.tail.lines()
+    }
+
+    /// Its last output lines, oldest first (once its output has ended,
+    /// or half a second on).
+    pub fn last_lines(&self) -> Vec<String> {
+        self.tail.lines()
     }
 }
 

@@ -55,6 +55,7 @@ pub mod backend;
 pub mod hooks;
 pub mod interrupt;
 pub mod interval;
+pub mod scx;
 pub mod sizes;
 
 pub use backend::{Backend, Backends, One, RunContext, RunError, SettingsSite};
@@ -81,6 +82,10 @@ pub struct Configuration {
     /// Where the hooks run: the benchmark's directory (`run command
     /// --cwd DIR`); numalab's when `None`.
     pub hook_dir: Option<PathBuf>,
+    /// The sched_ext scheduler the runs run under (`--scx`,
+    /// `--scx-exec`), loaded after `setup` and before the service, and
+    /// unloaded when the configuration stops being active.
+    pub scx: Option<numalab_linux::sched_ext::Scx>,
 }
 
 /// Everything one invocation runs.
@@ -305,6 +310,10 @@ pub enum RunnerError {
     Backend { what: String, err: String },
     #[error("installing the Ctrl-C handler: {0}")]
     Signals(std::io::Error),
+    /// A configuration's sched_ext scheduler could not be loaded, or
+    /// ended before the runs were done.
+    #[error("{0}")]
+    Scheduler(String),
 }
 
 /// Check a plan against a backend before anything runs or is written.
@@ -324,6 +333,18 @@ pub fn check(plan: &Plan, backend: &dyn Backend) -> Result<(), RunnerError> {
     }
     for c in &plan.configs {
         check_config(c, &backend.settings_site())?;
+        if let Some(scx) = &c.scx {
+            let why = match backend.scx_site() {
+                SettingsSite::Unsupported(why) => Some(why),
+                SettingsSite::ThisMachine => {
+                    numalab_linux::sched_ext::unsupported(&numalab_linux::sched_ext::root())
+                }
+                SettingsSite::Backend => None,
+            };
+            if let Some(why) = why {
+                return Err(RunnerError::Invalid(format!("{}: {why}", scx.flag())));
+            }
+        }
         backend
             .check_settings(&c.knobs)
             .map_err(|e| RunnerError::Invalid(format!("{} {e}", label_of(c))))?;
@@ -386,22 +407,71 @@ pub fn check_label(label: &str) -> Result<(), RunnerError> {
 struct Active {
     config: usize,
     settings: Settings,
+    /// Its sched_ext scheduler, loaded.
+    scx: Option<ActiveScx>,
     /// Its `--setup-bg` service, running.
     service: Option<hooks::Service>,
 }
 
+/// A configuration's sched_ext scheduler, where it runs.
+enum ActiveScx {
+    /// On this machine, run by the runner.
+    Here(Box<scx::Loaded>),
+    /// On the backend's machine (a guest): what it said once enabled.
+    Backend(numalab_linux::sched_ext::Status),
+}
+
+impl ActiveScx {
+    fn ops(&self) -> &str {
+        match self {
+            ActiveScx::Here(l) => &l.status.ops,
+            ActiveScx::Backend(s) => &s.ops,
+        }
+    }
+
+    fn enable_seq(&self) -> u64 {
+        match self {
+            ActiveScx::Here(l) => l.status.enable_seq,
+            ActiveScx::Backend(s) => s.enable_seq,
+        }
+    }
+}
+
 impl Active {
-    /// Its service stopped, then its settings restored.
+    /// Its service stopped, its scheduler unloaded, then its settings
+    /// restored.
     fn end(mut self, backends: &mut dyn Backends) -> Result<(), RunnerError> {
         if let Some(s) = self.service.take() {
             s.stop(hooks::STOP_GRACE);
         }
+        let exit = match self.scx.take() {
+            Some(ActiveScx::Here(l)) => l.stop(),
+            Some(ActiveScx::Backend(_)) => backends.get(self.config)?.stop_scx().map_err(|e| {
+                RunnerError::Scheduler(format!("unloading the sched_ext scheduler: {e}"))
+            })?,
+            None => None,
+        };
+        if let Some(x) = exit.filter(|x| x.is_error()) {
+            numalab_linux::errln!(
+                "numalab: warning: the sched_ext scheduler ended with {}",
+                x.describe()
+            );
+        }
         self.settings.undo(backends, self.config)
     }
 
-    /// Whether its service still runs: the error saying how it ended.
-    fn service_ended(&mut self) -> Option<hooks::HookError> {
-        self.service.as_mut().and_then(|s| s.check().err())
+    /// Whether its service and its scheduler still run: the error saying
+    /// how one ended.
+    /// `backend` is the configuration's.
+    fn service_ended(&mut self, backend: &mut dyn Backend) -> Option<RunnerError> {
+        if let Some(e) = self.service.as_mut().and_then(|s| s.check().err()) {
+            return Some(e.into());
+        }
+        let why = match self.scx.as_mut()? {
+            ActiveScx::Here(l) => l.ended(),
+            ActiveScx::Backend(_) => backend.scx_ended(),
+        };
+        why.map(RunnerError::Scheduler)
     }
 }
 
@@ -604,11 +674,6 @@ fn run_planned(
                 }
             }
         }
-        // A service that ended stops the invocation before its next run.
-        if let Some(e) = active.as_mut().and_then(Active::service_ended) {
-            error = Some(e.into());
-            break;
-        }
         let backend = match backends.get(ci) {
             Ok(b) => b,
             Err(e) => {
@@ -616,6 +681,11 @@ fn run_planned(
                 break;
             }
         };
+        // A service that ended stops the invocation before its next run.
+        if let Some(e) = active.as_mut().and_then(|a| a.service_ended(backend)) {
+            error = Some(e);
+            break;
+        }
         let applied = record_applied(config, plan.warmup, active.as_ref());
         let title = case.title(&keys);
         let repetition = Repetition {
@@ -680,7 +750,7 @@ fn run_planned(
         };
         // A service that ended during the run: the run did not run with
         // it, so it failed, and the invocation stops after its record.
-        let service_ended = active.as_mut().and_then(Active::service_ended);
+        let service_ended = active.as_mut().and_then(|a| a.service_ended(backend));
         if let Some(e) = &service_ended {
             if rec.outcome.is_ok() {
                 numalab_record::remove_side_files(&plan.results, &rec.id);
@@ -698,7 +768,7 @@ fn run_planned(
                 bar.println(&run_line(&head, &rec, &mut warned));
             }
             if let Some(e) = service_ended {
-                error = Some(e.into());
+                error = Some(e);
                 break;
             }
             continue;
@@ -727,7 +797,7 @@ fn run_planned(
             }
         }
         if let Some(e) = service_ended {
-            error = Some(e.into());
+            error = Some(e);
             break;
         }
         // --runs auto: when the first round has run, decide the count,
@@ -787,6 +857,7 @@ fn activate(
     let a = active.insert(Active {
         config: ci,
         settings,
+        scx: None,
         service: None,
     });
     if !set_up[ci] {
@@ -801,6 +872,9 @@ fn activate(
             )?;
         }
     }
+    if let Some(want) = &config.scx {
+        a.scx = Some(start_scx(want, ci, backends, hook_log)?);
+    }
     if let Some(cmd) = &config.setup_bg {
         a.service = Some(hooks::Service::start(
             cmd,
@@ -809,6 +883,37 @@ fn activate(
         )?);
     }
     Ok(values)
+}
+
+/// Load configuration `ci`'s scheduler where its backend says.
+fn start_scx(
+    want: &numalab_linux::sched_ext::Scx,
+    ci: usize,
+    backends: &mut dyn Backends,
+    hook_log: &hooks::HookLog,
+) -> Result<ActiveScx, RunnerError> {
+    let backend = backends.get(ci)?;
+    match backend.scx_site() {
+        SettingsSite::ThisMachine => {
+            let exe = match numalab_linux::supervise::exe() {
+                Some(e) => e.to_path_buf(),
+                None => std::env::current_exe().map_err(|e| {
+                    RunnerError::Scheduler(format!("{}: numalab's path: {e}", want.flag()))
+                })?,
+            };
+            let root = numalab_linux::sched_ext::root();
+            scx::Loaded::start(want, &exe, &root, Some(hook_log))
+                .map(|l| ActiveScx::Here(Box::new(l)))
+                .map_err(RunnerError::Scheduler)
+        }
+        SettingsSite::Backend => backend
+            .start_scx(want)
+            .map(ActiveScx::Backend)
+            .map_err(|e| RunnerError::Scheduler(e.to_string())),
+        SettingsSite::Unsupported(why) => {
+            Err(RunnerError::Scheduler(format!("{}: {why}", want.flag())))
+        }
+    }
 }
 
 /// The end of an invocation, however it came: the active configuration's
@@ -936,6 +1041,16 @@ fn record_applied(c: &Configuration, warmup: u32, active: Option<&Active>) -> Ap
         setup: c.setup.clone(),
         cleanup: c.cleanup.clone(),
         setup_bg: c.setup_bg.clone(),
+        scx: c
+            .scx
+            .as_ref()
+            .zip(active.and_then(|a| a.scx.as_ref()))
+            .map(|(want, on)| numalab_record::ScxApplied {
+                scheduler: want.name().to_string(),
+                exec: matches!(want, numalab_linux::sched_ext::Scx::Exec { .. }),
+                ops: on.ops().to_string(),
+                enable_seq: on.enable_seq(),
+            }),
         warmup,
         command_line: std::env::args().collect(),
     }

@@ -51,6 +51,17 @@ pub enum Request {
     FirstTouchRate,
     /// Apply these settings, undoing the previous ones (none: undo only).
     Settings { knobs: Vec<Knob> },
+    /// Load this sched_ext scheduler and wait until the kernel has
+    /// enabled it, unloading the previous one (none: unload only). The
+    /// reply: its [`numalab_linux::sched_ext::Status`] once enabled, or
+    /// (none) how the previous one ended, an
+    /// `Option<numalab_linux::sched_ext::ExitInfo>`.
+    Scx {
+        scx: Option<numalab_linux::sched_ext::Scx>,
+    },
+    /// Whether the scheduler [`Request::Scx`] loaded still runs: `null`,
+    /// or why not.
+    ScxStatus,
     /// Run a case once; the record comes back as a `record` frame.
     Run {
         case: Case,
@@ -101,6 +112,7 @@ pub(crate) trait Sender: Clone + Send + 'static {
 pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), String> {
     let mut parser = Parser::new();
     let mut applied: Option<knobs::Applied> = None;
+    let mut scx: Option<numalab_runner::scx::Loaded> = None;
     let mut buf = vec![0u8; 16 << 10];
     loop {
         let n = rx
@@ -129,6 +141,9 @@ pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), St
             };
             match req {
                 Request::Quit => {
+                    if let Some(l) = scx.take() {
+                        l.stop();
+                    }
                     if let Some(a) = applied.take() {
                         let _ = a.restore();
                     }
@@ -138,6 +153,18 @@ pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), St
                 Request::Settings { knobs: k } => {
                     let reply = settings(&mut applied, &k);
                     send_reply(tx, &reply);
+                    send_exit(tx, 0);
+                }
+                // PID 1 keeps the scheduler's loader, as it keeps the
+                // settings: it outlives one request.
+                Request::Scx { scx: want } => {
+                    let reply = load_scx(&mut scx, want.as_ref(), exe);
+                    send_reply(tx, &reply);
+                    send_exit(tx, 0);
+                }
+                Request::ScxStatus => {
+                    let why = scx.as_mut().and_then(|l| l.ended());
+                    send_reply(tx, &Reply::Ok(serde_json::json!(why)));
                     send_exit(tx, 0);
                 }
                 _ => {
@@ -160,6 +187,28 @@ fn send_exit<S: Sender>(tx: &S, code: i32) {
         "-",
         serde_json::json!({ "code": code }).to_string().as_bytes(),
     );
+}
+
+/// Unload the previous scheduler, load `want`: its status once enabled,
+/// or (none wanted) how the previous one ended.
+fn load_scx(
+    loaded: &mut Option<numalab_runner::scx::Loaded>,
+    want: Option<&numalab_linux::sched_ext::Scx>,
+    exe: &str,
+) -> Reply {
+    let exit = loaded.take().and_then(|l| l.stop());
+    let Some(want) = want else {
+        return Reply::Ok(serde_json::to_value(exit).expect("an exit serialises"));
+    };
+    let root = numalab_linux::sched_ext::root();
+    match numalab_runner::scx::Loaded::start(want, Path::new(exe), &root, None) {
+        Ok(l) => {
+            let status = serde_json::to_value(&l.status).expect("a status serialises");
+            *loaded = Some(l);
+            Reply::Ok(status)
+        }
+        Err(e) => Reply::Error(e),
+    }
 }
 
 /// Undo the previous settings, apply `k`, answer with the values read

@@ -380,6 +380,45 @@ impl Backend for GuestBackend {
         }
     }
 
+    fn scx_site(&self) -> SettingsSite {
+        SettingsSite::Backend
+    }
+
+    fn start_scx(
+        &mut self,
+        scx: &numalab_linux::sched_ext::Scx,
+    ) -> Result<numalab_linux::sched_ext::Status, RunError> {
+        let req = Request::Scx {
+            scx: Some(scx.clone()),
+        };
+        let a = self.link.request(&req, &|_| {})?;
+        let v = value(a).map_err(RunError::Failed)?;
+        serde_json::from_value(v)
+            .map_err(|e| RunError::Failed(format!("the guest's sched_ext status: {e}")))
+    }
+
+    fn scx_ended(&mut self) -> Option<String> {
+        match self.link.request(&Request::ScxStatus, &|_| {}) {
+            Ok(a) => match value(a) {
+                Ok(v) => v.as_str().map(str::to_string),
+                Err(e) => Some(e),
+            },
+            Err(f) => Some(RunError::from(f).to_string()),
+        }
+    }
+
+    fn stop_scx(&mut self) -> Result<Option<numalab_linux::sched_ext::ExitInfo>, RunError> {
+        match self.link.request(&Request::Scx { scx: None }, &|_| {}) {
+            Ok(a) => {
+                let v = value(a).map_err(RunError::Failed)?;
+                serde_json::from_value(v)
+                    .map_err(|e| RunError::Failed(format!("the guest's sched_ext exit: {e}")))
+            }
+            // Nothing is left to unload in a guest that is gone.
+            Err(_) => Ok(None),
+        }
+    }
+
     fn run(&mut self, case: &Case, ctx: &RunContext) -> Result<RunRecord, RunError> {
         let req = Request::Run {
             case: case.clone(),

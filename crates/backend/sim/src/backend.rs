@@ -231,6 +231,12 @@ impl Backend for SimBackend {
         SettingsSite::Backend
     }
 
+    fn scx_site(&self) -> SettingsSite {
+        SettingsSite::Unsupported(
+            "sched_ext schedulers run on real kernels; the simulator's scheduler is chosen with --scheduler".into(),
+        )
+    }
+
     fn check_settings(&self, knobs: &[Knob]) -> Result<(), String> {
         crate::check_settings(knobs)
     }

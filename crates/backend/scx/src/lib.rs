@@ -1,0 +1,167 @@
+//! # numalab-scx: numalab's policies as sched_ext schedulers
+//!
+//! The simulator's scheduling policies can be checked against a real
+//! kernel only if a real kernel can run them. Since Linux 6.12 it can run
+//! a scheduler written in BPF (sched_ext); this crate holds numalab's,
+//! written here in BPF C (`bpf/`), and the loader that puts one into the
+//! kernel for a configuration's runs.
+//!
+//! - **What a user names.** `--scx NAME[k=v,...]` with the simulator's
+//!   own syntax and parameter checks ([`numalab_sim::params`]): [`parse`]
+//!   resolves it once into the canonical name a record keeps and the
+//!   values the BPF program is given. [`REGISTRY`] lists them; `fifo`
+//!   (one global FIFO queue) is the baseline.
+//! - **Built only when asked.** The BPF programs are compiled by clang
+//!   against the guest kernel's own `vmlinux.h` (Debian's linux-bpf-dev,
+//!   which `numalab vm --kernel debian-7.3` caches with the kernel) and
+//!   turned into Rust skeletons by libbpf-cargo when numalab is built with
+//!   feature `scx` (this crate's `bpf`); the default build needs only a
+//!   Rust toolchain and says in one line how to get them.
+//! - **The loader is a process** (`numalab __scx-load SPEC`,
+//!   [`loader`]): it opens the object, sets the parameters, loads and
+//!   attaches it through libbpf, prints one line when the kernel says the
+//!   scheduler is enabled, and holds the BPF link until SIGINT or SIGTERM.
+//!   The kernel unregisters the scheduler when the link closes, so a
+//!   loader that dies, SIGKILL included, takes its scheduler with it. How
+//!   the scheduler ended (its `scx_exit_info`: kind, reason, message) is
+//!   copied out by the program's `ops.exit` and printed as the loader's
+//!   last line. The runner starts it, and any other scheduler
+//!   (`--scx-exec`), the same way: numalab-linux's `sched_ext` module.
+
+use numalab_linux::sched_ext::Scx;
+use numalab_sim::params::{Params, PolicySpec};
+
+#[cfg(feature = "bpf")]
+pub mod loader;
+
+/// Whether this build has the BPF schedulers and their loader.
+pub const BUILT: bool = cfg!(feature = "bpf");
+
+/// One of numalab's sched_ext schedulers.
+pub struct Policy {
+    /// As `--scx` names it.
+    pub name: &'static str,
+    /// The `sched_ext_ops` name it registers (`/sys/kernel/sched_ext/root/ops`).
+    pub ops: &'static str,
+    pub summary: &'static str,
+    /// Its parameters, read and checked.
+    pub resolve: fn(&mut Params) -> Result<Resolved, String>,
+}
+
+/// A scheduler with its parameters, as its BPF program is given them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    Fifo { slice_ns: u64 },
+}
+
+/// numalab's sched_ext schedulers.
+pub const REGISTRY: &[Policy] = &[Policy {
+    name: "fifo",
+    ops: "numalab_fifo",
+    summary: "one global first-in first-out queue; a waking task takes an idle CPU directly",
+    resolve: |p| {
+        let ms = p.f64_in(
+            "slice_ms",
+            20.0,
+            (0.05, 1000.0),
+            "longest run before the next task",
+        )?;
+        Ok(Resolved::Fifo {
+            slice_ns: (ms * 1e6).round() as u64,
+        })
+    },
+}];
+
+/// What the simulator has that is not (yet) a sched_ext scheduler.
+const SIM_ONLY: &str = "node-affine and nest are the simulator's (--scheduler) only so far";
+
+/// `--scx NAME[k=v,...]`: the scheduler and its parameters, checked.
+pub fn parse(text: &str) -> Result<(Scx, Resolved), String> {
+    let spec = PolicySpec::parse(text).map_err(|e| format!("--scx {e}"))?;
+    let Some(p) = REGISTRY.iter().find(|p| p.name == spec.name) else {
+        let names: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
+        return Err(format!(
+            "--scx {}: not one of numalab's sched_ext schedulers ({}; {SIM_ONLY}); run any other with --scx-exec",
+            spec.name,
+            names.join(", ")
+        ));
+    };
+    let mut params = Params::new(p.name, &spec.args);
+    let r = (p.resolve)(&mut params).map_err(|e| format!("--scx {e}"))?;
+    params.finish().map_err(|e| format!("--scx {e}"))?;
+    Ok((
+        Scx::Own {
+            spec: spec.canonical(),
+            ops: p.ops.to_string(),
+        },
+        r,
+    ))
+}
+
+/// The one line a build without the schedulers gives for `--scx`.
+pub fn not_built(flag: &str) -> String {
+    format!(
+        "{flag}: this numalab was built without its sched_ext schedulers; \
+         build it with `cargo build --release --features scx` (needs clang-19, \
+         libelf-dev, zlib1g-dev, pkg-config and the kernel's vmlinux.h: \
+         `numalab vm --kernel debian-7.3 --fetch-only`), or run one with --scx-exec"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_parameters_as_the_simulator_checks_them() {
+        let (scx, r) = parse("fifo").unwrap();
+        assert_eq!(
+            scx,
+            Scx::Own {
+                spec: "fifo".into(),
+                ops: "numalab_fifo".into()
+            }
+        );
+        assert_eq!(
+            r,
+            Resolved::Fifo {
+                slice_ns: 20_000_000
+            }
+        );
+        let (scx, r) = parse("fifo[slice_ms=5]").unwrap();
+        assert_eq!(scx.name(), "fifo[slice_ms=5]");
+        assert_eq!(
+            r,
+            Resolved::Fifo {
+                slice_ns: 5_000_000
+            }
+        );
+        assert_eq!(
+            parse("fifo:slice_ms=5").unwrap().0.name(),
+            "fifo[slice_ms=5]"
+        );
+        let e = parse("fifo[slice=5]").unwrap_err();
+        assert_eq!(
+            e,
+            "--scx fifo: unknown parameter \"slice\" (valid: slice_ms)"
+        );
+        let e = parse("fifo[slice_ms=0]").unwrap_err();
+        assert!(e.contains("slice_ms=0 must be between"), "{e}");
+        let e = parse("node-affine").unwrap_err();
+        assert!(
+            e.contains("not one of numalab's sched_ext schedulers (fifo;"),
+            "{e}"
+        );
+        assert!(e.contains("--scx-exec"), "{e}");
+        assert!(parse("fifo[slice_ms=1").unwrap_err().contains("closing"));
+        // Every ops name is a valid BPF object name (letters, digits, _ .).
+        for p in REGISTRY {
+            assert!(p
+                .ops
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.".contains(&b)));
+            assert!(p.ops.len() < 64);
+        }
+        assert!(!not_built("--scx fifo").contains('\n'));
+    }
+}
