@@ -15,7 +15,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{guest_lock as lock, guests_enabled, json_records as records, EXE};
+use common::{
+    guest_lock as lock, guests_enabled, json_records as records, qemus_of, wait_until, EXE,
+};
 
 fn text(o: &Output) -> String {
     format!(
@@ -325,36 +327,6 @@ fn without_numa_balancing_nothing_migrates() {
     assert!(metric(&r, "worked_s") >= 4.0);
 }
 
-/// QEMU processes started by the numalab process `pid` (they are named
-/// `numalab-vm-<pid>`), zombies excluded.
-fn qemus_of(pid: u32) -> Vec<u32> {
-    let tag = format!("numalab-vm-{pid}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|p| {
-            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmd).contains(&tag)
-        })
-        .collect()
-}
-
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
 #[test]
 fn timeout_stops_the_guest_and_reports_it() {
     if !guests_enabled("timeout_stops_the_guest") {
@@ -621,21 +593,7 @@ fn a_debian_7_3_guest_has_sched_ext_and_its_record_says_so() {
     if !guests_enabled("a_debian_7_3_guest_has_sched_ext") {
         return;
     }
-    use numalab_guest::named;
-    let k = named::lookup("debian-7.3").expect("a known name");
-    let cached = named::cache_root().is_some_and(|r| !named::cached(k, &r).is_empty());
-    if !cached {
-        let required =
-            std::env::var_os("NUMALAB_REQUIRE_KERNELS").is_some_and(|v| !v.is_empty() && v != "0");
-        assert!(
-            !required,
-            "the debian-7.3 kernel is not in numalab's cache: scripts/test.sh fetches it with \
-             `numalab vm --kernel debian-7.3 --fetch-only` (as root)"
-        );
-        eprintln!(
-            "\n!!!!! the debian-7.3 kernel is not cached: `a_debian_7_3_guest_has_sched_ext` SKIPPED; \
-             fetch it with `numalab vm --kernel debian-7.3 --fetch-only` (scripts/test.sh does) !!!!!\n"
-        );
+    if !common::debian_7_3_cached("a_debian_7_3_guest_has_sched_ext") {
         return;
     }
     let _g = lock();

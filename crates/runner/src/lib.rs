@@ -366,11 +366,16 @@ pub fn check_config(c: &Configuration, site: &SettingsSite) -> Result<(), Runner
     check_label(&c.label)?;
     // A hook is one shell command line: a control character in it is a
     // line break or an escape nobody typed on purpose.
+    let scx_exec = match &c.scx {
+        Some(numalab_linux::sched_ext::Scx::Exec { cmd }) => Some(cmd.clone()),
+        _ => None,
+    };
     for (flag, hook) in [
         ("--prepare", &c.prepare),
         ("--setup", &c.setup),
         ("--cleanup", &c.cleanup),
         ("--setup-bg", &c.setup_bg),
+        ("--scx-exec", &scx_exec),
     ] {
         if let Some(h) = hook {
             numalab_linux::shell::check(flag, h)

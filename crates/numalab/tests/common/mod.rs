@@ -181,3 +181,57 @@ pub fn file_with_ext(dir: &Path, ext: &str) -> PathBuf {
         .next()
         .unwrap_or_else(|| panic!("no *.{ext} in {}", dir.display()))
 }
+
+/// QEMU processes started by the numalab process `pid` (they are named
+/// `numalab-vm-<pid>`), zombies excluded.
+pub fn qemus_of(pid: u32) -> Vec<u32> {
+    let tag = format!("numalab-vm-{pid}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmd).contains(&tag)
+        })
+        .collect()
+}
+
+pub fn wait_until(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+/// Whether the debian-7.3 kernel is in numalab's cache. scripts/test.sh
+/// fetches it and sets `NUMALAB_REQUIRE_KERNELS=1`, so that a missing
+/// kernel fails `test` instead of skipping it; elsewhere it is skipped,
+/// loudly.
+pub fn debian_7_3_cached(test: &str) -> bool {
+    use numalab_guest::named;
+    let k = named::lookup("debian-7.3").expect("a known name");
+    if named::cache_root().is_some_and(|r| !named::cached(k, &r).is_empty()) {
+        return true;
+    }
+    let required =
+        std::env::var_os("NUMALAB_REQUIRE_KERNELS").is_some_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "the debian-7.3 kernel is not in numalab's cache: scripts/test.sh fetches it with \
+         `numalab vm --kernel debian-7.3 --fetch-only` (as root)"
+    );
+    eprintln!(
+        "\n!!!!! the debian-7.3 kernel is not cached: `{test}` SKIPPED; \
+         fetch it with `numalab vm --kernel debian-7.3 --fetch-only` (scripts/test.sh does) !!!!!\n"
+    );
+    false
+}

@@ -1,0 +1,363 @@
+//! sched_ext schedulers as configurations (`--scx`, `--scx-exec`), tested
+//! in 2-node guests of Debian's 7.3 kernel, which has sched_ext, and
+//! refused in one line where there is none (this host, the simulator).
+//!
+//! The guest tests need numalab built with its BPF schedulers (`cargo
+//! test --features numalab/scx`) and the debian-7.3 kernel cached;
+//! scripts/test.sh does both and sets `NUMALAB_REQUIRE_SCX=1`, so that
+//! either missing fails them instead of skipping them.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{
+    guest_lock as lock, guests_enabled, json_records as records, qemus_of, wait_until, EXE,
+};
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Whether the guest tests of `test` can run: guests, the kernel, and a
+/// numalab with its schedulers.
+fn ready(test: &str) -> bool {
+    if !guests_enabled(test) || !common::debian_7_3_cached(test) {
+        return false;
+    }
+    if cfg!(feature = "scx") {
+        return true;
+    }
+    let required =
+        std::env::var_os("NUMALAB_REQUIRE_SCX").is_some_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "numalab was built without its sched_ext schedulers: test with --features numalab/scx"
+    );
+    eprintln!("\n!!!!! numalab built without --features scx: `{test}` SKIPPED !!!!!\n");
+    false
+}
+
+/// The guest every test here boots: 2 nodes x 2 CPUs of Debian's 7.3.
+const SHAPE: [&str; 8] = [
+    "--kernel",
+    "debian-7.3",
+    "--nodes",
+    "2",
+    "--cpus-per-node",
+    "2",
+    "--mem-per-node",
+    "512M",
+];
+
+fn vm(results: &Path, cmd: &[&str]) -> Output {
+    let t = Instant::now();
+    let out = Command::new(EXE)
+        .args(["vm", "--quiet", "--timeout", "300", "--results"])
+        .arg(results)
+        .args(SHAPE)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("running numalab");
+    eprintln!("numalab vm -- {cmd:?}: {:.1} s", t.elapsed().as_secs_f64());
+    out
+}
+
+/// The guest's kernel log of the one guest run into `results`.
+fn console(results: &Path) -> String {
+    let dir = results.join("vm-logs");
+    let log = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".console.log"))
+        .unwrap_or_else(|| panic!("no console log in {}", dir.display()));
+    std::fs::read_to_string(log).unwrap()
+}
+
+/// numalab's fifo loaded in the guest for the runs: the kernel enabled
+/// it before the first run and unregistered it after the last (its own
+/// log lines), every record says so, and the exact trace of the runs is
+/// there. Then the same scheduler through `--scx-exec`, the path of any
+/// other program (scx_simple, scx_rusty): found by its ops name in sysfs.
+#[test]
+fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
+    if !ready("fifo_is_loaded_for_the_runs") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("own");
+    let o = vm(
+        &res,
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "2",
+            "--seconds",
+            "1",
+            "--placement",
+            "default",
+            "--runs",
+            "2",
+            "--trace",
+            "--scx",
+            "fifo[slice_ms=5]",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(&res);
+    assert_eq!(recs.len(), 2, "{}", text(&o));
+    let mut seqs = Vec::new();
+    for (_, r) in &recs {
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        let scx = &r["applied"]["scx"];
+        assert_eq!(scx["scheduler"], "fifo[slice_ms=5]", "{scx}");
+        assert_eq!(scx["ops"], "numalab_fifo", "{scx}");
+        assert_eq!(scx["exec"], false, "{scx}");
+        seqs.push(scx["enable_seq"].as_u64().unwrap());
+        // Probed as the run started: the scheduler was running then.
+        assert_eq!(r["machine"]["tuning"]["sched_ext"], "enabled numalab_fifo");
+        assert!(r["sched"].is_object(), "no trace in {}", r["sched"]);
+    }
+    assert_eq!(seqs[0], seqs[1], "both runs under one load");
+    let log = console(&res);
+    let enabled = log
+        .find("sched_ext: BPF scheduler \"numalab_fifo\" enabled")
+        .unwrap_or_else(|| panic!("never enabled:\n{log}"));
+    let disabled = log
+        .find("BPF scheduler \"numalab_fifo\" disabled (unregistered from user space)")
+        .unwrap_or_else(|| panic!("never unregistered:\n{log}"));
+    assert!(enabled < disabled);
+
+    let res = d.path().join("exec");
+    let o = vm(
+        &res,
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--seconds",
+            "1",
+            "--placement",
+            "default",
+            "--scx-exec",
+            "numalab __scx-load fifo",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(&res);
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    let scx = &recs[0].1["applied"]["scx"];
+    assert_eq!(scx["scheduler"], "numalab __scx-load fifo", "{scx}");
+    assert_eq!(scx["exec"], true, "{scx}");
+    assert_eq!(scx["ops"], "numalab_fifo", "{scx}");
+    assert!(console(&res).contains("disabled (unregistered from user space)"));
+}
+
+/// A scheduler that goes away during the runs fails the run it was
+/// meant to serve, with how it ended, and stops the invocation; the
+/// runs before it are kept. A program that never enables one is one
+/// line naming the state sysfs showed.
+#[test]
+fn a_scheduler_that_ends_fails_the_run_and_one_that_never_loads_is_one_line() {
+    if !ready("a_scheduler_that_ends_fails_the_run") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("ends");
+    // `timeout` sends SIGTERM to the loader after 6 s: it unloads and
+    // says so; the runs take longer than that.
+    let o = vm(
+        &res,
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--seconds",
+            "2",
+            "--placement",
+            "default",
+            "--runs",
+            "6",
+            "--scx-exec",
+            "timeout 6 numalab __scx-load fifo",
+        ],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let said = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains("sched_ext scheduler numalab_fifo ended during the run: UNREG"),
+        "{}",
+        text(&o)
+    );
+    let recs = records(&res);
+    let failed: Vec<&Value> = recs
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| r["outcome"]["status"] != "ok")
+        .collect();
+    assert!(recs.len() < 6, "the invocation went on: {}", text(&o));
+    assert!(failed.len() <= 1, "{}", text(&o));
+
+    let res = d.path().join("never");
+    let o = vm(
+        &res,
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--seconds",
+            "1",
+            "--scx-exec",
+            "echo not a scheduler; exit 3",
+        ],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("--scx-exec"))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(
+        line.contains("it ended before sched_ext was enabled")
+            && line.contains("sched_ext is disabled"),
+        "{line}"
+    );
+    assert!(records(&res).is_empty() || !res.exists());
+}
+
+/// Ctrl-C during the runs: the finished runs are kept, and nothing is
+/// left: the guest, with its kernel and the scheduler loaded in it, is
+/// gone with numalab (exit 130, no QEMU). The loader's own unloading on
+/// SIGINT is the next test's.
+#[test]
+fn ctrl_c_keeps_the_runs_and_leaves_no_guest() {
+    if !ready("ctrl_c_keeps_the_runs_and_leaves_no_guest") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("out");
+    let child = Command::new(EXE)
+        .args(["vm", "--quiet", "--timeout", "300", "--results"])
+        .arg(&res)
+        .args(SHAPE)
+        .args(["--", "run", "spin", "--tasks", "1", "--seconds", "2"])
+        .args(["--placement", "default", "--runs", "8", "--scx", "fifo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let json = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_until(Duration::from_secs(240), || json(&res) >= 1),
+        "no run finished"
+    );
+    let r = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(r.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(qemus_of(pid).is_empty(), "QEMU outlived numalab");
+    assert!(!records(&res).is_empty());
+    assert!(console(&res).contains("BPF scheduler \"numalab_fifo\" enabled"));
+}
+
+/// The loader itself, in a guest: enabled (its line, and sysfs), then on
+/// SIGINT it unregisters the scheduler, prints the kernel's exit record
+/// (UNREG, "unregistered from user space") and exits 0, and sched_ext is
+/// disabled again.
+#[test]
+fn the_loader_unloads_on_sigint_and_prints_how_the_scheduler_ended() {
+    if !ready("the_loader_unloads_on_sigint") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let script = "numalab __scx-load fifo > /tmp/loader.out &
+                  p=$!
+                  for i in $(seq 200); do
+                    grep -q enabled /tmp/loader.out 2>/dev/null && break
+                    sleep 0.1
+                  done
+                  echo \"while: $(cat /sys/kernel/sched_ext/state) $(cat /sys/kernel/sched_ext/root/ops)\"
+                  kill -INT $p
+                  wait $p
+                  echo \"loader exit: $?\"
+                  cat /tmp/loader.out
+                  echo \"after: $(cat /sys/kernel/sched_ext/state)\"";
+    let o = vm(
+        d.path(),
+        &[
+            "run", "command", "--name", "loader", "--", "sh", "-c", script,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let (path, _) = records(d.path()).pop().expect("a record");
+    let log = std::fs::read_to_string(path.with_extension("log")).unwrap();
+    assert!(log.contains("while: enabled numalab_fifo"), "{log}");
+    assert!(
+        log.contains("numalab-scx: enabled numalab_fifo enable_seq=1"),
+        "{log}"
+    );
+    assert!(log.contains("loader exit: 0"), "{log}");
+    assert!(log.contains("after: disabled"), "{log}");
+    let exit: Value = log
+        .lines()
+        .find_map(|l| l.strip_prefix("numalab-scx: exit "))
+        .map(|j| serde_json::from_str(j).unwrap())
+        .unwrap_or_else(|| panic!("no exit line: {log}"));
+    assert_eq!(exit["kind_name"], "UNREG", "{exit}");
+    assert_eq!(exit["reason"], "unregistered from user space", "{exit}");
+}
+
+/// Where there is no sched_ext, `--scx` is one line before anything
+/// runs: the simulator (whose scheduler is --scheduler), and a host
+/// kernel without it.
+#[test]
+fn no_sched_ext_is_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let o = common::numalab_in(
+        &["sim", "--machine", "ht2", "spin", "--scx-exec", "true"],
+        d.path(),
+    );
+    common::assert_one_line_error(&o, "the simulator's scheduler is chosen with --scheduler");
+    if !Path::new("/sys/kernel/sched_ext").exists() {
+        let o = common::numalab_in(&["run", "spin", "--scx-exec", "true"], d.path());
+        common::assert_one_line_error(&o, "has no sched_ext (/sys/kernel/sched_ext missing)");
+    }
+    let o = common::numalab_in(&["run", "spin", "--scx", "nest"], d.path());
+    common::assert_one_line_error(&o, "not one of numalab's sched_ext schedulers");
+    let o = common::numalab_in(&["run", "spin", "--scx-exec", "a\nb"], d.path());
+    common::assert_one_line_error(&o, "control character");
+    assert!(
+        !d.path().join("numalab-results").exists(),
+        "nothing written"
+    );
+}
