@@ -676,7 +676,8 @@ fn an_unknown_kernel_name_is_one_line_listing_the_known_ones() {
 /// whose SHA256 is not the index's is refused in one line naming both and
 /// leaves no cache entry; an `update` that leaves no verified InRelease
 /// is refused; a good fetch makes a complete entry (marker, kernel,
-/// modules.dep) that the next run uses without apt.
+/// modules.dep, the kernel's vmlinux.h) that the next run uses without
+/// apt.
 #[test]
 fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
     use std::fmt::Write as _;
@@ -692,8 +693,12 @@ fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
                   CONFIG_NET_9P_VIRTIO=m\nCONFIG_9P_FS=m\nCONFIG_OVERLAY_FS=m\n";
     let mut kernel = vec![0u8; 4096];
     kernel[0x202..0x206].copy_from_slice(b"HdrS");
-    for part in ["base", "binary", "modules"] {
-        let pkg = format!("linux-{part}-{rel}");
+    for part in ["base", "binary", "modules", "bpf-dev"] {
+        // linux-bpf-dev has no release in its name.
+        let pkg = match part {
+            "bpf-dev" => "linux-bpf-dev".to_string(),
+            _ => format!("linux-{part}-{rel}"),
+        };
         let root = d.path().join(&pkg);
         let m = root.join("usr/lib/modules").join(rel);
         std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
@@ -712,6 +717,12 @@ fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
                 std::fs::write(m.join("modules.builtin"), "").unwrap();
             }
             "binary" => std::fs::write(m.join("vmlinuz"), &kernel).unwrap(),
+            "bpf-dev" => {
+                std::fs::remove_dir_all(root.join("usr/lib")).unwrap();
+                let h = root.join("usr/include/x86_64-linux-gnu/linux/bpf");
+                std::fs::create_dir_all(&h).unwrap();
+                std::fs::write(h.join("vmlinux.h"), "struct task_struct;\n").unwrap();
+            }
             _ => std::fs::write(m.join("modules.order"), "").unwrap(),
         }
         let deb = debs.join(format!("{pkg}_{version}_amd64.deb"));
@@ -839,6 +850,11 @@ fn a_named_kernel_fetch_checks_each_deb_and_leaves_nothing_half_made() {
     let e = kernels.join(rel);
     assert!(e.join("numalab-kernel.json").is_file());
     assert!(e.join(format!("vmlinuz-{rel}")).is_file());
+    assert_eq!(
+        std::fs::read_to_string(e.join(format!("vmlinux-{rel}.h"))).unwrap(),
+        "struct task_struct;\n"
+    );
+    assert!(!e.join("usr/include").exists());
     assert!(e
         .join("usr/lib/modules")
         .join(rel)
