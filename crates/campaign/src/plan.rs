@@ -118,6 +118,15 @@ pub struct ConfigSpec {
     /// so that the cells of plans without it keep their keys.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup_bg: Option<String>,
+    /// `scx`: one of numalab's sched_ext schedulers, canonical
+    /// (`fifo[slice_ms=5]`), as `--scx`. Left out when absent, as
+    /// `setup_bg` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scx: Option<String>,
+    /// `scx_exec`: any other sched_ext scheduler's command, as
+    /// `--scx-exec`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scx_exec: Option<String>,
     pub target: Target,
     /// `trace = true`: its runs record their scheduling events
     /// (`--trace`). How a run is observed, not what it runs: not part of
@@ -273,7 +282,11 @@ impl ConfigSpec {
             cleanup: self.cleanup.clone(),
             setup_bg: self.setup_bg.clone(),
             hook_dir: None,
-            scx: None,
+            scx: match (&self.scx, &self.scx_exec) {
+                (Some(spec), _) => Some(numalab_scx::parse(spec)?.0),
+                (None, Some(cmd)) => Some(numalab_linux::sched_ext::Scx::Exec { cmd: cmd.clone() }),
+                (None, None) => None,
+            },
         })
     }
 
@@ -549,6 +562,8 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             setup: None,
             cleanup: None,
             setup_bg: None,
+            scx: None,
+            scx_exec: None,
             target: Target::Host,
             trace: false,
             slurm: SlurmPlace::default(),
@@ -934,9 +949,9 @@ fn substitute_key(k: &str, vars: &[(String, Value)]) -> String {
     s
 }
 
-const CONFIG_KEYS: [&str; 14] = [
+const CONFIG_KEYS: [&str; 16] = [
     "label", "matrix", "sysctl", "governor", "thp", "sysfs", "prepare", "setup", "cleanup",
-    "setup_bg", "guest", "sim", "slurm", "trace",
+    "setup_bg", "scx", "scx_exec", "guest", "sim", "slurm", "trace",
 ];
 
 fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, CampaignError> {
@@ -1103,6 +1118,34 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             }
             (None, None) => Target::Host,
         };
+        let (scx, scx_exec) = (text("scx")?, text("scx_exec")?);
+        if scx.is_some() && scx_exec.is_some() {
+            return Err(loc.err(
+                line,
+                format!("configuration {label:?}: scx or scx_exec, not both"),
+            ));
+        }
+        let scx = scx
+            .map(|spec| -> Result<String, CampaignError> {
+                let (scx, _) = numalab_scx::parse(&spec)
+                    .map_err(|e| loc.err(at("scx"), format!("scx: {e}")))?;
+                if !numalab_scx::BUILT {
+                    return Err(loc.err(
+                        at("scx"),
+                        numalab_scx::not_built(&format!("scx = {spec:?}")),
+                    ));
+                }
+                Ok(scx.name().to_string())
+            })
+            .transpose()?;
+        if (scx.is_some() || scx_exec.is_some()) && matches!(target, Target::Sim(_)) {
+            return Err(loc.err(
+                line,
+                format!(
+                    "configuration {label:?}: sched_ext schedulers (scx, scx_exec) run on real kernels; the simulator's scheduler is sim.scheduler"
+                ),
+            ));
+        }
         let c = ConfigSpec {
             label: label.clone(),
             sysctl: map("sysctl")?,
@@ -1113,6 +1156,8 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             setup: text("setup")?,
             cleanup: text("cleanup")?,
             setup_bg: text("setup_bg")?,
+            scx,
+            scx_exec,
             target,
             trace,
             slurm,
@@ -1253,6 +1298,60 @@ mod tests {
         assert_ne!(canonical(&bg.configs[0]), canonical(&plain.configs[0]));
         let e = cfg("setup_bg = \"sleep 1\\nrm x\"\n").unwrap_err();
         assert!(e.contains("control character"), "{e}");
+    }
+
+    #[test]
+    fn scx_keys_reach_the_runner_and_leave_other_keys_alone() {
+        use numalab_linux::sched_ext::Scx;
+        let cfg = |extra: &str| plan(&format!("{BENCH}[[config]]\nlabel = \"a\"\n{extra}"));
+        let plain = cfg("").unwrap();
+        assert!(!canonical(&plain.configs[0]).contains("scx"));
+        let exec = cfg("scx_exec = \"scx_simple\"\n").unwrap();
+        assert_eq!(
+            exec.configs[0].configuration().unwrap().scx,
+            Some(Scx::Exec {
+                cmd: "scx_simple".into()
+            })
+        );
+        assert_ne!(canonical(&exec.configs[0]), canonical(&plain.configs[0]));
+        // numalab's own, canonical; refused in one line by a build
+        // without them.
+        match cfg("scx = \"fifo:slice_ms=5\"\n") {
+            Ok(own) => {
+                assert!(numalab_scx::BUILT);
+                assert_eq!(own.configs[0].scx.as_deref(), Some("fifo[slice_ms=5]"));
+                let r = own.configs[0].configuration().unwrap();
+                assert_eq!(
+                    r.scx,
+                    Some(Scx::Own {
+                        spec: "fifo[slice_ms=5]".into(),
+                        ops: "numalab_fifo".into()
+                    })
+                );
+            }
+            Err(e) => {
+                assert!(!numalab_scx::BUILT, "{e}");
+                assert!(e.contains("built without its sched_ext schedulers"), "{e}");
+            }
+        }
+        for (extra, want) in [
+            (
+                "scx = \"nest\"\n",
+                "not one of numalab's sched_ext schedulers",
+            ),
+            (
+                "scx = \"fifo\"\nscx_exec = \"x\"\n",
+                "scx or scx_exec, not both",
+            ),
+            (
+                "scx_exec = \"x\"\nsim = { machine = \"ht2\" }\n",
+                "run on real kernels",
+            ),
+            ("scx_exec = \"x\\ny\"\n", "control character"),
+        ] {
+            let e = cfg(extra).unwrap_err();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
     }
 
     #[test]
