@@ -15,7 +15,7 @@ mod bpf {
     use std::process::Command;
 
     /// The schedulers, each `bpf/NAME.bpf.c`.
-    const SCHEDULERS: [&str; 1] = ["fifo"];
+    const SCHEDULERS: [&str; 2] = ["fifo", "node_affine"];
 
     fn fail(msg: &str) -> ! {
         // One line cargo shows as the build script's error.

@@ -1318,7 +1318,7 @@ mod tests {
         // without them.
         match cfg("scx = \"fifo:slice_ms=5\"\n") {
             Ok(own) => {
-                assert!(numalab_scx::BUILT);
+                assert!(std::hint::black_box(numalab_scx::BUILT));
                 assert_eq!(own.configs[0].scx.as_deref(), Some("fifo[slice_ms=5]"));
                 let r = own.configs[0].configuration().unwrap();
                 assert_eq!(
@@ -1330,7 +1330,7 @@ mod tests {
                 );
             }
             Err(e) => {
-                assert!(!numalab_scx::BUILT, "{e}");
+                assert!(!std::hint::black_box(numalab_scx::BUILT), "{e}");
                 assert!(e.contains("built without its sched_ext schedulers"), "{e}");
             }
         }

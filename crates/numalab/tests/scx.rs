@@ -165,6 +165,74 @@ fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
     assert!(console(&res).contains("disabled (unregistered from user space)"));
 }
 
+/// numalab's node-affine on the real kernel does what the simulator's
+/// does: numa_test's four tasks are homed two per node by initial
+/// balancing at exec, and each runs on its homenode (at least 80% of its
+/// running time, by the exact trace) through the hackbench peak, where
+/// the kernel's own scheduler is free to move them.
+#[test]
+fn node_affine_keeps_numa_tests_tasks_on_their_homenodes() {
+    if !ready("node_affine_keeps_numa_tests_tasks_on_their_homenodes") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let o = vm(
+        d.path(),
+        &[
+            "run",
+            "numa_test",
+            "--tasks",
+            "4",
+            "--size",
+            "600000",
+            "--trace",
+            "--scx",
+            "node-affine",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    let r = &recs[0].1;
+    assert_eq!(r["outcome"]["status"], "ok", "{r}");
+    assert_eq!(r["applied"]["scx"]["ops"], "numalab_node_affine");
+    assert!(
+        r["metrics"]["hackbench_s"]["value"].as_f64().is_some(),
+        "no load peak ran"
+    );
+    let tasks: Vec<&Value> = r["sched"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["comm"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("nt-task-"))
+        })
+        .collect();
+    assert_eq!(tasks.len(), 4, "{}", r["sched"]["tasks"]);
+    let mut per_node = [0; 2];
+    for t in &tasks {
+        let s: Vec<f64> = t["node_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let home = if s[0] >= s[1] { 0 } else { 1 };
+        per_node[home] += 1;
+        let share = s[home] / (s[0] + s[1]);
+        assert!(
+            share >= 0.8,
+            "{} ran {:.0}% on its node: {t}",
+            t["comm"],
+            share * 100.0
+        );
+    }
+    assert_eq!(per_node, [2, 2], "homes not balanced");
+}
+
 /// A scheduler that goes away during the runs fails the run it was
 /// meant to serve, with how it ended, and stops the invocation; the
 /// runs before it are kept. A program that never enables one is one

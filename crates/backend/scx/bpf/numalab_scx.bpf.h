@@ -27,6 +27,9 @@ struct nl_exit {
 	char msg[1024];
 };
 
+/* The iterator of the innermost bpf_for_each() (for scx_bpf_dsq_move). */
+#define BPF_FOR_EACH_ITER (&___it)
+
 /* Define in each scheduler: struct nl_exit nl_exit_rec SEC(".data"); */
 extern struct nl_exit nl_exit_rec;
 

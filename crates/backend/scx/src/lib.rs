@@ -49,31 +49,89 @@ pub struct Policy {
 }
 
 /// A scheduler with its parameters, as its BPF program is given them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
-    Fifo { slice_ns: u64 },
+    Fifo {
+        slice_ns: u64,
+    },
+    NodeAffine {
+        initial: bool,
+        bonus: f64,
+        delay_ns: u64,
+        slice_ns: u64,
+    },
 }
 
 /// numalab's sched_ext schedulers.
-pub const REGISTRY: &[Policy] = &[Policy {
-    name: "fifo",
-    ops: "numalab_fifo",
-    summary: "one global first-in first-out queue; a waking task takes an idle CPU directly",
-    resolve: |p| {
-        let ms = p.f64_in(
-            "slice_ms",
-            20.0,
-            (0.05, 1000.0),
-            "longest run before the next task",
-        )?;
-        Ok(Resolved::Fifo {
-            slice_ns: (ms * 1e6).round() as u64,
-        })
+pub const REGISTRY: &[Policy] = &[
+    Policy {
+        name: "fifo",
+        ops: "numalab_fifo",
+        summary: "one global first-in first-out queue; a waking task takes an idle CPU directly",
+        resolve: |p| {
+            let ms = p.f64_in("slice_ms", 20.0, (0.05, 1000.0), "longest run before the next task")?;
+            Ok(Resolved::Fifo {
+                slice_ns: (ms * 1e6).round() as u64,
+            })
+        },
     },
-}];
+    Policy {
+        name: "node-affine",
+        ops: "numalab_node_affine",
+        summary: "Focht's homenode scheduler (the simulator's node-affine): a queue per node, distance-delayed steals, tasks sent home",
+        resolve: node_affine,
+    },
+];
+
+/// `node-affine`: the simulator's keys and defaults
+/// (crates/backend/sim/src/sched/node_affine.rs; a test holds them
+/// equal), what the BPF version does with each in docs/sched-ext.md.
+fn node_affine(p: &mut Params) -> Result<Resolved, String> {
+    let dynamic = p.bool(
+        "dynamic",
+        false,
+        "homenode = node with most of the task's memory",
+    )?;
+    let initial = p.bool("initial", true, "node-aware initial balancing at exec")?;
+    let alloc_home = p.bool("alloc_home", true, "allocate memory on the homenode")?;
+    let bonus = p.f64(
+        "bonus",
+        1.0,
+        "weight bonus per task homed on the stealer's node",
+    )?;
+    p.f64("busy_ms", 200.0, "intra-node balance interval, busy CPU")?;
+    p.f64("idle_ms", 1.0, "intra-node balance interval, idle CPU")?;
+    p.f64("node_ms", 400.0, "cross-node balance interval, busy CPU")?;
+    let delay_ms = p.f64(
+        "delay_ms",
+        2.0,
+        "idle delay before a remote steal, per 10 distance units",
+    )?;
+    let slice_ms = p.f64("slice_ms", 100.0, "time slice")?;
+    if dynamic {
+        // NUMA balancing, which would tell where a task's memory is,
+        // does not run for sched_ext tasks (task_tick_numa is called
+        // only from task_tick_fair).
+        return Err("node-affine: dynamic=true is the simulator's only: NUMA balancing does not run for sched_ext tasks".into());
+    }
+    if !alloc_home {
+        return Err("node-affine: alloc_home=false is the simulator's only: a BPF scheduler sets no memory policy (memory follows first touch, on the homenode)".into());
+    }
+    if bonus > 1e6 {
+        return Err(format!(
+            "node-affine: parameter bonus={bonus} must be at most 1000000"
+        ));
+    }
+    Ok(Resolved::NodeAffine {
+        initial,
+        bonus,
+        delay_ns: (delay_ms * 1e6).round() as u64,
+        slice_ns: (slice_ms * 1e6).max(1e5).round() as u64,
+    })
+}
 
 /// What the simulator has that is not (yet) a sched_ext scheduler.
-const SIM_ONLY: &str = "node-affine and nest are the simulator's (--scheduler) only so far";
+const SIM_ONLY: &str = "nest is the simulator's (--scheduler) only so far";
 
 /// `--scx NAME[k=v,...]`: the scheduler and its parameters, checked.
 pub fn parse(text: &str) -> Result<(Scx, Resolved), String> {
@@ -147,9 +205,9 @@ mod tests {
         );
         let e = parse("fifo[slice_ms=0]").unwrap_err();
         assert!(e.contains("slice_ms=0 must be between"), "{e}");
-        let e = parse("node-affine").unwrap_err();
+        let e = parse("nest").unwrap_err();
         assert!(
-            e.contains("not one of numalab's sched_ext schedulers (fifo;"),
+            e.contains("not one of numalab's sched_ext schedulers (fifo, node-affine;"),
             "{e}"
         );
         assert!(e.contains("--scx-exec"), "{e}");
@@ -163,5 +221,42 @@ mod tests {
             assert!(p.ops.len() < 64);
         }
         assert!(!not_built("--scx fifo").contains('\n'));
+    }
+
+    /// `--scx node-affine[...]` takes exactly the keys and defaults of
+    /// the simulator's `--scheduler node-affine[...]`.
+    #[test]
+    fn node_affine_has_the_simulators_parameters() {
+        let m = numalab_sim::machine::Machine::load("ht2").unwrap();
+        let sim = numalab_sim::sched::list(&m)
+            .into_iter()
+            .find(|(n, _, _)| n == "node-affine")
+            .unwrap()
+            .2;
+        let p = REGISTRY.iter().find(|p| p.name == "node-affine").unwrap();
+        let mut params = Params::new(p.name, &Default::default());
+        (p.resolve)(&mut params).unwrap();
+        assert_eq!(params.describe(), sim);
+        let (scx, r) = parse("node-affine[delay_ms=4]").unwrap();
+        assert_eq!(scx.name(), "node-affine[delay_ms=4]");
+        assert_eq!(scx.expected_ops(), Some("numalab_node_affine"));
+        assert_eq!(
+            r,
+            Resolved::NodeAffine {
+                initial: true,
+                bonus: 1.0,
+                delay_ns: 4_000_000,
+                slice_ns: 100_000_000
+            }
+        );
+        for bad in ["node-affine[dynamic=true]", "node-affine[alloc_home=false]"] {
+            assert!(
+                parse(bad).unwrap_err().contains("the simulator's only"),
+                "{bad}"
+            );
+        }
+        // The simulator checks the same text the same way.
+        let e = parse("node-affine[delay=4]").unwrap_err();
+        assert!(e.contains("unknown parameter \"delay\""), "{e}");
     }
 }

@@ -24,6 +24,58 @@ mod fifo {
     include!(concat!(env!("OUT_DIR"), "/fifo.skel.rs"));
 }
 
+mod node_affine {
+    #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/node_affine.skel.rs"));
+}
+
+/// The BPF programs' array bounds (`MAX_NODES`, `MAX_CPUS`).
+const MAX_NODES: usize = 64;
+const MAX_CPUS: usize = 1024;
+
+/// What the BPF programs are told of the machine: node of each CPU, CPUs
+/// per node, distances, from the one Topology reader.
+struct Shape {
+    nr_nodes: u32,
+    nr_cpus: u32,
+    cpu_node: Vec<u32>,
+    node_ncpus: Vec<u32>,
+    dist: Vec<u8>,
+}
+
+fn shape() -> Result<Shape, String> {
+    let t = numalab_topology::Topology::from_sysfs(Path::new("/sys")).map_err(|e| e.to_string())?;
+    let nr_nodes = t.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1);
+    let nr_cpus = t.cpus.iter().map(|c| c.id + 1).max().unwrap_or(1);
+    if nr_nodes as usize > MAX_NODES || nr_cpus as usize > MAX_CPUS {
+        return Err(format!(
+            "{nr_nodes} nodes and {nr_cpus} CPUs: numalab's sched_ext schedulers take at most {MAX_NODES} and {MAX_CPUS}"
+        ));
+    }
+    let mut cpu_node = vec![0u32; MAX_CPUS];
+    let mut node_ncpus = vec![0u32; MAX_NODES];
+    let mut dist = vec![10u8; MAX_NODES * MAX_NODES];
+    for n in &t.nodes {
+        for &c in &n.cpus {
+            cpu_node[c as usize] = n.id;
+            node_ncpus[n.id as usize] += 1;
+        }
+    }
+    for a in &t.nodes {
+        for b in &t.nodes {
+            let d = t.distance(a.id, b.id).unwrap_or(10).min(255) as u8;
+            dist[a.id as usize * MAX_NODES + b.id as usize] = d;
+        }
+    }
+    Ok(Shape {
+        nr_nodes,
+        nr_cpus,
+        cpu_node,
+        node_ncpus,
+        dist,
+    })
+}
+
 /// How long the kernel may take to enable a scheduler (a TCG guest took
 /// 1.4 s for scx_simple).
 const ENABLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -122,7 +174,59 @@ fn run(spec: &str) -> Result<i32, String> {
                 .fifo_ops
                 .attach_struct_ops()
                 .map_err(|e| fail("attaching", e))?;
-            hold(&root, before.enable_seq, &ops, &stop, &read, link)
+            hold(&root, before.enable_seq, &ops, &stop, &read, vec![link])
+        }
+        Resolved::NodeAffine {
+            initial,
+            bonus,
+            delay_ns,
+            slice_ns,
+        } => {
+            let m = shape().map_err(|e| format!("{ops}: {e}"))?;
+            let mut storage = MaybeUninit::uninit();
+            let mut open = node_affine::NodeAffineSkelBuilder::default()
+                .open(&mut storage)
+                .map_err(|e| fail("opening the BPF object", e))?;
+            let r = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .ok_or_else(|| format!("{ops}: no .rodata in the object"))?;
+            r.nr_nodes = m.nr_nodes;
+            r.nr_cpus = m.nr_cpus;
+            r.slice_ns = slice_ns;
+            r.delay_ns = delay_ns;
+            r.bonus_milli = (bonus * 1000.0).round() as u64;
+            r.initial = initial;
+            r.cpu_node.copy_from_slice(&m.cpu_node);
+            r.node_ncpus.copy_from_slice(&m.node_ncpus);
+            r.dist.copy_from_slice(&m.dist);
+            let mut skel = open.load().map_err(|e| fail("loading", e))?;
+            let data = skel
+                .maps
+                .data_data
+                .as_deref()
+                .ok_or_else(|| format!("{ops}: no .data in the object"))?;
+            let read = exit_reader!(&data.nl_exit_rec, node_affine::types::nl_exit);
+            // Initial placement at exec first, then the scheduler.
+            let exec = skel
+                .progs
+                .na_exec
+                .attach()
+                .map_err(|e| fail("attaching the exec hook", e))?;
+            let link = skel
+                .maps
+                .node_affine_ops
+                .attach_struct_ops()
+                .map_err(|e| fail("attaching", e))?;
+            hold(
+                &root,
+                before.enable_seq,
+                &ops,
+                &stop,
+                &read,
+                vec![link, exec],
+            )
         }
     }
 }
@@ -145,7 +249,7 @@ fn hold(
     ops: &str,
     stop: &AtomicBool,
     read: &dyn Fn() -> Option<ExitInfo>,
-    link: libbpf_rs::Link,
+    links: Vec<libbpf_rs::Link>,
 ) -> Result<i32, String> {
     let enabled = sched_ext::wait_enabled(root, before, Some(ops), ENABLE_TIMEOUT, &mut || {
         read().map(|e| format!("the kernel ended it: {}", e.describe()))
@@ -171,7 +275,7 @@ fn hold(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    drop(link);
+    drop(links);
     // The kernel runs ops.exit as it disables the scheduler.
     let t = Instant::now();
     let mut exit = read();
