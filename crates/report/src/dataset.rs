@@ -106,6 +106,11 @@ pub enum Key {
     NumaBalancing,
     /// `thp`: `machine.thp_enabled`.
     Thp,
+    /// `scheduler`: the simulator's `--scheduler`, a real kernel's
+    /// sched_ext scheduler (`applied.scx`), or `linux` for a real
+    /// kernel's own (which the simulator's `linux` models), so that the
+    /// same policy lines up across backends.
+    Scheduler,
     /// `benchmark`: for `--filter` only (the benchmark is part of every
     /// case).
     Benchmark,
@@ -114,13 +119,14 @@ pub enum Key {
 }
 
 /// The keys `--group-by` takes besides any parameter name.
-pub const GROUP_KEYS: [&str; 6] = [
+pub const GROUP_KEYS: [&str; 7] = [
     "label",
     "kernel",
     "host",
     "backend",
     "numa_balancing",
     "thp",
+    "scheduler",
 ];
 
 impl Key {
@@ -133,6 +139,7 @@ impl Key {
             "backend" => Key::Backend,
             "numa_balancing" => Key::NumaBalancing,
             "thp" => Key::Thp,
+            "scheduler" => Key::Scheduler,
             "benchmark" => Key::Benchmark,
             other => Key::Param(other.to_string()),
         }
@@ -146,6 +153,7 @@ impl Key {
             Key::Backend => "backend",
             Key::NumaBalancing => "numa_balancing",
             Key::Thp => "thp",
+            Key::Scheduler => "scheduler",
             Key::Benchmark => "benchmark",
             Key::Param(p) => p,
         }
@@ -163,6 +171,11 @@ impl Key {
             Key::Backend => r.backend.kind().to_string(),
             Key::NumaBalancing => na(&m.numa_balancing),
             Key::Thp => na(&m.thp_enabled),
+            Key::Scheduler => match (&r.backend, &r.applied.scx) {
+                (numalab_record::Backend::Sim { scheduler, .. }, _) => scheduler.clone(),
+                (_, Some(scx)) => scx.scheduler.clone(),
+                (_, None) => "linux".into(),
+            },
             Key::Benchmark => r.benchmark.clone(),
             Key::Param(p) => return r.params.get(p).map(param_value),
         })
@@ -920,6 +933,59 @@ mod tests {
         assert_eq!(names, vec!["A@h1/real", "A@h1/sim", "A@h2/real"]);
         assert_eq!(ds.groups.len(), 3);
         assert_eq!(ds.hosts(), vec!["h1", "h2"]);
+    }
+
+    /// `--group-by backend,scheduler`: the simulator's policy and the
+    /// same policy loaded into a real kernel (sched_ext) line up, and a
+    /// real kernel's own scheduler is the simulator's `linux`.
+    #[test]
+    fn the_scheduler_lines_up_across_backends() {
+        let sim = |rep, sched: &str| {
+            let mut r = rec("default", 4, rep, "h");
+            r.1.backend = Backend::Sim {
+                machine: "guest.toml".into(),
+                scheduler: sched.into(),
+                balancer: "none".into(),
+                seed: 1,
+                details: Default::default(),
+            };
+            r.1.id = format!("sim-{sched}-{rep}");
+            r
+        };
+        let real = |rep, scx: Option<&str>| {
+            let mut r = rec("default", 4, rep, "h");
+            r.1.applied.scx = scx.map(|s| numalab_record::ScxApplied {
+                scheduler: s.into(),
+                exec: false,
+                ops: "numalab_node_affine".into(),
+                enable_seq: 1,
+            });
+            r.1.id = format!("real-{scx:?}-{rep}");
+            r
+        };
+        let v = vec![
+            sim(1, "node-affine"),
+            sim(2, "linux"),
+            real(3, Some("node-affine")),
+            real(4, None),
+        ];
+        let opts = DatasetOptions {
+            group_by: vec![Key::Backend, Key::Scheduler],
+            filters: vec![],
+        };
+        let ds = Dataset::with_options(v, &opts).unwrap();
+        let configs: Vec<&str> = ds.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            configs,
+            vec![
+                "real/linux",
+                "real/node-affine",
+                "sim/linux",
+                "sim/node-affine"
+            ]
+        );
+        assert_eq!(ds.groups.len(), 4);
+        assert!(GROUP_KEYS.contains(&"scheduler"));
     }
 
     #[test]

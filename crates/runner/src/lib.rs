@@ -449,20 +449,27 @@ impl Active {
         if let Some(s) = self.service.take() {
             s.stop(hooks::STOP_GRACE);
         }
+        // The settings are restored even if the scheduler could not be
+        // unloaded cleanly; the first error is returned after.
         let exit = match self.scx.take() {
-            Some(ActiveScx::Here(l)) => l.stop(),
-            Some(ActiveScx::Backend(_)) => backends.get(self.config)?.stop_scx().map_err(|e| {
-                RunnerError::Scheduler(format!("unloading the sched_ext scheduler: {e}"))
-            })?,
-            None => None,
+            Some(ActiveScx::Here(l)) => Ok(l.stop()),
+            Some(ActiveScx::Backend(_)) => backends.get(self.config).and_then(|b| {
+                b.stop_scx().map_err(|e| {
+                    RunnerError::Scheduler(format!("unloading the sched_ext scheduler: {e}"))
+                })
+            }),
+            None => Ok(None),
         };
-        if let Some(x) = exit.filter(|x| x.is_error()) {
-            numalab_linux::errln!(
-                "numalab: warning: the sched_ext scheduler ended with {}",
-                x.describe()
-            );
+        if let Ok(Some(x)) = &exit {
+            if x.is_error() {
+                numalab_linux::errln!(
+                    "numalab: warning: the sched_ext scheduler ended with {}",
+                    x.describe()
+                );
+            }
         }
-        self.settings.undo(backends, self.config)
+        let restored = self.settings.undo(backends, self.config);
+        exit.and(restored)
     }
 
     /// Whether its service and its scheduler still run: the error saying

@@ -30,6 +30,10 @@ struct Mock {
     acts: Vec<(usize, Act)>,
     calls: usize,
     interrupt: Interrupt,
+    /// The sched_ext scheduler "ends" once this many runs are done.
+    scx_ends_after: Option<usize>,
+    /// Unloading it fails.
+    scx_stop_fails: bool,
 }
 
 impl Calibration for Mock {
@@ -56,6 +60,47 @@ impl Backend for Mock {
     }
     fn describe(&self) -> String {
         "a mock".into()
+    }
+    fn settings_site(&self) -> SettingsSite {
+        SettingsSite::Backend
+    }
+    fn apply_settings(
+        &mut self,
+        knobs: &[Knob],
+    ) -> Result<std::collections::BTreeMap<String, String>, RunError> {
+        let names: Vec<String> = knobs.iter().map(|k| k.name()).collect();
+        self.log
+            .borrow_mut()
+            .push(format!("settings [{}]", names.join(",")));
+        Ok(Default::default())
+    }
+    fn scx_site(&self) -> SettingsSite {
+        SettingsSite::Backend
+    }
+    fn start_scx(
+        &mut self,
+        scx: &numalab_linux::sched_ext::Scx,
+    ) -> Result<numalab_linux::sched_ext::Status, RunError> {
+        self.log
+            .borrow_mut()
+            .push(format!("scx load {}", scx.name()));
+        Ok(numalab_linux::sched_ext::Status {
+            state: "enabled".into(),
+            ops: "mock_ops".into(),
+            enable_seq: 7,
+        })
+    }
+    fn scx_ended(&mut self) -> Option<String> {
+        self.scx_ends_after
+            .filter(|n| self.calls >= *n)
+            .map(|_| "sched_ext scheduler mock_ops ended during the run: ERROR_STALL".into())
+    }
+    fn stop_scx(&mut self) -> Result<Option<numalab_linux::sched_ext::ExitInfo>, RunError> {
+        self.log.borrow_mut().push("scx unload".into());
+        if self.scx_stop_fails {
+            return Err(RunError::Failed("the guest did not answer".into()));
+        }
+        Ok(None)
     }
     fn run(&mut self, case: &Case, ctx: &RunContext) -> Result<RunRecord, RunError> {
         self.calls += 1;
@@ -140,6 +185,8 @@ fn setup(labels: &[&str], cases: &[&str], runs: u32, warmup: u32, hooks: bool) -
         acts: Vec::new(),
         calls: 0,
         interrupt: Interrupt::never(),
+        scx_ends_after: None,
+        scx_stop_fails: false,
     };
     Setup { dir, plan, mock }
 }
@@ -292,4 +339,85 @@ fn a_failing_prepare_fails_its_run_only() {
     assert_eq!(failed.len(), 2);
     let why = failed[0].outcome.reason.as_deref().unwrap();
     assert!(why.contains("--prepare") && why.contains("7"), "{why}");
+}
+
+fn with_scx(s: &mut Setup, name: &str) {
+    for c in &mut s.plan.configs {
+        c.scx = Some(numalab_linux::sched_ext::Scx::Own {
+            spec: format!("{name}-{}", c.label),
+            ops: "mock_ops".into(),
+        });
+        c.knobs = vec![Knob::parse_sysctl("kernel.numa_balancing=0").unwrap()];
+    }
+}
+
+/// A configuration's scheduler is loaded after its settings, before its
+/// runs, and unloaded before its settings are restored, each time it
+/// becomes active; every record names it as the backend enabled it.
+#[test]
+fn a_scheduler_is_loaded_for_its_configurations_runs_only() {
+    let mut s = setup(&["A", "B"], &["x"], 2, 0, false);
+    with_scx(&mut s, "fifo");
+    let out = s.run().unwrap();
+    let want = [
+        "settings [kernel.numa_balancing]",
+        "scx load fifo-A",
+        "run A x 1/2",
+        "scx unload",
+        "settings []",
+        "settings [kernel.numa_balancing]",
+        "scx load fifo-B",
+        "run B x 1/2",
+        "scx unload",
+        "settings []",
+    ];
+    assert_eq!(s.runs()[..10], want);
+    assert_eq!(s.runs().len(), 20);
+    for (_, r) in &out.records {
+        let scx = r.applied.scx.as_ref().unwrap();
+        assert_eq!(scx.scheduler, format!("fifo-{}", r.label));
+        assert_eq!(
+            (scx.ops.as_str(), scx.enable_seq, scx.exec),
+            ("mock_ops", 7, false)
+        );
+    }
+}
+
+/// A scheduler that ends during a run fails that run with the reason,
+/// stops the invocation, and is still unloaded and the settings
+/// restored; an unload that fails does not keep the settings from
+/// being restored.
+#[test]
+fn a_scheduler_that_ends_fails_its_run_and_a_failed_unload_still_restores() {
+    let mut s = setup(&["A"], &["x"], 4, 0, false);
+    with_scx(&mut s, "fifo");
+    s.mock.scx_ends_after = Some(2);
+    let e = s.run().unwrap_err();
+    assert!(
+        e.to_string().contains("ended during the run: ERROR_STALL"),
+        "{e}"
+    );
+    assert_eq!(
+        s.runs(),
+        [
+            "settings [kernel.numa_balancing]",
+            "scx load fifo-A",
+            "run A x 1/4",
+            "run A x 2/4",
+            "scx unload",
+            "settings []",
+        ]
+    );
+    // The first run's record and the failed second's.
+    assert_eq!(s.records(), 2);
+
+    let mut s = setup(&["A"], &["x"], 1, 0, false);
+    with_scx(&mut s, "fifo");
+    s.mock.scx_stop_fails = true;
+    let e = s.run().unwrap_err();
+    assert!(
+        e.to_string().contains("unloading the sched_ext scheduler"),
+        "{e}"
+    );
+    assert_eq!(s.runs().last().unwrap(), "settings []");
 }
