@@ -327,7 +327,11 @@ impl GuestExit {
 /// guest (accelerator, the spec as typed, the sysctls as read back, the
 /// host), the guest's own backend details kept, and a warning about
 /// emulated timing added. The guest's own view (its kernel, topology,
-/// numa_balancing) stays the record's `machine`.
+/// numa_balancing) stays the record's `machine`. A simulated run
+/// (`numalab vm -- sim ...`) stays what it is, untouched: where the
+/// simulator ran changes nothing of what it simulated, and a record
+/// tagged as the guest's would sit beside the guest's real runs under
+/// the guest's scheduler.
 pub(crate) struct Tag {
     pub accel: Accel,
     pub spec: String,
@@ -337,6 +341,9 @@ pub(crate) struct Tag {
 
 impl Tag {
     pub fn apply(&self, rec: &mut numalab_record::RunRecord) {
+        if matches!(rec.backend, Backend::Sim { .. }) {
+            return;
+        }
         let details = std::mem::take(rec.backend.details_mut());
         rec.backend = Backend::Guest {
             accel: self.accel.as_str().to_string(),
@@ -489,6 +496,37 @@ mod tests {
             "6.1.0-56-amd64"
         );
         assert_eq!(hello_kernel(b"junk"), "");
+    }
+
+    /// A guest's real run becomes a guest record; a simulated run made
+    /// in a guest (`numalab vm -- sim ...`) stays a sim record.
+    #[test]
+    fn only_real_runs_are_tagged_as_the_guests() {
+        let tag = Tag {
+            accel: Accel::Tcg,
+            spec: "2x2".into(),
+            sysctls: BTreeMap::new(),
+            host: HostInfo {
+                hostname: "h".into(),
+                kernel: "k".into(),
+                cpu_model: None,
+            },
+        };
+        let mut real = numalab_record::example_record("numa_test", "a", 1, 1.0);
+        tag.apply(&mut real);
+        assert_eq!(real.backend.kind(), "guest");
+        assert!(real.warnings.iter().any(|w| w.contains("TCG")));
+        let mut sim = numalab_record::example_record("numa_test", "a", 1, 1.0);
+        sim.backend = Backend::Sim {
+            machine: "host".into(),
+            scheduler: "node-affine".into(),
+            balancer: "none".into(),
+            seed: 1,
+            details: Default::default(),
+        };
+        let before = sim.clone();
+        tag.apply(&mut sim);
+        assert_eq!(sim, before);
     }
 
     #[test]
