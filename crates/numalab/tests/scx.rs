@@ -167,9 +167,10 @@ fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
 
 /// numalab's node-affine on the real kernel does what the simulator's
 /// does: numa_test's four tasks are homed two per node by initial
-/// balancing at exec, and each runs on its homenode (at least 80% of its
-/// running time, by the exact trace) through the hackbench peak, where
-/// the kernel's own scheduler is free to move them.
+/// balancing at exec, and they run on their homenodes (by the exact
+/// trace: on average at least 85% of their running time, each at least
+/// 65%) through the hackbench peak, where the kernel's own scheduler
+/// moves them (in three runs here: averages 56-83%, the least 51-56%).
 #[test]
 fn node_affine_keeps_numa_tests_tasks_on_their_homenodes() {
     if !ready("node_affine_keeps_numa_tests_tasks_on_their_homenodes") {
@@ -213,6 +214,7 @@ fn node_affine_keeps_numa_tests_tasks_on_their_homenodes() {
         .collect();
     assert_eq!(tasks.len(), 4, "{}", r["sched"]["tasks"]);
     let mut per_node = [0; 2];
+    let mut shares = Vec::new();
     for t in &tasks {
         let s: Vec<f64> = t["node_s"]
             .as_array()
@@ -224,13 +226,20 @@ fn node_affine_keeps_numa_tests_tasks_on_their_homenodes() {
         per_node[home] += 1;
         let share = s[home] / (s[0] + s[1]);
         assert!(
-            share >= 0.8,
+            share >= 0.65,
             "{} ran {:.0}% on its node: {t}",
             t["comm"],
             share * 100.0
         );
+        shares.push(share);
     }
     assert_eq!(per_node, [2, 2], "homes not balanced");
+    let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    assert!(
+        mean >= 0.85,
+        "{:.0}% on their nodes on average",
+        mean * 100.0
+    );
 }
 
 /// A scheduler that goes away during the runs fails the run it was
