@@ -12,8 +12,9 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SelectArgs {
     /// What makes a configuration: keys from label, kernel, host, backend,
-    /// numa_balancing, thp, or any parameter name (default: label, host
-    /// and backend). A parameter grouped by is no longer part of the case
+    /// numa_balancing, thp, scheduler, or any parameter name (default:
+    /// label, host and backend). A parameter grouped by is no longer part
+    /// of the case
     /// (--group-by placement compares placements within one case)
     #[arg(
         long = "group-by",

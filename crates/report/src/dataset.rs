@@ -1167,11 +1167,11 @@ mod tests {
         );
         assert_eq!(
             err(vec![f("nope=1")], vec![]),
-            "--filter \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, benchmark, or a parameter: placement, tasks, threads"
+            "--filter \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, scheduler, benchmark, or a parameter: placement, tasks, threads"
         );
         assert_eq!(
             err(vec![], vec![Key::parse("nope")]),
-            "--group-by \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, or a parameter: placement, tasks, threads"
+            "--group-by \"nope\": no such key; valid keys: label, kernel, host, backend, numa_balancing, thp, scheduler, or a parameter: placement, tasks, threads"
         );
         assert!(parse_group_key("benchmark").is_err());
         assert!(parse_group_key("").is_err());
