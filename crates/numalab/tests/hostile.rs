@@ -24,16 +24,6 @@ fn with_closed_output(args: &[&str], cwd: &Path) -> std::process::ExitStatus {
         .expect("numalab runs")
 }
 
-fn count_json(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 /// `numalab ... --runs 5 2>&1 | head -1` kept 0 of 5 records: the first
 /// write after `head` left panicked. Output nobody reads is dropped; the
 /// runs finish and the exit status is the usual one.

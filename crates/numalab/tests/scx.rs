@@ -341,19 +341,25 @@ fn ctrl_c_keeps_the_runs_and_leaves_no_guest() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let json = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .map(|r| {
-                r.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                    .count()
-            })
-            .unwrap_or(0)
-    };
-    assert!(
-        wait_until(Duration::from_secs(240), || json(&res) >= 1),
-        "no run finished"
-    );
+    if !wait_until(Duration::from_secs(240), || common::count_json(&res) >= 1) {
+        // Say what the guest did (a boot that hung, a panic) before failing.
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let log = std::fs::read_dir(res.join("vm-logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .collect::<String>();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        panic!(
+            "no run finished in 240 s: {}\n--- console, last lines\n{}",
+            text(&out),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
     let r = Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()

@@ -457,17 +457,8 @@ fn interrupting_a_guest_campaign_keeps_every_finished_run() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let json = |dir: &Path| {
-        std::fs::read_dir(dir)
-            .map(|r| {
-                r.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                    .count()
-            })
-            .unwrap_or(0)
-    };
     assert!(
-        wait_until(Duration::from_secs(240), || json(&res) >= 2),
+        wait_until(Duration::from_secs(240), || common::count_json(&res) >= 2),
         "two runs did not finish"
     );
     std::thread::sleep(Duration::from_millis(500));

@@ -235,3 +235,14 @@ pub fn debian_7_3_cached(test: &str) -> bool {
     );
     false
 }
+
+/// How many records (`*.json`) are in `dir` so far (0 before it exists).
+pub fn count_json(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
