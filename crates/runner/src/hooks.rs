@@ -232,11 +232,21 @@ pub enum HookError {
     Interrupted { which: &'static str },
 }
 
+/// Longest line an error quotes.
+const QUOTED_CHARS: usize = 200;
+/// Longest line kept (a sched_ext loader's exit record is one line of
+/// JSON with a message of up to 1 KiB).
+const KEPT_CHARS: usize = 4096;
+
 pub(crate) fn tail_text(tail: &[String]) -> String {
     if tail.is_empty() {
         return String::new();
     }
-    format!("; its last output: {}", tail.join(" | "))
+    let quoted: Vec<String> = tail
+        .iter()
+        .map(|l| l.chars().take(QUOTED_CHARS).collect())
+        .collect();
+    format!("; its last output: {}", quoted.join(" | "))
 }
 
 /// Run `cmd` through `sh -c` in `cwd` (numalab's directory when `None`),
@@ -326,7 +336,7 @@ impl Tail {
                     .trim_end()
                     .chars()
                     .map(|c| if c.is_control() { '?' } else { c })
-                    .take(200)
+                    .take(KEPT_CHARS)
                     .collect();
                 if let Ok(mut l) = keep.lock() {
                     if l.len() == TAIL_LINES {
