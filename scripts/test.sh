@@ -26,6 +26,9 @@ command -v clang-19 >/dev/null 2>&1 || need+=(clang-19)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v make >/dev/null 2>&1 || need+=(make)
+# scx_simple, the kernel's example scheduler (scripts/build-scx-simple.sh).
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if ((${#need[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
         echo "scripts/test.sh: the tests need Debian packages: ${need[*]}; run as root or install them" >&2
@@ -49,6 +52,10 @@ cargo run --locked -q -p numalab -- vm --kernel debian-7.3 --fetch-only
 if [ "${NUMALAB_SKIP_VM_TESTS:-0}" = 0 ]; then
     export NUMALAB_REQUIRE_KERNELS=1
 fi
+# scx_simple from that kernel's own source, for the --scx-exec test (about
+# a minute and 170 MB of download the first time, cached after).
+NUMALAB_SCX_SIMPLE=$(scripts/build-scx-simple.sh)
+export NUMALAB_SCX_SIMPLE
 
 # Everything with the sched_ext schedulers built (tests/scx.rs loads
 # them in guests; they must run, not skip).

@@ -15,7 +15,7 @@ mod bpf {
     use std::process::Command;
 
     /// The schedulers, each `bpf/NAME.bpf.c`.
-    const SCHEDULERS: [&str; 2] = ["fifo", "node_affine"];
+    const SCHEDULERS: [&str; 3] = ["fifo", "node_affine", "nest"];
 
     fn fail(msg: &str) -> ! {
         // One line cargo shows as the build script's error.

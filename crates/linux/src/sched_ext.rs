@@ -199,9 +199,19 @@ pub struct ExitInfo {
     pub reason: String,
     /// The scheduler's or the kernel's message, if any.
     pub msg: String,
+    /// What the scheduler counted while it ran, by name (numalab's
+    /// `nest`: tasks placed by each step of its policy).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub stats: std::collections::BTreeMap<String, u64>,
 }
 
 impl ExitInfo {
+    /// `name=value ...` of its counters, in name order.
+    pub fn describe_stats(&self) -> String {
+        let v: Vec<String> = self.stats.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        v.join(" ")
+    }
+
     /// `UNREG (unregistered from user space)`, with the message if any.
     pub fn describe(&self) -> String {
         let mut s = format!("{} ({})", self.kind_name, self.reason);
@@ -319,6 +329,7 @@ mod tests {
             code: 0,
             reason: "runnable task stall".into(),
             msg: "t[1] failed to run for 30 s".into(),
+            stats: Default::default(),
         };
         assert!(e.is_error());
         assert_eq!(
@@ -329,8 +340,15 @@ mod tests {
             "libbpf: something".to_string(),
             format!("{EXIT_LINE}{}", serde_json::to_string(&e).unwrap()),
         ];
-        assert_eq!(exit_in(&lines), Some(e));
+        assert_eq!(exit_in(&lines), Some(e.clone()));
         assert_eq!(exit_in(&lines[..1]), None);
+        // Counters, when the scheduler kept some, ride along.
+        let mut e = e;
+        e.stats.insert("reserve".into(), 7);
+        e.stats.insert("attached".into(), 40);
+        assert_eq!(e.describe_stats(), "attached=40 reserve=7");
+        let line = format!("{EXIT_LINE}{}", serde_json::to_string(&e).unwrap());
+        assert_eq!(exit_in(&[line]), Some(e));
         assert_eq!(exit_kind_name(64), "UNREG");
         assert_eq!(exit_kind_name(7), "kind 7");
     }

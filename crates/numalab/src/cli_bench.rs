@@ -71,8 +71,8 @@ pub struct RunnerArgs {
     /// first, the runs fail. Output in RESULTS/hooks.log
     #[arg(long = "setup-bg", value_name = "CMD")]
     pub setup_bg: Option<String>,
-    /// Run under one of numalab's sched_ext schedulers (fifo), loaded
-    /// for the runs and unloaded after them; needs a kernel with
+    /// Run under one of numalab's sched_ext schedulers (fifo, node-affine,
+    /// nest), loaded for the runs and unloaded after them; needs a kernel with
     /// sched_ext (a guest of --kernel debian-7.3) and a numalab built
     /// with --features scx (docs/sched-ext.md)
     #[arg(long, value_name = "NAME[k=v,...]", value_parser = parse_scx, help_heading = "sched_ext")]

@@ -59,14 +59,36 @@ const SHAPE: [&str; 8] = [
 
 fn vm(results: &Path, cmd: &[&str]) -> Output {
     let t = Instant::now();
-    let out = Command::new(EXE)
-        .args(["vm", "--quiet", "--timeout", "300", "--results"])
-        .arg(results)
-        .args(SHAPE)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("running numalab");
+    let run = || {
+        Command::new(EXE)
+            .args(["vm", "--quiet", "--timeout", "300", "--results"])
+            .arg(results)
+            .args(SHAPE)
+            .arg("--")
+            .args(cmd)
+            .output()
+            .expect("running numalab")
+    };
+    let mut out = run();
+    // QEMU's multi-threaded TCG sometimes runs a stale translation of
+    // code the kernel is patching (a static key flipped as sched_ext is
+    // enabled or disabled, or as tracing starts): the guest dies of
+    // `Oops: int3` at a patched site (2 of about 15 loads here). That is
+    // the emulator's, not the scheduler's: one more try, said so.
+    let panicked = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).contains("kernel panicked")
+            || String::from_utf8_lossy(&o.stderr).contains("kernel panicked")
+    };
+    if !out.status.success() && panicked(&out) {
+        let log = console(results);
+        if log.contains("Oops: int3") {
+            eprintln!(
+                "numalab vm -- {cmd:?}: the guest died of an int3 oops (TCG, code patching); once more"
+            );
+            std::fs::remove_dir_all(results).unwrap();
+            out = run();
+        }
+    }
     eprintln!("numalab vm -- {cmd:?}: {:.1} s", t.elapsed().as_secs_f64());
     out
 }
@@ -240,6 +262,142 @@ fn node_affine_keeps_numa_tests_tasks_on_their_homenodes() {
         "{:.0}% on their nodes on average",
         mean * 100.0
     );
+}
+
+/// numalab's nest on the real kernel places tasks by its own steps (its
+/// counters, printed as it is unloaded): forkexec's parent and children,
+/// sixty processes one after another, go almost all to nest cores (the
+/// attached core, the previous one, a primary or a reserve core) and
+/// rarely to the kernel's own choice; every child that exits leaves its
+/// core to the reserve (NEST's exit compaction). The trace shows every
+/// child run. (How many cores the children used is not checked: in a
+/// 4-CPU TCG guest the tracer and the guest's kernel threads keep every
+/// core in the nest, and the children's spread was within the range of
+/// the kernel's default choice: docs/sched-ext.md.)
+#[test]
+fn nest_places_forkexecs_children_on_its_nests() {
+    if !ready("nest_places_forkexecs_children_on_its_nests") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let o = vm(
+        d.path(),
+        &[
+            "run",
+            "forkexec",
+            "--children",
+            "60",
+            "--trace",
+            "--scx",
+            "nest",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    let r = &recs[0].1;
+    assert_eq!(r["outcome"]["status"], "ok", "{r}");
+    assert_eq!(r["applied"]["scx"]["ops"], "numalab_nest");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let counted = stderr
+        .lines()
+        .find_map(|l| l.split("it counted ").nth(1))
+        .unwrap_or_else(|| panic!("no counters: {}", text(&o)));
+    let n = |k: &str| -> u64 {
+        counted
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("no {k} in {counted}"))
+            .parse()
+            .unwrap()
+    };
+    let nest = n("attached") + n("prev") + n("primary") + n("reserve");
+    let kernel = n("kernel_idle") + n("kernel_busy");
+    assert!(
+        nest >= 120 && nest >= 9 * kernel,
+        "nest placed {nest}, the kernel {kernel}: {counted}"
+    );
+    assert!(n("compacted_at_exit") >= 30, "{counted}");
+    let children: Vec<&Value> = r["sched"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "fe-child")
+        .collect();
+    assert_eq!(children.len(), 60, "{}", r["sched"]["tasks"]);
+    assert!(
+        children.iter().all(|t| t["run_s"].as_f64().unwrap() > 0.0),
+        "a child never ran"
+    );
+}
+
+/// The kernel's own example scheduler, scx_simple (built by
+/// scripts/build-scx-simple.sh from the kernel's source, path in
+/// `$NUMALAB_SCX_SIMPLE`), as any other program: `--scx-exec` loads it
+/// for hackbench's traced runs, finds it by its ops name (`simple`) and
+/// unloads it after them.
+#[test]
+fn scx_simple_runs_hackbench_through_scx_exec() {
+    if !ready("scx_simple_runs_hackbench_through_scx_exec") {
+        return;
+    }
+    let Some(simple) = std::env::var_os("NUMALAB_SCX_SIMPLE") else {
+        assert!(
+            !std::env::var_os("NUMALAB_REQUIRE_SCX").is_some_and(|v| !v.is_empty() && v != "0"),
+            "NUMALAB_SCX_SIMPLE is not set: scripts/test.sh builds scx_simple with scripts/build-scx-simple.sh"
+        );
+        eprintln!("\n!!!!! NUMALAB_SCX_SIMPLE not set: scx_simple test SKIPPED !!!!!\n");
+        return;
+    };
+    let simple = simple.to_string_lossy().to_string();
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let o = vm(
+        d.path(),
+        &[
+            "run",
+            "hackbench",
+            "--groups",
+            "2",
+            "--fds",
+            "5",
+            "--loops",
+            "50",
+            "--placement",
+            "default",
+            "--runs",
+            "2",
+            "--trace",
+            "--scx-exec",
+            &simple,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(d.path());
+    assert_eq!(recs.len(), 2, "{}", text(&o));
+    for (_, r) in &recs {
+        assert_eq!(r["outcome"]["status"], "ok", "{r}");
+        let scx = &r["applied"]["scx"];
+        assert_eq!(scx["ops"], "simple", "{scx}");
+        assert_eq!(scx["exec"], true, "{scx}");
+        assert_eq!(r["machine"]["tuning"]["sched_ext"], "enabled simple");
+        let hb = r["sched"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["comm"].as_str().is_some_and(|c| c.starts_with("hb-")))
+            .count();
+        assert!(hb >= 20, "{hb} hackbench tasks traced");
+    }
+    let log = console(d.path());
+    let on = log
+        .find("sched_ext: BPF scheduler \"simple\" enabled")
+        .unwrap_or_else(|| panic!("never enabled:\n{log}"));
+    let off = log
+        .find("BPF scheduler \"simple\" disabled (unregistered from user space)")
+        .unwrap_or_else(|| panic!("never unregistered:\n{log}"));
+    assert!(on < off);
 }
 
 /// A scheduler that goes away during the runs fails the run it was

@@ -445,7 +445,7 @@ impl ActiveScx {
 impl Active {
     /// Its service stopped, its scheduler unloaded, then its settings
     /// restored.
-    fn end(mut self, backends: &mut dyn Backends) -> Result<(), RunnerError> {
+    fn end(mut self, backends: &mut dyn Backends, output: Output) -> Result<(), RunnerError> {
         if let Some(s) = self.service.take() {
             s.stop(hooks::STOP_GRACE);
         }
@@ -465,6 +465,14 @@ impl Active {
                 numalab_linux::errln!(
                     "numalab: warning: the sched_ext scheduler ended with {}",
                     x.describe()
+                );
+            }
+            // What the policy did (numalab's nest: the tasks each of its
+            // steps placed), once per load.
+            if !x.stats.is_empty() && output != Output::Quiet {
+                numalab_linux::errln!(
+                    "numalab: sched_ext scheduler unloaded; it counted {}",
+                    x.describe_stats()
                 );
             }
         }
@@ -862,7 +870,7 @@ fn activate(
 ) -> Result<std::collections::BTreeMap<String, String>, RunnerError> {
     let config = &plan.configs[ci];
     if let Some(a) = active.take() {
-        a.end(backends)?;
+        a.end(backends, plan.output)?;
     }
     let settings = apply_settings(config, ci, plan, backends)?;
     let values = settings.values();
@@ -946,7 +954,7 @@ fn finish(
     // The service stopped and the settings back, then the cleanups,
     // whatever happened.
     if let Some(a) = active.take() {
-        if let Err(e) = a.end(backends) {
+        if let Err(e) = a.end(backends, plan.output) {
             numalab_linux::errln!("numalab: error: {e}");
             error.get_or_insert(e);
         }

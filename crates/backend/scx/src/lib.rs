@@ -9,8 +9,10 @@
 //! - **What a user names.** `--scx NAME[k=v,...]` with the simulator's
 //!   own syntax and parameter checks ([`numalab_sim::params`]): [`parse`]
 //!   resolves it once into the canonical name a record keeps and the
-//!   values the BPF program is given. [`REGISTRY`] lists them; `fifo`
-//!   (one global FIFO queue) is the baseline.
+//!   values the BPF program is given. [`REGISTRY`] lists them: `fifo`
+//!   (one global FIFO queue) is the baseline, `node-affine` and `nest`
+//!   are the simulator's policies, read with the simulator's parameters
+//!   (`nest` with the simulator's own readers of them).
 //! - **Built only when asked.** The BPF programs are compiled by clang
 //!   against the guest kernel's own `vmlinux.h` (Debian's linux-bpf-dev,
 //!   which `numalab vm --kernel debian-7.3` caches with the kernel) and
@@ -25,7 +27,8 @@
 //!   loader that dies, SIGKILL included, takes its scheduler with it. How
 //!   the scheduler ended (its `scx_exit_info`: kind, reason, message) is
 //!   copied out by the program's `ops.exit` and printed as the loader's
-//!   last line. The runner starts it, and any other scheduler
+//!   last line, with the counters a program keeps (`nest`: the placements
+//!   each step of its policy made). The runner starts it, and any other scheduler
 //!   (`--scx-exec`), the same way: numalab-linux's `sched_ext` module.
 
 use numalab_linux::sched_ext::Scx;
@@ -60,6 +63,10 @@ pub enum Resolved {
         delay_ns: u64,
         slice_ns: u64,
     },
+    Nest {
+        reserve_max: u32,
+        compact_ns: u64,
+    },
 }
 
 /// numalab's sched_ext schedulers.
@@ -80,6 +87,12 @@ pub const REGISTRY: &[Policy] = &[
         ops: "numalab_node_affine",
         summary: "Focht's homenode scheduler (the simulator's node-affine): a queue per node, distance-delayed steals, tasks sent home",
         resolve: node_affine,
+    },
+    Policy {
+        name: "nest",
+        ops: "numalab_nest",
+        summary: "NEST (Lawall et al., EuroSys 2022; the simulator's nest): primary and reserve nests of warm cores",
+        resolve: nest,
     },
 ];
 
@@ -130,8 +143,21 @@ fn node_affine(p: &mut Params) -> Result<Resolved, String> {
     })
 }
 
-/// What the simulator has that is not (yet) a sched_ext scheduler.
-const SIM_ONLY: &str = "nest is the simulator's (--scheduler) only so far";
+/// `nest`: the simulator's own reader of its parameters, then `linux`'s,
+/// which the simulator's nest takes for its CFS fallback; here the
+/// fallback is the kernel's default idle-CPU choice, so they are accepted
+/// (the same spec text runs in both worlds) and have no effect.
+fn nest(p: &mut Params) -> Result<Resolved, String> {
+    let n = numalab_sim::sched::nest::NestParams::read(p)?;
+    numalab_sim::sched::linux::Tunables::read(p)?;
+    Ok(Resolved::Nest {
+        reserve_max: n.reserve_max.min(MAX_CPUS) as u32,
+        compact_ns: n.compact_ns,
+    })
+}
+
+/// The BPF programs' bound on CPU ids.
+pub const MAX_CPUS: usize = 1024;
 
 /// `--scx NAME[k=v,...]`: the scheduler and its parameters, checked.
 pub fn parse(text: &str) -> Result<(Scx, Resolved), String> {
@@ -139,7 +165,7 @@ pub fn parse(text: &str) -> Result<(Scx, Resolved), String> {
     let Some(p) = REGISTRY.iter().find(|p| p.name == spec.name) else {
         let names: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
         return Err(format!(
-            "--scx {}: not one of numalab's sched_ext schedulers ({}; {SIM_ONLY}); run any other with --scx-exec",
+            "--scx {}: not one of numalab's sched_ext schedulers ({}); run any other with --scx-exec",
             spec.name,
             names.join(", ")
         ));
@@ -205,9 +231,9 @@ mod tests {
         );
         let e = parse("fifo[slice_ms=0]").unwrap_err();
         assert!(e.contains("slice_ms=0 must be between"), "{e}");
-        let e = parse("nest").unwrap_err();
+        let e = parse("cfs").unwrap_err();
         assert!(
-            e.contains("not one of numalab's sched_ext schedulers (fifo, node-affine;"),
+            e.contains("not one of numalab's sched_ext schedulers (fifo, node-affine, nest)"),
             "{e}"
         );
         assert!(e.contains("--scx-exec"), "{e}");
@@ -258,5 +284,42 @@ mod tests {
         // The simulator checks the same text the same way.
         let e = parse("node-affine[delay=4]").unwrap_err();
         assert!(e.contains("unknown parameter \"delay\""), "{e}");
+    }
+
+    /// `--scx nest[...]` takes exactly the keys and defaults of the
+    /// simulator's `--scheduler nest[...]`, read by the same functions.
+    #[test]
+    fn nest_has_the_simulators_parameters() {
+        let m = numalab_sim::machine::Machine::load("ht2").unwrap();
+        let sim = numalab_sim::sched::list(&m)
+            .into_iter()
+            .find(|(n, _, _)| n == "nest")
+            .unwrap()
+            .2;
+        let p = REGISTRY.iter().find(|p| p.name == "nest").unwrap();
+        let mut params = Params::new(p.name, &Default::default());
+        (p.resolve)(&mut params).unwrap();
+        assert_eq!(params.describe(), sim);
+        let (scx, r) = parse("nest[reserve_max=2,compact_ms=4]").unwrap();
+        assert_eq!(scx.name(), "nest[compact_ms=4,reserve_max=2]");
+        assert_eq!(scx.expected_ops(), Some("numalab_nest"));
+        assert_eq!(
+            r,
+            Resolved::Nest {
+                reserve_max: 2,
+                compact_ns: 4_000_000
+            }
+        );
+        assert_eq!(
+            parse("nest").unwrap().1,
+            Resolved::Nest {
+                reserve_max: 5,
+                compact_ns: 2_000_000
+            }
+        );
+        assert!(parse("nest[compact_ms=-1]")
+            .unwrap_err()
+            .contains("compact_ms=\"-1\" must be a non-negative number"));
+        assert!(parse("nest[wake_affine=false]").is_ok());
     }
 }

@@ -12,6 +12,7 @@
 use crate::Resolved;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use numalab_linux::sched_ext::{self, exit_kind_name, ExitInfo, Status, ENABLED_LINE, EXIT_LINE};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -29,9 +30,14 @@ mod node_affine {
     include!(concat!(env!("OUT_DIR"), "/node_affine.skel.rs"));
 }
 
+mod nest {
+    #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/nest.skel.rs"));
+}
+
 /// The BPF programs' array bounds (`MAX_NODES`, `MAX_CPUS`).
 const MAX_NODES: usize = 64;
-const MAX_CPUS: usize = 1024;
+use crate::MAX_CPUS;
 
 /// What the BPF programs are told of the machine: node of each CPU, CPUs
 /// per node, distances, from the one Topology reader.
@@ -41,6 +47,8 @@ struct Shape {
     cpu_node: Vec<u32>,
     node_ncpus: Vec<u32>,
     dist: Vec<u8>,
+    /// Each CPU's last-level cache; its node's where sysfs says none.
+    cpu_llc: Vec<u32>,
 }
 
 fn shape() -> Result<Shape, String> {
@@ -55,6 +63,10 @@ fn shape() -> Result<Shape, String> {
     let mut cpu_node = vec![0u32; MAX_CPUS];
     let mut node_ncpus = vec![0u32; MAX_NODES];
     let mut dist = vec![10u8; MAX_NODES * MAX_NODES];
+    let mut cpu_llc = vec![0u32; MAX_CPUS];
+    for c in &t.cpus {
+        cpu_llc[c.id as usize] = c.llc.unwrap_or(0x10000 + c.node);
+    }
     for n in &t.nodes {
         for &c in &n.cpus {
             cpu_node[c as usize] = n.id;
@@ -73,6 +85,7 @@ fn shape() -> Result<Shape, String> {
         cpu_node,
         node_ncpus,
         dist,
+        cpu_llc,
     })
 }
 
@@ -126,6 +139,7 @@ macro_rules! exit_reader {
                 code: r.code,
                 reason: text(&r.reason),
                 msg: text(&r.msg),
+                stats: Default::default(),
             })
         }
     }};
@@ -174,7 +188,15 @@ fn run(spec: &str) -> Result<i32, String> {
                 .fifo_ops
                 .attach_struct_ops()
                 .map_err(|e| fail("attaching", e))?;
-            hold(&root, before.enable_seq, &ops, &stop, &read, vec![link])
+            hold(
+                &root,
+                before.enable_seq,
+                &ops,
+                &stop,
+                &read,
+                &no_stats,
+                vec![link],
+            )
         }
         Resolved::NodeAffine {
             initial,
@@ -225,11 +247,87 @@ fn run(spec: &str) -> Result<i32, String> {
                 &ops,
                 &stop,
                 &read,
+                &no_stats,
                 vec![link, exec],
+            )
+        }
+        Resolved::Nest {
+            reserve_max,
+            compact_ns,
+        } => {
+            let m = shape().map_err(|e| format!("{ops}: {e}"))?;
+            let mut storage = MaybeUninit::uninit();
+            let mut open = nest::NestSkelBuilder::default()
+                .open(&mut storage)
+                .map_err(|e| fail("opening the BPF object", e))?;
+            let r = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .ok_or_else(|| format!("{ops}: no .rodata in the object"))?;
+            r.nr_cpus = m.nr_cpus;
+            r.reserve_max = reserve_max;
+            r.compact_ns = compact_ns;
+            r.cpu_llc.copy_from_slice(&m.cpu_llc);
+            let mut skel = open.load().map_err(|e| fail("loading", e))?;
+            let data = skel
+                .maps
+                .data_data
+                .as_deref()
+                .ok_or_else(|| format!("{ops}: no .data in the object"))?;
+            let read = exit_reader!(&data.nl_exit_rec, nest::types::nl_exit);
+            let link = skel
+                .maps
+                .nest_ops
+                .attach_struct_ops()
+                .map_err(|e| fail("attaching", e))?;
+            let bss = skel
+                .maps
+                .bss_data
+                .as_deref()
+                .ok_or_else(|| format!("{ops}: no .bss in the object"))?;
+            let counters: *const [u64; 8] = &bss.stats;
+            let stats = move || {
+                // SAFETY: `counters` points into the skeleton's mmapped
+                // .bss, which outlives this closure's uses in `hold`; the
+                // program only adds to them.
+                let v = unsafe { std::ptr::read_volatile(counters) };
+                NEST_STATS
+                    .iter()
+                    .zip(v)
+                    .map(|(n, v)| (n.to_string(), v))
+                    .collect()
+            };
+            hold(
+                &root,
+                before.enable_seq,
+                &ops,
+                &stop,
+                &read,
+                &stats,
+                vec![link],
             )
         }
     }
 }
+
+/// A scheduler that counts nothing.
+fn no_stats() -> BTreeMap<String, u64> {
+    BTreeMap::new()
+}
+
+/// nest's counters (`stats[]` in bpf/nest.bpf.c, in its order): tasks
+/// placed by each step of the policy, then primary cores compacted.
+const NEST_STATS: [&str; 8] = [
+    "attached",
+    "prev",
+    "primary",
+    "reserve",
+    "kernel_idle",
+    "kernel_busy",
+    "compacted",
+    "compacted_at_exit",
+];
 
 fn print_exit(e: &ExitInfo) {
     let mut out = std::io::stdout().lock();
@@ -249,6 +347,7 @@ fn hold(
     ops: &str,
     stop: &AtomicBool,
     read: &dyn Fn() -> Option<ExitInfo>,
+    stats: &dyn Fn() -> BTreeMap<String, u64>,
     links: Vec<libbpf_rs::Link>,
 ) -> Result<i32, String> {
     let enabled = sched_ext::wait_enabled(root, before, Some(ops), ENABLE_TIMEOUT, &mut || {
@@ -269,7 +368,8 @@ fn hold(
         let _ = out.flush();
     }
     while !stop.load(Ordering::Relaxed) {
-        if let Some(e) = read() {
+        if let Some(mut e) = read() {
+            e.stats = stats();
             print_exit(&e);
             return Ok(1);
         }
@@ -288,7 +388,8 @@ fn hold(
         std::thread::sleep(Duration::from_millis(20));
     }
     match exit {
-        Some(e) => {
+        Some(mut e) => {
+            e.stats = stats();
             print_exit(&e);
             Ok(0)
         }

@@ -74,8 +74,18 @@ fn groups_by(cpus: &[CpuId], key: impl Fn(CpuId) -> usize) -> Vec<Vec<CpuId>> {
         .collect()
 }
 
-impl Linux {
-    pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, String> {
+/// `linux`'s parameters, as every scheduler built on it reads them (and
+/// numalab-scx's `nest`, which accepts them for the same spec text).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tunables {
+    pub busy_factor: u64,
+    pub numa_imbalance: f64,
+    pub wake_affine: bool,
+    pub numa_pct: f64,
+}
+
+impl Tunables {
+    pub fn read(p: &mut Params) -> Result<Tunables, String> {
         let busy_factor = p.u64(
             "busy_factor",
             16,
@@ -93,6 +103,23 @@ impl Linux {
             (100.0, 1000.0),
             "sd_init's imbalance_pct of the NUMA level (125 in older kernels; current ones give every level above SMT 117)",
         )?;
+        Ok(Tunables {
+            busy_factor,
+            numa_imbalance,
+            wake_affine,
+            numa_pct,
+        })
+    }
+}
+
+impl Linux {
+    pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, String> {
+        let Tunables {
+            busy_factor,
+            numa_imbalance,
+            wake_affine,
+            numa_pct,
+        } = Tunables::read(p)?;
         let factor = 1 + (m.ncpus.clamp(1, 8) as f64).log2().floor() as u64;
         let mut levels = Vec::new();
         let all: Vec<CpuId> = (0..m.ncpus).collect();

@@ -72,25 +72,43 @@ pub struct Nest {
     tasks: Vec<TaskNest>,
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
-    let reserve_max = p.u64("reserve_max", 5, "largest reserve nest (cores)")?;
-    let compact_ms = p.f64(
-        "compact_ms",
-        2.0,
-        "idle time after which a primary core leaves the nest",
-    )?;
-    if !(compact_ms.is_finite() && compact_ms >= 0.0) {
-        return Err(format!(
-            "scheduler nest: compact_ms must be 0 or more, not {compact_ms}"
-        ));
+/// `nest`'s own parameters (numalab-scx's `nest` reads them with this
+/// function too, then `linux`'s [`super::linux::Tunables`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NestParams {
+    /// Largest reserve nest (cores).
+    pub reserve_max: usize,
+    /// Idle time after which a primary core leaves the nest.
+    pub compact_ns: u64,
+}
+
+impl NestParams {
+    pub fn read(p: &mut Params) -> Result<NestParams, String> {
+        let reserve_max = p.u64("reserve_max", 5, "largest reserve nest (cores)")?;
+        let compact_ms = p.f64(
+            "compact_ms",
+            2.0,
+            "idle time after which a primary core leaves the nest",
+        )?;
+        if !(compact_ms.is_finite() && compact_ms >= 0.0) {
+            return Err(format!(
+                "scheduler nest: compact_ms must be 0 or more, not {compact_ms}"
+            ));
+        }
+        Ok(NestParams {
+            reserve_max: reserve_max.min(usize::MAX as u64) as usize,
+            compact_ns: (compact_ms * 1e6) as u64,
+        })
     }
+}
+
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+    let NestParams {
+        reserve_max,
+        compact_ns,
+    } = NestParams::read(p)?;
     let cfs = Linux::new(p, m)?;
-    Ok(Box::new(Nest::new(
-        cfs,
-        m.ncpus,
-        reserve_max as usize,
-        (compact_ms * 1e6) as u64,
-    )))
+    Ok(Box::new(Nest::new(cfs, m.ncpus, reserve_max, compact_ns)))
 }
 
 impl Nest {
