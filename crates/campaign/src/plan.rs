@@ -1336,7 +1336,7 @@ mod tests {
         }
         for (extra, want) in [
             (
-                "scx = \"nest\"\n",
+                "scx = \"cfs\"\n",
                 "not one of numalab's sched_ext schedulers",
             ),
             (

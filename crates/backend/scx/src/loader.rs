@@ -145,6 +145,30 @@ macro_rules! exit_reader {
     }};
 }
 
+/// Open a skeleton into `$storage`, set its read-only data with `$set`,
+/// load it: the loaded skeleton and the reader of its exit record.
+macro_rules! open_load {
+    ($builder:expr, $exit_ty:ty, $storage:ident, $fail:ident, $missing:ident, |$r:ident| $set:expr) => {{
+        let mut open = $builder
+            .open(&mut $storage)
+            .map_err(|e| $fail("opening the BPF object", e))?;
+        let $r = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .ok_or_else(|| $missing(".rodata"))?;
+        $set;
+        let skel = open.load().map_err(|e| $fail("loading", e))?;
+        let data = skel
+            .maps
+            .data_data
+            .as_deref()
+            .ok_or_else(|| $missing(".data"))?;
+        let read = exit_reader!(&data.nl_exit_rec, $exit_ty);
+        (skel, read)
+    }};
+}
+
 fn run(spec: &str) -> Result<i32, String> {
     let (scx, resolved) = crate::parse(spec)?;
     let ops = scx.expected_ops().unwrap_or_default().to_string();
@@ -165,29 +189,24 @@ fn run(spec: &str) -> Result<i32, String> {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signals: {e}"))?;
     }
     let fail = |what: &str, e: libbpf_rs::Error| format!("{ops}: {what}: {e}");
+    let missing = |what: &str| format!("{ops}: no {what} in the object");
     match resolved {
         Resolved::Fifo { slice_ns } => {
             let mut storage = MaybeUninit::uninit();
-            let mut open = fifo::FifoSkelBuilder::default()
-                .open(&mut storage)
-                .map_err(|e| fail("opening the BPF object", e))?;
-            open.maps
-                .rodata_data
-                .as_deref_mut()
-                .ok_or_else(|| format!("{ops}: no .rodata in the object"))?
-                .slice_ns = slice_ns;
-            let mut skel = open.load().map_err(|e| fail("loading", e))?;
-            let data = skel
-                .maps
-                .data_data
-                .as_deref()
-                .ok_or_else(|| format!("{ops}: no .data in the object"))?;
-            let read = exit_reader!(&data.nl_exit_rec, fifo::types::nl_exit);
+            let (mut skel, read) = open_load!(
+                fifo::FifoSkelBuilder::default(),
+                fifo::types::nl_exit,
+                storage,
+                fail,
+                missing,
+                |r| r.slice_ns = slice_ns
+            );
             let link = skel
                 .maps
                 .fifo_ops
                 .attach_struct_ops()
                 .map_err(|e| fail("attaching", e))?;
+            let links = vec![link];
             hold(
                 &root,
                 before.enable_seq,
@@ -195,7 +214,7 @@ fn run(spec: &str) -> Result<i32, String> {
                 &stop,
                 &read,
                 &no_stats,
-                vec![link],
+                links,
             )
         }
         Resolved::NodeAffine {
@@ -206,30 +225,24 @@ fn run(spec: &str) -> Result<i32, String> {
         } => {
             let m = shape().map_err(|e| format!("{ops}: {e}"))?;
             let mut storage = MaybeUninit::uninit();
-            let mut open = node_affine::NodeAffineSkelBuilder::default()
-                .open(&mut storage)
-                .map_err(|e| fail("opening the BPF object", e))?;
-            let r = open
-                .maps
-                .rodata_data
-                .as_deref_mut()
-                .ok_or_else(|| format!("{ops}: no .rodata in the object"))?;
-            r.nr_nodes = m.nr_nodes;
-            r.nr_cpus = m.nr_cpus;
-            r.slice_ns = slice_ns;
-            r.delay_ns = delay_ns;
-            r.bonus_milli = (bonus * 1000.0).round() as u64;
-            r.initial = initial;
-            r.cpu_node.copy_from_slice(&m.cpu_node);
-            r.node_ncpus.copy_from_slice(&m.node_ncpus);
-            r.dist.copy_from_slice(&m.dist);
-            let mut skel = open.load().map_err(|e| fail("loading", e))?;
-            let data = skel
-                .maps
-                .data_data
-                .as_deref()
-                .ok_or_else(|| format!("{ops}: no .data in the object"))?;
-            let read = exit_reader!(&data.nl_exit_rec, node_affine::types::nl_exit);
+            let (mut skel, read) = open_load!(
+                node_affine::NodeAffineSkelBuilder::default(),
+                node_affine::types::nl_exit,
+                storage,
+                fail,
+                missing,
+                |r| {
+                    r.nr_nodes = m.nr_nodes;
+                    r.nr_cpus = m.nr_cpus;
+                    r.slice_ns = slice_ns;
+                    r.delay_ns = delay_ns;
+                    r.bonus_milli = (bonus * 1000.0).round() as u64;
+                    r.initial = initial;
+                    r.cpu_node.copy_from_slice(&m.cpu_node);
+                    r.node_ncpus.copy_from_slice(&m.node_ncpus);
+                    r.dist.copy_from_slice(&m.dist);
+                }
+            );
             // Initial placement at exec first, then the scheduler.
             let exec = skel
                 .progs
@@ -241,6 +254,7 @@ fn run(spec: &str) -> Result<i32, String> {
                 .node_affine_ops
                 .attach_struct_ops()
                 .map_err(|e| fail("attaching", e))?;
+            let links = vec![link, exec];
             hold(
                 &root,
                 before.enable_seq,
@@ -248,7 +262,7 @@ fn run(spec: &str) -> Result<i32, String> {
                 &stop,
                 &read,
                 &no_stats,
-                vec![link, exec],
+                links,
             )
         }
         Resolved::Nest {
@@ -257,25 +271,19 @@ fn run(spec: &str) -> Result<i32, String> {
         } => {
             let m = shape().map_err(|e| format!("{ops}: {e}"))?;
             let mut storage = MaybeUninit::uninit();
-            let mut open = nest::NestSkelBuilder::default()
-                .open(&mut storage)
-                .map_err(|e| fail("opening the BPF object", e))?;
-            let r = open
-                .maps
-                .rodata_data
-                .as_deref_mut()
-                .ok_or_else(|| format!("{ops}: no .rodata in the object"))?;
-            r.nr_cpus = m.nr_cpus;
-            r.reserve_max = reserve_max;
-            r.compact_ns = compact_ns;
-            r.cpu_llc.copy_from_slice(&m.cpu_llc);
-            let mut skel = open.load().map_err(|e| fail("loading", e))?;
-            let data = skel
-                .maps
-                .data_data
-                .as_deref()
-                .ok_or_else(|| format!("{ops}: no .data in the object"))?;
-            let read = exit_reader!(&data.nl_exit_rec, nest::types::nl_exit);
+            let (mut skel, read) = open_load!(
+                nest::NestSkelBuilder::default(),
+                nest::types::nl_exit,
+                storage,
+                fail,
+                missing,
+                |r| {
+                    r.nr_cpus = m.nr_cpus;
+                    r.reserve_max = reserve_max;
+                    r.compact_ns = compact_ns;
+                    r.cpu_llc.copy_from_slice(&m.cpu_llc);
+                }
+            );
             let link = skel
                 .maps
                 .nest_ops
@@ -285,7 +293,7 @@ fn run(spec: &str) -> Result<i32, String> {
                 .maps
                 .bss_data
                 .as_deref()
-                .ok_or_else(|| format!("{ops}: no .bss in the object"))?;
+                .ok_or_else(|| missing(".bss"))?;
             let counters: *const [u64; 8] = &bss.stats;
             let stats = move || {
                 // SAFETY: `counters` points into the skeleton's mmapped
