@@ -489,18 +489,31 @@ fn ctrl_c_keeps_the_runs_and_leaves_no_guest() {
     let _g = lock();
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("out");
-    let child = Command::new(EXE)
-        .args(["vm", "--quiet", "--timeout", "300", "--results"])
-        .arg(&res)
-        .args(SHAPE)
-        .args(["--", "run", "spin", "--tasks", "1", "--seconds", "2"])
-        .args(["--placement", "default", "--runs", "8", "--scx", "fifo"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    if !wait_until(Duration::from_secs(240), || common::count_json(&res) >= 1) {
+    let start = || {
+        Command::new(EXE)
+            .args(["vm", "--quiet", "--timeout", "300", "--results"])
+            .arg(&res)
+            .args(SHAPE)
+            .args(["--", "run", "spin", "--tasks", "1", "--seconds", "2"])
+            .args(["--placement", "default", "--runs", "8", "--scx", "fifo"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut tries = 0;
+    let (child, pid) = loop {
+        tries += 1;
+        let mut child = start();
+        let pid = child.id();
+        let mut exited = false;
+        let recorded = wait_until(Duration::from_secs(240), || {
+            exited = exited || matches!(child.try_wait(), Ok(Some(_)));
+            exited || common::count_json(&res) >= 1
+        }) && common::count_json(&res) >= 1;
+        if recorded {
+            break (child, pid);
+        }
         // Say what the guest did (a boot that hung, a panic) before failing.
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
@@ -512,13 +525,19 @@ fn ctrl_c_keeps_the_runs_and_leaves_no_guest() {
             .flatten()
             .filter_map(|e| std::fs::read_to_string(e.path()).ok())
             .collect::<String>();
+        // The emulator's int3 oops (see `vm`): up to two more tries.
+        if log.contains("Oops: int3") && tries < 3 {
+            eprintln!("ctrl_c: the guest died of an int3 oops (TCG, code patching); once more");
+            std::fs::remove_dir_all(&res).unwrap();
+            continue;
+        }
         let tail: Vec<&str> = log.lines().rev().take(30).collect();
         panic!(
-            "no run finished in 240 s: {}\n--- console, last lines\n{}",
+            "no run finished (numalab exited, or 240 s passed): {}\n--- console, last lines\n{}",
             text(&out),
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
-    }
+    };
     let r = Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
