@@ -78,6 +78,9 @@ pub(crate) struct Console {
     sink: Mutex<Box<dyn Write + Send>>,
     tail: Mutex<VecDeque<String>>,
     panic_line: Mutex<Option<String>>,
+    /// The first oops (`Oops: int3: 0000 [#1] ...`) and the first `RIP:`
+    /// after it (the function it died in), for the panic's one line.
+    oops: Mutex<(Option<String>, Option<String>)>,
     /// Milliseconds since start of the first console byte (0: none yet).
     first_byte_ms: AtomicU64,
     /// Milliseconds since start of the latest console line (0: none yet).
@@ -92,6 +95,19 @@ impl Console {
             t.pop_front();
         }
         t.push_back(line.to_string());
+        if line.contains("Oops: ") || line.contains(" RIP: ") {
+            let mut o = self.oops.lock().unwrap_or_else(|e| e.into_inner());
+            let text = strip_timestamp(line);
+            if text.starts_with("Oops: ") && o.0.is_none() {
+                o.0 = Some(text.to_string());
+            } else if let Some(rip) = text.strip_prefix("RIP: ") {
+                if o.0.is_some() && o.1.is_none() {
+                    // `0010:__schedule+0x3ee/0x1080` -> the function.
+                    let at = rip.split_once(':').map_or(rip, |(_, f)| f);
+                    o.1 = Some(at.to_string());
+                }
+            }
+        }
         if line.contains("Kernel panic") {
             self.saw_panic.store(true, Ordering::SeqCst);
             self.panic_line
@@ -122,6 +138,30 @@ impl Console {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .unwrap_or_default()
+    }
+
+    /// What killed the kernel, from its first oops: `` (after `Oops:
+    /// int3` in __schedule+0x3ee/0x1080)`` (empty without one), and for an
+    /// int3 oops under TCG what it most likely is.
+    pub(crate) fn oops_note(&self, accel: Accel) -> String {
+        let o = self.oops.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(oops) = &o.0 else {
+            return String::new();
+        };
+        // `Oops: int3: 0000 [#1] SMP NOPTI` -> `Oops: int3`.
+        let kind = oops.split(": ").take(2).collect::<Vec<_>>().join(": ");
+        let mut note = format!(" (after `{kind}`");
+        if let Some(at) = &o.1 {
+            note.push_str(&format!(" in {at}"));
+        }
+        note.push(')');
+        if kind == "Oops: int3" && accel == Accel::Tcg {
+            note.push_str(
+                "; under TCG most likely QEMU running code the kernel was patching \
+                 (docs/sched-ext.md, Known problem), not the workload: run again, or use --accel kvm",
+            );
+        }
+        note
     }
 }
 
@@ -766,8 +806,9 @@ impl Launcher {
                 self.timeout.as_secs()
             )),
             End::Panic => report(format!(
-                "the guest kernel panicked: {}",
-                session.console.panic_line()
+                "the guest kernel panicked: {}{}",
+                session.console.panic_line(),
+                session.console.oops_note(self.accel)
             )),
             End::Silent { secs, .. } => report(format!(
                 "the guest's console was silent for {secs} s before its init started"
@@ -934,6 +975,7 @@ impl Session {
             sink: Mutex::new(sink),
             tail: Mutex::new(VecDeque::new()),
             panic_line: Mutex::new(None),
+            oops: Mutex::new((None, None)),
             first_byte_ms: AtomicU64::new(0),
             last_line_ms: AtomicU64::new(0),
             saw_panic: AtomicBool::new(false),
@@ -1262,6 +1304,54 @@ impl Drop for Session {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn console() -> Console {
+        Console {
+            sink: Mutex::new(Box::new(std::io::sink())),
+            tail: Mutex::new(VecDeque::new()),
+            panic_line: Mutex::new(None),
+            oops: Mutex::new((None, None)),
+            first_byte_ms: AtomicU64::new(0),
+            last_line_ms: AtomicU64::new(0),
+            saw_panic: AtomicBool::new(false),
+        }
+    }
+
+    /// A panic's one line names the oops behind it and the function it
+    /// died in (the 7.3 guest's, as its console printed it), and an int3
+    /// oops under TCG says what it most likely is.
+    #[test]
+    fn a_panic_says_which_oops_and_where() {
+        let c = console();
+        for l in [
+            "[   23.301793] Oops: int3: 0000 [#1] SMP NOPTI",
+            "[   23.303185] RIP: 0010:__schedule+0x3ee/0x1080",
+            "[   23.307879] RIP: 0010:__schedule+0x3ee/0x1080",
+            "[   23.308192] Kernel panic - not syncing: Fatal exception in interrupt",
+        ] {
+            c.line(l);
+        }
+        assert_eq!(
+            c.panic_line(),
+            "Kernel panic - not syncing: Fatal exception in interrupt"
+        );
+        let tcg = c.oops_note(Accel::Tcg);
+        assert!(
+            tcg.starts_with(" (after `Oops: int3` in __schedule+0x3ee/0x1080); under TCG"),
+            "{tcg}"
+        );
+        assert!(!tcg.contains('\n'));
+        assert_eq!(
+            c.oops_note(Accel::Kvm),
+            " (after `Oops: int3` in __schedule+0x3ee/0x1080)"
+        );
+        // No oops (a panic of its own, VFS: unable to mount root): nothing.
+        let c = console();
+        c.line("[    1.0] Kernel panic - not syncing: VFS: Unable to mount root fs");
+        assert_eq!(c.oops_note(Accel::Tcg), "");
+    }
+
     #[test]
     fn a_guest_bigger_than_the_host_is_refused() {
         let g = 1u64 << 30;
@@ -1273,8 +1363,6 @@ mod tests {
             "--mem-per-node: the guest's 128.0 GiB in all is more than this machine's 24.0 GiB of memory"
         );
     }
-
-    use super::*;
 
     #[test]
     fn timestamps() {
