@@ -71,6 +71,20 @@ impl Scx {
         }
     }
 
+    /// numalab's own loader as a program and its arguments, started with
+    /// no shell between (a guest with `--rootfs initramfs` has none);
+    /// `None` for `--scx-exec`, which is a shell command.
+    pub fn argv(&self, exe: &Path) -> Option<Vec<String>> {
+        match self {
+            Scx::Own { spec, .. } => Some(vec![
+                exe.to_string_lossy().into_owned(),
+                "__scx-load".into(),
+                spec.clone(),
+            ]),
+            Scx::Exec { .. } => None,
+        }
+    }
+
     /// The flag that asked for it, with its value (for messages).
     pub fn flag(&self) -> String {
         match self {
@@ -364,6 +378,10 @@ mod tests {
             "exec /usr/bin/numalab __scx-load 'fifo[slice_ms=20]'"
         );
         assert_eq!(own.expected_ops(), Some("numalab_fifo"));
+        assert_eq!(
+            own.argv(Path::new("/usr/bin/numalab")).unwrap(),
+            ["/usr/bin/numalab", "__scx-load", "fifo[slice_ms=20]"]
+        );
         let exec = Scx::Exec {
             cmd: "scx_simple -v".into(),
         };

@@ -58,12 +58,18 @@ const SHAPE: [&str; 8] = [
 ];
 
 fn vm(results: &Path, cmd: &[&str]) -> Output {
+    vm_with(results, &[], cmd)
+}
+
+/// [`vm`] with more of `numalab vm`'s own flags.
+fn vm_with(results: &Path, flags: &[&str], cmd: &[&str]) -> Output {
     let t = Instant::now();
     let run = || {
         Command::new(EXE)
             .args(["vm", "--quiet", "--timeout", "300", "--results"])
             .arg(results)
             .args(SHAPE)
+            .args(flags)
             .arg("--")
             .args(cmd)
             .output()
@@ -110,7 +116,8 @@ fn console(results: &Path) -> String {
 /// it before the first run and unregistered it after the last (its own
 /// log lines), every record says so, and the exact trace of the runs is
 /// there. Then the same scheduler through `--scx-exec`, the path of any
-/// other program (scx_simple, scx_rusty): found by its ops name in sysfs.
+/// other program (scx_simple, scx_rusty): found by its ops name in sysfs;
+/// and in a guest with `--rootfs initramfs`, which has no shell.
 #[test]
 fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
     if !ready("fifo_is_loaded_for_the_runs") {
@@ -186,6 +193,30 @@ fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
     assert_eq!(scx["exec"], true, "{scx}");
     assert_eq!(scx["ops"], "numalab_fifo", "{scx}");
     assert!(console(&res).contains("disabled (unregistered from user space)"));
+
+    // numalab's own loader needs no shell: a guest whose root is the
+    // initramfs, which has none, loads it too.
+    let res = d.path().join("initramfs");
+    let o = vm_with(
+        &res,
+        &["--rootfs", "initramfs"],
+        &[
+            "run",
+            "spin",
+            "--tasks",
+            "1",
+            "--seconds",
+            "1",
+            "--placement",
+            "default",
+            "--scx",
+            "fifo",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(&res);
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    assert_eq!(recs[0].1["applied"]["scx"]["ops"], "numalab_fifo");
 }
 
 /// numalab's node-affine on the real kernel does what the simulator's

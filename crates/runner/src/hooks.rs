@@ -41,10 +41,19 @@ fn spawn_shell(
     cwd: Option<&Path>,
     out: std::io::PipeWriter,
 ) -> std::io::Result<std::process::Child> {
+    let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
+    spawn_argv(&argv, cwd, out)
+}
+
+/// [`spawn_shell`] for a program and its arguments (`argv` not empty).
+fn spawn_argv(
+    argv: &[String],
+    cwd: Option<&Path>,
+    out: std::io::PipeWriter,
+) -> std::io::Result<std::process::Child> {
     let err = out.try_clone()?;
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -418,28 +427,45 @@ impl Service {
         cwd: Option<&Path>,
         log: Option<&HookLog>,
     ) -> Result<Self, HookError> {
+        let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
+        Service::start_argv(which, cmd, &argv, cwd, log)
+    }
+
+    /// A program with its arguments, no shell between (numalab's own
+    /// sched_ext loader, which must start where there is no shell: a
+    /// guest with `--rootfs initramfs`); `shown` is how lines and errors
+    /// name it.
+    pub fn start_argv(
+        which: &'static str,
+        shown: &str,
+        argv: &[String],
+        cwd: Option<&Path>,
+        log: Option<&HookLog>,
+    ) -> Result<Self, HookError> {
         let start_err = |err: std::io::Error| HookError::Start {
             which,
-            cmd: cmd.to_string(),
+            cmd: shown.to_string(),
             err,
         };
+        if argv.is_empty() {
+            return Err(start_err(std::io::Error::other("no program")));
+        }
         if let Some(l) = log {
-            l.line(which, &format!("$ {cmd}"));
+            l.line(which, &format!("$ {shown}"));
         }
         let (tail, out) = Tail::start(which, log.cloned(), false).map_err(start_err)?;
         let proc = match numalab_linux::supervise::exe() {
             Some(exe) => {
-                let argv = ["sh".to_string(), "-c".to_string(), cmd.to_string()];
                 let out = std::fs::File::from(std::os::fd::OwnedFd::from(out));
-                let sup = numalab_linux::supervise::Supervisor::start(exe, &argv, cwd, None, out)
+                let sup = numalab_linux::supervise::Supervisor::start(exe, argv, cwd, None, out)
                     .map_err(start_err)?;
                 ServiceProc::Supervised(Some(sup))
             }
-            None => ServiceProc::Plain(spawn_shell(cmd, cwd, out).map_err(start_err)?),
+            None => ServiceProc::Plain(spawn_argv(argv, cwd, out).map_err(start_err)?),
         };
         Ok(Service {
             which,
-            cmd: cmd.to_string(),
+            cmd: shown.to_string(),
             log: log.cloned(),
             tail,
             proc,

@@ -51,7 +51,11 @@ impl Loaded {
             ));
         }
         let cmd = scx.command(exe).map_err(|e| e.to_string())?;
-        let mut service = Service::start_as(WHICH, &cmd, None, log).map_err(|e| e.to_string())?;
+        let mut service = match scx.argv(exe) {
+            Some(argv) => Service::start_argv(WHICH, &cmd, &argv, None, log),
+            None => Service::start_as(WHICH, &cmd, None, log),
+        }
+        .map_err(|e| e.to_string())?;
         let waited = sched_ext::wait_enabled(
             root,
             before.enable_seq,
