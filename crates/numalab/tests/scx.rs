@@ -100,6 +100,22 @@ fn vm_with(results: &Path, flags: &[&str], cmd: &[&str]) -> Output {
     out
 }
 
+/// `run spin` of one task for a second, then `more`.
+fn one_spin<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "run",
+        "spin",
+        "--tasks",
+        "1",
+        "--seconds",
+        "1",
+        "--placement",
+        "default",
+    ];
+    v.extend_from_slice(more);
+    v
+}
+
 /// The guest's kernel log of the one guest run into `results`.
 fn console(results: &Path) -> String {
     let dir = results.join("vm-logs");
@@ -170,21 +186,7 @@ fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
     assert!(enabled < disabled);
 
     let res = d.path().join("exec");
-    let o = vm(
-        &res,
-        &[
-            "run",
-            "spin",
-            "--tasks",
-            "1",
-            "--seconds",
-            "1",
-            "--placement",
-            "default",
-            "--scx-exec",
-            "numalab __scx-load fifo",
-        ],
-    );
+    let o = vm(&res, &one_spin(&["--scx-exec", "numalab __scx-load fifo"]));
     assert!(o.status.success(), "{}", text(&o));
     let recs = records(&res);
     assert_eq!(recs.len(), 1, "{}", text(&o));
@@ -200,18 +202,7 @@ fn fifo_is_loaded_for_the_runs_and_unloaded_after_them() {
     let o = vm_with(
         &res,
         &["--rootfs", "initramfs"],
-        &[
-            "run",
-            "spin",
-            "--tasks",
-            "1",
-            "--seconds",
-            "1",
-            "--placement",
-            "default",
-            "--scx",
-            "fifo",
-        ],
+        &one_spin(&["--scx", "fifo"]),
     );
     assert!(o.status.success(), "{}", text(&o));
     let recs = records(&res);

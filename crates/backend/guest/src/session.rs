@@ -89,6 +89,18 @@ pub(crate) struct Console {
 }
 
 impl Console {
+    fn new(sink: Box<dyn Write + Send>) -> Console {
+        Console {
+            sink: Mutex::new(sink),
+            tail: Mutex::new(VecDeque::new()),
+            panic_line: Mutex::new(None),
+            oops: Mutex::new((None, None)),
+            first_byte_ms: AtomicU64::new(0),
+            last_line_ms: AtomicU64::new(0),
+            saw_panic: AtomicBool::new(false),
+        }
+    }
+
     fn line(&self, line: &str) {
         let mut t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
         if t.len() == TAIL_LINES {
@@ -971,15 +983,7 @@ impl Session {
             None if l.verbose || l.shell => Box::new(std::io::stderr()),
             None => Box::new(std::io::sink()),
         };
-        let console = Arc::new(Console {
-            sink: Mutex::new(sink),
-            tail: Mutex::new(VecDeque::new()),
-            panic_line: Mutex::new(None),
-            oops: Mutex::new((None, None)),
-            first_byte_ms: AtomicU64::new(0),
-            last_line_ms: AtomicU64::new(0),
-            saw_panic: AtomicBool::new(false),
-        });
+        let console = Arc::new(Console::new(sink));
         let boot_start = Instant::now();
         let mut child = spawn_qemu(&mut cmd, !l.shell)
             .map_err(|e| failed(format!("starting {}: {e}", l.qemu.display())))?;
@@ -1307,15 +1311,7 @@ mod tests {
     use super::*;
 
     fn console() -> Console {
-        Console {
-            sink: Mutex::new(Box::new(std::io::sink())),
-            tail: Mutex::new(VecDeque::new()),
-            panic_line: Mutex::new(None),
-            oops: Mutex::new((None, None)),
-            first_byte_ms: AtomicU64::new(0),
-            last_line_ms: AtomicU64::new(0),
-            saw_panic: AtomicBool::new(false),
-        }
+        Console::new(Box::new(std::io::sink()))
     }
 
     /// A panic's one line names the oops behind it and the function it
