@@ -20,6 +20,11 @@ const ENABLE_TIMEOUT: Duration = Duration::from_secs(40);
 /// What the log and errors call it.
 const WHICH: &str = "scx";
 
+/// How long a scheduler's program may take to exit once the kernel has
+/// disabled its scheduler (numalab's loader polls every 50 ms and waits
+/// up to 5 s for the kernel's exit record).
+pub const EXIT_WAIT: Duration = Duration::from_secs(6);
+
 /// A scheduler running, as loaded.
 pub struct Loaded {
     pub scx: Scx,
@@ -78,33 +83,95 @@ impl Loaded {
     }
 
     /// Whether it still runs: why not, once it has ended or the kernel
-    /// has disabled it.
+    /// has disabled it (then after its program has said how, if it does
+    /// within [`EXIT_WAIT`]).
     pub fn ended(&mut self) -> Option<String> {
-        let ops = &self.status.ops;
-        if let Err(e) = self.service.check() {
-            let lines = self.service.last_lines();
-            return Some(match sched_ext::exit_in(&lines) {
-                Some(x) => format!(
-                    "sched_ext scheduler {ops} ended during the run: {}",
-                    x.describe()
-                ),
-                None => e.to_string(),
-            });
+        if let Some(why) = self.exited() {
+            return Some(why);
         }
+        let ops = self.status.ops.clone();
         match Status::read(&self.root) {
             Ok(s) if s.state == "enabled" && s.enable_seq == self.status.enable_seq => None,
-            Ok(s) => Some(format!(
-                "sched_ext scheduler {ops} is no longer the one enabled (sched_ext {}, enable_seq {})",
-                s.describe(),
-                s.enable_seq
-            )),
+            Ok(s) => {
+                // The kernel is disabling it (or has): its program, which
+                // says how it ended, exits right after; give it that long.
+                let t = std::time::Instant::now();
+                while t.elapsed() < EXIT_WAIT {
+                    if let Some(why) = self.exited() {
+                        return Some(why);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Some(format!(
+                    "sched_ext scheduler {ops} is no longer the one enabled (sched_ext {}, enable_seq {})",
+                    s.describe(),
+                    s.enable_seq
+                ))
+            }
             Err(e) => Some(format!("sched_ext scheduler {ops}: {e}")),
         }
+    }
+
+    /// How its program ended, once it has: the scheduler's exit record
+    /// when it printed one.
+    fn exited(&mut self) -> Option<String> {
+        let e = self.service.check().err()?;
+        let lines = self.service.last_lines();
+        Some(match sched_ext::exit_in(&lines) {
+            Some(x) => format!(
+                "sched_ext scheduler {} ended during the run: {}",
+                self.status.ops,
+                x.describe()
+            ),
+            None => e.to_string(),
+        })
     }
 
     /// Stop it; how it ended, where the scheduler said (numalab's own).
     pub fn stop(self) -> Option<ExitInfo> {
         let lines = self.service.stop(hooks::STOP_GRACE);
         sched_ext::exit_in(&lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_linux::sched_ext::EXIT_LINE;
+
+    fn write(root: &Path, state: &str, ops: &str, seq: u64) {
+        std::fs::create_dir_all(root.join("root")).unwrap();
+        std::fs::write(root.join("state"), format!("{state}\n")).unwrap();
+        std::fs::write(root.join("root/ops"), format!("{ops}\n")).unwrap();
+        std::fs::write(root.join("enable_seq"), format!("{seq}\n")).unwrap();
+    }
+
+    /// Seen between runs while the kernel is disabling the scheduler and
+    /// before its program has exited: how it ended is the program's exit
+    /// record (the loader prints it a moment later), not the sysfs state
+    /// of the moment (CI saw "no longer the one enabled (sched_ext
+    /// disabling ...)" where the test expected the UNREG record).
+    #[test]
+    fn a_scheduler_seen_disabling_says_how_it_ended() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        write(root, "disabled", "", 0);
+        let r = root.display();
+        let exit = r#"{"kind":64,"kind_name":"UNREG","code":0,"reason":"unregistered from user space","msg":""}"#;
+        // A stand-in scheduler: enables, holds a second, says how it ended.
+        let cmd = format!(
+            "printf 'enabled\\n' > {r}/state; printf 'x\\n' > {r}/root/ops; \
+             printf '1\\n' > {r}/enable_seq; sleep 1; echo '{EXIT_LINE}{exit}'"
+        );
+        let want = Scx::Exec { cmd };
+        let mut l = Loaded::start(&want, Path::new("/bin/true"), root, None).unwrap();
+        assert_eq!(l.ended(), None);
+        // The kernel is disabling it; its program has not exited yet.
+        write(root, "disabling", "x", 1);
+        let why = l.ended().unwrap();
+        assert_eq!(
+            why,
+            "sched_ext scheduler x ended during the run: UNREG (unregistered from user space)"
+        );
     }
 }
