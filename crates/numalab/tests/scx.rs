@@ -499,6 +499,37 @@ fn a_scheduler_that_ends_fails_the_run_and_one_that_never_loads_is_one_line() {
     assert!(records(&res).is_empty() || !res.exists());
 }
 
+/// A guest whose kernel dies as the scheduler is unloaded, after the
+/// runs: the run is kept, and numalab fails with one line naming the
+/// panic (it was once taken for "nothing left to unload", exit 0, and
+/// the unloading's report was silently lost).
+#[test]
+fn a_guest_that_panics_while_unloading_fails_and_keeps_the_run() {
+    if !ready("a_guest_that_panics_while_unloading_fails_and_keeps_the_run") {
+        return;
+    }
+    let _g = lock();
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("out");
+    // Stopped, the shell crashes the kernel (sysrq c).
+    let exec = "trap 'echo c > /proc/sysrq-trigger; sleep 30' INT TERM; \
+                numalab __scx-load fifo & wait; wait";
+    let o = vm(&res, &one_spin(&["--scx-exec", exec]));
+    assert!(!o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("unloading the sched_ext scheduler"))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(
+        line.contains("the guest kernel panicked") && line.contains("sysrq triggered crash"),
+        "{line}"
+    );
+    let recs = records(&res);
+    assert_eq!(recs.len(), 1, "{}", text(&o));
+    assert_eq!(recs[0].1["outcome"]["status"], "ok");
+}
+
 /// Ctrl-C during the runs: the finished runs are kept, and nothing is
 /// left: the guest, with its kernel and the scheduler loaded in it, is
 /// gone with numalab (exit 130, no QEMU). The loader's own unloading on

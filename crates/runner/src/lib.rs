@@ -955,8 +955,7 @@ fn finish(
     // whatever happened.
     if let Some(a) = active.take() {
         if let Err(e) = a.end(backends, plan.output) {
-            numalab_linux::errln!("numalab: error: {e}");
-            error.get_or_insert(e);
+            keep_first(&mut error, e);
         }
     }
     let cleanup_interrupt = Interrupt::never();
@@ -969,8 +968,7 @@ fn finish(
                 Some(hook_log),
                 &cleanup_interrupt,
             ) {
-                numalab_linux::errln!("numalab: error: {e}");
-                error.get_or_insert(e.into());
+                keep_first(&mut error, e.into());
             }
         }
     }
@@ -996,6 +994,15 @@ fn finish(
         return Err(e);
     }
     Ok(out)
+}
+
+/// The first error is returned (and printed by the caller); a later one
+/// is printed here, so it is said once.
+fn keep_first(error: &mut Option<RunnerError>, e: RunnerError) {
+    match error {
+        Some(_) => numalab_linux::errln!("numalab: error: {e}"),
+        None => *error = Some(e),
+    }
 }
 
 /// What `--runs auto` decided and why, for a status line.

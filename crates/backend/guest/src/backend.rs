@@ -408,13 +408,17 @@ impl Backend for GuestBackend {
     }
 
     fn stop_scx(&mut self) -> Result<Option<numalab_linux::sched_ext::ExitInfo>, RunError> {
+        // Nothing is left to unload in a guest that was gone before (how
+        // it ended has been said), or that Ctrl-C stops.
+        let gone_before =
+            self.link.session.borrow().has_ended() || self.link.broken.borrow().is_some();
         match self.link.request(&Request::Scx { scx: None }, &|_| {}) {
             Ok(a) => {
                 let v = value(a).map_err(RunError::Failed)?;
                 serde_json::from_value(v)
                     .map_err(|e| RunError::Failed(format!("the guest's sched_ext exit: {e}")))
             }
-            // Nothing is left to unload in a guest that is gone.
+            Err(Failure::Failed(m)) if !gone_before => Err(RunError::Failed(m)),
             Err(_) => Ok(None),
         }
     }

@@ -1248,6 +1248,11 @@ impl Session {
         }
     }
 
+    /// Whether the guest has ended (and how it did is already known).
+    pub fn has_ended(&self) -> bool {
+        self.ended.is_some()
+    }
+
     /// Seconds since the launcher started.
     pub fn elapsed_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
