@@ -165,6 +165,7 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 tid,
                 pid,
                 preempted,
+                ..
             } if *pid != numalab_pid => {
                 let how = if exited.contains_key(tid) {
                     SliceEnd::Exited
@@ -494,7 +495,8 @@ pub fn read_events(text: &str) -> Result<Vec<Event>, String> {
                 cpu,
                 pid: n32(f[4])?,
                 tid,
-                preempted: f[5] == "R",
+                preempted: f[5] != "S",
+                guessed: f[5] == "?",
             },
             "fork" => Event::Fork {
                 time,
