@@ -503,8 +503,93 @@ pub fn labels_name(labels: &[&str], field: &str, values: &[&str]) -> bool {
     })
 }
 
-/// Build the comparison.
+/// Build the comparison, in phases: the options checked, the baseline
+/// resolved, the metrics chosen, each group paired with its baseline
+/// group, the notes that hold whatever the metric (failed runs, work,
+/// warnings, machines), then one table per metric.
 pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, CompareError> {
+    check_options(opts)?;
+    let ok_runs = ds.groups.iter().map(|g| g.ok.len()).sum::<usize>();
+    let failed_runs = ds.groups.iter().map(|g| g.failed.len()).sum::<usize>();
+    if ok_runs == 0 {
+        return Err(CompareError::NoSuccessfulRuns {
+            failed: failed_runs,
+        });
+    }
+    let base = Baseline::resolve(ds, opts)?;
+    let metrics = Metrics::present(ds);
+    let (metric_names, hidden_metrics) = metrics.choose(ds, opts)?;
+
+    let mut book = NoteBook::default();
+    let (pairing, pair_notes) = pair_groups(ds, &base, &mut book);
+    let mut group_notes = run_notes(ds, pair_notes, &mut book);
+    warning_notes(ds, &mut group_notes, &mut book);
+    let (config_machine, config_notes) = machine_notes(ds, &base, &pairing, &mut book);
+
+    let ctx = Ctx {
+        ds,
+        opts,
+        base: &base,
+        pairing: &pairing,
+        group_notes: &group_notes,
+        config_notes: &config_notes,
+    };
+    let tables = metric_names
+        .iter()
+        .map(|name| metric_table(&ctx, &metrics, name, &mut book))
+        .collect();
+
+    let configurations = ds
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(k, c)| ConfigSummary {
+            name: c.name.clone(),
+            values: c.values.clone(),
+            label: c.label.clone(),
+            host: c.host.clone(),
+            backend: c.backend.clone(),
+            ok_runs: ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k)
+                .map(|g| g.ok.len())
+                .sum(),
+            failed_runs: ds
+                .groups
+                .iter()
+                .filter(|g| g.config == k)
+                .map(|g| g.failed.len())
+                .sum(),
+            machine: config_machine[k].clone(),
+            is_baseline: base.contains(k),
+        })
+        .collect();
+    Ok(CompareReport {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        numalab_version: numalab_record::VERSION.to_string(),
+        settings: Settings {
+            test: opts.test,
+            alpha: opts.alpha,
+            confidence: 1.0 - opts.alpha,
+            noise_threshold: opts.noise_threshold,
+            high_cv: opts.high_cv,
+        },
+        baseline: base.name,
+        group_by: ds.group_by.iter().map(|k| k.name().to_string()).collect(),
+        filters: ds.filters.iter().map(|f| f.to_string()).collect(),
+        configurations,
+        cases: ds.cases.clone(),
+        tables,
+        hidden_metrics,
+        positions: bounds_positions(ds),
+        notes: book.notes,
+        ok_runs,
+        failed_runs,
+    })
+}
+
+fn check_options(opts: &CompareOptions) -> Result<(), CompareError> {
     if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
         return Err(CompareError::InvalidOption(format!(
             "alpha must be between 0 and 1, not {}",
@@ -517,168 +602,204 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             opts.noise_threshold * 100.0
         )));
     }
-    let labels = ds.labels();
-    let ok_runs = ds.groups.iter().map(|g| g.ok.len()).sum::<usize>();
-    let failed_runs = ds.groups.iter().map(|g| g.failed.len()).sum::<usize>();
-    if ok_runs == 0 {
-        return Err(CompareError::NoSuccessfulRuns {
-            failed: failed_runs,
-        });
-    }
+    Ok(())
+}
 
-    // The baseline: the configurations it names. By default a label (every
-    // host and backend of it), LABEL@HOST, or one configuration's name;
-    // with --group-by, one configuration's name.
-    let configs_where = |f: &dyn Fn(&crate::dataset::Config) -> bool| -> BTreeSet<usize> {
-        (0..ds.configs.len())
-            .filter(|&k| f(&ds.configs[k]))
-            .collect()
-    };
-    let default_grouping = ds.default_grouping();
-    let (base_name, base_set): (String, BTreeSet<usize>) = if !default_grouping {
-        match &opts.baseline {
-            None => (ds.configs[0].name.clone(), BTreeSet::from([0])),
-            Some(b) => match ds.config_named(b) {
-                Some(k) => (b.clone(), BTreeSet::from([k])),
-                None => {
-                    return Err(CompareError::UnknownConfiguration {
-                        given: b.clone(),
-                        configurations: ds.configs.iter().map(|c| c.name.clone()).collect(),
-                    })
-                }
-            },
-        }
-    } else {
-        match &opts.baseline {
-            // One label over several hosts or backends (a real run and a
-            // simulated one of the same work, both `default`): every
-            // configuration would be a baseline and none compared. The
-            // baseline is then one of them: a real run over a guest's over
-            // a simulated one (the real kernel is what a model answers
-            // to), else the first.
-            None if ds.configs.len() > 1 && ds.configs.iter().all(|c| c.label == labels[0]) => {
-                let rank = |c: &crate::dataset::Config| match c.backend.as_str() {
-                    "real" => 0,
-                    "guest" => 1,
-                    _ => 2,
-                };
-                let k = (0..ds.configs.len())
-                    .min_by_key(|&k| rank(&ds.configs[k]))
-                    .expect("configurations");
-                (ds.configs[k].name.clone(), BTreeSet::from([k]))
-            }
-            None => (labels[0].clone(), configs_where(&|c| c.label == labels[0])),
-            Some(b) if labels.contains(b) => (b.clone(), configs_where(&|c| &c.label == b)),
-            Some(b) => {
-                let pinned = b
-                    .rsplit_once('@')
-                    .map(|(l, h)| configs_where(&|c| c.label == l && c.host == h));
-                match (ds.config_named(b), pinned) {
-                    (Some(k), _) => (b.clone(), BTreeSet::from([k])),
-                    (None, Some(set)) if !set.is_empty() => (b.clone(), set),
-                    _ => {
-                        let mut shown = labels.clone();
-                        if ds.hosts().len() > 1 {
-                            shown = ds
-                                .configs
-                                .iter()
-                                .map(|c| format!("{}@{}", c.label, c.host))
-                                .collect::<BTreeSet<_>>()
-                                .into_iter()
-                                .collect();
-                        }
-                        return Err(CompareError::UnknownBaseline {
+/// The configurations the baseline names, and how it is named.
+struct Baseline {
+    name: String,
+    configs: BTreeSet<usize>,
+    /// Configurations are labels on hosts and backends (no `--group-by`).
+    default_grouping: bool,
+}
+
+impl Baseline {
+    /// By default a label (every host and backend of it), LABEL@HOST, or
+    /// one configuration's name; with --group-by, one configuration's
+    /// name.
+    fn resolve(ds: &Dataset, opts: &CompareOptions) -> Result<Baseline, CompareError> {
+        let labels = ds.labels();
+        let configs_where = |f: &dyn Fn(&crate::dataset::Config) -> bool| -> BTreeSet<usize> {
+            (0..ds.configs.len())
+                .filter(|&k| f(&ds.configs[k]))
+                .collect()
+        };
+        let default_grouping = ds.default_grouping();
+        let (name, configs): (String, BTreeSet<usize>) = if !default_grouping {
+            match &opts.baseline {
+                None => (ds.configs[0].name.clone(), BTreeSet::from([0])),
+                Some(b) => match ds.config_named(b) {
+                    Some(k) => (b.clone(), BTreeSet::from([k])),
+                    None => {
+                        return Err(CompareError::UnknownConfiguration {
                             given: b.clone(),
-                            labels: shown,
-                        });
+                            configurations: ds.configs.iter().map(|c| c.name.clone()).collect(),
+                        })
+                    }
+                },
+            }
+        } else {
+            match &opts.baseline {
+                // One label over several hosts or backends (a real run and
+                // a simulated one of the same work, both `default`): every
+                // configuration would be a baseline and none compared. The
+                // baseline is then one of them: a real run over a guest's
+                // over a simulated one (the real kernel is what a model
+                // answers to), else the first.
+                None if ds.configs.len() > 1 && ds.configs.iter().all(|c| c.label == labels[0]) => {
+                    let rank = |c: &crate::dataset::Config| match c.backend.as_str() {
+                        "real" => 0,
+                        "guest" => 1,
+                        _ => 2,
+                    };
+                    let k = (0..ds.configs.len())
+                        .min_by_key(|&k| rank(&ds.configs[k]))
+                        .expect("configurations");
+                    (ds.configs[k].name.clone(), BTreeSet::from([k]))
+                }
+                None => (labels[0].clone(), configs_where(&|c| c.label == labels[0])),
+                Some(b) if labels.contains(b) => (b.clone(), configs_where(&|c| &c.label == b)),
+                Some(b) => {
+                    let pinned = b
+                        .rsplit_once('@')
+                        .map(|(l, h)| configs_where(&|c| c.label == l && c.host == h));
+                    match (ds.config_named(b), pinned) {
+                        (Some(k), _) => (b.clone(), BTreeSet::from([k])),
+                        (None, Some(set)) if !set.is_empty() => (b.clone(), set),
+                        _ => {
+                            let mut shown = labels.clone();
+                            if ds.hosts().len() > 1 {
+                                shown = ds
+                                    .configs
+                                    .iter()
+                                    .map(|c| format!("{}@{}", c.label, c.host))
+                                    .collect::<BTreeSet<_>>()
+                                    .into_iter()
+                                    .collect();
+                            }
+                            return Err(CompareError::UnknownBaseline {
+                                given: b.clone(),
+                                labels: shown,
+                            });
+                        }
                     }
                 }
             }
-        }
-    };
-    let is_base_config = |k: usize| base_set.contains(&k);
+        };
+        Ok(Baseline {
+            name,
+            configs,
+            default_grouping,
+        })
+    }
 
-    // Metrics present in successful runs, with unit and direction.
-    let mut present: BTreeMap<String, (String, Better)> = BTreeMap::new();
-    let mut conflicts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for run in &ds.runs {
-        if !run.record.outcome.is_ok() {
-            continue;
-        }
-        for (name, m) in &run.record.metrics {
-            if is_derived_metric(name) {
+    fn contains(&self, k: usize) -> bool {
+        self.configs.contains(&k)
+    }
+}
+
+/// Metrics present in successful runs, with unit and direction, and the
+/// ones declared differently by different runs.
+struct Metrics {
+    present: BTreeMap<String, (String, Better)>,
+    conflicts: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Metrics {
+    fn present(ds: &Dataset) -> Metrics {
+        let mut present: BTreeMap<String, (String, Better)> = BTreeMap::new();
+        let mut conflicts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for run in &ds.runs {
+            if !run.record.outcome.is_ok() {
                 continue;
             }
-            let e = present
-                .entry(name.clone())
-                .or_insert_with(|| (m.unit.clone(), m.better));
-            if e.0 != m.unit || e.1 != m.better {
-                conflicts
+            for (name, m) in &run.record.metrics {
+                if is_derived_metric(name) {
+                    continue;
+                }
+                let e = present
                     .entry(name.clone())
-                    .or_default()
-                    .insert(format!("{} ({:?})", m.unit, m.better).to_lowercase());
+                    .or_insert_with(|| (m.unit.clone(), m.better));
+                if e.0 != m.unit || e.1 != m.better {
+                    conflicts
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(format!("{} ({:?})", m.unit, m.better).to_lowercase());
+                }
             }
         }
+        Metrics { present, conflicts }
     }
-    let mut hidden_metrics = Vec::new();
-    let metric_names: Vec<String> = if opts.metrics.is_empty() {
-        let mut names: Vec<String> = present.keys().cloned().collect();
-        if opts.hide_zero_metrics {
-            let all_zero = |name: &str| {
-                ds.runs
-                    .iter()
-                    .filter(|run| run.record.outcome.is_ok())
-                    .filter_map(|run| run.record.metrics.get(name))
-                    .all(|m| m.value == 0.0)
-            };
-            let (zero, rest): (Vec<String>, Vec<String>) =
-                names.into_iter().partition(|n| all_zero(n));
-            // Never hide everything: a table of zeros says more than none.
-            if rest.is_empty() {
-                names = zero;
-            } else {
-                hidden_metrics = zero;
-                names = rest;
-            }
-        }
-        names
-    } else {
-        for m in &opts.metrics {
-            if is_derived_metric(m) {
-                return Err(CompareError::InvalidOption(format!(
-                    "{m} is derived from the runs' elapsed times, not compared as a metric: numalab compare shows it under the cases of the benchmarks with bind and inverse-bind placements"
-                )));
-            }
-            if !present.contains_key(m) {
-                return Err(CompareError::UnknownMetric {
-                    given: m.clone(),
-                    metrics: present.keys().cloned().collect(),
-                });
-            }
-        }
-        let mut seen = BTreeSet::new();
-        opts.metrics
-            .iter()
-            .filter(|m| seen.insert(m.to_string()))
-            .cloned()
-            .collect()
-    };
 
-    let mut book = NoteBook::default();
-    let confidence = 1.0 - opts.alpha;
+    /// The metrics to compare, in order, and those hidden for being zero.
+    fn choose(
+        &self,
+        ds: &Dataset,
+        opts: &CompareOptions,
+    ) -> Result<(Vec<String>, Vec<String>), CompareError> {
+        if !opts.metrics.is_empty() {
+            for m in &opts.metrics {
+                if is_derived_metric(m) {
+                    return Err(CompareError::InvalidOption(format!(
+                        "{m} is derived from the runs' elapsed times, not compared as a metric: numalab compare shows it under the cases of the benchmarks with bind and inverse-bind placements"
+                    )));
+                }
+                if !self.present.contains_key(m) {
+                    return Err(CompareError::UnknownMetric {
+                        given: m.clone(),
+                        metrics: self.present.keys().cloned().collect(),
+                    });
+                }
+            }
+            let mut seen = BTreeSet::new();
+            let names = opts
+                .metrics
+                .iter()
+                .filter(|m| seen.insert(m.to_string()))
+                .cloned()
+                .collect();
+            return Ok((names, Vec::new()));
+        }
+        let names: Vec<String> = self.present.keys().cloned().collect();
+        if !opts.hide_zero_metrics {
+            return Ok((names, Vec::new()));
+        }
+        let all_zero = |name: &str| {
+            ds.runs
+                .iter()
+                .filter(|run| run.record.outcome.is_ok())
+                .filter_map(|run| run.record.metrics.get(name))
+                .all(|m| m.value == 0.0)
+        };
+        let (zero, rest): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| all_zero(n));
+        // Never hide everything: a table of zeros says more than none.
+        Ok(if rest.is_empty() {
+            (zero, Vec::new())
+        } else {
+            (rest, zero)
+        })
+    }
+}
 
-    // Pair each group with its baseline group (see the module docs).
-    let mut pairing: HashMap<(usize, usize), (Role, Option<usize>)> = HashMap::new();
-    let mut pair_notes: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+/// Each group (case, configuration) with its role and baseline group.
+type Pairing = HashMap<(usize, usize), (Role, Option<usize>)>;
+/// Note ids per group.
+type GroupNotes = HashMap<(usize, usize), Vec<usize>>;
+
+/// Pair each group with its baseline group (see the module docs), with
+/// the notes the pairing needs.
+fn pair_groups(ds: &Dataset, base: &Baseline, book: &mut NoteBook) -> (Pairing, GroupNotes) {
+    let mut pairing: Pairing = HashMap::new();
+    let mut pair_notes: GroupNotes = HashMap::new();
     for g in &ds.groups {
         let cand = &ds.configs[g.config];
         let bases: Vec<&Group> = ds
             .groups
             .iter()
-            .filter(|b| b.case == g.case && is_base_config(b.config))
+            .filter(|b| b.case == g.case && base.contains(b.config))
             .collect();
         let mut notes = Vec::new();
-        let entry = if is_base_config(g.config) {
+        let entry = if base.contains(g.config) {
             (Role::Baseline, None)
         } else {
             let same_host_backend = bases.iter().find(|b| {
@@ -695,7 +816,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             match pick {
                 Some(b) => {
                     let bc = &ds.configs[b.config];
-                    if default_grouping && bc.host != cand.host {
+                    if base.default_grouping && bc.host != cand.host {
                         notes.push(book.add(
                             NoteKind::Baseline,
                             format!(
@@ -711,7 +832,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         NoteKind::Baseline,
                         format!(
                             "{} in {}: the baseline {} has no runs of this case",
-                            cand.name, ds.cases[g.case].name, base_name
+                            cand.name, ds.cases[g.case].name, base.name
                         ),
                     ));
                     (Role::NoBaseline, None)
@@ -726,10 +847,10 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
                         format!(
                             "{}: {} ran on several hosts ({}) and none is {}'s; pick one with --baseline {}@{}",
                             cand.name,
-                            base_name,
+                            base.name,
                             hosts.join(", "),
                             cand.host,
-                            base_name,
+                            base.name,
                             hosts[0]
                         ),
                     ));
@@ -740,10 +861,13 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         pairing.insert((g.case, g.config), entry);
         pair_notes.insert((g.case, g.config), notes);
     }
+    (pairing, pair_notes)
+}
 
-    // Notes that belong to a configuration or a group, whatever the metric.
-    let mut group_notes: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-    // Failed runs.
+/// Notes that belong to a group whatever the metric: its pairing's, its
+/// failed runs, work that differs between its runs.
+fn run_notes(ds: &Dataset, mut pair_notes: GroupNotes, book: &mut NoteBook) -> GroupNotes {
+    let mut group_notes: GroupNotes = HashMap::new();
     for g in &ds.groups {
         let mut v = pair_notes.remove(&(g.case, g.config)).unwrap_or_default();
         if !g.failed.is_empty() {
@@ -774,7 +898,12 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         }
         group_notes.insert((g.case, g.config), v);
     }
-    // Warnings the runs recorded, grouped by their shape (digits ignored).
+    group_notes
+}
+
+/// Warnings the runs recorded, grouped by their shape (digits ignored),
+/// one note each, on every group that recorded one.
+fn warning_notes(ds: &Dataset, group_notes: &mut GroupNotes, book: &mut NoteBook) {
     // shape -> (first message, groups that recorded it, count)
     type Shape = (String, Vec<(usize, usize)>, usize);
     let mut shapes: BTreeMap<String, Shape> = BTreeMap::new();
@@ -806,7 +935,17 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             group_notes.entry(k).or_default().push(id);
         }
     }
-    // Machine facts: within a configuration, and against its baseline.
+}
+
+/// Machine facts: each configuration's (its first run's), and notes where
+/// they differ within a configuration or from its baseline's in a way
+/// the labels do not name.
+fn machine_notes(
+    ds: &Dataset,
+    base: &Baseline,
+    pairing: &Pairing,
+    book: &mut NoteBook,
+) -> (Vec<Option<MachineSummary>>, Vec<Vec<usize>>) {
     let mut config_machine: Vec<Option<MachineSummary>> = vec![None; ds.configs.len()];
     let mut config_notes: Vec<Vec<usize>> = vec![Vec::new(); ds.configs.len()];
     // Each configuration's distinct machines (in the order first seen),
@@ -849,39 +988,7 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
         let (Some(mk), Some(mb)) = (&config_machine[k], &config_machine[b]) else {
             continue;
         };
-        let (fk, fb) = (mk.fields(), mb.fields());
-        // With --group-by the configurations' names are what names them.
-        let labels = if default_grouping {
-            [ds.configs[k].label.as_str(), ds.configs[b].label.as_str()]
-        } else {
-            [ds.configs[k].name.as_str(), ds.configs[b].name.as_str()]
-        };
-        let grouped = |field: &str| {
-            ds.group_by.iter().any(|key| {
-                matches!(
-                    (key, field),
-                    (Key::Host, "host")
-                        | (Key::Kernel, "kernel")
-                        | (Key::Thp, "THP")
-                        | (Key::NumaBalancing, "numa_balancing")
-                )
-            })
-        };
-        let mut diffs = Vec::new();
-        for i in 0..fk.len() {
-            let field = fk[i].0;
-            // Beyond the first six, a setting one side does not have (a
-            // simulated machine has no kernel command line) is no news.
-            let unknown = i >= 6 && (fk[i].1 == "n/a" || fb[i].1 == "n/a");
-            if fk[i].1 != fb[i].1
-                && !unknown
-                && !grouped(field)
-                && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1])
-            {
-                diffs.push(format!("{field} ({} vs {})", fk[i].1, fb[i].1));
-            }
-        }
-        if !diffs.is_empty() {
+        if let Some(diffs) = machine_differences(ds, base, k, mk, b, mb) {
             let id = book.add(
                 NoteKind::MachineDiffers,
                 format!(
@@ -894,334 +1001,391 @@ pub fn compare(ds: &Dataset, opts: &CompareOptions) -> Result<CompareReport, Com
             config_notes[k].push(id);
         }
     }
+    (config_machine, config_notes)
+}
 
-    let mut tables = Vec::new();
-    for name in &metric_names {
-        let (unit, better) = present[name].clone();
-        if let Some(c) = conflicts.get(name) {
-            let _ = book.add(
-                NoteKind::Metric,
-                format!(
-                    "{name} is declared with different units or directions ({}); shown as {unit}, {} is better",
-                    c.iter().cloned().collect::<Vec<_>>().join(", "),
-                    if better == Better::Lower { "lower" } else { "higher" }
-                ),
-            );
+/// Where configuration `k`'s machine differs from its baseline `b`'s in
+/// a field neither the labels nor `--group-by` name.
+fn machine_differences(
+    ds: &Dataset,
+    base: &Baseline,
+    k: usize,
+    mk: &MachineSummary,
+    b: usize,
+    mb: &MachineSummary,
+) -> Option<Vec<String>> {
+    let (fk, fb) = (mk.fields(), mb.fields());
+    // With --group-by the configurations' names are what names them.
+    let labels = if base.default_grouping {
+        [ds.configs[k].label.as_str(), ds.configs[b].label.as_str()]
+    } else {
+        [ds.configs[k].name.as_str(), ds.configs[b].name.as_str()]
+    };
+    let grouped = |field: &str| {
+        ds.group_by.iter().any(|key| {
+            matches!(
+                (key, field),
+                (Key::Host, "host")
+                    | (Key::Kernel, "kernel")
+                    | (Key::Thp, "THP")
+                    | (Key::NumaBalancing, "numa_balancing")
+            )
+        })
+    };
+    let mut diffs = Vec::new();
+    for i in 0..fk.len() {
+        let field = fk[i].0;
+        // Beyond the first six, a setting one side does not have (a
+        // simulated machine has no kernel command line) is no news.
+        let unknown = i >= 6 && (fk[i].1 == "n/a" || fb[i].1 == "n/a");
+        if fk[i].1 != fb[i].1
+            && !unknown
+            && !grouped(field)
+            && !labels_name(&labels, field, &[&fk[i].1, &fb[i].1])
+        {
+            diffs.push(format!("{field} ({} vs {})", fk[i].1, fb[i].1));
         }
-        let dir = direction(better);
-        // Cases in which some run has this metric.
-        let cases: Vec<usize> = (0..ds.cases.len())
-            .filter(|&c| {
-                ds.runs
-                    .iter()
-                    .any(|r| r.case == c && r.record.metrics.contains_key(name))
-            })
-            .collect();
-        let values_of = |g: &Group| -> (Vec<f64>, Vec<String>, Vec<u32>, usize) {
-            let mut v = Vec::new();
-            let mut ids = Vec::new();
-            let mut reps = Vec::new();
-            let mut missing = 0;
-            for &i in &g.ok {
-                let r = &ds.runs[i].record;
-                match r.metric(name) {
-                    Some(x) => {
-                        v.push(x);
-                        ids.push(r.id.clone());
-                        reps.push(r.repetition.index);
-                    }
-                    None => missing += 1,
-                }
-            }
-            (v, ids, reps, missing)
-        };
-        let mut rows = Vec::new();
-        for &c in &cases {
-            let mut order: Vec<usize> = ds
-                .groups
-                .iter()
-                .filter(|g| g.case == c)
-                .map(|g| g.config)
-                .collect();
-            // Baselines first, then the others in configuration order.
-            order.sort_by_key(|&k| (!is_base_config(k), k));
-            for k in order {
-                let g = ds.group(c, k).expect("group exists");
-                let (role, base) = pairing[&(c, k)];
-                let (values, run_ids, repetitions, missing) = values_of(g);
-                let mut notes: Vec<usize> = group_notes.get(&(c, k)).cloned().unwrap_or_default();
-                notes.extend(config_notes[k].iter().copied());
-                let cname = &ds.configs[k].name;
-                let case_name = &ds.cases[c].name;
-                if missing > 0 {
-                    notes.push(book.add(
-                        NoteKind::Metric,
-                        format!(
-                            "{cname} in {case_name}: {missing} successful run{} did not record {name}",
-                            if missing == 1 { "" } else { "s" }
-                        ),
-                    ));
-                }
-                let summary = Summary::of(&values).ok();
-                let mut flagged = Vec::new();
-                if let Some(s) = &summary {
-                    if let Some(cv) = s.cv {
-                        if cv > opts.high_cv {
-                            notes.push(book.add(
-                                NoteKind::HighVariation,
-                                format!(
-                                    "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
-                                    opts.high_cv * 100.0
-                                ),
-                            ));
-                        }
-                    }
-                    if !s.median_ci.ranks.reaches_nominal && s.n >= 2 {
-                        notes.push(book.add(
-                            NoteKind::Interval,
-                            format!(
-                                "with {} runs no interval of the median reaches {:.0}%: the range min..max is shown, which covers the median with probability {:.1}%",
-                                s.n,
-                                confidence * 100.0,
-                                s.median_ci.ranks.achieved_confidence * 100.0
-                            ),
-                        ));
-                    }
-                    if values.len() >= MIN_RUNS_FOR_OUTLIERS {
-                        flagged = outliers(&values);
-                        for &i in &flagged {
-                            notes.push(book.add(
-                                NoteKind::Outlier,
-                                format!(
-                                    "{cname} in {case_name}: {name} of run {} ({} {unit}, record {}) is an outlier (modified z-score beyond 3.5 around the median {}); it is kept in the statistics",
-                                    repetitions[i],
-                                    crate::num::value(values[i]),
-                                    run_ids[i],
-                                    crate::num::value(s.median)
-                                ),
-                            ));
-                        }
-                    }
-                }
-                let comparison = match (role, base) {
-                    (Role::Candidate, Some(b)) => {
-                        let bg = ds.group(c, b).expect("baseline group exists");
-                        let (bv, _, _, _) = values_of(bg);
-                        match verdict(
-                            &bv,
-                            &values,
-                            dir,
-                            opts.alpha,
-                            opts.noise_threshold,
-                            opts.test,
-                        ) {
-                            Ok(mut cmp) => {
-                                complete(&mut cmp, &bv, &values, opts);
-                                let nonnegative = bv.iter().chain(values.iter()).all(|&v| v >= 0.0);
-                                comparison_notes(&cmp, opts, nonnegative, &mut book, &mut notes);
-                                Some(cmp)
-                            }
-                            Err(e) => {
-                                notes.push(book.add(
-                                    NoteKind::Metric,
-                                    format!(
-                                        "{cname} in {case_name}: {name} could not be compared: {e}"
-                                    ),
-                                ));
-                                None
-                            }
-                        }
-                    }
-                    _ => None,
-                };
-                notes.sort_unstable();
-                notes.dedup();
-                rows.push(GroupRow {
-                    case: c,
-                    config: k,
-                    role,
-                    baseline_config: base,
-                    n: values.len(),
-                    values,
-                    run_ids,
-                    repetitions,
-                    summary,
-                    outliers: flagged,
-                    comparison,
-                    notes,
-                });
-            }
-        }
-        // One geometric-mean row per configuration, over the cases every
-        // configuration of the table has a usable value in.
-        let table_configs: BTreeSet<usize> = rows.iter().map(|r| r.config).collect();
-        let mut table_cases: Vec<usize> = Vec::new();
-        for r in &rows {
-            if !table_cases.contains(&r.case) {
-                table_cases.push(r.case);
-            }
-        }
-        let mut shared: Vec<usize> = Vec::new();
-        let mut left_out: Vec<(usize, Vec<String>)> = Vec::new();
-        for &c in &table_cases {
-            let mut why = Vec::new();
-            for &k in &table_configs {
-                let cname = &ds.configs[k].name;
-                match rows.iter().find(|r| r.case == c && r.config == k) {
-                    None => why.push(format!("no runs of {cname}")),
-                    Some(r) if r.summary.is_none() => why.push(format!("no value for {cname}")),
-                    Some(r)
-                        if r.role == Role::Candidate
-                            && r.comparison.as_ref().and_then(|x| x.ratio).is_none() =>
-                    {
-                        why.push(format!("no ratio for {cname}"))
-                    }
-                    Some(_) => {}
-                }
-            }
-            if why.is_empty() {
-                shared.push(c);
-            } else {
-                left_out.push((c, why));
-            }
-        }
-        let shared_note = if left_out.is_empty() {
-            None
-        } else {
-            const LISTED: usize = 4;
-            let mut listed: Vec<String> = left_out
-                .iter()
-                .take(LISTED)
-                .map(|(c, why)| {
-                    const REASONS: usize = 3;
-                    let mut w: Vec<String> = why.iter().take(REASONS).cloned().collect();
-                    if why.len() > REASONS {
-                        w.push(format!("{} more", why.len() - REASONS));
-                    }
-                    format!("{} ({})", ds.cases[*c].name, w.join(", "))
-                })
-                .collect();
-            if left_out.len() > LISTED {
-                listed.push(format!("and {} more", left_out.len() - LISTED));
-            }
-            let n = left_out.len();
-            let cases = |n: usize| if n == 1 { "case" } else { "cases" };
-            let text = if shared.is_empty() {
-                format!(
-                    "{name}: no geomean: no case has a value for every configuration; left out: {}",
-                    listed.join("; ")
-                )
-            } else {
-                format!(
-                    "{name}: the geomean rows are over the {} {} every configuration has a value in; {n} {} left out: {}",
-                    shared.len(),
-                    cases(shared.len()),
-                    cases(n),
-                    listed.join("; ")
-                )
-            };
-            Some(book.add(NoteKind::Metric, text))
-        };
-        let mut geomean = Vec::new();
-        let mut order: Vec<usize> = table_configs.iter().copied().collect();
-        order.sort_by_key(|&k| (!is_base_config(k), k));
-        for k in order {
-            let mine: Vec<&GroupRow> = rows
-                .iter()
-                .filter(|r| r.config == k && shared.contains(&r.case))
-                .collect();
-            let means: Vec<f64> = mine
-                .iter()
-                .filter_map(|r| r.summary.as_ref().map(|s| s.mean))
-                .collect();
-            let ratios: Vec<f64> = mine
-                .iter()
-                .filter_map(|r| r.comparison.as_ref()?.ratio.map(|q| q.ratio))
-                .collect();
-            let mut notes = Vec::new();
-            let gm = |v: &[f64]| -> Option<f64> {
-                if v.is_empty() {
-                    None
-                } else {
-                    geometric_mean(v).ok()
-                }
-            };
-            let mean = gm(&means);
-            let ratio = gm(&ratios);
-            if (!means.is_empty() && mean.is_none()) || (!ratios.is_empty() && ratio.is_none()) {
-                notes.push(book.add(
-                    NoteKind::Metric,
-                    format!("{name}: no geometric mean where a value is zero or negative"),
-                ));
-            }
-            notes.extend(shared_note);
-            notes.sort_unstable();
-            geomean.push(GeomeanRow {
-                config: k,
-                mean,
-                ratio,
-                cases: shared.len(),
-                left_out: left_out.len(),
-                notes,
-            });
-        }
-        tables.push(MetricTable {
-            metric: name.clone(),
-            unit,
-            better,
-            rows,
-            geomean,
-        });
     }
+    (!diffs.is_empty()).then_some(diffs)
+}
 
-    let configurations = ds
-        .configs
-        .iter()
-        .enumerate()
-        .map(|(k, c)| ConfigSummary {
-            name: c.name.clone(),
-            values: c.values.clone(),
-            label: c.label.clone(),
-            host: c.host.clone(),
-            backend: c.backend.clone(),
-            ok_runs: ds
-                .groups
+/// What every metric's table is built from.
+struct Ctx<'a> {
+    ds: &'a Dataset,
+    opts: &'a CompareOptions,
+    base: &'a Baseline,
+    pairing: &'a Pairing,
+    group_notes: &'a GroupNotes,
+    config_notes: &'a [Vec<usize>],
+}
+
+/// One group's successful values of a metric: the values, their records'
+/// ids and repetitions, and how many successful runs lack the metric.
+struct Values {
+    values: Vec<f64>,
+    run_ids: Vec<String>,
+    repetitions: Vec<u32>,
+    missing: usize,
+}
+
+impl Values {
+    fn of(ds: &Dataset, g: &Group, name: &str) -> Values {
+        let mut v = Values {
+            values: Vec::new(),
+            run_ids: Vec::new(),
+            repetitions: Vec::new(),
+            missing: 0,
+        };
+        for &i in &g.ok {
+            let r = &ds.runs[i].record;
+            match r.metric(name) {
+                Some(x) => {
+                    v.values.push(x);
+                    v.run_ids.push(r.id.clone());
+                    v.repetitions.push(r.repetition.index);
+                }
+                None => v.missing += 1,
+            }
+        }
+        v
+    }
+}
+
+/// One metric's table: a row per group, baselines first in each case,
+/// then the geometric-mean rows.
+fn metric_table(ctx: &Ctx, metrics: &Metrics, name: &str, book: &mut NoteBook) -> MetricTable {
+    let ds = ctx.ds;
+    let (unit, better) = metrics.present[name].clone();
+    if let Some(c) = metrics.conflicts.get(name) {
+        let _ = book.add(
+            NoteKind::Metric,
+            format!(
+                "{name} is declared with different units or directions ({}); shown as {unit}, {} is better",
+                c.iter().cloned().collect::<Vec<_>>().join(", "),
+                if better == Better::Lower { "lower" } else { "higher" }
+            ),
+        );
+    }
+    // Cases in which some run has this metric.
+    let cases: Vec<usize> = (0..ds.cases.len())
+        .filter(|&c| {
+            ds.runs
                 .iter()
-                .filter(|g| g.config == k)
-                .map(|g| g.ok.len())
-                .sum(),
-            failed_runs: ds
-                .groups
-                .iter()
-                .filter(|g| g.config == k)
-                .map(|g| g.failed.len())
-                .sum(),
-            machine: config_machine[k].clone(),
-            is_baseline: is_base_config(k),
+                .any(|r| r.case == c && r.record.metrics.contains_key(name))
         })
         .collect();
-    Ok(CompareReport {
-        schema_version: COMPARE_SCHEMA_VERSION,
-        numalab_version: numalab_record::VERSION.to_string(),
-        settings: Settings {
-            test: opts.test,
-            alpha: opts.alpha,
-            confidence,
-            noise_threshold: opts.noise_threshold,
-            high_cv: opts.high_cv,
-        },
-        baseline: base_name,
-        group_by: ds.group_by.iter().map(|k| k.name().to_string()).collect(),
-        filters: ds.filters.iter().map(|f| f.to_string()).collect(),
-        configurations,
-        cases: ds.cases.clone(),
-        tables,
-        hidden_metrics,
-        positions: bounds_positions(ds),
-        notes: book.notes,
-        ok_runs,
-        failed_runs,
-    })
+    let mut rows = Vec::new();
+    for &c in &cases {
+        let mut order: Vec<usize> = ds
+            .groups
+            .iter()
+            .filter(|g| g.case == c)
+            .map(|g| g.config)
+            .collect();
+        // Baselines first, then the others in configuration order.
+        order.sort_by_key(|&k| (!ctx.base.contains(k), k));
+        for k in order {
+            rows.push(group_row(ctx, name, &unit, direction(better), c, k, book));
+        }
+    }
+    let geomean = geomean_rows(ctx, name, &rows, book);
+    MetricTable {
+        metric: name.to_string(),
+        unit,
+        better,
+        rows,
+        geomean,
+    }
+}
+
+/// The row of configuration `k` in case `c`: its summary, outliers, and
+/// the comparison with its baseline group, with their notes.
+fn group_row(
+    ctx: &Ctx,
+    name: &str,
+    unit: &str,
+    dir: Direction,
+    c: usize,
+    k: usize,
+    book: &mut NoteBook,
+) -> GroupRow {
+    let (ds, opts) = (ctx.ds, ctx.opts);
+    let g = ds.group(c, k).expect("group exists");
+    let (role, base) = ctx.pairing[&(c, k)];
+    let Values {
+        values,
+        run_ids,
+        repetitions,
+        missing,
+    } = Values::of(ds, g, name);
+    let mut notes: Vec<usize> = ctx.group_notes.get(&(c, k)).cloned().unwrap_or_default();
+    notes.extend(ctx.config_notes[k].iter().copied());
+    let cname = &ds.configs[k].name;
+    let case_name = &ds.cases[c].name;
+    if missing > 0 {
+        notes.push(book.add(
+            NoteKind::Metric,
+            format!(
+                "{cname} in {case_name}: {missing} successful run{} did not record {name}",
+                if missing == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    let summary = Summary::of(&values).ok();
+    let mut flagged = Vec::new();
+    if let Some(s) = &summary {
+        if let Some(cv) = s.cv {
+            if cv > opts.high_cv {
+                notes.push(book.add(
+                    NoteKind::HighVariation,
+                    format!(
+                        "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
+                        opts.high_cv * 100.0
+                    ),
+                ));
+            }
+        }
+        if !s.median_ci.ranks.reaches_nominal && s.n >= 2 {
+            notes.push(book.add(
+                NoteKind::Interval,
+                format!(
+                    "with {} runs no interval of the median reaches {:.0}%: the range min..max is shown, which covers the median with probability {:.1}%",
+                    s.n,
+                    (1.0 - opts.alpha) * 100.0,
+                    s.median_ci.ranks.achieved_confidence * 100.0
+                ),
+            ));
+        }
+        if values.len() >= MIN_RUNS_FOR_OUTLIERS {
+            flagged = outliers(&values);
+            for &i in &flagged {
+                notes.push(book.add(
+                    NoteKind::Outlier,
+                    format!(
+                        "{cname} in {case_name}: {name} of run {} ({} {unit}, record {}) is an outlier (modified z-score beyond 3.5 around the median {}); it is kept in the statistics",
+                        repetitions[i],
+                        crate::num::value(values[i]),
+                        run_ids[i],
+                        crate::num::value(s.median)
+                    ),
+                ));
+            }
+        }
+    }
+    let comparison = match (role, base) {
+        (Role::Candidate, Some(b)) => {
+            let bg = ds.group(c, b).expect("baseline group exists");
+            let bv = Values::of(ds, bg, name).values;
+            match verdict(
+                &bv,
+                &values,
+                dir,
+                opts.alpha,
+                opts.noise_threshold,
+                opts.test,
+            ) {
+                Ok(mut cmp) => {
+                    complete(&mut cmp, &bv, &values, opts);
+                    let nonnegative = bv.iter().chain(values.iter()).all(|&v| v >= 0.0);
+                    comparison_notes(&cmp, opts, nonnegative, book, &mut notes);
+                    Some(cmp)
+                }
+                Err(e) => {
+                    notes.push(book.add(
+                        NoteKind::Metric,
+                        format!("{cname} in {case_name}: {name} could not be compared: {e}"),
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    notes.sort_unstable();
+    notes.dedup();
+    GroupRow {
+        case: c,
+        config: k,
+        role,
+        baseline_config: base,
+        n: values.len(),
+        values,
+        run_ids,
+        repetitions,
+        summary,
+        outliers: flagged,
+        comparison,
+        notes,
+    }
+}
+
+/// One geometric-mean row per configuration, over the cases every
+/// configuration of the table has a usable value in (a note says which
+/// were left out).
+fn geomean_rows(ctx: &Ctx, name: &str, rows: &[GroupRow], book: &mut NoteBook) -> Vec<GeomeanRow> {
+    let ds = ctx.ds;
+    let table_configs: BTreeSet<usize> = rows.iter().map(|r| r.config).collect();
+    let mut table_cases: Vec<usize> = Vec::new();
+    for r in rows {
+        if !table_cases.contains(&r.case) {
+            table_cases.push(r.case);
+        }
+    }
+    let mut shared: Vec<usize> = Vec::new();
+    let mut left_out: Vec<(usize, Vec<String>)> = Vec::new();
+    for &c in &table_cases {
+        let mut why = Vec::new();
+        for &k in &table_configs {
+            let cname = &ds.configs[k].name;
+            match rows.iter().find(|r| r.case == c && r.config == k) {
+                None => why.push(format!("no runs of {cname}")),
+                Some(r) if r.summary.is_none() => why.push(format!("no value for {cname}")),
+                Some(r)
+                    if r.role == Role::Candidate
+                        && r.comparison.as_ref().and_then(|x| x.ratio).is_none() =>
+                {
+                    why.push(format!("no ratio for {cname}"))
+                }
+                Some(_) => {}
+            }
+        }
+        if why.is_empty() {
+            shared.push(c);
+        } else {
+            left_out.push((c, why));
+        }
+    }
+    let shared_note = (!left_out.is_empty()).then(|| {
+        book.add(
+            NoteKind::Metric,
+            left_out_text(ds, name, &shared, &left_out),
+        )
+    });
+    let mut geomean = Vec::new();
+    let mut order: Vec<usize> = table_configs.iter().copied().collect();
+    order.sort_by_key(|&k| (!ctx.base.contains(k), k));
+    for k in order {
+        let mine: Vec<&GroupRow> = rows
+            .iter()
+            .filter(|r| r.config == k && shared.contains(&r.case))
+            .collect();
+        let means: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| r.summary.as_ref().map(|s| s.mean))
+            .collect();
+        let ratios: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| r.comparison.as_ref()?.ratio.map(|q| q.ratio))
+            .collect();
+        let mut notes = Vec::new();
+        let gm = |v: &[f64]| -> Option<f64> {
+            if v.is_empty() {
+                None
+            } else {
+                geometric_mean(v).ok()
+            }
+        };
+        let mean = gm(&means);
+        let ratio = gm(&ratios);
+        if (!means.is_empty() && mean.is_none()) || (!ratios.is_empty() && ratio.is_none()) {
+            notes.push(book.add(
+                NoteKind::Metric,
+                format!("{name}: no geometric mean where a value is zero or negative"),
+            ));
+        }
+        notes.extend(shared_note);
+        notes.sort_unstable();
+        geomean.push(GeomeanRow {
+            config: k,
+            mean,
+            ratio,
+            cases: shared.len(),
+            left_out: left_out.len(),
+            notes,
+        });
+    }
+    geomean
+}
+
+/// The note on the cases a metric's geomean rows leave out, and why.
+fn left_out_text(
+    ds: &Dataset,
+    name: &str,
+    shared: &[usize],
+    left_out: &[(usize, Vec<String>)],
+) -> String {
+    const LISTED: usize = 4;
+    const REASONS: usize = 3;
+    let mut listed: Vec<String> = left_out
+        .iter()
+        .take(LISTED)
+        .map(|(c, why)| {
+            let mut w: Vec<String> = why.iter().take(REASONS).cloned().collect();
+            if why.len() > REASONS {
+                w.push(format!("{} more", why.len() - REASONS));
+            }
+            format!("{} ({})", ds.cases[*c].name, w.join(", "))
+        })
+        .collect();
+    if left_out.len() > LISTED {
+        listed.push(format!("and {} more", left_out.len() - LISTED));
+    }
+    let n = left_out.len();
+    let cases = |n: usize| if n == 1 { "case" } else { "cases" };
+    if shared.is_empty() {
+        format!(
+            "{name}: no geomean: no case has a value for every configuration; left out: {}",
+            listed.join("; ")
+        )
+    } else {
+        format!(
+            "{name}: the geomean rows are over the {} {} every configuration has a value in; {n} {} left out: {}",
+            shared.len(),
+            cases(shared.len()),
+            cases(n),
+            listed.join("; ")
+        )
+    }
 }
 
 /// With too few runs for a verdict the stats crate skips the test and the
