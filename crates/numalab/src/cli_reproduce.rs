@@ -16,8 +16,10 @@ use std::process::ExitCode;
     after_help = "Studies: focht-2002 (numa_test on AzusA, schedulers A, B, E, F), focht-2003 \
                   (node-affine on TX7), autonuma-2012 (autonuma-benchmark), nest-placement-2022 \
                   (spin and hackbench placements on an AMD EPYC), ibs-2023 (two-halves, sampling \
-                  vs NUMA balancing). Records go to RESULTS/NAME-rRUNS as campaign records; running \
-                  again runs only what is missing. docs/reproduce.md lists every claim and its rule."
+                  vs NUMA balancing). Records go to RESULTS/NAME-rRUNS as campaign records (a study \
+                  with a fitted machine parameter: each fit point in fit-SPEC under it, the \
+                  study in SPEC); running again runs only what is missing. docs/reproduce.md \
+                  lists every claim and its rule, and how parameters are fitted."
 )]
 pub struct ReproduceArgs {
     /// Studies to reproduce (or `all`)
@@ -67,56 +69,93 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         .with_context(|| format!("creating {}", a.results.display()))?;
     let root = std::path::absolute(&a.results).context("the results directory")?;
     let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
-    let mut verdicts: Vec<(&str, String, bool)> = Vec::new();
+    let mut verdicts: Vec<(&str, String, bool, bool)> = Vec::new();
     let mut json: Vec<serde_json::Value> = Vec::new();
+    let json_out = a.format == Format::Json;
     for s in &chosen {
         let runs = a.runs.unwrap_or(s.default_runs);
         let dir = root.join(format!("{}-r{runs}", s.name));
-        let src = s.plan_text(runs, &dir);
-        let p = plan::parse(&PathBuf::from(format!("reproduce/{}.toml", s.name)), &src)?;
-        local::preflight(&p, true)?;
-        numalab_campaign::Lock::read(&p)?;
-        numalab_campaign::state::scan(&p, |_| true)?;
-        let mut pool = Pool::new(&p, Output::Progress);
-        let lock = local::pin(&p, &mut pool, Output::Progress)?;
-        drop(pool);
-        let c = Campaign::new(p, lock)?;
-        let scan = c.scan()?;
-        let todo = local::not_done(&c, &scan);
-        let (scan, interrupted) = if a.format == Format::Json {
-            numalab_linux::out::stdout_to_stderr(|| {
-                crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)
-            })
-            .context("redirecting standard output")??
+        // The fitted parameters first (each point a campaign of its own
+        // under DIR/fit-SPEC), then the study on the fitted machine.
+        let fitted = if s.fits.is_empty() {
+            Vec::new()
         } else {
-            crate::cli_campaign::run_here(&c, scan, &todo, Output::Progress, &interrupt)?
+            let mut eval = |spec: &str| -> std::result::Result<Option<Records>, String> {
+                let d = dir.join(format!("fit-{}", dir_name(spec)));
+                let r = run_plan(
+                    s,
+                    &s.fit_plan_text(runs, &d, spec),
+                    Output::Progress,
+                    json_out,
+                    &interrupt,
+                )
+                .map_err(|e| format!("{e:#}"))?;
+                if let Some(r) = &r {
+                    let found = (s.evaluate)(r);
+                    let got: Vec<String> = s
+                        .fits
+                        .iter()
+                        .filter_map(|f| {
+                            let c = found.cells.iter().find(|c| c.what == f.cell)?;
+                            Some(format!("{} {}", f.cell, numalab_reproduce::fig(c.sim)))
+                        })
+                        .collect();
+                    numalab_linux::errln!(
+                        "numalab: {}: fitting on {spec}: {}",
+                        s.name,
+                        got.join(", ")
+                    );
+                }
+                Ok(r)
+            };
+            match numalab_reproduce::fit(s, &mut eval).map_err(anyhow::Error::msg)? {
+                Some(f) => f,
+                None => return Ok(interrupted()),
+            }
         };
-        if interrupted {
-            numalab_linux::errln!(
-                "numalab: interrupted; `numalab reproduce` again runs only what is missing"
-            );
-            return Ok(ExitCode::from(130));
-        }
-        let records = Records::new(scan.records.into_iter().map(|(_, r)| r).collect());
-        let f = (s.evaluate)(&records);
-        if a.format == Format::Json {
-            let mut j = numalab_reproduce::to_json(s, runs, &f);
-            j["records"] = dir.display().to_string().into();
+        let sets: Vec<(String, f64)> = fitted.iter().map(|f| (f.key.clone(), f.value)).collect();
+        let spec = numalab_reproduce::machine_spec(s.machine, &sets);
+        let main = if fitted.is_empty() {
+            dir.clone()
+        } else {
+            dir.join(dir_name(&spec))
+        };
+        let Some(records) = run_plan(
+            s,
+            &s.plan_text(runs, &main, &spec),
+            Output::Progress,
+            json_out,
+            &interrupt,
+        )?
+        else {
+            return Ok(interrupted());
+        };
+        let f = (s.evaluate)(&records).with_fits(&fitted);
+        if json_out {
+            let mut j = numalab_reproduce::to_json(s, runs, &f, &fitted);
+            j["records"] = main.display().to_string().into();
             json.push(j);
         } else {
             numalab_linux::outln!();
-            crate::print_stdout(&numalab_reproduce::render(s, runs, &f))?;
-            numalab_linux::outln!("records: {}", dir.display());
+            crate::print_stdout(&numalab_reproduce::render(s, runs, &f, &fitted))?;
+            numalab_linux::outln!("records: {}", main.display());
         }
         for cl in f.claims {
-            verdicts.push((s.name, cl.text, cl.verdict.reproduced()));
+            verdicts.push((s.name, cl.text, cl.verdict.reproduced(), cl.quantitative));
         }
     }
     let ok = verdicts.iter().filter(|v| v.2).count();
+    let count = |numbers: bool| {
+        let of: Vec<_> = verdicts.iter().filter(|v| v.3 == numbers).collect();
+        (of.iter().filter(|v| v.2).count(), of.len())
+    };
+    let ((q_ok, q_all), (n_ok, n_all)) = (count(false), count(true));
     if a.format == Format::Json {
         let out = serde_json::json!({
             "claims": verdicts.len(),
             "reproduced": ok,
+            "qualitative": { "claims": q_all, "reproduced": q_ok },
+            "numbers": { "claims": n_all, "reproduced": n_ok },
             "studies": json,
         });
         crate::print_stdout(&(serde_json::to_string_pretty(&out)? + "\n"))?;
@@ -127,14 +166,16 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         });
     }
     let mut t = Table::new(
-        format!("Verdicts: {ok} of {} claims reproduced", verdicts.len()),
+        format!(
+            "Verdicts: {q_ok} of {q_all} findings reproduced, and the numbers of {n_ok} of {n_all} studies"
+        ),
         vec![
             Column::key("study"),
             Column::left("claim"),
             Column::left("verdict"),
         ],
     );
-    for (study, text, good) in &verdicts {
+    for (study, text, good, _) in &verdicts {
         let short: String = if text.chars().count() > 36 {
             text.chars().take(35).collect::<String>() + "~"
         } else {
@@ -161,4 +202,60 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn interrupted() -> ExitCode {
+    numalab_linux::errln!(
+        "numalab: interrupted; `numalab reproduce` again runs only what is missing"
+    );
+    ExitCode::from(130)
+}
+
+/// A machine spec as a directory name: `tx7[memory.mlp=2.5]` ->
+/// `tx7_memory.mlp=2.5_`.
+fn dir_name(spec: &str) -> String {
+    spec.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._=-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Run one plan of a study through the campaign machinery (only what is
+/// missing); its records, or `None` when interrupted.
+fn run_plan(
+    s: &Study,
+    src: &str,
+    output: Output,
+    json_out: bool,
+    interrupt: &Interrupt,
+) -> Result<Option<Records>> {
+    let p = plan::parse(&PathBuf::from(format!("reproduce/{}.toml", s.name)), src)?;
+    local::preflight(&p, true)?;
+    numalab_campaign::Lock::read(&p)?;
+    numalab_campaign::state::scan(&p, |_| true)?;
+    let mut pool = Pool::new(&p, output);
+    let lock = local::pin(&p, &mut pool, output)?;
+    drop(pool);
+    let c = Campaign::new(p, lock)?;
+    let scan = c.scan()?;
+    let todo = local::not_done(&c, &scan);
+    let (scan, interrupted) = if json_out {
+        numalab_linux::out::stdout_to_stderr(|| {
+            crate::cli_campaign::run_here(&c, scan, &todo, output, interrupt)
+        })
+        .context("redirecting standard output")??
+    } else {
+        crate::cli_campaign::run_here(&c, scan, &todo, output, interrupt)?
+    };
+    if interrupted {
+        return Ok(None);
+    }
+    Ok(Some(Records::new(
+        scan.records.into_iter().map(|(_, r)| r).collect(),
+    )))
 }

@@ -22,7 +22,12 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         "ibs-2023",
     ] {
         assert!(out.contains(&format!("== {name}: ")), "{name}: {out}");
-        let d = dir.path().join("r").join(format!("{name}-r1"));
+        // A study with a fitted parameter runs on the fitted machine, in a
+        // directory named after it (its fit's points beside it).
+        let mut d = dir.path().join("r").join(format!("{name}-r1"));
+        if name == "focht-2003" {
+            d = d.join("tx7_memory.local_latency_ns=187_");
+        }
         let n = std::fs::read_dir(&d)
             .unwrap()
             .flatten()
@@ -40,9 +45,27 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         .lines()
         .filter(|l| l.starts_with("[NOT reproduced] "))
         .count();
-    assert_eq!(marks + nots, 11, "{out}");
+    // 11 findings, and one claim on the numbers per study.
+    assert_eq!(marks + nots, 16, "{out}");
     assert!(
-        out.contains(&format!("Verdicts: {marks} of 11 claims reproduced")),
+        out.contains("Verdicts: ")
+            && out.contains(" of 11 findings reproduced, and the numbers of "),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("[reproduced] The model predicts the seed's")
+            .count()
+            + out
+                .matches("[NOT reproduced] The model predicts the seed's")
+                .count(),
+        5,
+        "{out}"
+    );
+    // The TX7's latency, unpublished, fitted within its cited range on a
+    // cell no claim uses; the range does not reach the seed's figure.
+    assert!(
+        out.contains("Fitted: memory.local_latency_ns = 187 on ElapsedTime N=32")
+            && out.contains("at the bound"),
         "{out}"
     );
     // Tables carry both figures: the simulator's and the seed's.
@@ -56,9 +79,10 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         dir.path(),
     );
     assert!(again.status.success(), "{}", show(&again));
+    // Five studies and focht-2003's two fit points.
     assert_eq!(
         text(&again.stderr).matches("cells done; nothing").count(),
-        5,
+        7,
         "{}",
         show(&again)
     );
@@ -82,7 +106,9 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
     );
     assert!(js.status.success(), "{}", show(&js));
     let j: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
-    assert_eq!(j["claims"], 11);
+    assert_eq!(j["claims"], 16);
+    assert_eq!(j["qualitative"]["claims"], 11);
+    assert_eq!(j["numbers"]["claims"], 5);
     assert_eq!(j["reproduced"], marks);
     let studies = j["studies"].as_array().unwrap();
     assert_eq!(studies.len(), 5);
@@ -90,8 +116,20 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         .iter()
         .map(|s| s["cells"].as_array().unwrap().len())
         .sum();
-    // 20 + 8 + 4 + 8 + 2 published figures.
-    assert_eq!(cells, 42, "{j}");
+    // 20 + 16 + 4 + 8 + 2 published figures.
+    assert_eq!(cells, 50, "{j}");
+    let fitted = &studies[1]["fitted"][0];
+    assert_eq!(fitted["key"], "memory.local_latency_ns");
+    assert_eq!(fitted["at_bound"], true);
+    let designated: Vec<&serde_json::Value> = studies[1]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fitted"] == true)
+        .collect();
+    assert_eq!(designated.len(), 1);
+    assert_eq!(designated[0]["what"], "ElapsedTime N=32 node-aware");
+    assert_eq!(studies[1]["numbers"]["compared"], 15, "{j}");
     let tu64a = &studies[0]["cells"].as_array().unwrap()[16];
     assert_eq!(tu64a["what"], "TotalUserTime N=64 A");
     assert_eq!(tu64a["seed"], 2543.4);

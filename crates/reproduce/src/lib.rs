@@ -23,7 +23,10 @@
 //! reproduce says why, from the figures, and names the model gap known to
 //! cause it when there is one (docs/simulator.md).
 
+mod fit;
 mod studies;
+
+pub use fit::{fit, machine_spec, Fit, Fitted};
 
 use numalab_record::{ConvergenceState, RunRecord};
 use numalab_report::table::{wrap, Table};
@@ -40,21 +43,40 @@ pub struct Study {
     /// Repetitions when `--runs` does not say (the document's, where it
     /// is small enough to keep `reproduce all` within two minutes).
     pub default_runs: u32,
-    /// The campaign plan's benchmarks and configurations (TOML).
+    /// The campaign plan's benchmarks and configurations (TOML); every
+    /// configuration runs on `machine` (`machine = "NAME"`).
     pub body: &'static str,
+    /// The preset the plans run on.
+    pub machine: &'static str,
+    /// Parameters of `machine` fitted to a published figure each (at
+    /// most two; [`fit`]).
+    pub fits: &'static [Fit],
+    /// The plan of the fits' designated cells alone (empty without fits).
+    pub fit_body: &'static str,
     /// Tables and claims from the study's records.
     pub evaluate: fn(&Records) -> Findings,
 }
 
 impl Study {
     /// The whole plan: a name, the results directory, the repetitions,
-    /// then the study's benchmarks and configurations.
-    pub fn plan_text(&self, runs: u32, results: &Path) -> String {
+    /// then the study's benchmarks and configurations, on machine `spec`
+    /// (the preset with its fitted values, [`machine_spec`]).
+    pub fn plan_text(&self, runs: u32, results: &Path, spec: &str) -> String {
+        self.plan_of(self.body, "", runs, results, spec)
+    }
+
+    /// The fit plan (the designated cells alone) on machine `spec`.
+    pub fn fit_plan_text(&self, runs: u32, results: &Path, spec: &str) -> String {
+        self.plan_of(self.fit_body, "-fit", runs, results, spec)
+    }
+
+    fn plan_of(&self, body: &str, suffix: &str, runs: u32, results: &Path, spec: &str) -> String {
+        let on = format!("machine = \"{}\"", self.machine);
         format!(
-            "name = \"reproduce-{}\"\nresults = {}\nruns = {runs}\n\n{}",
+            "name = \"reproduce-{}{suffix}\"\nresults = {}\nruns = {runs}\n\n{}",
             self.name,
             toml_string(&results.to_string_lossy()),
-            self.body
+            body.replace(&on, &format!("machine = {}", toml_string(spec)))
         )
     }
 }
@@ -89,6 +111,8 @@ pub struct Cell {
     pub seed: f64,
     /// `None`: no successful simulated run of that cell.
     pub sim: Option<f64>,
+    /// A machine parameter was fitted to it: not a prediction.
+    pub fitted: bool,
 }
 
 impl Cell {
@@ -97,6 +121,7 @@ impl Cell {
             what: what.into(),
             seed,
             sim,
+            fitted: false,
         }
     }
 
@@ -114,9 +139,9 @@ impl Cell {
 /// Within this error a simulated figure counts as the seed's.
 pub const CELL_TOLERANCE: f64 = 0.15;
 
-/// How close a study's numbers are: over the cells with a simulated
-/// figure, the median and the worst error, and how many are within
-/// [`CELL_TOLERANCE`].
+/// How close a study's numbers are: over the predicted cells (not
+/// fitted) with a simulated figure, the median and the worst error, and
+/// how many are within [`CELL_TOLERANCE`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Numbers {
     pub cells: usize,
@@ -132,6 +157,7 @@ impl Findings {
         let mut e: Vec<(f64, &str)> = self
             .cells
             .iter()
+            .filter(|c| !c.fitted)
             .filter_map(|c| c.error().map(|e| (e, c.what.as_str())))
             .collect();
         if e.is_empty() {
@@ -145,13 +171,71 @@ impl Findings {
             (e[n / 2 - 1].0 + e[n / 2].0) / 2.0
         };
         Some(Numbers {
-            cells: self.cells.len(),
+            cells: self.cells.iter().filter(|c| !c.fitted).count(),
             compared: n,
             within: e.iter().filter(|x| x.0 <= CELL_TOLERANCE).count(),
             median_error: median,
             worst_error: e[n - 1].0,
             worst: e[n - 1].1.to_string(),
         })
+    }
+}
+
+/// Share of a study's predicted figures that must be within
+/// [`CELL_TOLERANCE`] for its numbers claim (issue 24's acceptance).
+pub const CELLS_WITHIN_SHARE: f64 = 0.8;
+
+impl Findings {
+    /// Mark the cells parameters were fitted to (left out of the numbers)
+    /// and add the study's numbers claim: its predicted figures within
+    /// [`CELL_TOLERANCE`] of the seed's, at least [`CELLS_WITHIN_SHARE`]
+    /// of them.
+    pub fn with_fits(mut self, fitted: &[Fitted]) -> Findings {
+        for c in &mut self.cells {
+            c.fitted = fitted.iter().any(|f| f.cell == c.what);
+        }
+        if let Some(n) = self.numbers() {
+            let need = (CELLS_WITHIN_SHARE * n.compared as f64).ceil() as usize;
+            let fits = if fitted.is_empty() {
+                "no parameter fitted".to_string()
+            } else {
+                let keys: Vec<String> = fitted
+                    .iter()
+                    .map(|f| format!("{} fitted on {}", f.key, f.cell))
+                    .collect();
+                keys.join("; ")
+            };
+            self.claims.push(Claim {
+                text: format!(
+                    "The model predicts the seed's published figures: at least {:.0}% of the {} predicted within {:.0}% ({fits})",
+                    100.0 * CELLS_WITHIN_SHARE,
+                    n.compared,
+                    100.0 * CELL_TOLERANCE
+                ),
+                seed: format!("{} published figures", n.cells),
+                sim: format!(
+                    "{} of {} within {:.0}%; error median {:.0}%, worst {:.0}% ({})",
+                    n.within,
+                    n.compared,
+                    100.0 * CELL_TOLERANCE,
+                    100.0 * n.median_error,
+                    100.0 * n.worst_error,
+                    n.worst
+                ),
+                verdict: if n.within >= need {
+                    Verdict::Reproduced
+                } else {
+                    Verdict::NotReproduced(format!(
+                        "{} of {} within {:.0}%, {need} needed",
+                        n.within,
+                        n.compared,
+                        100.0 * CELL_TOLERANCE
+                    ))
+                },
+                quantitative: true,
+            });
+        }
+        self
     }
 }
 
@@ -165,6 +249,9 @@ pub struct Claim {
     /// The simulator's.
     pub sim: String,
     pub verdict: Verdict,
+    /// A claim on the numbers (the figures within a tolerance), not on an
+    /// ordering or a ratio.
+    pub quantitative: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -281,7 +368,7 @@ pub fn fig(v: Option<f64>) -> String {
 
 /// One study's findings as 80-column text: its tables, then each claim
 /// with both figures and the verdict.
-pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
+pub fn render(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> String {
     let mut out = String::new();
     // Continuation lines hang by two columns (wrap's indent).
     let say = |out: &mut String, text: &str| {
@@ -302,11 +389,32 @@ pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
         out.push_str(&t.to_text());
         out.push('\n');
     }
+    for x in fitted {
+        say(
+            &mut out,
+            &format!(
+                "Fitted: {} = {} on {} (seed {}, simulated {}){}; its cited range [{}, {}]: {}",
+                x.key,
+                x.value,
+                x.cell,
+                fig(Some(x.seed)),
+                fig(Some(x.simulated)),
+                if x.at_bound {
+                    ", at the bound: the range does not reach the seed's figure"
+                } else {
+                    ""
+                },
+                x.lowest,
+                x.highest,
+                x.source
+            ),
+        );
+    }
     if let Some(n) = f.numbers() {
         say(
             &mut out,
             &format!(
-                "Numbers: {} of {} published figures within {:.0}% of the simulated; error (|simulated / seed - 1|) median {:.0}%, worst {:.0}% ({})",
+                "Numbers: {} of {} predicted figures within {:.0}% of the seed's; error (|simulated / seed - 1|) median {:.0}%, worst {:.0}% ({})",
                 n.within,
                 n.compared,
                 100.0 * CELL_TOLERANCE,
@@ -335,7 +443,7 @@ pub fn render(study: &Study, runs: u32, f: &Findings) -> String {
 
 /// One study's findings as JSON: its claims (text, both figures,
 /// verdict, reason) and every cell with both values and their ratio.
-pub fn to_json(study: &Study, runs: u32, f: &Findings) -> serde_json::Value {
+pub fn to_json(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> serde_json::Value {
     serde_json::json!({
         "study": study.name,
         "origin": study.origin,
@@ -345,6 +453,7 @@ pub fn to_json(study: &Study, runs: u32, f: &Findings) -> serde_json::Value {
             "seed": c.seed,
             "simulated": c.sim,
             "reproduced": c.verdict.reproduced(),
+            "quantitative": c.quantitative,
             "reason": match &c.verdict {
                 Verdict::Reproduced => None,
                 Verdict::NotReproduced(why) => Some(why.clone()),
@@ -355,7 +464,9 @@ pub fn to_json(study: &Study, runs: u32, f: &Findings) -> serde_json::Value {
             "seed": c.seed,
             "simulated": c.sim,
             "ratio": c.ratio(),
+            "fitted": c.fitted,
         })).collect::<Vec<_>>(),
+        "fitted": fitted,
         "numbers": f.numbers(),
     })
 }

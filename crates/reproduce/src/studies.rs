@@ -3,7 +3,7 @@
 //! documents (`../shared/seeds`); every rule is stated in the claim's
 //! text or beside it.
 
-use crate::{fig, Cell, Claim, Findings, Records, Study, Verdict};
+use crate::{fig, Cell, Claim, Findings, Fit, Records, Study, Verdict};
 use numalab_report::table::{Column, Table};
 
 pub fn studies() -> Vec<Study> {
@@ -13,6 +13,9 @@ pub fn studies() -> Vec<Study> {
             origin: "Focht, NUMA schedulers benchmark results, LKML, Oct 2002 (seed 000): numa_test on a 16-CPU 4-node AzusA",
             default_runs: 5,
             body: include_str!("../plans/focht-2002.toml"),
+            machine: "azusa16",
+            fits: &[],
+            fit_body: "",
             evaluate: focht_2002,
         },
         Study {
@@ -20,6 +23,12 @@ pub fn studies() -> Vec<Study> {
             origin: "Focht, node affine NUMA scheduler extension, Jul 2003 (seed 001): numa_test on an 8-CPU 4-node TX7",
             default_runs: 10,
             body: include_str!("../plans/focht-2003.toml"),
+            machine: "tx7",
+            fits: &[Fit {
+                key: "memory.local_latency_ns",
+                cell: "ElapsedTime N=32 node-aware",
+            }],
+            fit_body: include_str!("../plans/focht-2003-fit.toml"),
             evaluate: focht_2003,
         },
         Study {
@@ -27,6 +36,9 @@ pub fn studies() -> Vec<Study> {
             origin: "Arcangeli, AutoNUMA25 slides, Sep 2012 (seed 002): autonuma-benchmark on a 2-node machine with HT",
             default_runs: 4,
             body: include_str!("../plans/autonuma-2012.toml"),
+            machine: "ht2",
+            fits: &[],
+            fit_body: "",
             evaluate: autonuma_2012,
         },
         Study {
@@ -34,6 +46,9 @@ pub fn studies() -> Vec<Study> {
             origin: "Chaloyard, NEST work update, Apr 2022 (seed 003): placements of spin and hackbench on an AMD EPYC 7642",
             default_runs: 2,
             body: include_str!("../plans/nest-placement-2022.toml"),
+            machine: "epyc7642",
+            fits: &[],
+            fit_body: "",
             evaluate: nest_placement_2022,
         },
         Study {
@@ -41,6 +56,9 @@ pub fn studies() -> Vec<Study> {
             origin: "Rao, IBS-driven NUMA balancing, LKML, Feb 2023 (seed 004): the two-halves microbenchmark on a 2-node Zen 4",
             default_runs: 2,
             body: include_str!("../plans/ibs-2023.toml"),
+            machine: "genoa2n",
+            fits: &[],
+            fit_body: "",
             evaluate: ibs_2023,
         },
     ]
@@ -122,7 +140,8 @@ fn focht_2002(r: &Records) -> Findings {
         tables: vec![t],
         cells: numbers,
         claims: vec![Claim {
-            text: "The node-affine scheduler (E) uses less total user time than the node-blind one (A) at N = 8, 16 and 32 (E's gain over A)".into(),
+            quantitative: false,
+text: "The node-affine scheduler (E) uses less total user time than the node-blind one (A) at N = 8, 16 and 32 (E's gain over A)".into(),
             seed: seed_gains.join(", "),
             sim: sim.join(", "),
             verdict,
@@ -138,6 +157,16 @@ const FOCHT_2003_TU: [(u32, f64, f64); 4] = [
     (32, 1661.66, 1635.40),
 ];
 
+/// Seed 001's ElapsedTime (s), the same runs: no claim uses it, and
+/// N = 32 under node-aware (the smallest spread of the eight, 5.95 s in
+/// 215.98) is the cell the TX7's unpublished memory latency is fitted on.
+const FOCHT_2003_ET: [(u32, f64, f64); 4] = [
+    (4, 61.30, 56.72),
+    (8, 55.19, 54.43),
+    (16, 115.30, 110.79),
+    (32, 215.98, 210.18),
+];
+
 fn focht_2003(r: &Records) -> Findings {
     let mut t = Table::new(
         "TotalUserTime (s), simulated [seed]",
@@ -150,8 +179,14 @@ fn focht_2003(r: &Records) -> Findings {
         ],
     );
     let tu = |n: u32, l: &str| r.mean("numa_test", l, &[("tasks", &n.to_string())], "user_s");
+    let et = |n: u32, l: &str| r.mean("numa_test", l, &[("tasks", &n.to_string())], "elapsed_s");
     let mut gains = Vec::new();
     let mut numbers = Vec::new();
+    for (n, aware, affine) in FOCHT_2003_ET {
+        for (l, seed) in [("node-aware", aware), ("node-affine", affine)] {
+            numbers.push(Cell::new(format!("ElapsedTime N={n} {l}"), seed, et(n, l)));
+        }
+    }
     for (n, aware, affine) in FOCHT_2003_TU {
         numbers.push(Cell::new(
             format!("TotalUserTime N={n} node-aware"),
@@ -204,7 +239,8 @@ fn focht_2003(r: &Records) -> Findings {
         tables: vec![t],
         cells: numbers,
         claims: vec![Claim {
-            text: "Node-affine gains 5-8% over the node-aware scheduler (ahead at every N, by a mean gain of that order: 0.5% to 16%)".into(),
+            quantitative: false,
+text: "Node-affine gains 5-8% over the node-aware scheduler (ahead at every N, by a mean gain of that order: 0.5% to 16%)".into(),
             seed: "\"5-8% gain\"; per N in its tables 1.0% to 5.4%".into(),
             sim: format!("mean gain {}", mean.map_or("-".into(), pct)),
             verdict,
@@ -274,6 +310,7 @@ fn autonuma_2012(r: &Records) -> Findings {
             Verdict::Reproduced
         };
         claims.push(Claim {
+            quantitative: false,
             text: format!("{b} converges under automatic NUMA balancing and not without it"),
             seed: "memory follows the threads in the convergence charts".into(),
             sim: format!("autonuma {ca}/{na}, none {cn}/{nn} runs converged"),
@@ -293,7 +330,8 @@ fn autonuma_2012(r: &Records) -> Findings {
         .map(|(b, e)| format!("{} {} <= {} {}", b[0], fig(e[0]), b[1], fig(e[1])))
         .collect();
     claims.push(Claim {
-        text: "Elapsed time orders numa01_THREAD_ALLOC > numa01 > numa02 > numa02_SMT".into(),
+        quantitative: false,
+text: "Elapsed time orders numa01_THREAD_ALLOC > numa01 > numa02 > numa02_SMT".into(),
         seed: "336.7 > 212.7 > 48.1 > 42.8 s".into(),
         sim: el.iter().map(|e| fig(*e)).collect::<Vec<_>>().join(", ") + " s",
         verdict: if broken.is_empty() {
@@ -376,7 +414,8 @@ fn nest_placement_2022(r: &Records) -> Findings {
         _ => Verdict::NotReproduced("runs missing".into()),
     };
     claims.push(Claim {
-        text: "Spinning tasks: split = same_ccd < mix = same_ccx (two tasks on one core's SMT siblings are slow; sharing an L3 is not)".into(),
+        quantitative: false,
+text: "Spinning tasks: split = same_ccd < mix = same_ccx (two tasks on one core's SMT siblings are slow; sharing an L3 is not)".into(),
         seed: "13.17, 13.15 < 25.56, 25.74 s".into(),
         sim: format!("{}, {} < {}, {} s", fig(s[0]), fig(s[2]), fig(s[1]), fig(s[3])),
         verdict: spin_verdict,
@@ -397,6 +436,7 @@ fn nest_placement_2022(r: &Records) -> Findings {
         None => Verdict::NotReproduced("runs missing".into()),
     };
     claims.push(Claim {
+        quantitative: false,
         text: "Hackbench: same_ccd is the best placement and mix the worst".into(),
         seed: "same_ccd 2.44 s, mix 4.02 s".into(),
         sim: format!("same_ccd {} s, mix {} s", fig(h[2]), fig(h[1])),
@@ -425,7 +465,8 @@ fn nest_placement_2022(r: &Records) -> Findings {
         ]);
     }
     claims.push(Claim {
-        text: "NEST beats CFS on configure-like workloads (a shell forking short-lived programs one after the other): NEST's speedup at least 1.06".into(),
+        quantitative: false,
+text: "NEST beats CFS on configure-like workloads (a shell forking short-lived programs one after the other): NEST's speedup at least 1.06".into(),
         seed: "speedup 1.06-1.26 over the 8 configure benchmarks (neowise, 5.15, schedutil)".into(),
         sim: format!(
             "CFS {} s, NEST {} s: speedup {}",
@@ -508,13 +549,15 @@ fn ibs_2023(r: &Records) -> Findings {
         cells: numbers,
         claims: vec![
             Claim {
-                text: "Access sampling finishes twohalves at least 2x sooner than default NUMA balancing".into(),
+                quantitative: false,
+text: "Access sampling finishes twohalves at least 2x sooner than default NUMA balancing".into(),
                 seed: "174.5 / 54.7 = 3.19x".into(),
                 sim: ratio.map_or("-".into(), |x| format!("{x:.2}x")),
                 verdict: faster,
             },
             Claim {
-                text: "Access sampling migrates the misplaced pages earlier".into(),
+                quantitative: false,
+text: "Access sampling migrates the misplaced pages earlier".into(),
                 seed: "pages migrated over time, IBS first".into(),
                 sim: format!(
                     "first migration: sampling {} s, autonuma {autonuma_first}",
@@ -582,10 +625,38 @@ mod tests {
     #[test]
     fn every_plan_names_its_own_results_and_runs() {
         for s in studies() {
-            let text = s.plan_text(3, std::path::Path::new("/tmp/a \"b\""));
+            let text = s.plan_text(3, std::path::Path::new("/tmp/a \"b\""), s.machine);
             assert!(text.starts_with(&format!("name = \"reproduce-{}\"", s.name)));
             assert!(text.contains("results = \"/tmp/a \\\"b\\\"\""), "{text}");
             assert!(text.contains("runs = 3"));
+        }
+    }
+
+    /// Every configuration of a study runs on its machine, so a fitted
+    /// value reaches all of them; a fit plan holds each designated cell,
+    /// the machine has a cited range for each fitted key, and at most two
+    /// are fitted.
+    #[test]
+    fn fitted_values_reach_every_configuration() {
+        for s in studies() {
+            let spec = format!("{}[memory.mlp=3]", s.machine);
+            let text = s.plan_text(1, std::path::Path::new("/r"), &spec);
+            let plain = format!("machine = \"{}\"", s.machine);
+            assert!(s.body.contains(&plain), "{}", s.name);
+            assert!(!text.contains(&plain), "{}: {text}", s.name);
+            assert_eq!(
+                text.matches(&spec).count(),
+                s.body.matches(&plain).count(),
+                "{}",
+                s.name
+            );
+            assert!(s.fits.len() <= 2, "{}", s.name);
+            let m = numalab_sim::Machine::load(s.machine).unwrap();
+            for f in s.fits {
+                assert!(m.ranges.contains_key(f.key), "{}: {}", s.name, f.key);
+                let fit = s.fit_plan_text(1, std::path::Path::new("/r"), &spec);
+                assert!(fit.contains(&spec), "{}: {fit}", s.name);
+            }
         }
     }
 }

@@ -52,8 +52,12 @@
 //! [costs]                   # optional, every key optional: per-operation costs
 //! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
 //!                           # default: the workload models' estimates
+//! [ranges]                  # optional: the range a public source puts a
+//! "memory.local_latency_ns" = [131.0, 187.0]  # number in (the file's value
+//!                           # inside it); `numalab reproduce` fits within it
 //! [sources]                 # parameter name -> where its value comes from
 //! "memory.local_latency_ns" = "..."
+//! "ranges.memory.local_latency_ns" = "..."  # every range cites its source
 //! "costs.spin_ns" = "numalab calibrate on ..."
 //! ```
 
@@ -163,6 +167,12 @@ pub struct MachineFile {
     /// optional.
     #[serde(default)]
     pub costs: CostsSpec,
+    /// `[ranges]`: for a number of the file (`"memory.mlp" = [1, 4]`), the
+    /// range a public source puts it in (cited as `ranges.KEY` in
+    /// `[sources]`); a parameter `numalab reproduce` may fit to a seed's
+    /// figure stays in it.
+    #[serde(default)]
+    pub ranges: BTreeMap<String, [f64; 2]>,
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
 }
@@ -391,6 +401,9 @@ pub struct Machine {
     /// What one operation of the workloads costs (the file's `[costs]`,
     /// converted at `max_ghz`; today's estimates where it gives none).
     pub costs: Costs,
+    /// Cited ranges of the file's numbers (`[ranges]`): key, (lowest,
+    /// highest); each one's source is `sources["ranges.KEY"]`.
+    pub ranges: BTreeMap<String, (f64, f64)>,
     pub sources: BTreeMap<String, String>,
 }
 
@@ -406,7 +419,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 
 impl MachineFile {
     pub fn parse(file: &str, text: &str) -> Result<MachineFile, MachineError> {
-        toml::from_str::<MachineFile>(text).map_err(|e| {
+        let m = toml::from_str::<MachineFile>(text).map_err(|e| {
             let mut msg = e.message().replace('\n', " ");
             if let Some(span) = e.span() {
                 let line = text[..span.start.min(text.len())].lines().count().max(1);
@@ -416,7 +429,45 @@ impl MachineFile {
                 file: file.to_string(),
                 msg,
             }
-        })
+        })?;
+        m.check_values_in_ranges(file, text)?;
+        Ok(m)
+    }
+
+    /// Each `[ranges]` key names a number of the file, within its range.
+    fn check_values_in_ranges(&self, file: &str, text: &str) -> Result<(), MachineError> {
+        if self.ranges.is_empty() {
+            return Ok(());
+        }
+        let err = |msg: String| MachineError {
+            file: file.to_string(),
+            msg,
+        };
+        let table: toml::Table = toml::from_str(text).map_err(|e| err(e.message().into()))?;
+        for (key, [lo, hi]) in &self.ranges {
+            if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) {
+                continue; // build says what is wrong with it
+            }
+            let mut v = Some(&toml::Value::Table(table.clone()));
+            for part in key.split('.') {
+                v = v.and_then(|t| t.get(part));
+            }
+            let x = match v {
+                Some(toml::Value::Float(f)) => *f,
+                Some(toml::Value::Integer(i)) => *i as f64,
+                _ => {
+                    return Err(err(format!(
+                        "ranges: {key:?} names no number of the file (write it as section.key, e.g. memory.mlp)"
+                    )))
+                }
+            };
+            if !(*lo..=*hi).contains(&x) {
+                return Err(err(format!(
+                    "{key} = {x} is outside its cited range [{lo}, {hi}] (ranges.{key})"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Check every value and build the machine.
@@ -691,8 +742,35 @@ impl MachineFile {
                 .map(|st| (st[0] * 1e3, st[1] * 1e3))
                 .collect(),
             costs: Costs::new(&self.costs, self.cpu.max_ghz),
+            ranges: self.checked_ranges(&err)?,
             sources: self.sources.clone(),
         })
+    }
+
+    /// `[ranges]`, each finite, lowest below highest, with its source.
+    fn checked_ranges(
+        &self,
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<BTreeMap<String, (f64, f64)>, MachineError> {
+        let mut out = BTreeMap::new();
+        for (key, [lo, hi]) in &self.ranges {
+            if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+                return Err(err(format!(
+                    "ranges: {key} = [{lo}, {hi}]: write [lowest, highest], lowest below highest"
+                )));
+            }
+            if self
+                .sources
+                .get(&format!("ranges.{key}"))
+                .is_none_or(|s| s.trim().is_empty())
+            {
+                return Err(err(format!(
+                    "ranges: {key} has no source: cite where the range comes from as \"ranges.{key}\" in [sources]"
+                )));
+            }
+            out.insert(key.clone(), (*lo, *hi));
+        }
+        Ok(out)
     }
 }
 
@@ -1013,6 +1091,42 @@ min_ghz = 1
 
     fn build(text: &str) -> Result<Machine, MachineError> {
         MachineFile::parse("x.toml", text)?.build("x.toml")
+    }
+
+    /// A `[ranges]` entry is a cited range of one of the file's numbers:
+    /// the number inside it, a source beside it, lowest below highest.
+    #[test]
+    fn ranges_are_cited_and_hold_the_files_value() {
+        let with =
+            |range: &str, source: &str| format!("{OK}\n[ranges]\n{range}\n[sources]\n{source}\n");
+        let cite = "\"ranges.memory.local_latency_ns\" = \"a data sheet\"";
+        let m = build(&with("\"memory.local_latency_ns\" = [50, 200]", cite)).unwrap();
+        assert_eq!(m.ranges["memory.local_latency_ns"], (50.0, 200.0));
+        for (text, want) in [
+            (
+                with("\"memory.local_latency_ns\" = [150, 200]", cite),
+                "outside its cited range",
+            ),
+            (
+                with("\"memory.local_latency_ns\" = [50, 200]", ""),
+                "has no source",
+            ),
+            (
+                with("\"memory.local_latency_ns\" = [200, 50]", cite),
+                "lowest below highest",
+            ),
+            (
+                with(
+                    "\"memory.latencyy\" = [50, 200]",
+                    "\"ranges.memory.latencyy\" = \"x\"",
+                ),
+                "names no number",
+            ),
+        ] {
+            let e = build(&text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]
