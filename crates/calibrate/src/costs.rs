@@ -162,16 +162,19 @@ pub fn memset_gbs(llc_bytes: u64, budget: Duration) -> f64 {
 /// and switch, in microseconds: `numalab __hackbench 1 LOOPS 20 100`
 /// (numa_test's group of 20 senders and 20 receivers) with every process
 /// on `cpu`, so the time is the sum of the operations: 2 x 20 x 20 x
-/// LOOPS of them.
-pub fn msg_us(exe: &Path, cpu: u32, budget: Duration) -> std::io::Result<f64> {
+/// LOOPS of them. With it, the share of that CPU time the kernel
+/// accounted as user time (the rest is system time).
+pub fn msg_us(exe: &Path, cpu: u32, budget: Duration) -> std::io::Result<(f64, f64)> {
     const FDS: u64 = 20;
     let mut loops = 10u64;
     loop {
+        let before = numalab_linux::child::reaped_children_cpu_s()?;
         let h = hackbench_storm(exe, cpu, loops, FDS)?;
+        let share = user_share(before)?;
         let per = h / (2 * FDS * FDS * loops) as f64 * 1e6;
         // Long enough that starting 40 processes is a small part of it.
         if h >= budget.as_secs_f64() || loops >= 1 << 20 {
-            return Ok(per);
+            return Ok((per, share));
         }
         loops = (loops as f64 * (budget.as_secs_f64() / h.max(1e-3)).clamp(2.0, 20.0)) as u64;
     }
@@ -209,20 +212,31 @@ fn hackbench_storm(exe: &Path, cpu: u32, loops: u64, fds: u64) -> std::io::Resul
     }
 }
 
-/// Microseconds of a fork and exit of this process, reaped.
-pub fn fork_us(budget: Duration) -> std::io::Result<f64> {
-    let mut err = None;
-    let ns = ns_per_op(budget, || match numalab_linux::child::fork_exit_wait() {
-        Ok(()) => 1,
-        Err(e) => {
-            err.get_or_insert(e);
-            1
-        }
-    });
-    match err {
-        Some(e) => Err(e),
-        None => Ok(ns / 1e3),
-    }
+/// Microseconds of a fork and exit of a small process (forkexec's parent
+/// is one), reaped: `numalab __fork-us`, a fresh numalab that forks for
+/// about `budget`. Not of calibrate itself, whose buffers make its own
+/// fork many times dearer.
+pub fn fork_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("__fork-us")
+        .arg(budget.as_millis().max(1).to_string())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    numalab_linux::child::die_with_parent(&mut cmd);
+    let out = cmd.output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .strip_prefix("fork_us ")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| out.status.success() && *v > 0.0)
+        .ok_or_else(|| {
+            std::io::Error::other(format!(
+                "{} __fork-us: {} ({})",
+                exe.display(),
+                out.status,
+                text.trim()
+            ))
+        })
 }
 
 /// Microseconds to start numalab as a new process (`fork` + `execve`,
@@ -255,12 +269,29 @@ pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
     Ok((Figure::of(&launch, "").value, Figure::of(&whole, "").value))
 }
 
+/// The user share of the CPU time of the children reaped since
+/// `before` (a [`numalab_linux::child::reaped_children_cpu_s`] reading).
+fn user_share(before: (f64, f64)) -> std::io::Result<f64> {
+    let after = numalab_linux::child::reaped_children_cpu_s()?;
+    let (u, s) = (after.0 - before.0, after.1 - before.1);
+    if u + s <= 0.0 {
+        return Err(std::io::Error::other(
+            "the children ran for no CPU time the kernel accounted",
+        ));
+    }
+    Ok(u / (u + s))
+}
+
 /// Microseconds per child of forkexec's own driver (`numalab __forkexec
 /// N 1 1 1`: fork, exec of `numalab __task burst 1`, exit, reaping, one
-/// child at a time), with N sized to take about `budget`.
-pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
+/// child at a time), with N sized to take about `budget`; and the share
+/// of the driver's and its children's CPU time that was user time (the
+/// dynamic loader's work in the child is; the fork, the execve and the
+/// exit are system time).
+pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
     let mut children = 20u64;
     loop {
+        let before = numalab_linux::child::reaped_children_cpu_s()?;
         let mut cmd = Command::new(exe);
         cmd.arg("__forkexec")
             .arg(children.to_string())
@@ -285,9 +316,10 @@ pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
                     text.trim()
                 ))
             })?;
+        let share = user_share(before)?;
         let per = elapsed / children as f64 * 1e6;
         if elapsed >= budget.as_secs_f64() / 2.0 || children >= 100_000 {
-            return Ok(per);
+            return Ok((per, share));
         }
         children = ((budget.as_secs_f64() / per * 1e6) as u64).clamp(children * 2, 100_000);
     }
@@ -430,8 +462,6 @@ mod tests {
         assert!((0.05..1000.0).contains(&upd), "{upd}");
         let ms = memset_gbs(8 << 20, b);
         assert!((0.1..10_000.0).contains(&ms), "{ms}");
-        let f = fork_us(b).unwrap();
-        assert!((1.0..1e6).contains(&f), "{f}");
         let t = thread_us(b);
         assert!((0.1..1e6).contains(&t), "{t}");
         // Faulting pages in is slower than zeroing them in cache.

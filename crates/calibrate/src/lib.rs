@@ -415,26 +415,42 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     );
     phases.next(&plan[phases.done].0.clone());
     let cpu_any = pick_cpu(node0);
+    let mut msg_shares = Vec::new();
     let msg = memory::repeat(
         3,
         format!("numalab __hackbench 1 LOOPS 20 100 with every process on CPU {cpu_any}: seconds / (2 x 20 x 20 x LOOPS)"),
-        || costs::msg_us(&o.exe, cpu_any, b * 6),
+        || {
+            let (us, share) = costs::msg_us(&o.exe, cpu_any, b * 6)?;
+            msg_shares.push(share);
+            Ok(us)
+        },
     )
     .map_err(failed("hackbench"))?;
+    let msg_user = Figure::of(
+        &msg_shares,
+        "the same runs: user CPU time over user and system (getrusage of the reaped hackbench)",
+    );
     phases.next(&plan[phases.done].0.clone());
     let fork = memory::repeat(
         runs,
-        "fork of this process, child _exit(0), waitpid".into(),
-        || costs::fork_us(b),
+        "fork of a fresh numalab (numalab __fork-us), child _exit(0), waitpid".into(),
+        || costs::fork_us(&o.exe, b),
     )
     .map_err(failed("fork"))?;
     let mut launches = Vec::new();
     let mut children = Vec::new();
+    let mut exec_shares = Vec::new();
     for _ in 0..3 {
         let (l, _) = costs::process_us(&o.exe, b).map_err(failed("starting numalab"))?;
         launches.push(l);
-        children.push(costs::forkexec_child_us(&o.exe, b * 2).map_err(failed("forkexec"))?);
+        let (us, share) = costs::forkexec_child_us(&o.exe, b * 2).map_err(failed("forkexec"))?;
+        children.push(us);
+        exec_shares.push(share);
     }
+    let exec_user = Figure::of(
+        &exec_shares,
+        "forkexec's driver and its children: user CPU time over user and system (getrusage of the reaped driver)",
+    );
     let launch = Figure::of(
         &launches,
         "spawn of numalab __task burst 0 until spawn returns (fork + execve)",
@@ -562,6 +578,8 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     put("costs.msg_us", "us", msg.clone());
     put("costs.fork_us", "us", fork.clone());
     put("costs.exec_us", "us", exec.clone());
+    put("costs.msg_user_share", "", msg_user.clone());
+    put("costs.exec_user_share", "", exec_user.clone());
     put("costs.process_launch_us", "us", launch.clone());
     put("costs.thread_launch_us", "us", thread.clone());
     put("costs.first_touch_gbs", "GB/s", first_touch.clone());
@@ -790,6 +808,8 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ("msg_us", "us", &msg),
         ("fork_us", "us", &fork),
         ("exec_us", "us", &exec),
+        ("msg_user_share", "", &msg_user),
+        ("exec_user_share", "", &exec_user),
         ("process_launch_us", "us", &launch),
         ("thread_launch_us", "us", &thread),
         ("first_touch_gbs", "GB/s", &first_touch),

@@ -178,6 +178,20 @@ fn ended_unreaped(pid: i32, block: bool) -> io::Result<bool> {
     }
 }
 
+/// CPU seconds, (user, system), of every child this process has reaped
+/// (and theirs): `getrusage(RUSAGE_CHILDREN)`. The difference over one
+/// reaped child is that child's tree's times.
+pub fn reaped_children_cpu_s() -> io::Result<(f64, f64)> {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((s(ru.ru_utime), s(ru.ru_stime)))
+}
+
 /// Block until the child `pid` has ended, leaving it unreaped (`waitid`
 /// with `WNOWAIT`): its pid stays its own, so it can still be signalled
 /// (a group, by its leader's pid) without hitting a reused one.

@@ -53,6 +53,16 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     ] {
         assert!(value(&toml, k) > 0.0, "{k}");
     }
+    // A fork is timed in a small process, as forkexec's parent is: in
+    // calibrate itself, grown by its buffers, it had cost more than a
+    // whole fork+exec+exit of a child, and exec_us fell to its floor.
+    let (fork, exec) = (value(&toml, "fork_us"), value(&toml, "exec_us"));
+    assert!(exec > 1.0, "fork {fork} us, exec {exec} us (its floor: 1)");
+    // The user share of a message's and of a child's CPU time, measured.
+    for k in ["msg_user_share", "exec_user_share"] {
+        let v = value(&toml, k);
+        assert!(v > 0.0 && v < 1.0, "{k} = {v}");
+    }
     assert!(toml.contains("spread"), "each figure's spread: {toml}");
     // How busy the machine was (over the limit, the file says --force).
     assert!(toml.contains("# Other work while measuring: "), "{toml}");

@@ -145,6 +145,32 @@ fn drive(exe: &Path, p: &Params, out: &mut dyn Write) -> std::io::Result<DriverR
     })
 }
 
+/// `numalab __fork-us MILLIS`: forks of this fresh, small process (each
+/// child `_exit(0)`, reaped) for about MILLIS ms; prints `fork_us X`, the
+/// microseconds of one. A fork's cost grows with the page tables it
+/// copies, so `calibrate` measures it here, in a process the size of
+/// forkexec's parent, and not in itself (hundreds of MB of buffers had
+/// made it 4 ms there, and exec's cost, the rest of a child's, nothing).
+pub fn fork_us_main(args: &[String]) -> i32 {
+    let Some(ms) = args.first().and_then(|a| a.parse::<u64>().ok()) else {
+        numalab_linux::errln!("numalab: internal: usage: __fork-us MILLIS");
+        return 2;
+    };
+    let budget = std::time::Duration::from_millis(ms.max(1));
+    let t0 = std::time::Instant::now();
+    let mut forks = 0u64;
+    while forks == 0 || t0.elapsed() < budget {
+        if let Err(e) = numalab_linux::child::fork_exit_wait() {
+            numalab_linux::errln!("numalab: fork: {e}");
+            return 1;
+        }
+        forks += 1;
+    }
+    let us = t0.elapsed().as_secs_f64() * 1e6 / forks as f64;
+    println!("fork_us {us}");
+    0
+}
+
 /// `numalab __forkexec CHILDREN JOBS CHILD_ITERATIONS PARENT_ITERATIONS`:
 /// progress lines, then `done <json>`.
 pub fn driver_main(args: &[String]) -> i32 {

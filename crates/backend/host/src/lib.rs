@@ -400,6 +400,7 @@ pub fn internal_main(args: &[String]) -> i32 {
         },
         Some("__hackbench") => hackbench::hackbench_main(&args[1..]),
         Some("__forkexec") => forkexec::driver_main(&args[1..]),
+        Some("__fork-us") => forkexec::fork_us_main(&args[1..]),
         Some(numalab_linux::supervise::SUBCOMMAND) => numalab_linux::supervise::main(&args[1..]),
         other => {
             numalab_linux::errln!("numalab: internal: unknown entry {other:?}");

@@ -16,6 +16,10 @@
 //!                           # its share of the wakeup and context switch
 //! fork_us = 50.0            # fork + exit of a small process
 //! exec_us = 150.0           # an execve's extra (fork+exec+exit minus fork+exit)
+//! msg_user_share = 0.08     # of a message's CPU time, the user part
+//!                           # (default 0: all system time)
+//! exec_user_share = 0.7     # of a fork's and an exec's CPU time, the user
+//!                           # part (the dynamic loader's; default 1)
 //! process_launch_us = 1000  # one more process started (fork + exec)
 //! thread_launch_us = 50     # one more thread started (clone)
 //! first_touch_gbs = 2.0     # a first touch, page faults included, GB/s
@@ -49,6 +53,14 @@ pub struct CostsSpec {
     pub msg_us: Option<f64>,
     pub fork_us: Option<f64>,
     pub exec_us: Option<f64>,
+    /// Of a hackbench message's CPU time, the share the kernel accounts
+    /// as user time (hackbench's own loop); the rest is system time.
+    /// Measured with getrusage by `numalab calibrate`; default 0.
+    pub msg_user_share: Option<f64>,
+    /// Of forkexec's fork and exec CPU time, the user share (the dynamic
+    /// loader's relocations in the child); default 1, as before it was
+    /// measured.
+    pub exec_user_share: Option<f64>,
     pub process_launch_us: Option<f64>,
     pub thread_launch_us: Option<f64>,
     /// The rate of a first touch: one thread zeroing memory it has never
@@ -71,7 +83,7 @@ pub struct CostsSpec {
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 13] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 15] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -79,6 +91,8 @@ impl CostsSpec {
             ("costs.msg_us", self.msg_us),
             ("costs.fork_us", self.fork_us),
             ("costs.exec_us", self.exec_us),
+            ("costs.msg_user_share", self.msg_user_share),
+            ("costs.exec_user_share", self.exec_user_share),
             ("costs.process_launch_us", self.process_launch_us),
             ("costs.thread_launch_us", self.thread_launch_us),
             ("costs.first_touch_gbs", self.first_touch_gbs),
@@ -115,6 +129,12 @@ pub struct Costs {
     /// Cycles of a child's execve beyond the fork. `costs.exec_us` x 1000
     /// x `cpu.max_ghz`; default [`EXEC_CYCLES`].
     pub exec_cycles: f64,
+    /// Of a message's CPU time, the user share (`costs.msg_user_share`;
+    /// default 0: all system time, as the kernel spends it).
+    pub msg_user_share: f64,
+    /// Of a forkexec fork's and exec's CPU time, the user share
+    /// (`costs.exec_user_share`; default 1).
+    pub exec_user_share: f64,
     /// Nanoseconds between two process launches of one launcher.
     /// `costs.process_launch_us` x 1000; default [`PROCESS_LAUNCH_NS`].
     pub process_launch_ns: u64,
@@ -152,6 +172,8 @@ impl Costs {
         msg_cycles: MSG_CYCLES,
         fork_cycles: FORK_CYCLES,
         exec_cycles: EXEC_CYCLES,
+        msg_user_share: 0.0,
+        exec_user_share: 1.0,
         process_launch_ns: PROCESS_LAUNCH_NS,
         thread_launch_ns: THREAD_LAUNCH_NS,
         first_touch_bytes_per_ns: f64::INFINITY,
@@ -180,6 +202,8 @@ impl Costs {
             msg_cycles: spec.msg_us.map_or(d.msg_cycles, us_cycles),
             fork_cycles: spec.fork_us.map_or(d.fork_cycles, us_cycles),
             exec_cycles: spec.exec_us.map_or(d.exec_cycles, us_cycles),
+            msg_user_share: spec.msg_user_share.unwrap_or(d.msg_user_share),
+            exec_user_share: spec.exec_user_share.unwrap_or(d.exec_user_share),
             process_launch_ns: spec.process_launch_us.map_or(d.process_launch_ns, us_ns),
             thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
             first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
@@ -200,6 +224,8 @@ impl Costs {
             ("msg_us", self.msg_cycles / max_ghz / 1e3),
             ("fork_us", self.fork_cycles / max_ghz / 1e3),
             ("exec_us", self.exec_cycles / max_ghz / 1e3),
+            ("msg_user_share", self.msg_user_share),
+            ("exec_user_share", self.exec_user_share),
             ("process_launch_us", self.process_launch_ns as f64 / 1e3),
             ("thread_launch_us", self.thread_launch_ns as f64 / 1e3),
         ]);

@@ -1246,9 +1246,12 @@ impl Engine {
                 Work::Fork(_) => crate::workload::run_forker(w, t, left, freq, smt, at),
             };
             // A message's write() or read() is a system call: kernel
-            // time, as the kernel accounts it (hackbench is ~90% sys).
+            // time, as the kernel accounts it (hackbench is ~90% sys),
+            // but for the user share a machine file measured.
             if matches!(w.tasks[t].work, Work::Message { .. }) {
-                w.tasks[t].sys_ns += spent;
+                let user = spent * w.m.costs.msg_user_share;
+                w.tasks[t].user_ns += user;
+                w.tasks[t].sys_ns += spent - user;
             } else {
                 w.tasks[t].user_ns += spent;
             }

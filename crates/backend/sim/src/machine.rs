@@ -102,6 +102,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.msg_us", 0.01, 10_000.0, "us", false),
     ("costs.fork_us", 0.1, 100_000.0, "us", false),
     ("costs.exec_us", 0.1, 100_000.0, "us", false),
+    ("costs.msg_user_share", 0.0, 1.0, "of the CPU time", false),
+    ("costs.exec_user_share", 0.0, 1.0, "of the CPU time", false),
     ("costs.process_launch_us", 0.1, 1e6, "us", false),
     ("costs.thread_launch_us", 0.1, 1e6, "us", false),
     ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
@@ -1311,6 +1313,8 @@ min_ghz = 1
             msg_cycles: MSG_CYCLES,
             fork_cycles: FORK_CYCLES,
             exec_cycles: EXEC_CYCLES,
+            msg_user_share: 0.0,
+            exec_user_share: 1.0,
             process_launch_ns: PROCESS_LAUNCH_NS,
             thread_launch_ns: THREAD_LAUNCH_NS,
             first_touch_bytes_per_ns: f64::INFINITY,
@@ -1335,7 +1339,8 @@ min_ghz = 1
     fn costs_from_the_file_are_converted_at_the_maximum_frequency() {
         let text = format!(
             "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
-             fork_us = 100\nexec_us = 200\nprocess_launch_us = 2500\nthread_launch_us = 12.5\n\
+             fork_us = 100\nexec_us = 200\nmsg_user_share = 0.08\nexec_user_share = 0.7\n\
+             process_launch_us = 2500\nthread_launch_us = 12.5\n\
              first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\nread_gbs = 60\nwrite_gbs = 30\n"
         );
         let c = build(&text).unwrap().costs;
@@ -1348,6 +1353,8 @@ min_ghz = 1
                 msg_cycles: 9000.0,
                 fork_cycles: 300_000.0,
                 exec_cycles: 600_000.0,
+                msg_user_share: 0.08,
+                exec_user_share: 0.7,
                 process_launch_ns: 2_500_000,
                 thread_launch_ns: 12_500,
                 first_touch_bytes_per_ns: 2.5,
@@ -1367,6 +1374,8 @@ min_ghz = 1
             ("msg_us", 3.0),
             ("fork_us", 100.0),
             ("exec_us", 200.0),
+            ("msg_user_share", 0.08),
+            ("exec_user_share", 0.7),
             ("process_launch_us", 2500.0),
             ("thread_launch_us", 12.5),
             ("first_touch_gbs", 2.5),
@@ -1377,7 +1386,7 @@ min_ghz = 1
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 13);
+        assert_eq!(f.len(), 15);
         // Not timed, so not stated.
         assert!(!Costs::DEFAULT.as_file(3.0).contains_key("first_touch_gbs"));
         // One key: the others keep their defaults.

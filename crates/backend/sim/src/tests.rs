@@ -1559,3 +1559,47 @@ fn kernel_migrations_count_the_benchmark_tasks_cpu_changes() {
     .record;
     assert!(r.metric("kernel_migrations").is_none());
 }
+
+/// What a machine file measured of the kernel's accounting: a message's
+/// user share (hackbench's own loop; the rest is its system calls) and
+/// forkexec's fork and exec user share (the child's dynamic loader). The
+/// split moves time between user and system and changes nothing else:
+/// the elapsed times and the CPU time are the same.
+#[test]
+fn measured_user_shares_split_messages_and_process_creation() {
+    let times = |costs: &str, case: &Case| {
+        let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
+        let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
+        let m = |k: &str| r.metric(k).unwrap();
+        (m("elapsed_s"), m("user_s"), m("sys_s"))
+    };
+    let hb = hackbench(1, 4, 200, 100);
+    let (e0, u0, s0) = times("", &hb);
+    let (e1, u1, s1) = times("msg_user_share = 0.1", &hb);
+    assert_eq!(u0, 0.0, "all system time by default");
+    assert_eq!(e0, e1);
+    assert!((u1 + s1 - (u0 + s0)).abs() < 1e-6 * s0, "{u1} {s1} {s0}");
+    assert!((u1 / (u1 + s1) - 0.1).abs() < 0.01, "{u1} {s1}");
+
+    let fe = Case::ForkExec(numalab_bench::forkexec::Params {
+        children: 20,
+        jobs: 1,
+        child_iterations: 1,
+        parent_iterations: 1,
+    });
+    let (e0, u0, s0) = times("", &fe);
+    let (e1, u1, s1) = times("exec_user_share = 0.7", &fe);
+    assert_eq!(e0, e1);
+    assert!(
+        (u1 + s1 - (u0 + s0)).abs() < 1e-6 * u0,
+        "{u1} {s1} {u0} {s0}"
+    );
+    // Nearly all of a tiny child is its fork and exec: about 30% moves.
+    let moved = s1 - s0;
+    assert!(
+        moved > 0.25 * (u0 + s0) && moved < 0.31 * (u0 + s0),
+        "{u0} {s0} -> {u1} {s1}"
+    );
+}

@@ -135,7 +135,27 @@ pub(crate) fn task_exited(w: &mut World, t: TaskId, now: u64) {
     let Parent::Task(p) = w.tasks[t].parent else {
         return;
     };
-    let (user, sys, born) = (w.tasks[t].user_ns, w.tasks[t].sys_ns, w.tasks[t].start_ns);
+    let (mut user, mut sys, born) = (w.tasks[t].user_ns, w.tasks[t].sys_ns, w.tasks[t].start_ns);
+    let c = w.m.costs;
+    let Work::Fork(f) = &mut w.tasks[p].work else {
+        return;
+    };
+    // The child's exec and the parent's fork ran as spin (user time); of
+    // them, the share a machine file measured as system time moves there:
+    // the child's exec units' part of its time, and the parent's fork at
+    // the frequency its cycles were counted at.
+    let kernel = 1.0 - c.exec_user_share;
+    if kernel > 0.0 {
+        let exec_units = (c.exec_cycles / c.spin_cycles).round();
+        let exec_ns = user * exec_units / (f.child_units as f64).max(1.0);
+        user -= exec_ns * kernel;
+        sys += exec_ns * kernel;
+        let fork_ns = c.fork_cycles / w.m.max_ghz * kernel;
+        let parent = &mut w.tasks[p];
+        let moved = fork_ns.min(parent.user_ns);
+        parent.user_ns -= moved;
+        parent.sys_ns += moved;
+    }
     let Work::Fork(f) = &mut w.tasks[p].work else {
         return;
     };
