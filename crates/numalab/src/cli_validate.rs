@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use numalab_calibrate::validate::{self, Real, Sizing};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -137,6 +137,31 @@ fn refuse_busy(force: bool) -> Result<()> {
     Ok(())
 }
 
+/// A results directory that holds records of a validation on another
+/// machine file or set is refused before anything in it is written (its
+/// machine.toml explains its records; it had been overwritten first, and
+/// the campaign refused after).
+fn refuse_other_validation(dir: &Path, files: &[(&Path, &str)]) -> Result<()> {
+    let recorded = !numalab_record::store::load_paths(&[dir.to_path_buf()])
+        .records
+        .is_empty();
+    if !recorded {
+        return Ok(());
+    }
+    for (path, want) in files {
+        if let Ok(have) = std::fs::read_to_string(path) {
+            if have != *want {
+                bail!(
+                    "{} holds a validation of another machine file or set ({} differs): give this one its own --results DIR, or remove that directory",
+                    dir.display(),
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let dir = &a.results;
     let machine_path = dir.join("machine.toml");
@@ -230,13 +255,14 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
         None => Real::Here,
     };
     let plan = validate::plan(&items, &real, "machine.toml", a.runs, sizing.nodes);
+    let plan_path = dir.join("validate.toml");
+    refuse_other_validation(dir, &[(&machine_path, &text), (&plan_path, &plan)])?;
     std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
     // The machine file and the plan beside the records they explain; a
     // validation of other work or another file there is refused by the
     // campaign (its plan's hash).
     numalab_record::store::write_file_atomic(&machine_path, text.as_bytes())
         .with_context(|| format!("writing {}", machine_path.display()))?;
-    let plan_path = dir.join("validate.toml");
     numalab_record::store::write_file_atomic(&plan_path, plan.as_bytes())
         .with_context(|| format!("writing {}", plan_path.display()))?;
     // With --format json, standard output is the document alone.

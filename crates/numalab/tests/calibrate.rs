@@ -178,6 +178,34 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
         show(&o)
     );
     assert!(!text(&o.stderr).contains("calibrate: ["), "{}", show(&o));
+    // Another machine file (calibrated again, say) into the same results:
+    // refused in one line before anything there is written; the file
+    // that explains its records stays.
+    let kept = std::fs::read_to_string(d.path().join("v/machine.toml")).unwrap();
+    let other = toml.replacen("\n[costs]\n", "\n[costs]\n# again\n", 1);
+    assert_ne!(other, toml);
+    std::fs::write(d.path().join("me2.toml"), &other).unwrap();
+    let o = numalab_in(
+        &[
+            "validate",
+            "spin",
+            "--machine",
+            "me2.toml",
+            "--runs",
+            "1",
+            "--seconds",
+            "0.2",
+            "--results",
+            "v",
+            "--force",
+        ],
+        d.path(),
+    );
+    assert_one_line_error(&o, "holds a validation of another machine file or set");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("v/machine.toml")).unwrap(),
+        kept
+    );
 }
 
 /// Two CPU-bound processes per CPU of this machine, killed on drop.
