@@ -152,6 +152,22 @@ pub struct Numbers {
     pub worst: String,
 }
 
+impl Numbers {
+    /// `2 of 8 predicted figures within 15% of the seed's; |simulated /
+    /// seed - 1| median 42%, worst 156% (hackbench same_ccx)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} of {} predicted figures within {:.0}% of the seed's; |simulated / seed - 1| median {:.0}%, worst {:.0}% ({})",
+            self.within,
+            self.compared,
+            100.0 * CELL_TOLERANCE,
+            100.0 * self.median_error,
+            100.0 * self.worst_error,
+            self.worst
+        )
+    }
+}
+
 impl Findings {
     pub fn numbers(&self) -> Option<Numbers> {
         let mut e: Vec<(f64, &str)> = self
@@ -213,15 +229,7 @@ impl Findings {
                     100.0 * CELL_TOLERANCE
                 ),
                 seed: format!("{} published figures", n.cells),
-                sim: format!(
-                    "{} of {} within {:.0}%; error median {:.0}%, worst {:.0}% ({})",
-                    n.within,
-                    n.compared,
-                    100.0 * CELL_TOLERANCE,
-                    100.0 * n.median_error,
-                    100.0 * n.worst_error,
-                    n.worst
-                ),
+                sim: n.summary(),
                 verdict: if n.within >= need {
                     Verdict::Reproduced
                 } else {
@@ -411,18 +419,7 @@ pub fn render(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> Stri
         );
     }
     if let Some(n) = f.numbers() {
-        say(
-            &mut out,
-            &format!(
-                "Numbers: {} of {} predicted figures within {:.0}% of the seed's; error (|simulated / seed - 1|) median {:.0}%, worst {:.0}% ({})",
-                n.within,
-                n.compared,
-                100.0 * CELL_TOLERANCE,
-                100.0 * n.median_error,
-                100.0 * n.worst_error,
-                n.worst
-            ),
-        );
+        say(&mut out, &format!("Numbers: {}", n.summary()));
         out.push('\n');
     }
     for c in &f.claims {
