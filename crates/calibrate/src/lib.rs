@@ -55,13 +55,14 @@ pub mod interconnect;
 pub mod memory;
 pub mod validate;
 
-use figure::{round3, Figure};
+mod toml_out;
+
+use figure::Figure;
 use memory::Chase;
 use numalab_bench::mem::Op;
-use numalab_sim::machine::{MachineFile, RegularTopology};
+use numalab_sim::machine::MachineFile;
 use numalab_topology::{MachineInfo, Roots, Topology};
-use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Why calibration did not produce a file.
@@ -145,81 +146,261 @@ impl Phases<'_> {
     }
 }
 
-/// Measure this machine.
-pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
-    let start = Instant::now();
-    let info = MachineInfo::probe(&o.roots).map_err(|e| CalibrateError::Failed(e.to_string()))?;
-    let topo = info.topology.clone();
-    let ncpus = topo.cpus.len();
-    let busy = busy::busy_cpus(&o.roots.proc, Duration::from_millis(500), ncpus)
-        .map_err(failed("/proc/stat"))?;
-    if busy > BUSY_LIMIT_CPUS && !o.force {
-        return Err(CalibrateError::Busy(format!(
-            "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the figures (limit {BUSY_LIMIT_CPUS}); stop what runs, or measure anyway with --force"
-        )));
-    }
-    let cpu_nodes: Vec<u32> = topo.cpu_nodes().map(|n| n.id).collect();
-    let llc = topo.max_llc_bytes().max(1 << 20);
-    let b = o.budget;
-    let runs = o.runs.max(1);
-    let rb = b.as_secs_f64() * runs as f64;
-    let n = cpu_nodes.len();
-    // The phases, with their planned seconds, for progress and its ETA.
-    let mut plan: Vec<(String, f64)> = Vec::new();
-    for &j in &cpu_nodes {
-        plan.push((format!("latency to node {j}'s memory"), 1.0 + n as f64 * rb));
-    }
-    plan.push((
-        "LLC hit latency and the cache a thread gets".into(),
-        rb + 0.2 + 9.0 * (b.as_secs_f64() / 2.0 + 0.1),
-    ));
-    for &j in &cpu_nodes {
-        plan.push((
-            format!("bandwidth on node {j}"),
-            4.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
-        ));
-    }
-    plan.push(("cache line transfer and SMT".into(), 2.0 * rb));
-    plan.push(("costs of spin, update, memset".into(), 3.0 * rb + 6.0));
-    plan.push((
-        "cost of a hackbench message".into(),
-        3.0 * 2.0 * 6.0 * b.as_secs_f64(),
-    ));
-    plan.push(("costs of fork, exec, thread".into(), 3.0 * rb));
-    plan.push((
-        "saturation, links, switches and wakeups".into(),
-        (n * interconnect::counts(ncpus).len() + n * n + 1) as f64 * b.as_secs_f64() + 3.0 * rb,
-    ));
-    let mut phases = Phases {
-        progress: &mut o.progress,
-        planned: plan.iter().map(|p| p.1).collect(),
-        done: 0,
-        start,
-    };
-    let mut figs: Vec<(String, String, Figure)> = Vec::new();
-    let mut put = |key: &str, unit: &str, f: Figure| figs.push((key.into(), unit.into(), f));
+/// The facts about the machine that the measuring phases share.
+struct Machine<'a> {
+    info: MachineInfo,
+    topo: Topology,
+    roots: &'a Roots,
+    /// numalab's own binary (the hackbench and forkexec children).
+    exe: &'a Path,
+    /// CPUs the rest of the machine used while calibrate looked.
+    busy: f64,
+    ncpus: usize,
+    cpu_nodes: Vec<u32>,
+    /// The LLC's size as sysfs gives it (at least 1 MiB).
+    llc: u64,
+    /// Time box of one repetition.
+    b: Duration,
+    /// Repetitions of each figure (at least 1).
+    runs: usize,
+    /// The phases, with their planned seconds, for progress and its ETA.
+    plan: Vec<(String, f64)>,
+}
 
-    // Memory latency, per node pair.
-    let chase_bytes = |node: u32| -> u64 {
-        let want = (4 * llc).clamp(64 << 20, 1 << 30);
-        let free = numalab_topology::probe::node_free_bytes(&o.roots.sys, node).unwrap_or(want * 4);
-        want.min(free / 4).max(8 << 20)
-    };
-    let pick_cpu = |node: u32| -> u32 {
-        // The node's last CPU: CPU 0 takes more of the interrupts.
-        topo.nodes
+impl<'a> Machine<'a> {
+    /// Probes the machine, measures how busy it is and refuses a busy one
+    /// unless forced.
+    fn probe(
+        roots: &'a Roots,
+        exe: &'a Path,
+        force: bool,
+        runs: usize,
+        budget: Duration,
+    ) -> Result<Machine<'a>, CalibrateError> {
+        let info = MachineInfo::probe(roots).map_err(|e| CalibrateError::Failed(e.to_string()))?;
+        let topo = info.topology.clone();
+        let ncpus = topo.cpus.len();
+        let busy = busy::busy_cpus(&roots.proc, Duration::from_millis(500), ncpus)
+            .map_err(failed("/proc/stat"))?;
+        if busy > BUSY_LIMIT_CPUS && !force {
+            return Err(CalibrateError::Busy(format!(
+                "the machine is busy: {busy:.2} CPUs of {ncpus} were in use over 0.5 s, which would spoil the figures (limit {BUSY_LIMIT_CPUS}); stop what runs, or measure anyway with --force"
+            )));
+        }
+        let cpu_nodes: Vec<u32> = topo.cpu_nodes().map(|n| n.id).collect();
+        let llc = topo.max_llc_bytes().max(1 << 20);
+        let mut m = Machine {
+            info,
+            topo,
+            roots,
+            exe,
+            busy,
+            ncpus,
+            cpu_nodes,
+            llc,
+            b: budget,
+            runs: runs.max(1),
+            plan: Vec::new(),
+        };
+        m.plan = m.plan();
+        Ok(m)
+    }
+
+    /// The phases, with their planned seconds, for progress and its ETA.
+    fn plan(&self) -> Vec<(String, f64)> {
+        let (b, ncpus, cpu_nodes) = (self.b, self.ncpus, &self.cpu_nodes);
+        let rb = b.as_secs_f64() * self.runs as f64;
+        let n = cpu_nodes.len();
+        let mut plan: Vec<(String, f64)> = Vec::new();
+        for &j in cpu_nodes {
+            plan.push((format!("latency to node {j}'s memory"), 1.0 + n as f64 * rb));
+        }
+        plan.push((
+            "LLC hit latency and the cache a thread gets".into(),
+            rb + 0.2 + 9.0 * (b.as_secs_f64() / 2.0 + 0.1),
+        ));
+        for &j in cpu_nodes {
+            plan.push((
+                format!("bandwidth on node {j}"),
+                4.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
+            ));
+        }
+        plan.push(("cache line transfer and SMT".into(), 2.0 * rb));
+        plan.push(("costs of spin, update, memset".into(), 3.0 * rb + 6.0));
+        plan.push((
+            "cost of a hackbench message".into(),
+            3.0 * 2.0 * 6.0 * b.as_secs_f64(),
+        ));
+        plan.push(("costs of fork, exec, thread".into(), 3.0 * rb));
+        plan.push((
+            "saturation, links, switches and wakeups".into(),
+            (n * interconnect::counts(ncpus).len() + n * n + 1) as f64 * b.as_secs_f64() + 3.0 * rb,
+        ));
+        plan
+    }
+
+    /// The node's last CPU: CPU 0 takes more of the interrupts.
+    fn pick_cpu(&self, node: u32) -> u32 {
+        self.topo
+            .nodes
             .iter()
             .find(|x| x.id == node)
             .and_then(|x| x.cpus.last().copied())
             .unwrap_or(0)
+    }
+
+    /// The first node with CPUs.
+    fn node0(&self) -> u32 {
+        self.cpu_nodes[0]
+    }
+}
+
+/// One node's bandwidth (GB/s): the node, one thread reading and zeroing,
+/// all the machine's CPUs reading and zeroing.
+type NodeBw = (u32, Figure, Figure, Figure, Figure);
+
+/// The cache a thread gets and its hit latency.
+struct Cache {
+    /// Dependent loads over 1, 2, 4... MiB: (bytes, ns).
+    curve: Vec<(u64, f64)>,
+    /// The LLC one thread gets (bytes).
+    used: u64,
+    hit: Figure,
+}
+
+/// The costs of computing in cache, and numa_test's update beyond it.
+struct Compute {
+    spin: Figure,
+    upd: Figure,
+    memset: Figure,
+    read: Figure,
+    write: Figure,
+    /// The CPUs of the first LLC (at most 8) that ran the update curve.
+    llc_cpus: Vec<u32>,
+    /// numa_test's update over 1, 2, 4... M elements: (elements, ns).
+    upd_curve: Vec<(usize, f64)>,
+    upd_elements: usize,
+    upd_memory: Figure,
+}
+
+/// The costs of processes and threads.
+struct Process {
+    msg: Figure,
+    msg_user: Figure,
+    fork: Figure,
+    launch: Figure,
+    exec: Figure,
+    exec_user: Figure,
+    thread: Figure,
+}
+
+/// The costs of a first touch and of NUMA balancing.
+struct Balancing {
+    first_touch: Figure,
+    scan: Figure,
+    migrate: Option<Figure>,
+}
+
+/// The model's values, found from the figures measured.
+struct Model {
+    one_thread: f64,
+    mlp: f64,
+    one_read: f64,
+    llc_model: u64,
+    miss: f64,
+    random_mlp: f64,
+    node_zero: f64,
+    node_threads: usize,
+    node_read: f64,
+}
+
+/// Every figure measured, and the model's values derived from them.
+struct Measured {
+    lat: Vec<Vec<Figure>>,
+    local: Figure,
+    cache: Cache,
+    node_bw: Vec<NodeBw>,
+    transfer: Option<Figure>,
+    smt: Option<Figure>,
+    compute: Compute,
+    process: Process,
+    balancing: Balancing,
+    /// Base, maximum and minimum GHz, and where they came from.
+    freq: (f64, f64, f64, String),
+    model: Model,
+    links: interconnect::Measured,
+}
+
+/// Measure this machine.
+pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
+    let start = Instant::now();
+    let m = Machine::probe(&o.roots, &o.exe, o.force, o.runs, o.budget)?;
+    let mut phases = Phases {
+        progress: &mut o.progress,
+        planned: m.plan.iter().map(|p| p.1).collect(),
+        done: 0,
+        start,
+    };
+    let ms = measure(&m, &mut phases)?;
+    let figs = figures(&m, &ms);
+    let seconds = start.elapsed().as_secs_f64();
+    let t = toml_out::machine_file(&m, &ms, &figs, seconds);
+    // The simulator must read what was written.
+    readable(&m, &t)?;
+    Ok(Calibrated {
+        toml: t,
+        seconds,
+        figures: figs,
+    })
+}
+
+/// Measures every phase in turn and derives the model's values.
+fn measure(m: &Machine, phases: &mut Phases) -> Result<Measured, CalibrateError> {
+    let (lat, local) = latency(m, phases)?;
+    let cache = cache(m, phases, &local)?;
+    let node_bw = bandwidth(m, phases)?;
+    let (transfer, smt) = transfer_and_smt(m, phases)?;
+    let compute = compute_costs(m, phases)?;
+    let process = process_costs(m, phases)?;
+    let balancing = balancing_costs(m)?;
+    // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
+    let freq = frequency(m.roots);
+    // Everything into the machine file.
+    let model = model(m, &local, &cache, &node_bw, &compute);
+    let links = links(m, phases, &lat, &model)?;
+    Ok(Measured {
+        lat,
+        local,
+        cache,
+        node_bw,
+        transfer,
+        smt,
+        compute,
+        process,
+        balancing,
+        freq,
+        model,
+        links,
+    })
+}
+
+/// Measures the idle load latency from each node's CPUs to each node's
+/// memory, and the local latency (the matrix's diagonal).
+fn latency(m: &Machine, phases: &mut Phases) -> Result<(Vec<Vec<Figure>>, Figure), CalibrateError> {
+    let (n, runs, b, llc) = (m.cpu_nodes.len(), m.runs, m.b, m.llc);
+    // Memory latency, per node pair.
+    let chase_bytes = |node: u32| -> u64 {
+        let want = (4 * llc).clamp(64 << 20, 1 << 30);
+        let free = numalab_topology::probe::node_free_bytes(&m.roots.sys, node).unwrap_or(want * 4);
+        want.min(free / 4).max(8 << 20)
     };
     let mut lat = vec![vec![Figure::of(&[], ""); n]; n];
-    for (jx, &j) in cpu_nodes.iter().enumerate() {
-        phases.next(&plan[phases.done].0.clone());
+    for (jx, &j) in m.cpu_nodes.iter().enumerate() {
+        phases.next(&m.plan[phases.done].0.clone());
         let bytes = chase_bytes(j);
         let chase = Chase::on(j, bytes).map_err(failed(&format!("a buffer on node {j}")))?;
-        for (ix, &i) in cpu_nodes.iter().enumerate() {
-            let cpu = pick_cpu(i);
+        for (ix, &i) in m.cpu_nodes.iter().enumerate() {
+            let cpu = m.pick_cpu(i);
             let old = memory::pin(&[cpu]).map_err(failed(&format!("pinning to CPU {cpu}")))?;
             let f = memory::repeat(
                 runs,
@@ -241,15 +422,21 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         runs,
         how: "the mean of the latency matrix's diagonal (a CPU to its own node's memory)".into(),
     };
+    Ok((lat, local))
+}
 
+/// Measures the latency curve over growing buffers, the cache a thread
+/// really gets, and the LLC hit latency.
+fn cache(m: &Machine, phases: &mut Phases, local: &Figure) -> Result<Cache, CalibrateError> {
+    let (runs, b, llc) = (m.runs, m.b, m.llc);
     // LLC hit latency.
-    phases.next(&plan[phases.done].0.clone());
-    let node0 = cpu_nodes[0];
+    phases.next(&m.plan[phases.done].0.clone());
+    let node0 = m.node0();
     // The cache a thread really gets (a virtual machine's LLC, as sysfs
     // gives it, is the host's, shared with its other guests): where the
     // latency passes halfway from a hit to memory.
     let llc_curve = {
-        let cpu = pick_cpu(node0);
+        let cpu = m.pick_cpu(node0);
         let old = memory::pin(&[cpu]).map_err(failed("pinning"))?;
         let c = memory::latency_curve(node0, llc.clamp(1 << 20, 256 << 20), b / 2);
         let _ = numalab_linux::numa::set_affinity(0, &old);
@@ -261,7 +448,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     let hit_bytes = (llc_used / 2).clamp(256 << 10, 32 << 20);
     let hit = {
         let chase = Chase::on(node0, hit_bytes).map_err(failed("an LLC-sized buffer"))?;
-        let cpu = pick_cpu(node0);
+        let cpu = m.pick_cpu(node0);
         let old = memory::pin(&[cpu]).map_err(failed("pinning"))?;
         let f = memory::repeat(
             runs,
@@ -275,16 +462,26 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         let _ = numalab_linux::numa::set_affinity(0, &old);
         f.map_err(failed("LLC latency"))?
     };
+    Ok(Cache {
+        curve: llc_curve,
+        used: llc_used,
+        hit,
+    })
+}
 
+/// Measures each node's bandwidth: one thread of the node, and every CPU
+/// of the machine at once, reading and zeroing.
+fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateError> {
+    let (b, llc) = (m.b, m.llc);
     // Bandwidth, per node: one thread of the node, and every CPU of the
     // machine at once (the most a controller is asked to carry: its
     // capacity, whether or not the node's own CPUs alone can use it up).
-    let all_cpus: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
-    let mut node_bw: Vec<(u32, Figure, Figure, Figure, Figure)> = Vec::new();
-    for &j in &cpu_nodes {
-        phases.next(&plan[phases.done].0.clone());
+    let all_cpus: Vec<u32> = m.topo.cpus.iter().map(|c| c.id).collect();
+    let mut node_bw: Vec<NodeBw> = Vec::new();
+    for &j in &m.cpu_nodes {
+        phases.next(&m.plan[phases.done].0.clone());
         let cpus = all_cpus.clone();
-        let free = numalab_topology::probe::node_free_bytes(&o.roots.sys, j).unwrap_or(1 << 32);
+        let free = numalab_topology::probe::node_free_bytes(&m.roots.sys, j).unwrap_or(1 << 32);
         let one_bytes = (2 * llc).clamp(64 << 20, 512 << 20).min(free / 4);
         let all_bytes = ((2 * llc) / cpus.len().max(1) as u64)
             .max(32 << 20)
@@ -310,7 +507,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             )
             .map_err(failed(&format!("bandwidth on node {j}")))
         };
-        let one = [pick_cpu(j)];
+        let one = [m.pick_cpu(j)];
         node_bw.push((
             j,
             measure(&one, one_bytes, Op::Read)?,
@@ -319,11 +516,20 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             measure(&cpus, all_bytes, Op::Memset)?,
         ));
     }
+    Ok(node_bw)
+}
 
+/// Measures a cache line's transfer between two LLCs (same node when
+/// there are two there) and the throughput of two SMT siblings.
+fn transfer_and_smt(
+    m: &Machine,
+    phases: &mut Phases,
+) -> Result<(Option<Figure>, Option<Figure>), CalibrateError> {
+    let (runs, b, topo) = (m.runs, m.b, &m.topo);
     // A cache line between two LLCs (same node when there are two there),
     // and SMT.
-    phases.next(&plan[phases.done].0.clone());
-    let llc_pair = llc_pair(&topo);
+    phases.next(&m.plan[phases.done].0.clone());
+    let llc_pair = llc_pair(topo);
     let transfer = match llc_pair {
         Some((a, c)) => Some(
             memory::repeat(
@@ -352,9 +558,15 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ),
         None => None,
     };
+    Ok((transfer, smt))
+}
 
+/// Measures the compute costs (spin, update, memset, read and write
+/// sweeps, in cache) and numa_test's update over growing arrays.
+fn compute_costs(m: &Machine, phases: &mut Phases) -> Result<Compute, CalibrateError> {
+    let (runs, b, llc, topo) = (m.runs, m.b, m.llc, &m.topo);
     // Costs.
-    phases.next(&plan[phases.done].0.clone());
+    phases.next(&m.plan[phases.done].0.clone());
     let spin = costs::repeat(
         runs,
         "numalab's spin loop (xorshift chain), one thread",
@@ -385,18 +597,19 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     // node) the misses a core overlaps.
     // A task on each CPU of the first LLC at once (at most 8), as
     // numa_test runs them: the cache they get together.
+    let node0 = m.node0();
     let llc_cpus: Vec<u32> = topo
-        .cpu(pick_cpu(node0))
+        .cpu(m.pick_cpu(node0))
         .and_then(|c| c.llc)
         .and_then(|l| topo.llcs.get(l as usize))
         .map(|l| l.cpus.clone())
-        .unwrap_or_else(|| vec![pick_cpu(node0)])
+        .unwrap_or_else(|| vec![m.pick_cpu(node0)])
         .into_iter()
         .take(8)
         .collect();
     let upd_max = (32usize << 20)
         .min(
-            numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32)
+            numalab_topology::probe::node_free_bytes(&m.roots.sys, node0).unwrap_or(1 << 32)
                 as usize
                 / (40 * llc_cpus.len().max(1)),
         )
@@ -413,14 +626,31 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             numalab_topology::cpulist::format(&llc_cpus)
         ),
     );
-    phases.next(&plan[phases.done].0.clone());
-    let cpu_any = pick_cpu(node0);
+    Ok(Compute {
+        spin,
+        upd,
+        memset,
+        read,
+        write,
+        llc_cpus,
+        upd_curve,
+        upd_elements,
+        upd_memory,
+    })
+}
+
+/// Measures the process costs: a hackbench message and its user share,
+/// fork, a launch, exec and its user share, and a thread.
+fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateError> {
+    let (runs, b, exe) = (m.runs, m.b, m.exe);
+    phases.next(&m.plan[phases.done].0.clone());
+    let cpu_any = m.pick_cpu(m.node0());
     let mut msg_shares = Vec::new();
     let msg = memory::repeat(
         3,
         format!("numalab __hackbench 1 LOOPS 20 100 with every process on CPU {cpu_any}: seconds / (2 x 20 x 20 x LOOPS)"),
         || {
-            let (us, share) = costs::msg_us(&o.exe, cpu_any, b * 6)?;
+            let (us, share) = costs::msg_us(exe, cpu_any, b * 6)?;
             msg_shares.push(share);
             Ok(us)
         },
@@ -430,20 +660,20 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         &msg_shares,
         "the same runs: user CPU time over user and system (getrusage of the reaped hackbench)",
     );
-    phases.next(&plan[phases.done].0.clone());
+    phases.next(&m.plan[phases.done].0.clone());
     let fork = memory::repeat(
         runs,
         "fork of a fresh numalab (numalab __fork-us), child _exit(0), waitpid".into(),
-        || costs::fork_us(&o.exe, b),
+        || costs::fork_us(exe, b),
     )
     .map_err(failed("fork"))?;
     let mut launches = Vec::new();
     let mut children = Vec::new();
     let mut exec_shares = Vec::new();
     for _ in 0..3 {
-        let (l, _) = costs::process_us(&o.exe, b).map_err(failed("starting numalab"))?;
+        let (l, _) = costs::process_us(exe, b).map_err(failed("starting numalab"))?;
         launches.push(l);
-        let (us, share) = costs::forkexec_child_us(&o.exe, b * 2).map_err(failed("forkexec"))?;
+        let (us, share) = costs::forkexec_child_us(exe, b * 2).map_err(failed("forkexec"))?;
         children.push(us);
         exec_shares.push(share);
     }
@@ -467,15 +697,30 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         "std::thread::spawn and join of an empty thread",
         || costs::thread_us(b),
     );
+    Ok(Process {
+        msg,
+        msg_user,
+        fork,
+        launch,
+        exec,
+        exec_user,
+        thread,
+    })
+}
+
+/// Measures a first touch of fresh memory and NUMA balancing's own costs:
+/// a protection change and a migration between the first two nodes.
+fn balancing_costs(m: &Machine) -> Result<Balancing, CalibrateError> {
+    let (runs, node0) = (m.runs, m.node0());
     let touch_bytes = (256u64 << 20)
-        .min(numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32) / 8)
+        .min(numalab_topology::probe::node_free_bytes(&m.roots.sys, node0).unwrap_or(1 << 32) / 8)
         .max(16 << 20);
     let first_touch = costs::repeat(
         runs,
         &format!(
             "one thread zeroing {} MiB it never touched (page faults, THP as set: {})",
             touch_bytes >> 20,
-            info.thp_enabled.as_deref().unwrap_or("unknown")
+            m.info.thp_enabled.as_deref().unwrap_or("unknown")
         ),
         || costs::first_touch_gbs(touch_bytes as usize),
     );
@@ -490,7 +735,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         || costs::scan_us_per_gb(touch_bytes as usize),
     )
     .map_err(failed("mprotect"))?;
-    let migrate = match cpu_nodes.get(1) {
+    let migrate = match m.cpu_nodes.get(1) {
         Some(&other) => Some(
             memory::repeat(
                 runs,
@@ -504,12 +749,17 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         ),
         None => None,
     };
+    Ok(Balancing {
+        first_touch,
+        scan,
+        migrate,
+    })
+}
 
-    // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
-    let (base, max, min, freq_how) = frequency(&o.roots);
-
-    // Everything into the machine file.
-    let regular = RegularTopology::of(&topo);
+/// Derives the model's values (mlp, random_mlp, the LLC, a controller's
+/// bandwidth) from the figures measured.
+fn model(m: &Machine, local: &Figure, cache: &Cache, node_bw: &[NodeBw], cm: &Compute) -> Model {
+    let (llc, llc_cpus) = (m.llc, &cm.llc_cpus);
     // The model has one bandwidth per controller and one count of misses
     // in flight per core, and the benchmarks that stream memory (the
     // autonuma suite, twohalves) zero it: both come from the memset
@@ -520,7 +770,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
         .iter()
         .map(|x| x.2.value)
         .fold(f64::INFINITY, f64::min);
-    let mlp = misses_in_flight(one_thread, memset.value, local.value);
+    let mlp = misses_in_flight(one_thread, cm.memset.value, local.value);
     let one_read = node_bw
         .iter()
         .map(|x| x.1.value)
@@ -528,29 +778,72 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
     // The cache in the file: what numa_test's random accesses get (the
     // model uses it for nothing else that the sysfs size would serve
     // better: its streaming benchmarks sweep far beyond either).
-    let llc_model = costs::update_cache_bytes(&upd_curve, upd.value)
-        .map_or(llc_used, |c| (c * llc_cpus.len() as u64).min(llc));
+    let llc_model = costs::update_cache_bytes(&cm.upd_curve, cm.upd.value)
+        .map_or(cache.used, |c| (c * llc_cpus.len() as u64).min(llc));
     let share = llc_model as f64 / llc_cpus.len().max(1) as f64;
-    let miss = 1.0 - (share / (8.0 * upd_elements as f64)).min(1.0);
-    let random_mlp = costs::random_mlp(upd_memory.value, upd.value, miss, local.value, one_read);
+    let miss = 1.0 - (share / (8.0 * cm.upd_elements as f64)).min(1.0);
+    let random_mlp = costs::random_mlp(
+        cm.upd_memory.value,
+        cm.upd.value,
+        miss,
+        local.value,
+        one_read,
+    );
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
-    let node_threads = all_cpus.len().max(1);
+    let node_threads = m.topo.cpus.len().max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
-    phases.next(&plan[phases.done].0.clone());
+    Model {
+        one_thread,
+        mlp,
+        one_read,
+        llc_model,
+        miss,
+        random_mlp,
+        node_zero,
+        node_threads,
+        node_read,
+    }
+}
+
+/// Measures where the controllers saturate, the links between nodes, and
+/// a context switch and wakeups, with the model's mlp and controller.
+fn links(
+    m: &Machine,
+    phases: &mut Phases,
+    lat: &[Vec<Figure>],
+    model: &Model,
+) -> Result<interconnect::Measured, CalibrateError> {
+    let (llc, ncpus) = (m.llc, m.ncpus);
+    phases.next(&m.plan[phases.done].0.clone());
     let lat_ns: Vec<Vec<f64>> = lat
         .iter()
         .map(|r| r.iter().map(|f| f.value).collect())
         .collect();
     let sweep_bytes = ((2 * llc) / ncpus.max(1) as u64).max(32 << 20).min(
-        numalab_topology::probe::node_free_bytes(&o.roots.sys, node0).unwrap_or(1 << 32)
+        numalab_topology::probe::node_free_bytes(&m.roots.sys, m.node0()).unwrap_or(1 << 32)
             / 4
             / ncpus.max(1) as u64,
     );
-    let links = interconnect::measure(&topo, &lat_ns, mlp, node_read, sweep_bytes, b, runs)
-        .map_err(failed("saturation, links and wakeups"))?;
+    interconnect::measure(
+        &m.topo,
+        &lat_ns,
+        model.mlp,
+        model.node_read,
+        sweep_bytes,
+        m.b,
+        m.runs,
+    )
+    .map_err(failed("saturation, links and wakeups"))
+}
 
-    for (ix, &i) in cpu_nodes.iter().enumerate() {
-        for (jx, &j) in cpu_nodes.iter().enumerate() {
+/// Lists the figures measured as (machine-file key, unit, figure), in
+/// file order.
+fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
+    let (lat, cm, p, bal) = (&ms.lat, &ms.compute, &ms.process, &ms.balancing);
+    let mut figs: Vec<(String, String, Figure)> = Vec::new();
+    let mut put = |key: &str, unit: &str, f: Figure| figs.push((key.into(), unit.into(), f));
+    for (ix, &i) in m.cpu_nodes.iter().enumerate() {
+        for (jx, &j) in m.cpu_nodes.iter().enumerate() {
             put(
                 &format!("memory.latency_ns[{i}][{j}]"),
                 "ns",
@@ -558,296 +851,45 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
             );
         }
     }
-    put("memory.local_latency_ns", "ns", local.clone());
-    for (j, r1, w1, ra, wa) in &node_bw {
+    put("memory.local_latency_ns", "ns", ms.local.clone());
+    for (j, r1, w1, ra, wa) in &ms.node_bw {
         put(&format!("node {j}: 1 thread read"), "GB/s", r1.clone());
         put(&format!("node {j}: 1 thread memset"), "GB/s", w1.clone());
         put(&format!("node {j}: all CPUs read"), "GB/s", ra.clone());
         put(&format!("node {j}: all CPUs memset"), "GB/s", wa.clone());
     }
-    put("cache.llc_hit_ns", "ns", hit.clone());
-    if let Some(t) = &transfer {
+    put("cache.llc_hit_ns", "ns", ms.cache.hit.clone());
+    if let Some(t) = &ms.transfer {
         put("cache.cross_llc_ns", "ns", t.clone());
     }
-    if let Some(s) = &smt {
+    if let Some(s) = &ms.smt {
         put("cpu.smt_throughput", "", s.clone());
     }
-    put("costs.spin_ns", "ns", spin.clone());
-    put("costs.randupdt_ns", "ns", upd.clone());
-    put("costs.memset_gbs", "GB/s", memset.clone());
-    put("costs.msg_us", "us", msg.clone());
-    put("costs.fork_us", "us", fork.clone());
-    put("costs.exec_us", "us", exec.clone());
-    put("costs.msg_user_share", "", msg_user.clone());
-    put("costs.exec_user_share", "", exec_user.clone());
-    put("costs.process_launch_us", "us", launch.clone());
-    put("costs.thread_launch_us", "us", thread.clone());
-    put("costs.first_touch_gbs", "GB/s", first_touch.clone());
-    put("costs.scan_us_per_gb", "us", scan.clone());
-    put("costs.read_gbs", "GB/s", read.clone());
-    put("costs.write_gbs", "GB/s", write.clone());
-    if let Some(m) = &migrate {
-        put("costs.migrate_us_per_mb", "us", m.clone());
+    put("costs.spin_ns", "ns", cm.spin.clone());
+    put("costs.randupdt_ns", "ns", cm.upd.clone());
+    put("costs.memset_gbs", "GB/s", cm.memset.clone());
+    put("costs.msg_us", "us", p.msg.clone());
+    put("costs.fork_us", "us", p.fork.clone());
+    put("costs.exec_us", "us", p.exec.clone());
+    put("costs.msg_user_share", "", p.msg_user.clone());
+    put("costs.exec_user_share", "", p.exec_user.clone());
+    put("costs.process_launch_us", "us", p.launch.clone());
+    put("costs.thread_launch_us", "us", p.thread.clone());
+    put("costs.first_touch_gbs", "GB/s", bal.first_touch.clone());
+    put("costs.scan_us_per_gb", "us", bal.scan.clone());
+    put("costs.read_gbs", "GB/s", cm.read.clone());
+    put("costs.write_gbs", "GB/s", cm.write.clone());
+    if let Some(mg) = &bal.migrate {
+        put("costs.migrate_us_per_mb", "us", mg.clone());
     }
+    figs
+}
 
-    let seconds = start.elapsed().as_secs_f64();
-    let host = &info.hostname;
-    let mut t = String::new();
-    let c = |t: &mut String, line: &str| {
-        let _ = writeln!(t, "# {line}");
-    };
-    c(
-        &mut t,
-        &format!(
-            "Measured by numalab calibrate {} on {host}, kernel {}, {}, in {seconds:.0} s.",
-            env!("CARGO_PKG_VERSION"),
-            info.kernel,
-            chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
-        ),
-    );
-    c(
-        &mut t,
-        &format!(
-            "{}; {}.",
-            topo.summary(),
-            info.cpu_model.as_deref().unwrap_or("CPU model unknown")
-        ),
-    );
-    if info.hypervisor {
-        c(
-            &mut t,
-            "A virtual machine: its figures are those of its virtual CPUs and memory.",
-        );
-    }
-    c(
-        &mut t,
-        &format!(
-            "Other work while measuring: {busy:.2} CPUs busy{}.",
-            if busy > BUSY_LIMIT_CPUS {
-                " (over the limit; measured with --force: figures may be spoiled)"
-            } else {
-                ""
-            }
-        ),
-    );
-    c(
-        &mut t,
-        "Each figure: the median of repeated runs; its spread is (max - min) / median.",
-    );
-    let _ = writeln!(t, "name = {:?}", format!("calibrated-{host}"));
-    let _ = writeln!(
-        t,
-        "description = {:?}",
-        format!(
-            "{host} as measured by numalab calibrate ({})",
-            topo.summary()
-        )
-    );
-    let _ = writeln!(t);
-    t.push_str(&regular.toml());
-    if topo.nodes.len() != regular.nodes {
-        c(
-            &mut t,
-            &format!(
-                "{} memory-only node(s) left out: the simulator's machines are regular.",
-                topo.nodes.len() - regular.nodes
-            ),
-        );
-    }
-    let _ = writeln!(t, "\n[memory]");
-    c(&mut t, &format!("{}: {}", local.how, local.describe("ns")));
-    let _ = writeln!(t, "local_latency_ns = {}", round3(local.value));
-    for (ix, row) in lat.iter().enumerate() {
-        c(
-            &mut t,
-            &format!(
-                "from node {}: {}",
-                cpu_nodes[ix],
-                row.iter()
-                    .map(|f| f.describe("ns"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        );
-    }
-    let _ = writeln!(
-        t,
-        "latency_ns = [{}]",
-        lat.iter()
-            .map(|r| format!(
-                "[{}]",
-                r.iter()
-                    .map(|f| format!("{:?}", round3(f.value)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    for (j, r1, w1, ra, wa) in &node_bw {
-        c(
-            &mut t,
-            &format!(
-                "node {j}: one thread read {}, memset {}",
-                r1.describe("GB/s"),
-                w1.describe("GB/s")
-            ),
-        );
-        c(
-            &mut t,
-            &format!(
-                "node {j}: all the machine's CPUs read {}, memset {}",
-                ra.describe("GB/s"),
-                wa.describe("GB/s")
-            ),
-        );
-    }
-    c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
-    let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
-    c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
-    let _ = writeln!(t, "mlp = {:?}", round3(mlp));
-    c(
-        &mut t,
-        &format!(
-            "{}: {}; in cache {}",
-            upd_memory.how,
-            upd_memory.describe("ns"),
-            upd.describe("ns")
-        ),
-    );
-    c(&mut t, &format!("random_mlp: the misses ({:.0}% of the updates, {} ns each) one core overlaps so that an update takes what was measured, beside its work in cache and its 12 streamed bytes at {:.3} GB/s", 100.0 * miss, round3(local.value), one_read));
-    let _ = writeln!(t, "random_mlp = {:?}", round3(random_mlp));
-    t.push_str(&links.memory_toml());
-    let _ = writeln!(t, "\n[cache]");
-    c(
-        &mut t,
-        &format!(
-            "dependent loads over 1, 2, 4... MiB (ns): {}",
-            llc_curve
-                .iter()
-                .map(|(s, ns)| format!("{}: {}", s >> 20, round3(*ns)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    );
-    c(
-        &mut t,
-        &format!(
-            "numa_test's update over 1, 2, 4... M elements (ns): {}",
-            upd_curve
-                .iter()
-                .map(|(n, ns)| format!("{}: {}", n >> 20, round3(*ns)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    );
-    c(
-        &mut t,
-        &format!(
-            "llc_mib: sysfs gives {} MiB; a dependent chase's latency passes halfway from its smallest to memory's past {} MiB; numa_test's update, a task on each of CPUs {} at once, passes halfway from in cache to its largest size where the model's miss share 1 - share / 8n is a half: {} MiB for them all, the cache their random accesses get here",
-            round3(llc as f64 / (1u64 << 20) as f64),
-            round3(llc_used as f64 / (1u64 << 20) as f64),
-            numalab_topology::cpulist::format(&llc_cpus),
-            round3(llc_model as f64 / (1u64 << 20) as f64)
-        ),
-    );
-    let _ = writeln!(
-        t,
-        "llc_mib = {:?}",
-        round3(llc_model as f64 / (1u64 << 20) as f64)
-    );
-    c(&mut t, &hit.describe("ns"));
-    let _ = writeln!(t, "llc_hit_ns = {:?}", round3(hit.value));
-    match &transfer {
-        Some(f) => {
-            c(&mut t, &f.describe("ns"));
-            let _ = writeln!(t, "cross_llc_ns = {:?}", round3(f.value));
-        }
-        None => {
-            c(
-                &mut t,
-                "not measured: one LLC on this machine; the local latency stands in",
-            );
-            let _ = writeln!(t, "cross_llc_ns = {:?}", round3(local.value));
-        }
-    }
-    let _ = writeln!(t, "\n[cpu]");
-    c(&mut t, &freq_how);
-    let _ = writeln!(
-        t,
-        "base_ghz = {:?}\nmax_ghz = {:?}\nmin_ghz = {:?}",
-        round3(base),
-        round3(max),
-        round3(min)
-    );
-    let governor = match info.governor.as_deref() {
-        Some("performance") | None => "performance",
-        Some(_) => "schedutil",
-    };
-    c(
-        &mut t,
-        &format!(
-            "cpufreq governor: {}",
-            info.governor.as_deref().unwrap_or("none (fixed frequency)")
-        ),
-    );
-    let _ = writeln!(t, "governor = {governor:?}");
-    match &smt {
-        Some(f) => {
-            c(&mut t, &f.describe(""));
-            let _ = writeln!(t, "smt_throughput = {:?}", round3(f.value));
-        }
-        None => c(&mut t, "smt_throughput: no SMT on this machine"),
-    }
-    let _ = writeln!(t, "\n[costs]");
-    t.push_str(&links.costs_comments());
-    for (key, unit, f) in [
-        ("spin_ns", "ns", &spin),
-        ("randupdt_ns", "ns", &upd),
-        ("memset_gbs", "GB/s", &memset),
-        ("msg_us", "us", &msg),
-        ("fork_us", "us", &fork),
-        ("exec_us", "us", &exec),
-        ("msg_user_share", "", &msg_user),
-        ("exec_user_share", "", &exec_user),
-        ("process_launch_us", "us", &launch),
-        ("thread_launch_us", "us", &thread),
-        ("first_touch_gbs", "GB/s", &first_touch),
-        ("scan_us_per_gb", "us", &scan),
-        ("read_gbs", "GB/s", &read),
-        ("write_gbs", "GB/s", &write),
-    ]
-    .into_iter()
-    .chain(migrate.as_ref().map(|m| ("migrate_us_per_mb", "us", m)))
-    {
-        c(&mut t, &format!("{}: {}", f.how, f.describe(unit)));
-        let _ = writeln!(t, "{key} = {:?}", round3(f.value));
-    }
-    let _ = writeln!(t, "\n[sources]");
-    for (key, _, f) in &figs {
-        if !f.how.is_empty() && !key.contains(' ') && !key.contains('[') {
-            let _ = writeln!(
-                t,
-                "{key:?} = {:?}",
-                format!("numalab calibrate on {host}: {}", f.how)
-            );
-        }
-    }
-    let _ = writeln!(
-        t,
-        "\"topology\" = {:?}",
-        format!(
-            "numalab calibrate on {host}: /sys/devices/system ({})",
-            topo.summary()
-        )
-    );
-    let _ = writeln!(
-        t,
-        "\"not measured\" = \"idle states, write bandwidth per node pair\""
-    );
-
-    // The simulator must read what was written.
-    MachineFile::parse("calibrated", &t)
+/// Checks that the simulator reads the machine file written, and says
+/// what most likely spoiled it when it does not.
+fn readable(m: &Machine, t: &str) -> Result<(), CalibrateError> {
+    let (busy, info) = (m.busy, &m.info);
+    MachineFile::parse("calibrated", t)
         .and_then(|f| f.build("calibrated"))
         .map_err(|e| {
             CalibrateError::Failed(if busy > BUSY_LIMIT_CPUS || info.hypervisor {
@@ -859,11 +901,7 @@ pub fn calibrate(mut o: Options) -> Result<Calibrated, CalibrateError> {
                 format!("a figure is outside what the simulator accepts: {e}")
             })
         })?;
-    Ok(Calibrated {
-        toml: t,
-        seconds,
-        figures: figs,
-    })
+    Ok(())
 }
 
 /// The misses in flight per core with which the simulator's streaming

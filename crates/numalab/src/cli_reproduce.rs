@@ -8,7 +8,7 @@ use numalab_campaign::{plan, Campaign};
 use numalab_report::table::{Column, Table};
 use numalab_reproduce::{studies, Records, Study};
 use numalab_runner::{Interrupt, Output};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -77,41 +77,8 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         let dir = root.join(format!("{}-r{runs}", s.name));
         // The fitted parameters first (each point a campaign of its own
         // under DIR/fit-SPEC), then the study on the fitted machine.
-        let fitted = if s.fits.is_empty() {
-            Vec::new()
-        } else {
-            let mut eval = |spec: &str| -> std::result::Result<Option<Records>, String> {
-                let d = dir.join(format!("fit-{}", dir_name(spec)));
-                let r = run_plan(
-                    s,
-                    &s.fit_plan_text(runs, &d, spec),
-                    Output::Progress,
-                    json_out,
-                    &interrupt,
-                )
-                .map_err(|e| format!("{e:#}"))?;
-                if let Some(r) = &r {
-                    let found = (s.evaluate)(r);
-                    let got: Vec<String> = s
-                        .fits
-                        .iter()
-                        .filter_map(|f| {
-                            let c = found.cells.iter().find(|c| c.what == f.cell)?;
-                            Some(format!("{} {}", f.cell, numalab_reproduce::fig(c.sim)))
-                        })
-                        .collect();
-                    numalab_linux::errln!(
-                        "numalab: {}: fitting on {spec}: {}",
-                        s.name,
-                        got.join(", ")
-                    );
-                }
-                Ok(r)
-            };
-            match numalab_reproduce::fit(s, &mut eval).map_err(anyhow::Error::msg)? {
-                Some(f) => f,
-                None => return Ok(interrupted()),
-            }
+        let Some(fitted) = fit_study(s, runs, &dir, json_out, &interrupt)? else {
+            return Ok(interrupted());
         };
         let sets: Vec<(String, f64)> = fitted.iter().map(|f| (f.key.clone(), f.value)).collect();
         let spec = numalab_reproduce::machine_spec(s.machine, &sets);
@@ -202,6 +169,46 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A study's fitted parameters (none without fits): each fit point a
+/// campaign of its own under DIR/fit-SPEC, one line each on standard
+/// error; `None` when interrupted.
+fn fit_study(
+    s: &Study,
+    runs: u32,
+    dir: &Path,
+    json_out: bool,
+    interrupt: &Interrupt,
+) -> Result<Option<Vec<numalab_reproduce::Fitted>>> {
+    if s.fits.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    let mut eval = |spec: &str| -> std::result::Result<Option<Records>, String> {
+        let d = dir.join(format!("fit-{}", dir_name(spec)));
+        let r = run_plan(
+            s,
+            &s.fit_plan_text(runs, &d, spec),
+            Output::Progress,
+            json_out,
+            interrupt,
+        )
+        .map_err(|e| format!("{e:#}"))?;
+        if let Some(r) = &r {
+            let found = (s.evaluate)(r);
+            let got: Vec<String> = s
+                .fits
+                .iter()
+                .filter_map(|f| {
+                    let c = found.cells.iter().find(|c| c.what == f.cell)?;
+                    Some(format!("{} {}", f.cell, numalab_reproduce::fig(c.sim)))
+                })
+                .collect();
+            numalab_linux::errln!("numalab: {}: fitting on {spec}: {}", s.name, got.join(", "));
+        }
+        Ok(r)
+    };
+    numalab_reproduce::fit(s, &mut eval).map_err(anyhow::Error::msg)
 }
 
 fn interrupted() -> ExitCode {
