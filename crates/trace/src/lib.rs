@@ -730,7 +730,7 @@ mod tests {
     /// run-queue delay it was a whole sleep: 10 ms in a CI run of
     /// hackbench, against perf's 1.8 ms at most).
     #[test]
-    fn a_preempted_tasks_waking_and_a_guessed_switch_out_add_no_delay() {
+    fn a_preempted_tasks_waking_is_none_and_a_waking_tells_a_guessed_switch_out() {
         use Event::*;
         let us = 1_000u64;
         let start = 1_000_000 * us;
