@@ -17,8 +17,8 @@ use std::process::ExitCode;
                   (node-affine on TX7), autonuma-2012 (autonuma-benchmark), nest-placement-2022 \
                   (spin and hackbench placements on an AMD EPYC), ibs-2023 (two-halves, sampling \
                   vs NUMA balancing). Records go to RESULTS/NAME-rRUNS as campaign records (a study \
-                  with a fitted machine parameter: each fit point in fit-SPEC under it, the \
-                  study in SPEC); running again runs only what is missing. docs/reproduce.md \
+                  with a fitted machine parameter: each fit point in NAME-rRUNS-fit/SPEC, the \
+                  study in NAME-rRUNS/SPEC); running again runs only what is missing. docs/reproduce.md \
                   lists every claim and its rule, and how parameters are fitted."
 )]
 pub struct ReproduceArgs {
@@ -76,8 +76,11 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
         let runs = a.runs.unwrap_or(s.default_runs);
         let dir = root.join(format!("{}-r{runs}", s.name));
         // The fitted parameters first (each point a campaign of its own
-        // under DIR/fit-SPEC), then the study on the fitted machine.
-        let Some(fitted) = fit_study(s, runs, &dir, json_out, &interrupt)? else {
+        // under DIR-fit/SPEC, apart from the study's records, which a
+        // report over DIR draws alone), then the study on the fitted
+        // machine.
+        let fit_dir = root.join(format!("{}-r{runs}-fit", s.name));
+        let Some(fitted) = fit_study(s, runs, &fit_dir, json_out, &interrupt)? else {
             return Ok(interrupted());
         };
         let sets: Vec<(String, f64)> = fitted.iter().map(|f| (f.key.clone(), f.value)).collect();
@@ -172,7 +175,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
 }
 
 /// A study's fitted parameters (none without fits): each fit point a
-/// campaign of its own under DIR/fit-SPEC, one line each on standard
+/// campaign of its own under DIR/SPEC, one line each on standard
 /// error; `None` when interrupted.
 fn fit_study(
     s: &Study,
@@ -185,7 +188,7 @@ fn fit_study(
         return Ok(Some(Vec::new()));
     }
     let mut eval = |spec: &str| -> std::result::Result<Option<Records>, String> {
-        let d = dir.join(format!("fit-{}", dir_name(spec)));
+        let d = dir.join(dir_name(spec));
         let r = run_plan(
             s,
             &s.fit_plan_text(runs, &d, spec),
