@@ -727,8 +727,7 @@ mod tests {
     /// A switch out the kernel did not record (`guessed`) is taken as a
     /// preemption, unless a waking follows: then the task slept there
     /// and its wait is a wakeup latency from the waking (taken as a
-    /// run-queue delay it was a whole sleep: 10 ms in a CI run of
-    /// hackbench, against perf's 1.8 ms at most).
+    /// run-queue delay it would be a whole sleep).
     #[test]
     fn a_preempted_tasks_waking_is_none_and_a_waking_tells_a_guessed_switch_out() {
         use Event::*;
