@@ -445,12 +445,12 @@ impl MachineFile {
             file: file.to_string(),
             msg,
         };
-        let table: toml::Table = toml::from_str(text).map_err(|e| err(e.message().into()))?;
+        let table: toml::Value = toml::from_str(text).map_err(|e| err(e.message().into()))?;
         for (key, [lo, hi]) in &self.ranges {
             if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) {
                 continue; // build says what is wrong with it
             }
-            let mut v = Some(&toml::Value::Table(table.clone()));
+            let mut v = Some(&table);
             for part in key.split('.') {
                 v = v.and_then(|t| t.get(part));
             }
