@@ -76,6 +76,13 @@ struct Task {
     /// When a wakeup or a preemption made it runnable, not yet run.
     woken_at: Option<u64>,
     preempted_at: Option<u64>,
+    /// A waking while it was still on its CPU, going to sleep: if it
+    /// switches out asleep, that waking woke it (try_to_wake_up waits
+    /// for the switch to end, `p->on_cpu`, then queues it).
+    woken_on_cpu: Option<u64>,
+    /// `woken_at` came from `woken_on_cpu`: a waking after the switch
+    /// out says the earlier one found it still runnable and replaces it.
+    woken_early: bool,
     /// Its last switch out was not recorded and is taken as a
     /// preemption until a waking says it slept.
     unsure: bool,
@@ -228,6 +235,8 @@ pub fn analyse(
                     }
                     t.unsure = false;
                     t.sleeping = false;
+                    t.woken_on_cpu = None;
+                    t.woken_early = false;
                     t.running = Some((cpu, time));
                 }
             }
@@ -249,6 +258,13 @@ pub fn analyse(
                     if preempted {
                         t.preemptions += 1;
                         t.preempted_at = Some(time);
+                    }
+                    // Woken as it went to sleep: runnable from the switch
+                    // out (the later of the two events, so the order the
+                    // two CPUs' clocks give them does not matter).
+                    if t.woken_on_cpu.take().is_some() && !preempted {
+                        t.woken_at = Some(time);
+                        t.woken_early = true;
                     }
                     t.sleeping = !preempted;
                     t.unsure = guessed;
@@ -274,8 +290,18 @@ pub fn analyse(
                     // so is one preempted, still runnable, as the kernel's
                     // try_to_wake_up finds it on its run queue,
                     // ttwu_runnable).
-                    if t.running.is_none() && t.woken_at.is_none() && t.preempted_at.is_none() {
+                    if let Some((on, _)) = t.running {
+                        // On its CPU, its state saying it sleeps (else
+                        // no sched_waking): woken from another CPU, it
+                        // may be switching out there; from its own (an
+                        // interrupt, or itself) it is still queued and
+                        // keeps running (ttwu_runnable).
+                        if on != cpu {
+                            t.woken_on_cpu.get_or_insert(time);
+                        }
+                    } else if t.woken_early || (t.woken_at.is_none() && t.preempted_at.is_none()) {
                         t.woken_at = Some(time);
+                        t.woken_early = false;
                     }
                 }
             }
@@ -792,6 +818,97 @@ mod tests {
         assert_eq!(q.count, 2, "{q:?}");
         assert!((q.max_ms - 0.006).abs() < 1e-9, "{q:?}");
         assert_eq!(a.preemptions, 2);
+    }
+
+    /// A waking from another CPU of a task still on its CPU races its
+    /// switch out: if it switches out asleep, the waking woke it,
+    /// runnable from the switch out whichever event the clocks put
+    /// first; if it switches out runnable, or the waking came from its
+    /// own CPU, the waking found it queued and woke nothing; a waking
+    /// after the switch out replaces one that came while it ran.
+    #[test]
+    fn a_waking_racing_the_switch_out_counts_in_either_order() {
+        use Event::*;
+        let us = 1_000u64;
+        let start = 1_000_000 * us;
+        let (pid, numalab) = (20, 10);
+        let sw_in = |time| SwitchIn {
+            time,
+            cpu: 0,
+            pid,
+            tid: 20,
+        };
+        let sw_out = |time, preempted| SwitchOut {
+            time,
+            cpu: 0,
+            pid,
+            tid: 20,
+            preempted,
+            guessed: false,
+        };
+        let wake = |time, cpu| Waking {
+            time,
+            cpu,
+            waker: 21,
+            wakee: 20,
+            prev_cpu: 0,
+        };
+        let fork = |tid| Fork {
+            time: start,
+            cpu: 0,
+            pid,
+            ppid: numalab,
+            tid,
+            ptid: if tid == 20 { numalab } else { 20 },
+        };
+        let t = start + 10 * us;
+        let ev = vec![
+            fork(20),
+            fork(21),
+            sw_in(t),
+            // Waking first, then the switch out asleep: 7 us from it.
+            wake(t + 10 * us, 1),
+            sw_out(t + 11 * us, false),
+            sw_in(t + 18 * us),
+            // Switch out first, then the waking: 5 us from the waking.
+            sw_out(t + 30 * us, false),
+            wake(t + 31 * us, 1),
+            sw_in(t + 36 * us),
+            // Woken while running, switched out runnable: a preemption.
+            wake(t + 40 * us, 1),
+            sw_out(t + 41 * us, true),
+            sw_in(t + 43 * us),
+            // Woken from its own CPU while running: it kept running; its
+            // next sleep is woken 100 us after it fell asleep.
+            wake(t + 50 * us, 0),
+            sw_out(t + 60 * us, false),
+            wake(t + 160 * us, 1),
+            sw_in(t + 163 * us),
+            // Woken from another CPU while running, but ttwu_runnable
+            // won: its next sleep's own waking replaces that one.
+            wake(t + 200 * us, 1),
+            sw_out(t + 300 * us, false),
+            wake(t + 500 * us, 1),
+            sw_in(t + 504 * us),
+            Exit {
+                time: t + 600 * us,
+                cpu: 0,
+                pid,
+                tid: 20,
+            },
+        ];
+        let tr = analyse(&ev, numalab, start, &topo(), Switches::TaskTree, None);
+        let a = tr.tasks.iter().find(|x| x.tid == 20).unwrap();
+        let w = a.wakeup_latency.unwrap();
+        assert_eq!(w.count, 4, "{w:?}");
+        assert!((w.max_ms - 0.007).abs() < 1e-9, "{w:?}");
+        assert!(
+            (w.mean_ms - (7.0 + 5.0 + 3.0 + 4.0) / 4.0 / 1e3).abs() < 1e-9,
+            "{w:?}"
+        );
+        let q = a.runqueue_delay.unwrap();
+        assert_eq!(q.count, 1, "{q:?}");
+        assert!((q.max_ms - 0.002).abs() < 1e-9, "{q:?}");
     }
 
     #[test]
