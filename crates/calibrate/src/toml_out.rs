@@ -104,6 +104,7 @@ fn memory(m: &Machine, ms: &Measured) -> String {
         (&m.cpu_nodes, &ms.lat, &ms.local, &ms.node_bw, &ms.links);
     let Compute {
         memset,
+        read,
         upd,
         upd_memory,
         ..
@@ -112,6 +113,7 @@ fn memory(m: &Machine, ms: &Measured) -> String {
         one_thread,
         mlp,
         one_read,
+        read_mlp,
         miss,
         random_mlp,
         node_zero,
@@ -172,6 +174,8 @@ fn memory(m: &Machine, ms: &Measured) -> String {
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
+    c(&mut t, &format!("read_mlp: the same for loads: one thread reading {:.3} GB/s of memory, {:.3} GB/s in cache (the mem benchmark's read sweep)", one_read, read.value));
+    let _ = writeln!(t, "read_mlp = {:?}", round3(read_mlp));
     c(
         &mut t,
         &format!(

@@ -56,6 +56,9 @@ pub enum Work {
         cycles: f64,
         rand_lines: f64,
         stream_lines: f64,
+        /// The streamed lines are loads (a read sweep, `read_mlp` of them
+        /// in flight), not stores (a zeroing, `mlp`).
+        stream_loads: bool,
         /// Lines written back to memory per unit (a read-modify-write's
         /// dirty lines): they load the memory controllers but do not
         /// stall the core (write-backs are posted).
@@ -706,6 +709,7 @@ impl World {
             Work::Compute {
                 rand_lines,
                 stream_lines,
+                stream_loads,
                 cycles,
                 init,
                 ..
@@ -715,9 +719,14 @@ impl World {
                 }
                 let cpu = self.tasks[t].cpu;
                 let l = self.mean_latency(t, cpu);
+                let smlp = if *stream_loads {
+                    self.m.read_mlp
+                } else {
+                    self.m.mlp
+                };
                 let unit = cycles / self.cpus[cpu].freq_ghz.max(0.1)
                     + rand_lines * l / self.m.random_mlp
-                    + stream_lines * l / self.m.mlp;
+                    + stream_lines * l / smlp;
                 if unit <= 0.0 {
                     0.0
                 } else {
@@ -1353,6 +1362,7 @@ fn run_compute(
         cycles,
         rand_lines,
         stream_lines,
+        stream_loads,
         writeback_lines,
         wss_bytes,
         ref access,
@@ -1427,8 +1437,15 @@ fn run_compute(
     // measured with its data in the core's private caches.
     let hits = rand_lines - misses;
     let compute = cycles / freq / smt + hits * w.m.llc_hit_ns / rmlp;
-    let unit = compute + misses * lc / rmlp + stream_lines * lc / mlp;
-    let mem0 = misses * l0 / rmlp + stream_lines * l0 / mlp;
+    // Streamed loads overlap as the core's load misses do (shared like
+    // mlp); streamed stores as its stores.
+    let smlp = if stream_loads {
+        mlp * w.m.read_mlp / w.m.mlp
+    } else {
+        mlp
+    };
+    let unit = compute + misses * lc / rmlp + stream_lines * lc / smlp;
+    let mem0 = misses * l0 / rmlp + stream_lines * l0 / smlp;
     let unit0 = compute + mem0;
     let task = &mut w.tasks[t];
     let expected = task.work_expected as f64;

@@ -30,6 +30,8 @@
 //!                           # (numa_test's a[ix[i]]; 1: an in-order core)
 //! mlp = 8                   # cache misses one core keeps in flight when
 //!                           # streaming (shared by its busy SMT siblings)
+//! read_mlp = 6              # ... when streaming loads, if not as many
+//!                           # (a read sweep; default: mlp)
 //! [[bus]]                   # a shared link memory traffic crosses (any number)
 //! name = "fsb0"
 //! bandwidth_gbs = 2.1       # `inf`: unlimited
@@ -81,6 +83,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
     ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.random_mlp", 1.0, 1024.0, "misses in flight", false),
+    ("memory.read_mlp", 1.0, 1024.0, "misses in flight", false),
     ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
     ("cache.llc_hit_ns", 0.1, 10_000.0, "ns", false),
     ("cache.cross_llc_ns", 0.1, 100_000.0, "ns", false),
@@ -254,6 +257,11 @@ pub struct MemorySpec {
     /// hold; `numalab calibrate` measures it.
     #[serde(default = "default_random_mlp")]
     pub random_mlp: f64,
+    /// Lines in flight of one core's streamed loads (a read sweep), where
+    /// they differ from its streamed stores (`mlp`, a zeroing's): absent,
+    /// `mlp`; `numalab calibrate` measures both.
+    #[serde(default)]
+    pub read_mlp: Option<f64>,
     #[serde(default = "per_node")]
     pub controllers: Controllers,
 }
@@ -390,6 +398,8 @@ pub struct Machine {
     pub mlp: f64,
     /// Independent random misses a core overlaps (`memory.random_mlp`).
     pub random_mlp: f64,
+    /// Streamed loads in flight (`memory.read_mlp`, else `mlp`).
+    pub read_mlp: f64,
     pub llc_bytes: f64,
     pub llc_hit_ns: f64,
     pub cross_llc_ns: f64,
@@ -519,6 +529,9 @@ impl MachineFile {
         within("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
         within("memory.mlp", self.memory.mlp)?;
         within("memory.random_mlp", self.memory.random_mlp)?;
+        if let Some(v) = self.memory.read_mlp {
+            within("memory.read_mlp", v)?;
+        }
         within("cache.llc_mib", self.cache.llc_mib)?;
         within("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
         within("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
@@ -729,6 +742,7 @@ impl MachineFile {
             line_bytes: self.memory.line_bytes as f64,
             mlp: self.memory.mlp,
             random_mlp: self.memory.random_mlp,
+            read_mlp: self.memory.read_mlp.unwrap_or(self.memory.mlp),
             llc_bytes: llc_bytes as f64,
             llc_hit_ns: self.cache.llc_hit_ns,
             cross_llc_ns: self.cache.cross_llc_ns,

@@ -325,6 +325,7 @@ fn one_task_time(remote: usize, pattern_random: bool) -> f64 {
             0.0
         },
         stream_lines: if pattern_random { 0.0 } else { bytes / 64.0 },
+        stream_loads: false,
         writeback_lines: 0.0,
         wss_bytes: bytes,
         access: vec![(r, 1.0)],
@@ -418,6 +419,27 @@ fn mem_bandwidth_follows_the_memory_model() {
     let (r2, _) = gbs_on(small_machine_bandwidth(2.0), &mem(Op::Read, 2, 0, 0));
     let (w2, _) = gbs_on(small_machine_bandwidth(2.0), &mem(Op::Write, 2, 0, 0));
     assert!(w2 < r2 * 0.8, "saturated: write {w2}, read {r2}");
+}
+
+/// Streamed loads overlap as `memory.read_mlp` says, stores as `mlp`: a
+/// core that keeps half as many loads in flight reads (and
+/// read-modify-writes) memory slower and zeroes it as fast.
+#[test]
+fn streamed_loads_take_read_mlp_and_stores_mlp() {
+    let base = Machine::load("genoa2n").unwrap();
+    assert_eq!(base.read_mlp, base.mlp, "absent, read_mlp is mlp");
+    let half = Machine::load(&format!("genoa2n[memory.read_mlp={}]", base.mlp / 2.0)).unwrap();
+    for op in [Op::Read, Op::Write] {
+        let (fast, _) = gbs_on(base.clone(), &mem(op, 1, 0, 0));
+        let (slow, _) = gbs_on(half.clone(), &mem(op, 1, 0, 0));
+        assert!(
+            slow < fast * 0.8,
+            "{op:?}: read_mlp halved {slow}, as mlp {fast}"
+        );
+    }
+    let (a, _) = gbs_on(base, &mem(Op::Memset, 1, 0, 0));
+    let (b, _) = gbs_on(half, &mem(Op::Memset, 1, 0, 0));
+    assert!((a / b - 1.0).abs() < 1e-9, "memset {a} against {b}");
 }
 
 fn spin_time(cpus: Vec<u32>) -> f64 {

@@ -547,6 +547,7 @@ mod tests {
                 cycles: 1.0,
                 rand_lines: 0.0,
                 stream_lines: 0.0,
+                stream_loads: false,
                 writeback_lines: 0.0,
                 wss_bytes: 0.0,
                 access: Vec::new(),
