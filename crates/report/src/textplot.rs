@@ -44,16 +44,24 @@ impl Chart {
 
     /// Render; an empty string when no series has a finite point.
     pub fn render(&self) -> String {
-        let pts = |l: &Line| -> Vec<(f64, f64)> {
-            l.points
-                .iter()
-                .copied()
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .collect()
-        };
-        let all: Vec<(f64, f64)> = self.series.iter().flat_map(pts).collect();
-        if all.is_empty() {
+        let Some(plot) = self.layout() else {
             return String::new();
+        };
+        let grid = self.grid(&plot);
+        let mut out = String::new();
+        self.write_title(&mut out);
+        plot.write_frame(&mut out, &grid);
+        plot.write_x_labels(&mut out, &self.x_label);
+        self.write_legend(&mut out, plot.ylw);
+        out
+    }
+
+    /// The axes and the sizes of the frame for the series' finite points;
+    /// None when there are none.
+    fn layout(&self) -> Option<Plot> {
+        let all: Vec<(f64, f64)> = self.series.iter().flat_map(finite_points).collect();
+        if all.is_empty() {
+            return None;
         }
         let (xmin, xmax) = all
             .iter()
@@ -80,16 +88,36 @@ impl Chart {
         } else {
             Axis::covering(xmin, xmax, (iw / 10).clamp(2, 10), true)
         };
+        let mut plot = Plot {
+            xaxis,
+            yaxis,
+            iw,
+            ih,
+            ylw,
+            ytick_rows: Vec::new(),
+            xticks: Vec::new(),
+        };
+        plot.ytick_rows = ylabels
+            .into_iter()
+            .map(|(v, s)| (plot.row(v) as usize, s))
+            .collect();
+        plot.xticks = plot
+            .xaxis
+            .ticks()
+            .into_iter()
+            .map(|v| (plot.col(v) as usize, plot.xaxis.label(v)))
+            .collect();
+        Some(plot)
+    }
 
-        let col =
-            |x: f64| ((xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1);
-        let row =
-            |y: f64| ((yaxis.frac(y) * (ih - 1) as f64).round() as i64).clamp(0, ih as i64 - 1);
-        // grid[r][c], r = 0 is the bottom interior row.
-        let mut grid = vec![vec![' '; iw]; ih];
+    /// The frame's interior with every series drawn in its symbol:
+    /// `grid[r][c]`, r = 0 the bottom interior row.
+    fn grid(&self, plot: &Plot) -> Vec<Vec<char>> {
+        let (col, row) = (|x| plot.col(x), |y| plot.row(y));
+        let mut grid = vec![vec![' '; plot.iw]; plot.ih];
         for (si, l) in self.series.iter().enumerate() {
             let sym = SYMBOLS[si % SYMBOLS.len()];
-            let p = pts(l);
+            let p = finite_points(l);
             if p.len() == 1 {
                 grid[row(p[0].1) as usize][col(p[0].0) as usize] = sym;
             }
@@ -104,17 +132,11 @@ impl Chart {
                 }
             }
         }
-        let ytick_rows: Vec<(usize, &str)> = ylabels
-            .iter()
-            .map(|(v, s)| (row(*v) as usize, s.as_str()))
-            .collect();
-        let xticks: Vec<(usize, String)> = xaxis
-            .ticks()
-            .into_iter()
-            .map(|v| (col(v) as usize, xaxis.label(v)))
-            .collect();
+        grid
+    }
 
-        let mut out = String::new();
+    /// The title, with the y unit, wrapped to the chart's width.
+    fn write_title(&self, out: &mut String) {
         let title = if self.y_unit.is_empty() {
             self.title.clone()
         } else {
@@ -123,49 +145,10 @@ impl Chart {
         for l in crate::table::wrap(&title, self.width) {
             let _ = writeln!(out, "{l}");
         }
-        let frame = |out: &mut String, label: &str| {
-            let mut line: Vec<char> = vec!['-'; iw];
-            for (c, _) in &xticks {
-                line[*c] = '+';
-            }
-            let _ = writeln!(
-                out,
-                "{label:>ylw$} +{}+",
-                line.into_iter().collect::<String>()
-            );
-        };
-        frame(&mut out, "");
-        for r in (0..ih).rev() {
-            let tick = ytick_rows.iter().find(|(tr, _)| *tr == r);
-            let (label, edge) = match tick {
-                Some((_, s)) => (*s, '+'),
-                None => ("", '|'),
-            };
-            let line: String = grid[r].iter().collect();
-            let _ = writeln!(out, "{label:>ylw$} {edge}{line}{edge}");
-        }
-        frame(&mut out, "");
-        // X tick labels centred under their tick, never overlapping.
-        let mut xl = vec![' '; ylw + 2 + iw + 1];
-        let mut last_end = 0usize;
-        for (c, s) in &xticks {
-            let centre = ylw + 2 + c;
-            let start = centre.saturating_sub(s.len() / 2);
-            let start = start.min(xl.len().saturating_sub(s.len()));
-            if start < last_end + 1 && last_end > 0 {
-                continue;
-            }
-            for (i, ch) in s.chars().enumerate() {
-                xl[start + i] = ch;
-            }
-            last_end = start + s.len();
-        }
-        let _ = writeln!(out, "{}", xl.iter().collect::<String>().trim_end());
-        if !self.x_label.is_empty() {
-            let pad = (ylw + 2 + iw / 2).saturating_sub(self.x_label.len() / 2);
-            let _ = writeln!(out, "{}{}", " ".repeat(pad), self.x_label);
-        }
-        // Legend.
+    }
+
+    /// The legend: each series' symbol and name, as many to a line as fit.
+    fn write_legend(&self, out: &mut String, ylw: usize) {
         let items: Vec<String> = self
             .series
             .iter()
@@ -186,7 +169,101 @@ impl Chart {
         if !line.trim().is_empty() {
             let _ = writeln!(out, "{}", line.trim_end());
         }
-        out
+    }
+}
+
+/// A series' points with both coordinates finite.
+fn finite_points(l: &Line) -> Vec<(f64, f64)> {
+    l.points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
+}
+
+/// Where a chart's frame, ticks and points go: the axes, the interior's
+/// width and height, the y labels' width, and the ticks' rows and columns.
+struct Plot {
+    xaxis: Axis,
+    yaxis: Axis,
+    /// Interior width in columns.
+    iw: usize,
+    /// Interior height in rows.
+    ih: usize,
+    /// Width of the widest y tick label.
+    ylw: usize,
+    /// Interior row and label of each y tick.
+    ytick_rows: Vec<(usize, String)>,
+    /// Interior column and label of each x tick.
+    xticks: Vec<(usize, String)>,
+}
+
+impl Plot {
+    /// The interior column of `x`.
+    fn col(&self, x: f64) -> i64 {
+        let iw = self.iw;
+        ((self.xaxis.frac(x) * (iw - 1) as f64).round() as i64).clamp(0, iw as i64 - 1)
+    }
+
+    /// The interior row of `y`, 0 the bottom one.
+    fn row(&self, y: f64) -> i64 {
+        let ih = self.ih;
+        ((self.yaxis.frac(y) * (ih - 1) as f64).round() as i64).clamp(0, ih as i64 - 1)
+    }
+
+    /// A horizontal edge of the frame, `+` at the x ticks.
+    fn write_edge(&self, out: &mut String, label: &str) {
+        let ylw = self.ylw;
+        let mut line: Vec<char> = vec!['-'; self.iw];
+        for (c, _) in &self.xticks {
+            line[*c] = '+';
+        }
+        let _ = writeln!(
+            out,
+            "{label:>ylw$} +{}+",
+            line.into_iter().collect::<String>()
+        );
+    }
+
+    /// The frame with `grid` inside it and the y tick labels on its left.
+    fn write_frame(&self, out: &mut String, grid: &[Vec<char>]) {
+        let ylw = self.ylw;
+        self.write_edge(out, "");
+        for r in (0..self.ih).rev() {
+            let tick = self.ytick_rows.iter().find(|(tr, _)| *tr == r);
+            let (label, edge) = match tick {
+                Some((_, s)) => (s.as_str(), '+'),
+                None => ("", '|'),
+            };
+            let line: String = grid[r].iter().collect();
+            let _ = writeln!(out, "{label:>ylw$} {edge}{line}{edge}");
+        }
+        self.write_edge(out, "");
+    }
+
+    /// The x tick labels centred under their tick, never overlapping, and
+    /// the x axis's label centred under the frame.
+    fn write_x_labels(&self, out: &mut String, x_label: &str) {
+        let (ylw, iw) = (self.ylw, self.iw);
+        let mut xl = vec![' '; ylw + 2 + iw + 1];
+        let mut last_end = 0usize;
+        for (c, s) in &self.xticks {
+            let centre = ylw + 2 + c;
+            let start = centre.saturating_sub(s.len() / 2);
+            let start = start.min(xl.len().saturating_sub(s.len()));
+            if start < last_end + 1 && last_end > 0 {
+                continue;
+            }
+            for (i, ch) in s.chars().enumerate() {
+                xl[start + i] = ch;
+            }
+            last_end = start + s.len();
+        }
+        let _ = writeln!(out, "{}", xl.iter().collect::<String>().trim_end());
+        if !x_label.is_empty() {
+            let pad = (ylw + 2 + iw / 2).saturating_sub(x_label.len() / 2);
+            let _ = writeln!(out, "{}{}", " ".repeat(pad), x_label);
+        }
     }
 }
 
