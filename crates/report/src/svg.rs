@@ -525,6 +525,30 @@ pub fn bar_chart(
     open_svg(&mut out, "bars", title, height);
     out.push_str("<g class=\"axes\">");
     frame_and_y_ticks(&mut out, &fr);
+    category_labels(&mut out, &fr, categories, slant);
+    axis_labels(&mut out, &fr, x_label, y_label, label_h);
+    if let Some(r) = reference {
+        let y = fr.sy(r);
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>",
+            f(fr.px0),
+            f(fr.px1),
+            y = f(y)
+        );
+    }
+    out.push_str("</g><g class=\"marks\">");
+    bars(&mut out, &fr, band, series, values);
+    out.push_str("</g>");
+    let entries: Vec<(usize, String)> = series.to_vec();
+    legend(&mut out, &entries, legend_top);
+    out.push_str("</svg>");
+    Some(out)
+}
+
+/// A bar chart's category names under their groups, slanted (shortened
+/// to what fits, the whole name in a tooltip) when `slant`.
+fn category_labels(out: &mut String, fr: &Frame, categories: &[String], slant: bool) {
     for (i, c) in categories.iter().enumerate() {
         let x = fr.sx(i as f64 + 0.5);
         let y = fr.py1 + 16.0;
@@ -559,18 +583,17 @@ pub fn bar_chart(
             );
         }
     }
-    axis_labels(&mut out, &fr, x_label, y_label, label_h);
-    if let Some(r) = reference {
-        let y = fr.sy(r);
-        let _ = write!(
-            out,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>",
-            f(fr.px0),
-            f(fr.px1),
-            y = f(y)
-        );
-    }
-    out.push_str("</g><g class=\"marks\">");
+}
+
+/// A bar chart's bars: in each category's band, a bar per series with a
+/// finite value, from 0 to the value.
+fn bars(
+    out: &mut String,
+    fr: &Frame,
+    band: f64,
+    series: &[(usize, String)],
+    values: &[Vec<BarValue>],
+) {
     let inner = band * 0.8;
     let bw = inner / series.len() as f64;
     for (i, row) in values.iter().enumerate() {
@@ -597,11 +620,6 @@ pub fn bar_chart(
             );
         }
     }
-    out.push_str("</g>");
-    let entries: Vec<(usize, String)> = series.to_vec();
-    legend(&mut out, &entries, legend_top);
-    out.push_str("</svg>");
-    Some(out)
 }
 
 /// Per-task node residency: one horizontal bar per task, split into the
