@@ -9,7 +9,8 @@
 //! (`html`) shows the same tables.
 
 use crate::table::{wrap, Column, RowKind, Table};
-use numalab_record::{Latency, Relations, RunRecord, SchedTask};
+use numalab_record::{Latency, Relations, RunRecord, SchedTask, SchedTrace};
+use numalab_topology::Topology;
 use std::collections::BTreeMap;
 
 /// Beyond this many tasks, tasks are listed by command name.
@@ -99,6 +100,20 @@ fn count_pct(n: u32, of: u32) -> String {
 pub fn figures(r: &RunRecord) -> Option<Figures> {
     let s = r.sched.as_ref()?;
     let topo = &r.machine.topology;
+    let node_cols: Vec<String> = topo.nodes.iter().map(|n| format!("node{}", n.id)).collect();
+    Some(Figures {
+        head: head(r, s),
+        tasks: tasks_table(s, topo, &node_cols),
+        distance: distance_table(s),
+        latency: latency_table(&s.tasks),
+        matrix: matrix_table(s, topo, &node_cols),
+        new_tasks: new_tasks(s, topo),
+    })
+}
+
+/// What was traced and how: the benchmark, its task and lost-event
+/// counts, the method, and a warning when events were lost.
+fn head(r: &RunRecord, s: &SchedTrace) -> Vec<String> {
     let mut head = vec![
         format!(
             "{} #{} (label {}), traced: {} tasks, {} lost events",
@@ -113,9 +128,12 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
     if s.lost_events > 0 {
         head.push("warning: events were lost; the facts below miss some switches".into());
     }
+    head
+}
 
-    // Per task (or per command name when there are many).
-    let node_cols: Vec<String> = topo.nodes.iter().map(|n| format!("node{}", n.id)).collect();
+/// Time per node, migrations and wakeups of each task, or of each command
+/// name beyond [`TASK_ROWS`] tasks.
+fn tasks_table(s: &SchedTrace, topo: &Topology, node_cols: &[String]) -> Table {
     let mut cols = vec![
         Column::key("task"),
         Column::right("n"),
@@ -171,10 +189,12 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
             s.tasks.len()
         ));
     }
+    tasks
+}
 
-    let latency = latency_table(&s.tasks);
-
-    // Totals by distance.
+/// Migrations and wakeups by distance, with the legend that says how many
+/// wakeups were on an idle CPU, or why that is not known.
+fn distance_table(s: &SchedTrace) -> Table {
     let mut mig = Relations::default();
     let mut wake = Relations::default();
     let mut near = Relations::default();
@@ -248,9 +268,12 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
         ),
         None => "Wakeups on an idle CPU: not known (the trace saw only the tree's switches)".into(),
     });
+    distance
+}
 
-    // Node-to-node migrations.
-    let matrix = (!s.migration_matrix.is_empty() && topo.nodes.len() > 1).then(|| {
+/// Migrations from node to node (with more than one node and any counted).
+fn matrix_table(s: &SchedTrace, topo: &Topology, node_cols: &[String]) -> Option<Table> {
+    (!s.migration_matrix.is_empty() && topo.nodes.len() > 1).then(|| {
         let mut cols = vec![Column::key("from \\ to")];
         cols.extend(node_cols.iter().map(|h| Column::right(h)));
         let mut m = Table::new("Migrations, node to node", cols);
@@ -260,10 +283,13 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
             m.push(cells);
         }
         m
-    });
+    })
+}
 
-    // CPUs chosen for new tasks, and their spread over LLCs and SMT sides.
-    let new_tasks = (!s.new_task_cpus.is_empty()).then(|| {
+/// The CPUs chosen for new tasks, in order, and their spread over LLCs
+/// and SMT sides; None when no task was created.
+fn new_tasks(s: &SchedTrace, topo: &Topology) -> Option<NewTasks> {
+    (!s.new_task_cpus.is_empty()).then(|| {
         let mut seq: Vec<String> = s
             .new_task_cpus
             .iter()
@@ -310,15 +336,6 @@ pub fn figures(r: &RunRecord) -> Option<Figures> {
             order: format!("CPUs chosen for new tasks, in order: {}", seq.join(" -> ")),
             spread,
         }
-    });
-
-    Some(Figures {
-        head,
-        tasks,
-        distance,
-        latency,
-        matrix,
-        new_tasks,
     })
 }
 
