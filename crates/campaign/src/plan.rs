@@ -488,60 +488,12 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
         loc.err(line, e.message().replace('\n', " ").trim_end())
     })?;
     control_chars(&loc, src)?;
-    let count = |v: &Option<Spanned<i64>>, what: &str, min: i64, max: i64, default: u32| match v {
-        None => Ok(default),
-        Some(s) if (min..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),
-        Some(s) => Err(loc.err(
-            loc.line(s.span().start),
-            format!("{what} = {}: use {min} to {max}", s.get_ref()),
-        )),
-    };
-    let runs = count(&file.runs, "runs", 1, 10_000, 1)?;
-    let warmup = count(&file.warmup, "warmup", 0, 1000, 0)?;
-    let order = match &file.order {
-        None => Order::Interleaved,
-        Some(o) => match o.get_ref().as_str() {
-            "interleaved" => Order::Interleaved,
-            "sequential" => Order::Sequential,
-            other => {
-                return Err(loc.err(
-                    loc.line(o.span().start),
-                    format!("order = {other:?}: use \"interleaved\" or \"sequential\""),
-                ))
-            }
-        },
-    };
-    let interval = match &file.interval {
-        None => Interval::Auto,
-        Some(v) => {
-            let text = match v.get_ref() {
-                Value::String(s) => s.clone(),
-                Value::Integer(i) => i.to_string(),
-                Value::Float(f) => f.to_string(),
-                other => show(other),
-            };
-            Interval::parse(&text)
-                .map_err(|e| loc.err(loc.line(v.span().start), format!("interval: {e}")))?
-        }
-    };
-    let name = match file.name {
-        Some(n) => n,
-        None => path
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "campaign".into()),
-    };
-    if name.trim().is_empty() || name.chars().any(char::is_control) || name.len() > 64 {
-        return Err(loc.err(1, format!("name = {name:?}: 1 to 64 printable characters")));
-    }
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let results = match &file.results {
-        Some(r) if r.trim().is_empty() => {
-            return Err(loc.err(1, "results = \"\": name a directory"))
-        }
-        Some(r) => dir.join(r),
-        None => dir.join(format!("{name}-results")),
-    };
+    let runs = parse_count(&loc, &file.runs, "runs", 1, 10_000, 1)?;
+    let warmup = parse_count(&loc, &file.warmup, "warmup", 0, 1000, 0)?;
+    let order = parse_order(&loc, &file.order)?;
+    let interval = parse_interval(&loc, &file.interval)?;
+    let name = plan_name(&loc, file.name)?;
+    let results = results_dir(&loc, &file.results, &name)?;
 
     if file.benchmark.is_empty() {
         return Err(loc.err(1, "no [[benchmark]]: a plan runs at least one"));
@@ -552,29 +504,140 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
     }
     let mut configs = Vec::new();
     if file.config.is_empty() {
-        configs.push(ConfigSpec {
-            label: "default".into(),
-            sysctl: BTreeMap::new(),
-            governor: None,
-            thp: None,
-            sysfs: BTreeMap::new(),
-            prepare: None,
-            setup: None,
-            cleanup: None,
-            setup_bg: None,
-            scx: None,
-            scx_exec: None,
-            target: Target::Host,
-            trace: false,
-            slurm: SlurmPlace::default(),
-            line: 1,
-        });
+        configs.push(default_config());
     }
     for table in &file.config {
         configs.extend(expand_config(&loc, table)?);
     }
+    check_cells(&loc, &benchmarks, &configs)?;
+    let hash = plan_hash(&benchmarks, &configs, warmup, interval);
+    Ok(Plan {
+        path: path.to_path_buf(),
+        name,
+        results,
+        runs,
+        warmup,
+        order,
+        seed: file.seed.unwrap_or(1),
+        interval,
+        benchmarks,
+        configs,
+        hash,
+    })
+}
+
+/// A count (`runs`, `warmup`) from `min` to `max`, or its default.
+fn parse_count(
+    loc: &Loc,
+    v: &Option<Spanned<i64>>,
+    what: &str,
+    min: i64,
+    max: i64,
+    default: u32,
+) -> Result<u32, CampaignError> {
+    match v {
+        None => Ok(default),
+        Some(s) if (min..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),
+        Some(s) => Err(loc.err(
+            loc.line(s.span().start),
+            format!("{what} = {}: use {min} to {max}", s.get_ref()),
+        )),
+    }
+}
+
+/// How cells are ordered: `order`, interleaved by default.
+fn parse_order(loc: &Loc, order: &Option<Spanned<String>>) -> Result<Order, CampaignError> {
+    match order {
+        None => Ok(Order::Interleaved),
+        Some(o) => match o.get_ref().as_str() {
+            "interleaved" => Ok(Order::Interleaved),
+            "sequential" => Ok(Order::Sequential),
+            other => Err(loc.err(
+                loc.line(o.span().start),
+                format!("order = {other:?}: use \"interleaved\" or \"sequential\""),
+            )),
+        },
+    }
+}
+
+/// The observation interval, as --interval reads it: auto by default.
+fn parse_interval(loc: &Loc, interval: &Option<Spanned<Value>>) -> Result<Interval, CampaignError> {
+    match interval {
+        None => Ok(Interval::Auto),
+        Some(v) => {
+            let text = match v.get_ref() {
+                Value::String(s) => s.clone(),
+                Value::Integer(i) => i.to_string(),
+                Value::Float(f) => f.to_string(),
+                other => show(other),
+            };
+            Interval::parse(&text)
+                .map_err(|e| loc.err(loc.line(v.span().start), format!("interval: {e}")))
+        }
+    }
+}
+
+/// The plan's name: `name`, else the file's stem; 1 to 64 printable
+/// characters.
+fn plan_name(loc: &Loc, name: Option<String>) -> Result<String, CampaignError> {
+    let name = match name {
+        Some(n) => n,
+        None => loc
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| "campaign".into()),
+    };
+    if name.trim().is_empty() || name.chars().any(char::is_control) || name.len() > 64 {
+        return Err(loc.err(1, format!("name = {name:?}: 1 to 64 printable characters")));
+    }
+    Ok(name)
+}
+
+/// The results directory, relative to the plan's directory: `results`,
+/// else `NAME-results`.
+fn results_dir(loc: &Loc, results: &Option<String>, name: &str) -> Result<PathBuf, CampaignError> {
+    let dir = loc.path.parent().unwrap_or(Path::new(""));
+    match results {
+        Some(r) if r.trim().is_empty() => Err(loc.err(1, "results = \"\": name a directory")),
+        Some(r) => Ok(dir.join(r)),
+        None => Ok(dir.join(format!("{name}-results"))),
+    }
+}
+
+/// The configuration of a plan without [[config]]: this machine as it
+/// is, labelled `default`.
+fn default_config() -> ConfigSpec {
+    ConfigSpec {
+        label: "default".into(),
+        sysctl: BTreeMap::new(),
+        governor: None,
+        thp: None,
+        sysfs: BTreeMap::new(),
+        prepare: None,
+        setup: None,
+        cleanup: None,
+        setup_bg: None,
+        scx: None,
+        scx_exec: None,
+        target: Target::Host,
+        trace: false,
+        slurm: SlurmPlace::default(),
+        line: 1,
+    }
+}
+
+/// Check the benchmarks and configurations together: labels and
+/// benchmarks unique, `configs = [...]` naming configurations that
+/// exist, every configuration running something, no program in the
+/// simulator.
+fn check_cells(
+    loc: &Loc,
+    benchmarks: &[Instance],
+    configs: &[ConfigSpec],
+) -> Result<(), CampaignError> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in &configs {
+    for c in configs {
         if let Some(first) = seen.insert(&c.label, c.line) {
             return Err(loc.err(
                 c.line,
@@ -586,7 +649,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
         }
     }
     let mut titles: BTreeMap<String, usize> = BTreeMap::new();
-    for b in &benchmarks {
+    for b in benchmarks {
         if let Some(first) = titles.insert(format!("{} {:?}", b.name, b.args), b.line) {
             return Err(loc.err(
                 b.line,
@@ -596,7 +659,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
     }
     // `configs = [...]` names configurations that exist, and every
     // configuration runs something.
-    for b in &benchmarks {
+    for b in benchmarks {
         if let Some(l) = b.configs.iter().find(|l| !seen.contains_key(l.as_str())) {
             return Err(loc.err(
                 b.line,
@@ -624,7 +687,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             ),
         ));
     }
-    for c in &configs {
+    for c in configs {
         if matches!(c.target, Target::Sim(_)) {
             if let Some(b) = benchmarks
                 .iter()
@@ -640,6 +703,16 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
             }
         }
     }
+    Ok(())
+}
+
+/// Hash of everything that gives a cell its meaning.
+fn plan_hash(
+    benchmarks: &[Instance],
+    configs: &[ConfigSpec],
+    warmup: u32,
+    interval: Interval,
+) -> String {
     let mut meaning = serde_json::json!({
         "benchmarks": benchmarks.iter().map(|b| (&b.name, &b.args)).collect::<Vec<_>>(),
         "configs": configs,
@@ -674,20 +747,7 @@ pub fn parse(path: &Path, src: &str) -> Result<Plan, CampaignError> {
     if !only.is_empty() {
         meaning["only"] = serde_json::json!(only);
     }
-    let hash = hash_hex(&meaning.to_string(), 16);
-    Ok(Plan {
-        path: path.to_path_buf(),
-        name,
-        results,
-        runs,
-        warmup,
-        order,
-        seed: file.seed.unwrap_or(1),
-        interval,
-        benchmarks,
-        configs,
-        hash,
-    })
+    hash_hex(&meaning.to_string(), 16)
 }
 
 /// A value as the plan wrote it, roughly (for messages).
