@@ -529,187 +529,34 @@ impl Dataset {
             filters,
             ..Dataset::default()
         };
-        let mut seen: HashMap<String, PathBuf> = HashMap::new();
-        let mut kept = Vec::with_capacity(records.len());
-        for (path, r) in records {
-            if let Some(first) = seen.get(&r.id) {
-                ds.warnings.push(format!(
-                    "{}: same record id as {} ({}); used once",
-                    path.display(),
-                    first.display(),
-                    r.id
-                ));
-                continue;
-            }
-            seen.insert(r.id.clone(), path.clone());
-            kept.push((path, r));
-        }
-        let hosts: BTreeSet<&str> = kept
-            .iter()
-            .map(|(_, r)| r.machine.hostname.as_str())
-            .collect();
-        let backends: BTreeSet<&str> = kept.iter().map(|(_, r)| r.backend.kind()).collect();
-        let multi_host = hosts.len() > 1;
-        let multi_backend = backends.len() > 1;
-
-        // A configuration's identity: the values of the keys.
-        let custom = !ds.group_by.is_empty();
-        let group_by = ds.group_by.clone();
-        let identity = |r: &RunRecord| -> Vec<String> {
-            if custom {
-                group_by
-                    .iter()
-                    .map(|k| k.value(r).unwrap_or_else(|| "n/a".into()))
-                    .collect()
-            } else {
-                vec![
-                    r.label.clone(),
-                    r.machine.hostname.clone(),
-                    r.backend.kind().to_string(),
-                ]
-            }
-        };
-        type Seen = (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>);
-        let mut config_runs: BTreeMap<Vec<String>, Seen> = BTreeMap::new();
-        let identities: Vec<Vec<String>> = kept.iter().map(|(_, r)| identity(r)).collect();
-        for ((_, r), id) in kept.iter().zip(&identities) {
-            let e = config_runs.entry(id.clone()).or_default();
-            e.0.insert(r.label.clone());
-            e.1.insert(r.machine.hostname.clone());
-            e.2.insert(r.backend.kind().to_string());
-        }
-        // Numbers in order, whatever groups: `scan 2000` before `scan
-        // 16000`, by label as by `--group-by` values.
-        let mut ids: Vec<&Vec<String>> = config_runs.keys().collect();
-        ids.sort_by(|a, b| {
-            a.iter()
-                .zip(b.iter())
-                .map(|(x, y)| natural_cmp(x, y).then_with(|| x.cmp(y)))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
-        ds.configs = ids
-            .iter()
-            .map(|id| {
-                let (labels, hosts, backends) = &config_runs[*id];
-                if custom {
-                    Config {
-                        label: join(labels),
-                        host: join(hosts),
-                        backend: join(backends),
-                        name: id.join("/"),
-                        values: id.to_vec(),
-                    }
-                } else {
-                    let mut name = id[0].clone();
-                    if multi_host {
-                        name = format!("{name}@{}", id[1]);
-                    }
-                    if multi_backend {
-                        name = format!("{name}/{}", id[2]);
-                    }
-                    Config {
-                        label: id[0].clone(),
-                        host: id[1].clone(),
-                        backend: id[2].clone(),
-                        name,
-                        values: Vec::new(),
-                    }
-                }
-            })
-            .collect();
-        let config_index: HashMap<Vec<String>, usize> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (id.to_vec(), i))
-            .collect();
-
-        // Cases: a parameter that makes the configuration is not part of
-        // the case.
-        let grouped: BTreeSet<String> = ds
-            .group_by
-            .iter()
-            .filter_map(|k| match k {
-                Key::Param(p) => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
-        let case_params = |r: &RunRecord| -> BTreeMap<String, serde_json::Value> {
-            r.params
-                .iter()
-                .filter(|(k, _)| !grouped.contains(*k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        };
-        let case_key = |r: &RunRecord| {
-            let params = serde_json::to_value(case_params(r)).unwrap_or_default();
-            (r.benchmark.clone(), canonical_json(&params))
-        };
-        let mut case_map: BTreeMap<(String, String), BTreeMap<String, serde_json::Value>> =
-            BTreeMap::new();
-        let case_keys: Vec<(String, String)> = kept.iter().map(|(_, r)| case_key(r)).collect();
-        for ((_, r), key) in kept.iter().zip(&case_keys) {
-            if !case_map.contains_key(key) {
-                case_map.insert(key.clone(), case_params(r));
-            }
-        }
-        // Parameters that vary between the cases of each benchmark.
-        let mut sets: BTreeMap<&str, Vec<&BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
-        for ((b, _), params) in &case_map {
-            sets.entry(b.as_str()).or_default().push(params);
-        }
-        let varying: BTreeMap<&str, BTreeSet<String>> =
-            sets.iter().map(|(b, s)| (*b, varying_keys(s))).collect();
-        ds.cases = case_map
-            .iter()
-            .map(|((b, key), params)| {
-                let variant = variant_text(params, &varying[b.as_str()]);
-                let name = if variant.is_empty() {
-                    b.clone()
-                } else {
-                    format!("{b} {variant}")
-                };
-                Case {
-                    benchmark: b.clone(),
-                    params: params.clone(),
-                    params_key: key.clone(),
-                    name,
-                    variant,
-                }
-            })
-            .collect();
-        // Order cases by benchmark, then numerically by their varying
-        // parameters (tasks=4 before tasks=16), then by key.
-        let mut order: Vec<usize> = (0..ds.cases.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (ca, cb) = (&ds.cases[a], &ds.cases[b]);
-            ca.benchmark
-                .cmp(&cb.benchmark)
-                .then_with(|| natural_cmp(&ca.name, &cb.name))
-                .then_with(|| ca.params_key.cmp(&cb.params_key))
-        });
-        ds.cases = order.iter().map(|&i| ds.cases[i].clone()).collect();
-        // Values that read the same (the string "2" and the number 2)
-        // would give two cases one name: number them.
-        let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, c) in ds.cases.iter().enumerate() {
-            by_name.entry(c.name.clone()).or_default().push(i);
-        }
-        for same in by_name.values().filter(|v| v.len() > 1) {
-            for (n, &i) in same.iter().enumerate() {
-                let c = &mut ds.cases[i];
-                c.variant = format!("{} #{}", c.variant, n + 1).trim().to_string();
-                c.name = format!("{} #{}", c.name, n + 1);
-            }
-        }
+        let kept = first_of_each_id(records, &mut ds.warnings);
+        let Configurations {
+            configs,
+            identities,
+            index: config_index,
+        } = configurations(&kept, &ds.group_by);
+        ds.configs = configs;
+        let (cases, case_keys) = cases(&kept, &ds.group_by);
+        ds.cases = cases;
         let case_index: HashMap<(String, String), usize> = ds
             .cases
             .iter()
             .enumerate()
             .map(|(i, c)| ((c.benchmark.clone(), c.params_key.clone()), i))
             .collect();
+        let places: Vec<(usize, usize)> = case_keys
+            .iter()
+            .zip(&identities)
+            .map(|(k, id)| (case_index[k], config_index[id]))
+            .collect();
+        ds.place_runs(kept, places);
+        ds.groups.sort_by_key(|g| (g.case, g.config));
+        ds
+    }
 
+    /// Add the records to [`Dataset::runs`] by repetition, start and path,
+    /// each in the group of its place `(case, configuration)`.
+    fn place_runs(&mut self, mut kept: Vec<(PathBuf, RunRecord)>, mut places: Vec<(usize, usize)>) {
         let mut group_index: HashMap<(usize, usize), usize> = HashMap::new();
         // Sorted by index: a record is a large value to move about.
         let mut order: Vec<usize> = (0..kept.len()).collect();
@@ -717,14 +564,8 @@ impl Dataset {
             let ((pa, a), (pb, b)) = (&kept[i], &kept[j]);
             (a.repetition.index, &a.started_at, pa).cmp(&(b.repetition.index, &b.started_at, pb))
         });
-        let places: Vec<(usize, usize)> = case_keys
-            .iter()
-            .zip(&identities)
-            .map(|(k, id)| (case_index[k], config_index[id]))
-            .collect();
         // Put the records in that order in place (a swap per record,
         // following the permutation's cycles), with their places.
-        let mut places = places;
         let mut done = vec![false; order.len()];
         for start in 0..order.len() {
             let mut k = start;
@@ -739,33 +580,31 @@ impl Dataset {
                 k = from;
             }
         }
-        ds.runs.reserve(kept.len());
+        self.runs.reserve(kept.len());
         for ((path, r), (case, config)) in kept.into_iter().zip(places) {
-            let idx = ds.runs.len();
+            let idx = self.runs.len();
             let ok = r.outcome.is_ok();
-            ds.runs.push(Run {
+            self.runs.push(Run {
                 path,
                 record: r,
                 case,
                 config,
             });
             let g = *group_index.entry((case, config)).or_insert_with(|| {
-                ds.groups.push(Group {
+                self.groups.push(Group {
                     case,
                     config,
                     ok: Vec::new(),
                     failed: Vec::new(),
                 });
-                ds.groups.len() - 1
+                self.groups.len() - 1
             });
             if ok {
-                ds.groups[g].ok.push(idx);
+                self.groups[g].ok.push(idx);
             } else {
-                ds.groups[g].failed.push(idx);
+                self.groups[g].failed.push(idx);
             }
         }
-        ds.groups.sort_by_key(|g| (g.case, g.config));
-        ds
     }
 
     pub fn group(&self, case: usize, config: usize) -> Option<&Group> {
@@ -838,6 +677,217 @@ impl Dataset {
     /// Successful runs of a group, as records.
     pub fn ok_records(&self, g: &Group) -> Vec<&RunRecord> {
         g.ok.iter().map(|&i| &self.runs[i].record).collect()
+    }
+}
+
+/// The records with an id not seen before, in order; each one left out
+/// (the same file copied twice) is a warning.
+fn first_of_each_id(
+    records: Vec<(PathBuf, RunRecord)>,
+    warnings: &mut Vec<String>,
+) -> Vec<(PathBuf, RunRecord)> {
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    let mut kept = Vec::with_capacity(records.len());
+    for (path, r) in records {
+        if let Some(first) = seen.get(&r.id) {
+            warnings.push(format!(
+                "{}: same record id as {} ({}); used once",
+                path.display(),
+                first.display(),
+                r.id
+            ));
+            continue;
+        }
+        seen.insert(r.id.clone(), path.clone());
+        kept.push((path, r));
+    }
+    kept
+}
+
+/// The configurations of a set of records, and which one each record is
+/// in.
+struct Configurations {
+    /// In order.
+    configs: Vec<Config>,
+    /// Each record's identity: the values it is grouped by.
+    identities: Vec<Vec<String>>,
+    /// Each identity's index into `configs`.
+    index: HashMap<Vec<String>, usize>,
+}
+
+/// The configurations of the records, in order, with each record's
+/// identity (the values it is grouped by) and each identity's index.
+fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurations {
+    let hosts: BTreeSet<&str> = kept
+        .iter()
+        .map(|(_, r)| r.machine.hostname.as_str())
+        .collect();
+    let backends: BTreeSet<&str> = kept.iter().map(|(_, r)| r.backend.kind()).collect();
+    let multi_host = hosts.len() > 1;
+    let multi_backend = backends.len() > 1;
+
+    // A configuration's identity: the values of the keys.
+    let custom = !group_by.is_empty();
+    let identity = |r: &RunRecord| -> Vec<String> {
+        if custom {
+            group_by
+                .iter()
+                .map(|k| k.value(r).unwrap_or_else(|| "n/a".into()))
+                .collect()
+        } else {
+            vec![
+                r.label.clone(),
+                r.machine.hostname.clone(),
+                r.backend.kind().to_string(),
+            ]
+        }
+    };
+    type Seen = (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>);
+    let mut config_runs: BTreeMap<Vec<String>, Seen> = BTreeMap::new();
+    let identities: Vec<Vec<String>> = kept.iter().map(|(_, r)| identity(r)).collect();
+    for ((_, r), id) in kept.iter().zip(&identities) {
+        let e = config_runs.entry(id.clone()).or_default();
+        e.0.insert(r.label.clone());
+        e.1.insert(r.machine.hostname.clone());
+        e.2.insert(r.backend.kind().to_string());
+    }
+    // Numbers in order, whatever groups: `scan 2000` before `scan
+    // 16000`, by label as by `--group-by` values.
+    let mut ids: Vec<&Vec<String>> = config_runs.keys().collect();
+    ids.sort_by(|a, b| {
+        a.iter()
+            .zip(b.iter())
+            .map(|(x, y)| natural_cmp(x, y).then_with(|| x.cmp(y)))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let join = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
+    let configs: Vec<Config> = ids
+        .iter()
+        .map(|id| {
+            let (labels, hosts, backends) = &config_runs[*id];
+            if custom {
+                Config {
+                    label: join(labels),
+                    host: join(hosts),
+                    backend: join(backends),
+                    name: id.join("/"),
+                    values: id.to_vec(),
+                }
+            } else {
+                let mut name = id[0].clone();
+                if multi_host {
+                    name = format!("{name}@{}", id[1]);
+                }
+                if multi_backend {
+                    name = format!("{name}/{}", id[2]);
+                }
+                Config {
+                    label: id[0].clone(),
+                    host: id[1].clone(),
+                    backend: id[2].clone(),
+                    name,
+                    values: Vec::new(),
+                }
+            }
+        })
+        .collect();
+    let config_index: HashMap<Vec<String>, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.to_vec(), i))
+        .collect();
+    Configurations {
+        configs,
+        identities,
+        index: config_index,
+    }
+}
+
+/// The cases of the records, in order (by benchmark, then numerically by
+/// their varying parameters), with each record's case key.
+fn cases(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> (Vec<Case>, Vec<(String, String)>) {
+    // Cases: a parameter that makes the configuration is not part of
+    // the case.
+    let grouped: BTreeSet<String> = group_by
+        .iter()
+        .filter_map(|k| match k {
+            Key::Param(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    let case_params = |r: &RunRecord| -> BTreeMap<String, serde_json::Value> {
+        r.params
+            .iter()
+            .filter(|(k, _)| !grouped.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let case_key = |r: &RunRecord| {
+        let params = serde_json::to_value(case_params(r)).unwrap_or_default();
+        (r.benchmark.clone(), canonical_json(&params))
+    };
+    let mut case_map: BTreeMap<(String, String), BTreeMap<String, serde_json::Value>> =
+        BTreeMap::new();
+    let case_keys: Vec<(String, String)> = kept.iter().map(|(_, r)| case_key(r)).collect();
+    for ((_, r), key) in kept.iter().zip(&case_keys) {
+        if !case_map.contains_key(key) {
+            case_map.insert(key.clone(), case_params(r));
+        }
+    }
+    // Parameters that vary between the cases of each benchmark.
+    let mut sets: BTreeMap<&str, Vec<&BTreeMap<String, serde_json::Value>>> = BTreeMap::new();
+    for ((b, _), params) in &case_map {
+        sets.entry(b.as_str()).or_default().push(params);
+    }
+    let varying: BTreeMap<&str, BTreeSet<String>> =
+        sets.iter().map(|(b, s)| (*b, varying_keys(s))).collect();
+    let mut cases: Vec<Case> = case_map
+        .iter()
+        .map(|((b, key), params)| {
+            let variant = variant_text(params, &varying[b.as_str()]);
+            let name = if variant.is_empty() {
+                b.clone()
+            } else {
+                format!("{b} {variant}")
+            };
+            Case {
+                benchmark: b.clone(),
+                params: params.clone(),
+                params_key: key.clone(),
+                name,
+                variant,
+            }
+        })
+        .collect();
+    // Order cases by benchmark, then numerically by their varying
+    // parameters (tasks=4 before tasks=16), then by key.
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ca, cb) = (&cases[a], &cases[b]);
+        ca.benchmark
+            .cmp(&cb.benchmark)
+            .then_with(|| natural_cmp(&ca.name, &cb.name))
+            .then_with(|| ca.params_key.cmp(&cb.params_key))
+    });
+    cases = order.iter().map(|&i| cases[i].clone()).collect();
+    number_same_names(&mut cases);
+    (cases, case_keys)
+}
+
+/// Values that read the same (the string "2" and the number 2) would give
+/// two cases one name: number them.
+fn number_same_names(cases: &mut [Case]) {
+    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, c) in cases.iter().enumerate() {
+        by_name.entry(c.name.clone()).or_default().push(i);
+    }
+    for same in by_name.values().filter(|v| v.len() > 1) {
+        for (n, &i) in same.iter().enumerate() {
+            let c = &mut cases[i];
+            c.variant = format!("{} #{}", c.variant, n + 1).trim().to_string();
+            c.name = format!("{} #{}", c.name, n + 1);
+        }
     }
 }
 
