@@ -781,10 +781,57 @@ fn scalar_text(v: &Value) -> Option<String> {
     }
 }
 
+/// Expand one [[benchmark]]: one instance per combination of its lists'
+/// values.
 fn expand_benchmark(
     loc: &Loc,
     table: &BTreeMap<Spanned<String>, Spanned<Value>>,
 ) -> Result<Vec<Instance>, CampaignError> {
+    let (name_s, line) = benchmark_name(loc, table)?;
+    let flags = numalab_bench::args::Spec::flags(name_s).map_err(|e| loc.err(line, e))?;
+    let mut keys = BenchmarkKeys {
+        name: name_s,
+        line,
+        axes: Vec::new(),
+        argv: None,
+        trace: false,
+        only: Vec::new(),
+    };
+    for (k, v) in table {
+        let kline = loc.line(k.span().start);
+        match k.get_ref().as_str() {
+            "name" => {}
+            "configs" => keys.only = benchmark_configs(loc, kline, v)?,
+            "trace" => keys.trace = benchmark_trace(loc, kline, v)?,
+            "argv" => keys.argv = Some(benchmark_argv(loc, kline, name_s, v)?),
+            _ => keys.axes.push(benchmark_axis(loc, name_s, &flags, k, v)?),
+        }
+    }
+    if name_s == "command" && keys.argv.is_none() {
+        return Err(loc.err(line, "command needs argv = [\"program\", \"arg\", ...]"));
+    }
+    benchmark_instances(loc, &keys)
+}
+
+/// A [[benchmark]]'s keys, checked: its flags' values and the keys that
+/// are not flags.
+struct BenchmarkKeys<'a> {
+    name: &'a String,
+    /// The line of its `name`.
+    line: usize,
+    /// Each key: its flag, and its values (a list is a matrix axis), and
+    /// their line.
+    axes: Vec<(String, Vec<Option<String>>, usize)>,
+    argv: Option<Vec<String>>,
+    trace: bool,
+    only: Vec<String>,
+}
+
+/// A [[benchmark]]'s `name` (one of the benchmarks) and its line.
+fn benchmark_name<'a>(
+    loc: &Loc,
+    table: &'a BTreeMap<Spanned<String>, Spanned<Value>>,
+) -> Result<(&'a String, usize), CampaignError> {
     let name_entry = table.iter().find(|(k, _)| k.get_ref() == "name");
     let first_line = table
         .keys()
@@ -804,125 +851,152 @@ fn expand_benchmark(
     let Value::String(name_s) = name.get_ref() else {
         return Err(loc.err(line, "name: a benchmark's name is a string"));
     };
-    let flags = numalab_bench::args::Spec::flags(name_s).map_err(|e| loc.err(line, e))?;
-    // Each key: its flag, and its values (a list is a matrix axis).
-    let mut axes: Vec<(String, Vec<Option<String>>, usize)> = Vec::new();
-    let mut argv: Option<Vec<String>> = None;
-    let mut trace = false;
-    let mut only: Vec<String> = Vec::new();
-    for (k, v) in table {
-        let key = k.get_ref();
-        let kline = loc.line(k.span().start);
-        if key == "name" {
-            continue;
+    Ok((name_s, line))
+}
+
+/// A benchmark's `configs`: the labels of the configurations it runs
+/// under.
+fn benchmark_configs(
+    loc: &Loc,
+    kline: usize,
+    v: &Spanned<Value>,
+) -> Result<Vec<String>, CampaignError> {
+    string_list(v.get_ref()).ok_or_else(|| {
+        loc.err(
+            kline,
+            format!(
+                "configs = {}: the labels of the configurations it runs under, a list of strings, e.g. [\"linux\"]",
+                show(v.get_ref())
+            ),
+        )
+    })
+}
+
+/// A benchmark's `trace`: whether its runs record their scheduling
+/// events.
+fn benchmark_trace(loc: &Loc, kline: usize, v: &Spanned<Value>) -> Result<bool, CampaignError> {
+    match v.get_ref() {
+        Value::Boolean(b) => Ok(*b),
+        other => Err(loc.err(
+            kline,
+            format!(
+                "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
+                show(other)
+            ),
+        )),
+    }
+}
+
+/// A command's `argv`: the program and its arguments.
+fn benchmark_argv(
+    loc: &Loc,
+    kline: usize,
+    name_s: &str,
+    v: &Spanned<Value>,
+) -> Result<Vec<String>, CampaignError> {
+    if name_s != "command" {
+        return Err(loc.err(kline, format!("{name_s} takes no argv (only command does)")));
+    }
+    string_list(v.get_ref()).ok_or_else(|| {
+        loc.err(
+            kline,
+            "argv: the program and its arguments, a list of strings, e.g. [\"make\", \"-j4\"]",
+        )
+    })
+}
+
+/// A key that is a flag of benchmark `name_s`: the flag, its values (a
+/// list is a matrix axis), and their line.
+fn benchmark_axis(
+    loc: &Loc,
+    name_s: &str,
+    flags: &[numalab_bench::args::Flag],
+    k: &Spanned<String>,
+    v: &Spanned<Value>,
+) -> Result<(String, Vec<Option<String>>, usize), CampaignError> {
+    let key = k.get_ref();
+    let kline = loc.line(k.span().start);
+    // `name` names the benchmark; a command's own --name (its name in
+    // records and tables) is `record_name`.
+    let flag_name = if name_s == "command" && key == "record_name" {
+        "name".to_string()
+    } else if key == "name" {
+        String::new()
+    } else {
+        key.replace('_', "-")
+    };
+    let Some(flag) = flags.iter().find(|f| f.long == flag_name) else {
+        return Err(unknown_parameter(loc, kline, name_s, key, flags));
+    };
+    let vline = loc.line(v.span().start);
+    let values: Vec<&Value> = match v.get_ref() {
+        Value::Array(a) if a.is_empty() => {
+            return Err(loc.err(vline, format!("{key} = []: an empty list runs nothing")))
         }
-        if key == "configs" {
-            only = string_list(v.get_ref()).ok_or_else(|| {
+        Value::Array(a) => a.iter().collect(),
+        one => vec![one],
+    };
+    let mut out = Vec::new();
+    for val in values {
+        let text = if flag.takes_value {
+            Some(scalar_text(val).ok_or_else(|| {
                 loc.err(
-                    kline,
-                    format!(
-                        "configs = {}: the labels of the configurations it runs under, a list of strings, e.g. [\"linux\"]",
-                        show(v.get_ref())
-                    ),
+                    vline,
+                    format!("{key}: {} is not a value of --{flag_name}", show(val)),
                 )
-            })?;
-            continue;
-        }
-        if key == "trace" {
-            trace = match v.get_ref() {
-                Value::Boolean(b) => *b,
-                other => {
+            })?)
+        } else {
+            match val {
+                Value::Boolean(true) => Some(String::new()),
+                Value::Boolean(false) => None,
+                _ => {
                     return Err(loc.err(
-                        kline,
-                        format!(
-                            "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
-                            show(other)
-                        ),
+                        vline,
+                        format!("{key}: --{flag_name} is a switch: true or false"),
                     ))
                 }
-            };
-            continue;
-        }
-        if key == "argv" {
-            if name_s != "command" {
-                return Err(loc.err(kline, format!("{name_s} takes no argv (only command does)")));
             }
-            argv = Some(string_list(v.get_ref()).ok_or_else(|| {
-                loc.err(
-                    kline,
-                    "argv: the program and its arguments, a list of strings, e.g. [\"make\", \"-j4\"]",
-                )
-            })?);
-            continue;
-        }
-        // `name` names the benchmark; a command's own --name (its name in
-        // records and tables) is `record_name`.
-        let flag_name = if name_s == "command" && key == "record_name" {
-            "name".to_string()
-        } else if key == "name" {
-            String::new()
-        } else {
-            key.replace('_', "-")
         };
-        let Some(flag) = flags.iter().find(|f| f.long == flag_name) else {
-            let known: Vec<String> = flags
-                .iter()
-                .filter(|f| f.long != "help")
-                .map(|f| match (name_s.as_str(), f.long.as_str()) {
-                    ("command", "name") => "record_name".to_string(),
-                    (_, l) => l.replace('-', "_"),
-                })
-                .collect();
-            let mut known = known;
-            if name_s == "command" {
-                known.push("argv".into());
-            }
-            known.push("trace".into());
-            return Err(loc.err(
-                kline,
-                format!(
-                    "{name_s} has no parameter {key:?} (it has: {})",
-                    known.join(", ")
-                ),
-            ));
-        };
-        let vline = loc.line(v.span().start);
-        let values: Vec<&Value> = match v.get_ref() {
-            Value::Array(a) if a.is_empty() => {
-                return Err(loc.err(vline, format!("{key} = []: an empty list runs nothing")))
-            }
-            Value::Array(a) => a.iter().collect(),
-            one => vec![one],
-        };
-        let mut out = Vec::new();
-        for val in values {
-            let text = if flag.takes_value {
-                Some(scalar_text(val).ok_or_else(|| {
-                    loc.err(
-                        vline,
-                        format!("{key}: {} is not a value of --{flag_name}", show(val)),
-                    )
-                })?)
-            } else {
-                match val {
-                    Value::Boolean(true) => Some(String::new()),
-                    Value::Boolean(false) => None,
-                    _ => {
-                        return Err(loc.err(
-                            vline,
-                            format!("{key}: --{flag_name} is a switch: true or false"),
-                        ))
-                    }
-                }
-            };
-            out.push(text);
-        }
-        axes.push((flag_name, out, vline));
+        out.push(text);
     }
-    if name_s == "command" && argv.is_none() {
-        return Err(loc.err(line, "command needs argv = [\"program\", \"arg\", ...]"));
+    Ok((flag_name, out, vline))
+}
+
+/// The error of a key that is no parameter of benchmark `name_s`,
+/// naming those it has.
+fn unknown_parameter(
+    loc: &Loc,
+    kline: usize,
+    name_s: &str,
+    key: &str,
+    flags: &[numalab_bench::args::Flag],
+) -> CampaignError {
+    let known: Vec<String> = flags
+        .iter()
+        .filter(|f| f.long != "help")
+        .map(|f| match (name_s, f.long.as_str()) {
+            ("command", "name") => "record_name".to_string(),
+            (_, l) => l.replace('-', "_"),
+        })
+        .collect();
+    let mut known = known;
+    if name_s == "command" {
+        known.push("argv".into());
     }
-    // The matrix: every combination, the last key varying fastest.
+    known.push("trace".into());
+    loc.err(
+        kline,
+        format!(
+            "{name_s} has no parameter {key:?} (it has: {})",
+            known.join(", ")
+        ),
+    )
+}
+
+/// The matrix: one instance for every combination of the axes' values,
+/// the last key varying fastest.
+fn benchmark_instances(loc: &Loc, keys: &BenchmarkKeys) -> Result<Vec<Instance>, CampaignError> {
+    let (name_s, line, axes) = (keys.name, keys.line, &keys.axes);
     let mut combos: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
     for (ai, (_, values, _)) in axes.iter().enumerate() {
         let mut next = Vec::new();
@@ -954,7 +1028,7 @@ fn expand_benchmark(
                 at = *vline;
             }
         }
-        if let Some(a) = &argv {
+        if let Some(a) = &keys.argv {
             args.push("--".into());
             args.extend(a.iter().cloned());
             title.push_str(&format!(" -- {}", a.join(" ")));
@@ -966,8 +1040,8 @@ fn expand_benchmark(
             title,
             spec,
             line,
-            trace,
-            configs: only.clone(),
+            trace: keys.trace,
+            configs: keys.only.clone(),
         });
     }
     Ok(out)
