@@ -1154,6 +1154,35 @@ min_ghz = 1
         }
     }
 
+    /// Every preset of more than one node says what joins its nodes: a
+    /// `[[bus]]` on some path between two nodes, with its source, or an
+    /// `interconnect` source saying why none is declared.
+    #[test]
+    fn every_multi_node_preset_declares_its_links_or_says_why_not() {
+        for (name, _) in PRESETS {
+            let m = Machine::load(name).unwrap();
+            if m.nnodes < 2 {
+                continue;
+            }
+            let n = m.nnodes;
+            let link = m
+                .resources
+                .iter()
+                .filter(|r| r.name.starts_with("bus "))
+                .any(|r| r.paths.iter().any(|&p| p / n != p % n));
+            let why = m.sources.get("interconnect");
+            assert!(
+                why.is_some(),
+                "{name}: no \"interconnect\" source says what joins its nodes"
+            );
+            if link {
+                assert!(m.sources.contains_key("bus.bandwidth_gbs"), "{name}");
+            } else {
+                assert!(why.unwrap().contains("no bus"), "{name}: {why:?}");
+            }
+        }
+    }
+
     #[test]
     fn host_machines_come_from_sysfs_trees() {
         let fx =
