@@ -7,9 +7,9 @@
 //! and `data-charts="N"`, or `data-error="..."`. The browser test reads
 //! those attributes from the DOM headless Chromium dumps.
 
-use crate::compare::{CompareReport, Role};
+use crate::compare::{CompareReport, MetricTable, Role};
 use crate::compare_render::{self, Layout};
-use crate::dataset::Dataset;
+use crate::dataset::{Case, Dataset};
 use crate::series::{self, PAGES_MIGRATED};
 use crate::svg::{self, StripPoint, SvgLine};
 use crate::table::html_escape as esc;
@@ -216,6 +216,50 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         body: String::new(),
         charts: 0,
     };
+    header(&mut p, cmp, inputs);
+    let drawn = drawn_runs(ds);
+    let traced = drawn
+        .runs
+        .iter()
+        .any(|&(_, _, i)| ds.runs[i].record.sched.is_some());
+    nav(&mut p, traced);
+
+    // Configurations and cases.
+    configurations_section(&mut p, cmp);
+
+    figures_section(&mut p, cmp);
+
+    // Comparison: per metric, the table and the runs per configuration.
+    comparison_section(&mut p, cmp);
+
+    // Notes.
+    notes_section(&mut p, cmp);
+
+    // Over time: one colour per configuration, every run drawn.
+    over_time_section(&mut p, ds, drawn.ok_not_drawn);
+
+    // Scheduling facts of traced runs, the tables of `show --sched`.
+    if traced {
+        scheduling_section(&mut p, ds, &drawn);
+    }
+
+    // Runs.
+    runs_section(&mut p, ds, &drawn, &elsewhere(opts));
+
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>numalab report: baseline {}</title><style>{CSS}</style></head>\n<body data-expected-charts=\"{}\">\n{}\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(&cmp.baseline),
+        p.charts,
+        p.body
+    );
+    html
+}
+
+/// The header: the title, what was read and the baseline, and the
+/// grouping and the filters when not the default.
+fn header(p: &mut Page, cmp: &CompareReport, inputs: &[String]) {
     let _ = write!(p.body, "<header><h1>numalab report</h1>");
     let _ = write!(
         p.body,
@@ -240,9 +284,24 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         }
         let _ = write!(p.body, "<p class=\"meta\">{}</p>", esc(&s));
     }
-    // Every run drawn, in the order of the Runs section: by case,
-    // configuration, successful runs first; at most RUNS_DRAWN successful
-    // and RUNS_DRAWN failed runs of a group.
+}
+
+/// The runs drawn one by one, and how many are not.
+struct Drawn<'a> {
+    /// Every run drawn, in the order of the Runs section: by case,
+    /// configuration, successful runs first; at most RUNS_DRAWN successful
+    /// and RUNS_DRAWN failed runs of a group. Each as (case, configuration,
+    /// index into the dataset's runs).
+    runs: Vec<(&'a str, &'a str, usize)>,
+    /// Runs not drawn, successful or failed.
+    not_drawn: usize,
+    /// Successful runs not drawn.
+    ok_not_drawn: usize,
+}
+
+/// Which runs are drawn one by one (the first [`RUNS_DRAWN`] successful
+/// and failed runs of each group), and how many are not.
+fn drawn_runs(ds: &Dataset) -> Drawn<'_> {
     let mut runs: Vec<(&str, &str, usize)> = Vec::new();
     for (ci, case) in ds.cases.iter().enumerate() {
         for g in ds.groups.iter().filter(|g| g.case == ci) {
@@ -267,29 +326,39 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         .iter()
         .map(|g| g.ok.len().saturating_sub(RUNS_DRAWN))
         .sum();
-    // Where the runs not drawn are: a sentence, in HTML.
-    let elsewhere = {
-        let show = "<code>numalab show RECORD</code> draws any run";
-        match &opts.runs_file {
-            Some(f) => format!(
-                "Every run's values are in <a href=\"{}\">{}</a> beside this file (one row per run and metric, as <code>numalab export</code> writes them), and {show}",
-                href(f),
-                esc(f)
-            ),
-            None => format!("{show}, and <code>numalab export</code> lists every run's values"),
-        }
-    };
-    let traced = runs
-        .iter()
-        .any(|&(_, _, i)| ds.runs[i].record.sched.is_some());
+    Drawn {
+        runs,
+        not_drawn,
+        ok_not_drawn,
+    }
+}
+
+/// Where the runs not drawn are: a sentence, in HTML.
+fn elsewhere(opts: &Options) -> String {
+    let show = "<code>numalab show RECORD</code> draws any run";
+    match &opts.runs_file {
+        Some(f) => format!(
+            "Every run's values are in <a href=\"{}\">{}</a> beside this file (one row per run and metric, as <code>numalab export</code> writes them), and {show}",
+            href(f),
+            esc(f)
+        ),
+        None => format!("{show}, and <code>numalab export</code> lists every run's values"),
+    }
+}
+
+/// The header's links to the sections, Scheduling only when `traced`.
+fn nav(p: &mut Page, traced: bool) {
     p.body.push_str("<nav><a href=\"#configurations\">Configurations</a><a href=\"#figures\">Figures</a><a href=\"#comparison\">Comparison</a><a href=\"#notes\">Notes</a><a href=\"#over-time\">Over time</a>");
     if traced {
         p.body
             .push_str("<a href=\"#sched\">Scheduling (traced)</a>");
     }
     p.body.push_str("<a href=\"#runs\">Runs</a></nav></header>");
+}
 
-    // Configurations and cases.
+/// Configurations and cases: a table of the configurations, then the
+/// cases with their position_between_bounds and common parameters.
+fn configurations_section(p: &mut Page, cmp: &CompareReport) {
     p.body
         .push_str("<section id=\"configurations\"><h2>Configurations</h2>");
     let mut t = crate::table::Table::new(
@@ -364,10 +433,10 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         }
     }
     p.body.push_str("</ul></section>");
+}
 
-    figures_section(&mut p, cmp);
-
-    // Comparison: per metric, the table and the runs per configuration.
+/// The Comparison: per metric, the table and the runs per configuration.
+fn comparison_section(p: &mut Page, cmp: &CompareReport) {
     let _ = write!(p.body, "<section id=\"comparison\"><h2>Comparison</h2>");
     let _ = write!(
         p.body,
@@ -375,100 +444,115 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         esc(&compare_render::explanation(cmp, Layout::Full))
     );
     for t in &cmp.tables {
-        let _ = write!(
-            p.body,
-            "<h3 id=\"metric-{}\">{}</h3>",
-            esc(&t.metric),
-            esc(&metric_axis_label(t))
-        );
-        let mut tab = compare_render::metric_table(cmp, t);
-        tab.title.clear();
-        p.body.push_str(&tab.to_html());
-        let mut norm = compare_render::normalized_table(cmp, t);
-        norm.title = format!("Normalised to {}", cmp.baseline);
-        p.body.push_str(&format!(
-            "<details><summary>Normalised to the baseline</summary>{}</details>",
-            norm.to_html()
-        ));
-        p.body.push_str("<div class=\"charts\">");
-        let mut cases: Vec<usize> = t.rows.iter().map(|r| r.case).collect();
-        cases.dedup();
-        for c in cases {
-            let groups: Vec<svg::StripGroup> = t
-                .rows
-                .iter()
-                .filter(|r| r.case == c)
-                .map(|r| {
-                    let name = cmp.configurations[r.config].name.clone();
-                    let pts = r
-                        .values
-                        .iter()
-                        .enumerate()
-                        .zip(strip_drawn(&r.values, &r.outliers))
-                        .map(|((i, v), drawn)| StripPoint {
-                            hidden: !drawn,
-                            value: *v,
-                            outlier: r.outliers.contains(&i),
-                            tooltip: format!(
-                                "{name} run {}: {} {}{}",
-                                r.repetitions[i],
-                                crate::num::value(*v),
-                                t.unit,
-                                if r.outliers.contains(&i) {
-                                    " (outlier, kept)"
-                                } else {
-                                    ""
-                                }
-                            ),
-                        })
-                        .collect();
-                    (name, r.config, pts)
-                })
-                .collect();
-            let verdicts: Vec<String> = t
-                .rows
-                .iter()
-                .filter(|r| r.case == c && r.role == Role::Candidate)
-                .filter_map(|r| {
-                    r.comparison.as_ref().map(|k| {
-                        format!(
-                            "{}: {}",
-                            cmp.configurations[r.config].name,
-                            compare_render::verdict_word(k.verdict)
-                        )
-                    })
-                })
-                .collect();
-            let title = format!("{}: {}", cmp.cases[c].name, t.metric);
-            let many = t
-                .rows
-                .iter()
-                .any(|r| r.case == c && r.values.len() > STRIP_POINTS);
-            let caption = format!(
-                "{} (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker{}.{}",
-                if many {
-                    format!("Each run as a point, or, for a configuration of more than {STRIP_POINTS} runs, {STRIP_POINTS} runs at evenly spaced ranks (its smallest and largest among them) and the outliers")
-                } else {
-                    "Each run as a point".to_string()
-                },
-                if many { ", both of all runs" } else { "" },
-                if verdicts.is_empty() {
-                    String::new()
-                } else {
-                    format!(" Verdict vs {}: {}.", cmp.baseline, verdicts.join(", "))
-                }
-            );
-            p.figure(
-                svg::strip_chart(&title, &metric_axis_label(t), &groups),
-                &caption,
-                &format!("{title}: no successful run has this metric."),
-            );
-        }
-        p.body.push_str("</div>");
+        metric_comparison(p, cmp, t);
     }
     p.body.push_str("</section>");
+}
 
-    // Notes.
+/// One metric's comparison: its table, the table normalised to the
+/// baseline, and a strip chart of each case.
+fn metric_comparison(p: &mut Page, cmp: &CompareReport, t: &MetricTable) {
+    let _ = write!(
+        p.body,
+        "<h3 id=\"metric-{}\">{}</h3>",
+        esc(&t.metric),
+        esc(&metric_axis_label(t))
+    );
+    let mut tab = compare_render::metric_table(cmp, t);
+    tab.title.clear();
+    p.body.push_str(&tab.to_html());
+    let mut norm = compare_render::normalized_table(cmp, t);
+    norm.title = format!("Normalised to {}", cmp.baseline);
+    p.body.push_str(&format!(
+        "<details><summary>Normalised to the baseline</summary>{}</details>",
+        norm.to_html()
+    ));
+    p.body.push_str("<div class=\"charts\">");
+    let mut cases: Vec<usize> = t.rows.iter().map(|r| r.case).collect();
+    cases.dedup();
+    for c in cases {
+        strip_figure(p, cmp, t, c);
+    }
+    p.body.push_str("</div>");
+}
+
+/// The strip chart of one metric in case `c`: each configuration's runs as
+/// points, the mean as a bar, and the verdicts in its caption.
+fn strip_figure(p: &mut Page, cmp: &CompareReport, t: &MetricTable, c: usize) {
+    let groups: Vec<svg::StripGroup> = t
+        .rows
+        .iter()
+        .filter(|r| r.case == c)
+        .map(|r| {
+            let name = cmp.configurations[r.config].name.clone();
+            let pts = r
+                .values
+                .iter()
+                .enumerate()
+                .zip(strip_drawn(&r.values, &r.outliers))
+                .map(|((i, v), drawn)| StripPoint {
+                    hidden: !drawn,
+                    value: *v,
+                    outlier: r.outliers.contains(&i),
+                    tooltip: format!(
+                        "{name} run {}: {} {}{}",
+                        r.repetitions[i],
+                        crate::num::value(*v),
+                        t.unit,
+                        if r.outliers.contains(&i) {
+                            " (outlier, kept)"
+                        } else {
+                            ""
+                        }
+                    ),
+                })
+                .collect();
+            (name, r.config, pts)
+        })
+        .collect();
+    let verdicts: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.case == c && r.role == Role::Candidate)
+        .filter_map(|r| {
+            r.comparison.as_ref().map(|k| {
+                format!(
+                    "{}: {}",
+                    cmp.configurations[r.config].name,
+                    compare_render::verdict_word(k.verdict)
+                )
+            })
+        })
+        .collect();
+    let title = format!("{}: {}", cmp.cases[c].name, t.metric);
+    let many = t
+        .rows
+        .iter()
+        .any(|r| r.case == c && r.values.len() > STRIP_POINTS);
+    let caption = format!(
+        "{} (red ring: flagged outlier, kept), the mean as a bar, ±1 stddev as a whisker{}.{}",
+        if many {
+            format!("Each run as a point, or, for a configuration of more than {STRIP_POINTS} runs, {STRIP_POINTS} runs at evenly spaced ranks (its smallest and largest among them) and the outliers")
+        } else {
+            "Each run as a point".to_string()
+        },
+        if many { ", both of all runs" } else { "" },
+        if verdicts.is_empty() {
+            String::new()
+        } else {
+            format!(" Verdict vs {}: {}.", cmp.baseline, verdicts.join(", "))
+        }
+    );
+    p.figure(
+        svg::strip_chart(&title, &metric_axis_label(t), &groups),
+        &caption,
+        &format!("{title}: no successful run has this metric."),
+    );
+}
+
+/// The Notes, a note that differs between metrics only by the metric it
+/// begins with written once.
+fn notes_section(p: &mut Page, cmp: &CompareReport) {
     p.body.push_str("<section id=\"notes\"><h2>Notes</h2>");
     if cmp.notes.is_empty() {
         p.body.push_str("<p class=\"meta\">None.</p>");
@@ -516,8 +600,11 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         p.body.push_str("</ol>");
     }
     p.body.push_str("</section>");
+}
 
-    // Over time: one colour per configuration, every run drawn.
+/// Over time: pages migrated and progress vs time of each case, one
+/// colour per configuration.
+fn over_time_section(p: &mut Page, ds: &Dataset, ok_not_drawn: usize) {
     if ok_not_drawn == 0 {
         p.body.push_str("<section id=\"over-time\"><h2>Over time</h2><p class=\"meta\">One colour per configuration; every successful run is a line (hover for which).</p>");
     } else {
@@ -527,109 +614,114 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
         );
     }
     for (ci, case) in ds.cases.iter().enumerate() {
-        let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
-        let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
-        // Colour by configuration, the same in every chart of the report.
-        let names: Vec<String> = ds.configs.iter().map(|c| c.name.clone()).collect();
-        let mut migrated = Vec::new();
-        let mut progress = Vec::new();
-        let mut pct = true;
-        let simulated = groups.iter().all(|g| ds.configs[g.config].backend == "sim");
-        for g in &groups {
-            let si = g.config;
-            for r in ds.ok_records(g).into_iter().take(RUNS_DRAWN) {
-                let tip = format!("{} run {}", ds.configs[g.config].name, r.repetition.index);
-                if let Some(pts) = series::vmstat(r, PAGES_MIGRATED) {
-                    migrated.push(SvgLine {
-                        series: si,
-                        points: pts,
-                        tooltip: tip.clone(),
-                    });
-                }
-                if let Some((pts, is_pct)) = series::progress_total(r) {
-                    pct &= is_pct;
-                    progress.push(SvgLine {
-                        series: si,
-                        points: pts,
-                        tooltip: tip,
-                    });
-                }
-            }
-        }
-        let none_migrated = !migrated.is_empty()
-            && migrated
-                .iter()
-                .all(|l| l.points.iter().all(|&(_, y)| y == 0.0));
-        if none_migrated {
-            let _ = write!(
-                p.body,
-                "<p class=\"meta\">{}</p>",
-                esc(&format!(
-                    "{}: no page was migrated in any run ({PAGES_MIGRATED} stayed 0), so no chart.",
-                    case.name
-                ))
-            );
-        } else {
-            p.figure(
-                svg::line_chart(
-                    &format!("{}: pages migrated vs time", case.name),
-                    "Time (s)",
-                    "pages migrated",
-                    &names,
-                    &migrated,
-                ),
-                &if simulated {
-                    format!("{PAGES_MIGRATED} as the simulator counts it, as a delta from each run's start.")
-                } else {
-                    format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start.")
-                },
-                "No run of this case recorded pages migrated.",
-            );
-        }
-        p.figure(
-            svg::line_chart(
-                &format!("{}: progress vs time", case.name),
-                "Time (s)",
-                if pct {
-                    "% of the work done"
-                } else {
-                    "work units done"
-                },
-                &names,
-                &progress,
-            ),
-            "Work done by all tasks together.",
-            "No run of this case recorded progress.",
-        );
-        p.body.push_str("</div>");
+        over_time_case(p, ds, ci, case);
     }
     p.body.push_str("</section>");
+}
 
-    // Scheduling facts of traced runs, the tables of `show --sched`.
-    if traced {
+/// One case's charts over time: pages migrated (or a sentence when none
+/// was) and progress, the first [`RUNS_DRAWN`] successful runs of each
+/// configuration as lines.
+fn over_time_case(p: &mut Page, ds: &Dataset, ci: usize, case: &Case) {
+    let _ = write!(p.body, "<h3>{}</h3><div class=\"charts\">", esc(&case.name));
+    let groups: Vec<_> = ds.groups.iter().filter(|g| g.case == ci).collect();
+    // Colour by configuration, the same in every chart of the report.
+    let names: Vec<String> = ds.configs.iter().map(|c| c.name.clone()).collect();
+    let mut migrated = Vec::new();
+    let mut progress = Vec::new();
+    let mut pct = true;
+    let simulated = groups.iter().all(|g| ds.configs[g.config].backend == "sim");
+    for g in &groups {
+        let si = g.config;
+        for r in ds.ok_records(g).into_iter().take(RUNS_DRAWN) {
+            let tip = format!("{} run {}", ds.configs[g.config].name, r.repetition.index);
+            if let Some(pts) = series::vmstat(r, PAGES_MIGRATED) {
+                migrated.push(SvgLine {
+                    series: si,
+                    points: pts,
+                    tooltip: tip.clone(),
+                });
+            }
+            if let Some((pts, is_pct)) = series::progress_total(r) {
+                pct &= is_pct;
+                progress.push(SvgLine {
+                    series: si,
+                    points: pts,
+                    tooltip: tip,
+                });
+            }
+        }
+    }
+    let none_migrated = !migrated.is_empty()
+        && migrated
+            .iter()
+            .all(|l| l.points.iter().all(|&(_, y)| y == 0.0));
+    if none_migrated {
         let _ = write!(
             p.body,
-            "<section id=\"sched\"><h2>Scheduling (traced)</h2><p class=\"meta\">The exact scheduling facts of each run recorded with --trace (docs/trace.md), as <code>numalab show --sched</code> prints them{}.</p>",
-            if not_drawn > 0 {
-                " (of the runs drawn in Runs)"
-            } else {
-                ""
-            }
+            "<p class=\"meta\">{}</p>",
+            esc(&format!(
+                "{}: no page was migrated in any run ({PAGES_MIGRATED} stayed 0), so no chart.",
+                case.name
+            ))
         );
-        for &(case, cfg, i) in &runs {
-            let run = &ds.runs[i];
-            sched_section(
-                &mut p,
-                case,
-                cfg,
-                &run.record,
-                &run.path.display().to_string(),
-            );
-        }
-        p.body.push_str("</section>");
+    } else {
+        p.figure(
+            svg::line_chart(
+                &format!("{}: pages migrated vs time", case.name),
+                "Time (s)",
+                "pages migrated",
+                &names,
+                &migrated,
+            ),
+            &if simulated {
+                format!("{PAGES_MIGRATED} as the simulator counts it, as a delta from each run's start.")
+            } else {
+                format!("{PAGES_MIGRATED} from /proc/vmstat, as a delta from each run's start.")
+            },
+            "No run of this case recorded pages migrated.",
+        );
     }
+    p.figure(
+        svg::line_chart(
+            &format!("{}: progress vs time", case.name),
+            "Time (s)",
+            if pct {
+                "% of the work done"
+            } else {
+                "work units done"
+            },
+            &names,
+            &progress,
+        ),
+        "Work done by all tasks together.",
+        "No run of this case recorded progress.",
+    );
+    p.body.push_str("</div>");
+}
 
-    // Runs.
+/// Scheduling (traced): the `show --sched` tables of each run drawn.
+fn scheduling_section(p: &mut Page, ds: &Dataset, drawn: &Drawn) {
+    let (runs, not_drawn) = (&drawn.runs, drawn.not_drawn);
+    let _ = write!(
+        p.body,
+        "<section id=\"sched\"><h2>Scheduling (traced)</h2><p class=\"meta\">The exact scheduling facts of each run recorded with --trace (docs/trace.md), as <code>numalab show --sched</code> prints them{}.</p>",
+        if not_drawn > 0 {
+            " (of the runs drawn in Runs)"
+        } else {
+            ""
+        }
+    );
+    for &(case, cfg, i) in runs {
+        let run = &ds.runs[i];
+        sched_section(p, case, cfg, &run.record, &run.path.display().to_string());
+    }
+    p.body.push_str("</section>");
+}
+
+/// Runs: each run drawn, and where the others are when some are not.
+fn runs_section(p: &mut Page, ds: &Dataset, drawn: &Drawn, elsewhere: &str) {
+    let (runs, not_drawn) = (&drawn.runs, drawn.not_drawn);
     p.body.push_str("<section id=\"runs\"><h2>Runs</h2><p class=\"meta\">Per run: memory per node over time (the convergence chart: memory starts on one node and moves), and each task's node residency.</p>");
     if not_drawn > 0 {
         let _ = write!(
@@ -640,27 +732,11 @@ pub fn report_with(ds: &Dataset, cmp: &CompareReport, inputs: &[String], opts: &
             elsewhere
         );
     }
-    for &(case, cfg, i) in &runs {
+    for &(case, cfg, i) in runs {
         let run = &ds.runs[i];
-        run_section(
-            &mut p,
-            case,
-            cfg,
-            &run.record,
-            &run.path.display().to_string(),
-        );
+        run_section(p, case, cfg, &run.record, &run.path.display().to_string());
     }
     p.body.push_str("</section>");
-
-    let mut html = String::new();
-    let _ = write!(
-        html,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>numalab report: baseline {}</title><style>{CSS}</style></head>\n<body data-expected-charts=\"{}\">\n{}\n<script>{SCRIPT}</script>\n</body></html>\n",
-        esc(&cmp.baseline),
-        p.charts,
-        p.body
-    );
-    html
 }
 
 /// The unit of a memory axis whose largest value is `max_mib` MiB, and
