@@ -1088,15 +1088,16 @@ const CONFIG_KEYS: [&str; 16] = [
     "setup_bg", "scx", "scx_exec", "guest", "sim", "slurm", "trace",
 ];
 
+/// Expand one [[config]]: one configuration per combination of its
+/// matrix's values.
 fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, CampaignError> {
     let span = table.span();
     let t = table.get_ref();
     let line = loc.line(span.start);
-    let at = |key: &str| loc.key_line(span.clone(), key);
     for k in t.keys() {
         if !CONFIG_KEYS.contains(&k.as_str()) {
             return Err(loc.err(
-                at(k),
+                loc.key_line(span.clone(), k),
                 format!(
                     "[[config]] has no key {k:?} (it has: {})",
                     CONFIG_KEYS.join(", ")
@@ -1104,7 +1105,33 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             ));
         }
     }
-    // The matrix's variables, every combination (in the keys' order).
+    let combos = matrix_combos(loc, span.clone(), t)?;
+    let mut out = Vec::new();
+    for vars in combos {
+        let mut t = t.clone();
+        t.remove("matrix");
+        let Value::Table(t) = substitute(&Value::Table(t), &vars) else {
+            unreachable!("a table stays a table")
+        };
+        let config = ConfigTable {
+            loc,
+            span: span.clone(),
+            line,
+            t,
+        };
+        out.push(config.config()?);
+    }
+    Ok(out)
+}
+
+/// The matrix's variables, every combination (in the keys' order); one
+/// empty combination without a matrix.
+fn matrix_combos(
+    loc: &Loc,
+    span: std::ops::Range<usize>,
+    t: &Table,
+) -> Result<Vec<Vec<(String, Value)>>, CampaignError> {
+    let at = |key: &str| loc.key_line(span.clone(), key);
     let mut combos: Vec<Vec<(String, Value)>> = vec![Vec::new()];
     if let Some(m) = t.get("matrix") {
         let Value::Table(m) = m else {
@@ -1138,158 +1165,125 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             combos = next;
         }
     }
-    let mut out = Vec::new();
-    for vars in combos {
-        let mut t = t.clone();
-        t.remove("matrix");
-        let Value::Table(t) = substitute(&Value::Table(t), &vars) else {
-            unreachable!("a table stays a table")
-        };
-        let text = |key: &str| -> Result<Option<String>, CampaignError> {
-            match t.get(key) {
-                None => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(other) => Err(loc.err(
-                    at(key),
-                    format!("{key} = {}: a string, e.g. {key} = \"...\"", show(other)),
-                )),
-            }
-        };
-        let map = |key: &str| -> Result<BTreeMap<String, String>, CampaignError> {
-            match t.get(key) {
-                None => Ok(BTreeMap::new()),
-                Some(Value::Table(m)) => m
-                    .iter()
-                    .map(|(k, v)| {
-                        scalar_text(v).map(|s| (k.clone(), s)).ok_or_else(|| {
-                            loc.err(at(key), format!("{key}: {k} = {} is not a value", show(v)))
-                        })
+    Ok(combos)
+}
+
+/// One [[config]] with one combination of its matrix's values
+/// substituted: where it is in the file, and its keys.
+struct ConfigTable<'a> {
+    loc: &'a Loc<'a>,
+    /// The [[config]] table's span in the file.
+    span: std::ops::Range<usize>,
+    /// Its first line.
+    line: usize,
+    t: Table,
+}
+
+impl ConfigTable<'_> {
+    /// The line of `key`.
+    fn at(&self, key: &str) -> usize {
+        self.loc.key_line(self.span.clone(), key)
+    }
+
+    /// A string key, if given.
+    fn text(&self, key: &str) -> Result<Option<String>, CampaignError> {
+        match self.t.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.loc.err(
+                self.at(key),
+                format!("{key} = {}: a string, e.g. {key} = \"...\"", show(other)),
+            )),
+        }
+    }
+
+    /// A table of names and values (`sysctl`, `sysfs`), empty if not
+    /// given.
+    fn map(&self, key: &str) -> Result<BTreeMap<String, String>, CampaignError> {
+        let loc = self.loc;
+        match self.t.get(key) {
+            None => Ok(BTreeMap::new()),
+            Some(Value::Table(m)) => m
+                .iter()
+                .map(|(k, v)| {
+                    scalar_text(v).map(|s| (k.clone(), s)).ok_or_else(|| {
+                        loc.err(
+                            self.at(key),
+                            format!("{key}: {k} = {} is not a value", show(v)),
+                        )
                     })
-                    .collect(),
-                Some(_) => Err(loc.err(
-                    at(key),
-                    format!("{key}: a table, e.g. {key} = {{ \"name\" = \"value\" }}"),
-                )),
-            }
-        };
-        let trace = match t.get("trace") {
-            None => false,
-            Some(Value::Boolean(b)) => *b,
-            Some(other) => {
-                return Err(loc.err(
-                    at("trace"),
-                    format!(
-                        "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
-                        show(other)
-                    ),
-                ))
-            }
-        };
-        let label = text("label")?.ok_or_else(|| {
-            loc.err(
-                line,
-                "[[config]] without a label (it names the configuration in tables)",
-            )
-        })?;
-        numalab_runner::check_label(&label)
-            .map_err(|e| loc.err(at("label"), e.to_string().replace("--label", "label")))?;
-        let typed = |key: &str| -> Option<Value> { t.get(key).cloned() };
-        let guest: Option<GuestSpec> =
-            typed("guest")
-                .map(|v| v.try_into())
-                .transpose()
-                .map_err(|e: toml::de::Error| {
-                    loc.err(at("guest"), format!("guest: {}", e.message().trim_end()))
-                })?;
-        let sim: Option<SimSpec> =
-            typed("sim")
-                .map(|v| v.try_into())
-                .transpose()
-                .map_err(|e: toml::de::Error| {
-                    loc.err(at("sim"), format!("sim: {}", e.message().trim_end()))
-                })?;
-        let slurm: SlurmPlace = typed("slurm")
+                })
+                .collect(),
+            Some(_) => Err(loc.err(
+                self.at(key),
+                format!("{key}: a table, e.g. {key} = {{ \"name\" = \"value\" }}"),
+            )),
+        }
+    }
+
+    /// A table read as a type (`guest`, `sim`, `slurm`), if given.
+    fn typed<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, CampaignError> {
+        self.t
+            .get(key)
+            .cloned()
             .map(|v| v.try_into())
             .transpose()
             .map_err(|e: toml::de::Error| {
-                loc.err(at("slurm"), format!("slurm: {}", e.message().trim_end()))
-            })?
-            .unwrap_or_default();
-        // Files named relative to the plan are found from anywhere.
-        let base = loc.path.parent().unwrap_or(Path::new(""));
-        let guest = guest.map(|mut g| {
-            // A kernel by name (`debian-7.3`) stays a name.
-            if let Some(k) = &g.kernel {
-                if k.to_str().and_then(numalab_guest::named::lookup).is_none() {
-                    g.kernel = Some(base.join(k));
-                }
-            }
-            if let Some(m) = &g.modules {
-                g.modules = Some(base.join(m));
-            }
-            g
-        });
-        let sim = sim.map(|mut s| {
-            if s.machine.contains('/') || s.machine.ends_with(".toml") {
-                s.machine = base.join(&s.machine).to_string_lossy().to_string();
-            }
-            s
-        });
-        let target = match (guest, sim) {
-            (Some(_), Some(_)) => {
-                return Err(loc.err(
-                    line,
-                    format!("configuration {label:?}: a guest or a simulated machine, not both"),
-                ))
-            }
-            (Some(g), None) => {
-                check_guest(&g).map_err(|e| loc.err(at("guest"), format!("guest: {e}")))?;
-                Target::Guest(g)
-            }
-            (None, Some(s)) => {
-                check_sim(&s).map_err(|e| loc.err(at("sim"), format!("sim: {e}")))?;
-                Target::Sim(s)
-            }
-            (None, None) => Target::Host,
-        };
-        let (scx, scx_exec) = (text("scx")?, text("scx_exec")?);
-        if scx.is_some() && scx_exec.is_some() {
-            return Err(loc.err(
-                line,
-                format!("configuration {label:?}: scx or scx_exec, not both"),
-            ));
-        }
-        let scx = scx
-            .map(|spec| -> Result<String, CampaignError> {
-                let (scx, _) = numalab_scx::parse(&spec)
-                    .map_err(|e| loc.err(at("scx"), format!("scx: {e}")))?;
-                if !numalab_scx::BUILT {
-                    return Err(loc.err(
-                        at("scx"),
-                        numalab_scx::not_built(&format!("scx = {spec:?}")),
-                    ));
-                }
-                Ok(scx.name().to_string())
+                self.loc
+                    .err(self.at(key), format!("{key}: {}", e.message().trim_end()))
             })
-            .transpose()?;
-        if (scx.is_some() || scx_exec.is_some()) && matches!(target, Target::Sim(_)) {
-            return Err(loc.err(
-                line,
+    }
+
+    /// `trace`: whether its runs record their scheduling events.
+    fn trace(&self) -> Result<bool, CampaignError> {
+        match self.t.get("trace") {
+            None => Ok(false),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(other) => Err(self.loc.err(
+                self.at("trace"),
                 format!(
-                    "configuration {label:?}: sched_ext schedulers (scx, scx_exec) run on real kernels; the simulator's scheduler is sim.scheduler"
+                    "trace = {}: true or false (whether its runs record their scheduling events, as --trace)",
+                    show(other)
                 ),
-            ));
+            )),
         }
+    }
+
+    /// `label`, which every configuration has, checked as --label is.
+    fn label(&self) -> Result<String, CampaignError> {
+        let label = self.text("label")?.ok_or_else(|| {
+            self.loc.err(
+                self.line,
+                "[[config]] without a label (it names the configuration in tables)",
+            )
+        })?;
+        numalab_runner::check_label(&label).map_err(|e| {
+            self.loc
+                .err(self.at("label"), e.to_string().replace("--label", "label"))
+        })?;
+        Ok(label)
+    }
+
+    /// The configuration, every key checked.
+    fn config(&self) -> Result<ConfigSpec, CampaignError> {
+        let (loc, line) = (self.loc, self.line);
+        let trace = self.trace()?;
+        let label = self.label()?;
+        let guest: Option<GuestSpec> = self.typed("guest")?;
+        let sim: Option<SimSpec> = self.typed("sim")?;
+        let slurm: SlurmPlace = self.typed("slurm")?.unwrap_or_default();
+        let target = self.target(&label, guest, sim)?;
+        let (scx, scx_exec) = self.scx(&label, &target)?;
         let c = ConfigSpec {
             label: label.clone(),
-            sysctl: map("sysctl")?,
-            governor: text("governor")?,
-            thp: text("thp")?,
-            sysfs: map("sysfs")?,
-            prepare: text("prepare")?,
-            setup: text("setup")?,
-            cleanup: text("cleanup")?,
-            setup_bg: text("setup_bg")?,
+            sysctl: self.map("sysctl")?,
+            governor: self.text("governor")?,
+            thp: self.text("thp")?,
+            sysfs: self.map("sysfs")?,
+            prepare: self.text("prepare")?,
+            setup: self.text("setup")?,
+            cleanup: self.text("cleanup")?,
+            setup_bg: self.text("setup_bg")?,
             scx,
             scx_exec,
             target,
@@ -1316,9 +1310,94 @@ fn expand_config(loc: &Loc, table: &Spanned<Table>) -> Result<Vec<ConfigSpec>, C
             numalab_runner::check_config(&runner, &site)
                 .map_err(|e| loc.err(line, format!("configuration {label:?}: {e}")))?;
         }
-        out.push(c);
+        Ok(c)
     }
-    Ok(out)
+
+    /// Where configuration `label` runs: this machine, its guest or its
+    /// simulated machine, files named relative to the plan found from
+    /// anywhere.
+    fn target(
+        &self,
+        label: &str,
+        guest: Option<GuestSpec>,
+        sim: Option<SimSpec>,
+    ) -> Result<Target, CampaignError> {
+        let loc = self.loc;
+        // Files named relative to the plan are found from anywhere.
+        let base = loc.path.parent().unwrap_or(Path::new(""));
+        let guest = guest.map(|mut g| {
+            // A kernel by name (`debian-7.3`) stays a name.
+            if let Some(k) = &g.kernel {
+                if k.to_str().and_then(numalab_guest::named::lookup).is_none() {
+                    g.kernel = Some(base.join(k));
+                }
+            }
+            if let Some(m) = &g.modules {
+                g.modules = Some(base.join(m));
+            }
+            g
+        });
+        let sim = sim.map(|mut s| {
+            if s.machine.contains('/') || s.machine.ends_with(".toml") {
+                s.machine = base.join(&s.machine).to_string_lossy().to_string();
+            }
+            s
+        });
+        match (guest, sim) {
+            (Some(_), Some(_)) => Err(loc.err(
+                self.line,
+                format!("configuration {label:?}: a guest or a simulated machine, not both"),
+            )),
+            (Some(g), None) => {
+                check_guest(&g).map_err(|e| loc.err(self.at("guest"), format!("guest: {e}")))?;
+                Ok(Target::Guest(g))
+            }
+            (None, Some(s)) => {
+                check_sim(&s).map_err(|e| loc.err(self.at("sim"), format!("sim: {e}")))?;
+                Ok(Target::Sim(s))
+            }
+            (None, None) => Ok(Target::Host),
+        }
+    }
+
+    /// Configuration `label`'s sched_ext scheduler: `scx` (canonical) or
+    /// `scx_exec`, on a real kernel only.
+    fn scx(
+        &self,
+        label: &str,
+        target: &Target,
+    ) -> Result<(Option<String>, Option<String>), CampaignError> {
+        let loc = self.loc;
+        let (scx, scx_exec) = (self.text("scx")?, self.text("scx_exec")?);
+        if scx.is_some() && scx_exec.is_some() {
+            return Err(loc.err(
+                self.line,
+                format!("configuration {label:?}: scx or scx_exec, not both"),
+            ));
+        }
+        let scx = scx
+            .map(|spec| -> Result<String, CampaignError> {
+                let (scx, _) = numalab_scx::parse(&spec)
+                    .map_err(|e| loc.err(self.at("scx"), format!("scx: {e}")))?;
+                if !numalab_scx::BUILT {
+                    return Err(loc.err(
+                        self.at("scx"),
+                        numalab_scx::not_built(&format!("scx = {spec:?}")),
+                    ));
+                }
+                Ok(scx.name().to_string())
+            })
+            .transpose()?;
+        if (scx.is_some() || scx_exec.is_some()) && matches!(target, Target::Sim(_)) {
+            return Err(loc.err(
+                self.line,
+                format!(
+                    "configuration {label:?}: sched_ext schedulers (scx, scx_exec) run on real kernels; the simulator's scheduler is sim.scheduler"
+                ),
+            ));
+        }
+        Ok((scx, scx_exec))
+    }
 }
 
 fn check_guest(g: &GuestSpec) -> Result<(), String> {
