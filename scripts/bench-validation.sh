@@ -18,7 +18,7 @@ mkdir -p "$out"
 "$nl" calibrate --quiet --output "$out/first.toml"
 "$nl" calibrate --quiet --output "$out/second.toml"
 echo "calibrate twice in a row (second / first - 1; target within 5%):"
-for key in local_latency_ns llc_hit_ns cross_llc_ns bandwidth_gbs mlp \
+for key in local_latency_ns llc_hit_ns cross_llc_ns bandwidth_gbs mlp read_mlp \
     spin_ns randupdt_ns memset_gbs msg_us fork_us exec_us; do
     a=$(sed -n "s/^$key = //p" "$out/first.toml")
     b=$(sed -n "s/^$key = //p" "$out/second.toml")
