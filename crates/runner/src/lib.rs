@@ -616,9 +616,6 @@ fn run_planned(
     backends: &mut dyn Backends,
     interrupt: &Interrupt,
 ) -> Result<Outcome, RunnerError> {
-    let keys = numalab_bench::varying_keys(&plan.cases);
-    let nconf = plan.configs.len();
-    let per_round = (nconf * plan.cases.len()) as u64;
     let mut auto = auto.map(|a| AutoState {
         auto: a,
         first_round: steps.len(),
@@ -626,18 +623,79 @@ fn run_planned(
         failed: false,
         decided: None,
     });
-    // The runs planned, as each record's `repetition.of` says: with
-    // --runs auto the minimum until the count is decided.
-    let mut planned = match (plan.runs, &auto) {
+    let (planned, total, total_text) = planned_runs(plan, steps.len(), auto.as_ref());
+    let mut inv = Invocation {
+        plan,
+        interrupt,
+        keys: numalab_bench::varying_keys(&plan.cases),
+        bar: progress::Bar::new(total, plan.output != Output::Quiet),
+        hook_log: hooks::HookLog::new(&plan.results),
+        out: Outcome::default(),
+        active: None,
+        set_up: vec![false; plan.configs.len()],
+        warned: std::collections::BTreeSet::new(),
+        planned,
+        total_text,
+    };
+    let mut error: Option<RunnerError> = None;
+    // The run an interrupt cut short.
+    let mut cut_short: Option<String> = None;
+
+    let mut n = 0;
+    while n < steps.len() {
+        let st = steps[n].clone();
+        n += 1;
+        match inv.step(&st, n as u64, backends) {
+            // --runs auto: when the first round has run, decide the count,
+            // add the rounds and give the first round's records that count.
+            Ok(Some(started)) => {
+                let Some(a) = auto.as_mut().filter(|a| a.decided.is_none()) else {
+                    continue;
+                };
+                if let Err(e) = inv.decide_count(a, started, n, &mut steps) {
+                    error = Some(e);
+                    break;
+                }
+            }
+            Ok(None) => {}
+            Err(Stop::Interrupted(head)) => {
+                inv.out.interrupted = true;
+                cut_short = head;
+                break;
+            }
+            Err(Stop::Failed(e)) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    inv.bar.finish();
+    finish(
+        plan,
+        inv.active,
+        &inv.set_up,
+        backends,
+        &inv.hook_log,
+        inv.out,
+        cut_short,
+        error,
+    )
+}
+
+/// The runs planned, as each record's `repetition.of` says (with --runs
+/// auto the minimum until the count is decided), and the steps in all,
+/// with how the run lines show them (with --runs auto a range until the
+/// count is decided).
+fn planned_runs(plan: &Plan, steps: usize, auto: Option<&AutoState>) -> (u32, u64, String) {
+    let per_round = (plan.configs.len() * plan.cases.len()) as u64;
+    let planned = match (plan.runs, auto) {
         (_, Some(a)) => a.auto.min,
         (Runs::Fixed(n), None) => n,
         (Runs::Auto(a), None) => a.min,
     };
-    // Steps in all, and how the run lines show it: with --runs auto a
-    // range until the count is decided.
-    let mut total = steps.len() as u64;
+    let mut total = steps as u64;
     let mut total_text = total.to_string();
-    if let Some(a) = &auto {
+    if let Some(a) = auto {
         let first = total;
         let extra = |rounds: u32| first + (rounds as u64).saturating_sub(1) * per_round;
         total = extra(a.auto.min);
@@ -647,82 +705,157 @@ fn run_planned(
             format!("{total}..{}", extra(a.auto.max))
         };
     }
-    let bar = progress::Bar::new(total, plan.output != Output::Quiet);
-    let mut out = Outcome::default();
-    let mut active: Option<Active> = None;
-    let mut set_up = vec![false; nconf];
-    let mut error: Option<RunnerError> = None;
-    // Warnings already printed: each once per invocation.
-    let mut warned = std::collections::BTreeSet::new();
-    // The run an interrupt cut short.
-    let mut cut_short: Option<String> = None;
-    let hook_log = hooks::HookLog::new(&plan.results);
+    (planned, total, total_text)
+}
 
-    let mut n = 0;
-    while n < steps.len() {
-        let st = steps[n].clone();
-        n += 1;
-        let step = n as u64;
+/// Why an invocation stops before its last step.
+enum Stop {
+    /// The user interrupted it: during the run with this head, if one was
+    /// cut short.
+    Interrupted(Option<String>),
+    Failed(RunnerError),
+}
+
+impl From<RunnerError> for Stop {
+    fn from(e: RunnerError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+/// What an invocation carries from one step to the next.
+struct Invocation<'a> {
+    plan: &'a Plan,
+    interrupt: &'a Interrupt,
+    /// The keys the cases differ in, for their titles.
+    keys: Vec<String>,
+    bar: progress::Bar,
+    hook_log: hooks::HookLog,
+    out: Outcome,
+    active: Option<Active>,
+    /// The configurations whose `--setup` has run.
+    set_up: Vec<bool>,
+    /// Warnings already printed: each once per invocation.
+    warned: std::collections::BTreeSet<String>,
+    /// The runs planned, as each record's `repetition.of` says: with
+    /// --runs auto the minimum until the count is decided.
+    planned: u32,
+    /// Steps in all, as the run lines show it: with --runs auto a range
+    /// until the count is decided.
+    total_text: String,
+}
+
+impl Invocation<'_> {
+    /// Run step `st`, the `step`th: its record written unless it is a
+    /// warm-up. When it was recorded, the time it started.
+    fn step(
+        &mut self,
+        st: &Step,
+        step: u64,
+        backends: &mut dyn Backends,
+    ) -> Result<Option<std::time::Instant>, Stop> {
+        let plan = self.plan;
         let (ci, config) = (st.config, &plan.configs[st.config]);
         let case = &plan.cases[st.case];
-        if interrupt.is_set() {
-            out.interrupted = true;
-            break;
+        if self.interrupt.is_set() {
+            return Err(Stop::Interrupted(None));
         }
         // Make `config` the active configuration.
-        if active.as_ref().map(|a| a.config) != Some(ci) {
-            let r = activate(
-                ci,
-                plan,
-                &mut active,
-                &mut set_up,
-                backends,
-                &hook_log,
-                interrupt,
-            );
-            match r {
-                Ok(settings) => {
-                    if !matches!(plan.output, Output::Quiet | Output::Progress) {
-                        for (k, v) in settings {
-                            bar.note(&format!("numalab: {} {k}={v}", label_of(config)));
-                        }
-                    }
-                }
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
+        if self.active.as_ref().map(|a| a.config) != Some(ci) {
+            self.make_active(ci, backends)?;
         }
-        let backend = match backends.get(ci) {
-            Ok(b) => b,
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
-        };
+        let backend = backends.get(ci)?;
         // A service that ended stops the invocation before its next run.
-        if let Some(e) = active.as_mut().and_then(|a| a.service_ended(backend)) {
-            error = Some(e);
-            break;
+        if let Some(e) = self.active.as_mut().and_then(|a| a.service_ended(backend)) {
+            return Err(e.into());
         }
-        let applied = record_applied(config, plan.warmup, active.as_ref());
-        let title = case.title(&keys);
-        let repetition = Repetition {
-            index: st.index,
-            of: if st.warmup { plan.warmup } else { planned },
-        };
+        let applied = record_applied(config, plan.warmup, self.active.as_ref());
+        let head = self.head(st, step);
+        let started = std::time::Instant::now();
+        let (mut rec, service_ended) = self.run_case(st, step, &head, backend)?;
+        self.bar.done(step);
+        if matches!(plan.output, Output::Quiet | Output::Progress) {
+            // Every warning counts as printed: only run lines.
+            self.warned.extend(rec.warnings.iter().cloned());
+        }
+        let say_run = plan.output != Output::Progress || !rec.outcome.is_ok();
+        if st.warmup {
+            if say_run {
+                self.bar.println(&run_line(&head, &rec, &mut self.warned));
+            }
+            return match service_ended {
+                Some(e) => Err(e.into()),
+                None => Ok(None),
+            };
+        }
+        complete(&mut rec, case, plan, &applied);
+        rec.campaign = st.campaign.clone();
+        self.write_record(rec, &head, say_run)?;
+        if let Some(e) = service_ended {
+            return Err(e.into());
+        }
+        Ok(Some(started))
+    }
+
+    /// Make configuration `ci` the active one ([`activate`]), saying the
+    /// settings applied.
+    fn make_active(&mut self, ci: usize, backends: &mut dyn Backends) -> Result<(), RunnerError> {
+        let plan = self.plan;
+        let settings = activate(
+            ci,
+            plan,
+            &mut self.active,
+            &mut self.set_up,
+            backends,
+            &self.hook_log,
+            self.interrupt,
+        )?;
+        if !matches!(plan.output, Output::Quiet | Output::Progress) {
+            for (k, v) in settings {
+                self.bar
+                    .note(&format!("numalab: {} {k}={v}", label_of(&plan.configs[ci])));
+            }
+        }
+        Ok(())
+    }
+
+    /// The head of step `st`'s run line: `[step/total] label: title what`.
+    fn head(&self, st: &Step, step: u64) -> String {
+        let plan = self.plan;
+        let config = &plan.configs[st.config];
+        let title = plan.cases[st.case].title(&self.keys);
         let what = if st.warmup {
             format!("warmup {}/{}", st.index, plan.warmup)
         } else {
             format!("#{}", st.index)
         };
-        let head = format!(
-            "[{step}/{total_text}] {}{title} {what}",
+        format!(
+            "[{step}/{}] {}{title} {what}",
+            self.total_text,
             label_prefix(plan, config)
-        );
-        let started = std::time::Instant::now();
-        bar.start(step - 1, &head);
+        )
+    }
+
+    /// Run step `st`'s case on `backend`, after the configuration's
+    /// `--prepare`: its record, failed if the configuration's service or
+    /// scheduler ended during the run, and the error saying how that one
+    /// ended.
+    fn run_case(
+        &mut self,
+        st: &Step,
+        step: u64,
+        head: &str,
+        backend: &mut dyn Backend,
+    ) -> Result<(RunRecord, Option<RunnerError>), Stop> {
+        let plan = self.plan;
+        let interrupt = self.interrupt;
+        let config = &plan.configs[st.config];
+        let case = &plan.cases[st.case];
+        let repetition = Repetition {
+            index: st.index,
+            of: if st.warmup { plan.warmup } else { self.planned },
+        };
+        self.bar.start(step - 1, head);
+        let bar = &self.bar;
         let progress = |f: f64| bar.within(step - 1, f);
         let ctx = RunContext {
             label: &config.label,
@@ -738,7 +871,7 @@ fn run_planned(
                 "prepare",
                 cmd,
                 config.hook_dir.as_deref(),
-                Some(&hook_log),
+                Some(&self.hook_log),
                 interrupt,
             ) {
                 Ok(()) => backend.run(case, &ctx),
@@ -753,106 +886,100 @@ fn run_planned(
             // interrupted run, not a result. The signal may reach numalab
             // a moment after its tasks.
             Ok(r) if !r.outcome.is_ok() && interrupted_now(interrupt) => {
-                out.interrupted = true;
-                cut_short = Some(head);
-                break;
+                return Err(Stop::Interrupted(Some(head.to_string())));
             }
             Ok(r) => r,
             Err(RunError::Interrupted) => {
-                out.interrupted = true;
-                cut_short = Some(head);
-                break;
+                return Err(Stop::Interrupted(Some(head.to_string())));
             }
             Err(RunError::Failed(e)) => {
-                error = Some(RunnerError::Backend { what: head, err: e });
-                break;
+                return Err(Stop::Failed(RunnerError::Backend {
+                    what: head.to_string(),
+                    err: e,
+                }));
             }
         };
         // A service that ended during the run: the run did not run with
         // it, so it failed, and the invocation stops after its record.
-        let service_ended = active.as_mut().and_then(|a| a.service_ended(backend));
+        let service_ended = self.active.as_mut().and_then(|a| a.service_ended(backend));
         if let Some(e) = &service_ended {
             if rec.outcome.is_ok() {
                 numalab_record::remove_side_files(&plan.results, &rec.id);
                 rec = backend.failed_record(case, &ctx, &e.to_string());
             }
         }
-        bar.done(step);
-        if matches!(plan.output, Output::Quiet | Output::Progress) {
-            // Every warning counts as printed: only run lines.
-            warned.extend(rec.warnings.iter().cloned());
-        }
-        let say_run = plan.output != Output::Progress || !rec.outcome.is_ok();
-        if st.warmup {
-            if say_run {
-                bar.println(&run_line(&head, &rec, &mut warned));
-            }
-            if let Some(e) = service_ended {
-                error = Some(e);
-                break;
-            }
-            continue;
-        }
-        complete(&mut rec, case, plan, &applied);
-        rec.campaign = st.campaign.clone();
+        Ok((rec, service_ended))
+    }
+
+    /// Write a recorded run's record and say so (its run line when
+    /// `say_run`).
+    fn write_record(
+        &mut self,
+        rec: RunRecord,
+        head: &str,
+        say_run: bool,
+    ) -> Result<(), RunnerError> {
+        let plan = self.plan;
         match numalab_record::write_atomic(&plan.results, &rec) {
             Ok(path) => {
                 if say_run {
-                    bar.println(&run_line(&head, &rec, &mut warned));
+                    self.bar.println(&run_line(head, &rec, &mut self.warned));
                 }
                 if plan.output == Output::Verbose {
-                    bar.println(&format!("    record: {}", path.display()));
+                    self.bar.println(&format!("    record: {}", path.display()));
                 }
-                out.records.push((path, rec));
-                hook_log.flush();
+                self.out.records.push((path, rec));
+                self.hook_log.flush();
+                Ok(())
             }
             Err(e) => {
                 // A side file never stands without its record.
                 numalab_record::remove_side_files(&plan.results, &rec.id);
-                error = Some(RunnerError::Results {
+                Err(RunnerError::Results {
                     dir: plan.results.display().to_string(),
                     err: format!("writing the record of {head}: {e}"),
-                });
-                break;
+                })
             }
         }
-        if let Some(e) = service_ended {
-            error = Some(e);
-            break;
-        }
-        // --runs auto: when the first round has run, decide the count,
-        // add the rounds and give the first round's records that count.
-        let Some(a) = auto.as_mut().filter(|a| a.decided.is_none()) else {
-            continue;
-        };
+    }
+
+    /// --runs auto, after a recorded run of the first round (`n` steps
+    /// done): its time counted; when the first round has run, the count
+    /// decided, its rounds added to `steps` and the first round's records
+    /// given that count.
+    fn decide_count(
+        &mut self,
+        a: &mut AutoState,
+        started: std::time::Instant,
+        n: usize,
+        steps: &mut Vec<Step>,
+    ) -> Result<(), RunnerError> {
+        let plan = self.plan;
         a.round_s += started.elapsed().as_secs_f64();
-        a.failed |= !out.records.last().is_some_and(|(_, r)| r.outcome.is_ok());
+        a.failed |= !self
+            .out
+            .records
+            .last()
+            .is_some_and(|(_, r)| r.outcome.is_ok());
         if n < a.first_round {
-            continue;
+            return Ok(());
         }
         let count = a.auto.count(a.round_s, a.failed);
         a.decided = Some(count);
-        planned = count;
+        self.planned = count;
         for rep in 2..=count {
             steps.extend(plan.round(rep));
         }
-        total = steps.len() as u64;
-        total_text = total.to_string();
-        bar.set_runs(total);
+        let total = steps.len() as u64;
+        self.total_text = total.to_string();
+        self.bar.set_runs(total);
         if !matches!(plan.output, Output::Quiet | Output::Progress) {
             for l in numalab_linux::out::wrap(&auto_line(a, count), 80) {
-                bar.note(&l);
+                self.bar.note(&l);
             }
         }
-        if let Err(e) = set_count(&mut out.records, count, &plan.results) {
-            error = Some(e);
-            break;
-        }
+        set_count(&mut self.out.records, count, &plan.results)
     }
-    bar.finish();
-    finish(
-        plan, active, &set_up, backends, &hook_log, out, cut_short, error,
-    )
 }
 
 /// Make configuration `ci` the active one: the previous one's service
