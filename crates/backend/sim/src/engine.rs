@@ -1327,10 +1327,28 @@ fn run_compute(
     (mlp, rmlp): (f64, f64),
 ) -> (f64, RunOutcome) {
     let cn = w.m.cpu_node[cpu];
-    let nn = w.m.nnodes;
+    let Some(left) = first_touches(w, t, cn, avail, mlp) else {
+        return (avail, RunOutcome::Continue);
+    };
+    refresh_access_fractions(w, t);
+    // Taken out while the world is borrowed, put back at the end.
+    let frac = std::mem::take(&mut w.tasks[t].frac);
+    let (l0, lc) = path_latencies(w, cn, &frac);
+    let u = unit_times(w, t, cpu, freq * smt, (mlp, rmlp), (l0, lc));
+    let (spent, outcome) = advance(&mut w.tasks[t], left, u.unit);
+    if u.unit0 > 0.0 {
+        add_demand(w, cn, &frac, &u, spent);
+    }
+    w.tasks[t].frac = frac;
+    ((avail - left) + spent, outcome)
+}
+
+/// The task's first touches of its `init` chunks, each a chunk's lines at
+/// local latency over `mlp`, allocating each where its policy says: the
+/// time left after them, or None when they took all of `avail`.
+fn first_touches(w: &mut World, t: TaskId, cn: usize, avail: f64, mlp: f64) -> Option<f64> {
     let line = w.m.line_bytes;
     let mut left = avail;
-    // First touches.
     let task_policy = w.tasks[t].mem_policy;
     loop {
         let Work::Compute {
@@ -1345,7 +1363,7 @@ fn run_compute(
         let need = per_chunk - *init_credit;
         if left < need {
             *init_credit += left;
-            return (avail, RunOutcome::Continue);
+            return None;
         }
         left -= need;
         *init_credit = 0.0;
@@ -1358,6 +1376,97 @@ fn run_compute(
             w.mem.allocate(&w.m, c, want);
         }
     }
+    Some(left)
+}
+
+/// Where the task's accesses go, as a fraction per node of its regions'
+/// touched memory weighted by access share (`frac`; empty: nothing
+/// touched yet, "local"), recomputed only when one of its regions changed.
+fn refresh_access_fractions(w: &mut World, t: TaskId) {
+    let nn = w.m.nnodes;
+    let Work::Compute { ref access, .. } = w.tasks[t].work else {
+        unreachable!()
+    };
+    let key: u64 = access
+        .iter()
+        .map(|&(r, _)| w.mem.regions[r].version + 1)
+        .sum();
+    if w.tasks[t].frac_key == key && w.tasks[t].frac.len() == nn {
+        return;
+    }
+    // The old vector is reused: with base pages, pages move every tick.
+    let mut frac = std::mem::take(&mut w.tasks[t].frac);
+    frac.clear();
+    frac.resize(nn, 0.0);
+    let mut wsum = 0.0;
+    let Work::Compute { ref access, .. } = w.tasks[t].work else {
+        unreachable!()
+    };
+    for &(r, wt) in access {
+        let reg = &w.mem.regions[r];
+        if reg.touched == 0 {
+            continue;
+        }
+        let inv = wt / reg.touched as f64;
+        for (n, f) in frac.iter_mut().enumerate() {
+            *f += inv * reg.per_node[n] as f64;
+        }
+        wsum += wt;
+    }
+    if wsum > 0.0 {
+        for f in frac.iter_mut() {
+            *f /= wsum;
+        }
+    } else {
+        frac.clear();
+    }
+    w.tasks[t].frac = frac;
+    w.tasks[t].frac_key = key;
+}
+
+/// The mean memory latency of accesses from node `cn` spread as `frac`
+/// says: idle, and with each path's contention this tick.
+fn path_latencies(w: &World, cn: usize, frac: &[f64]) -> (f64, f64) {
+    let nn = w.m.nnodes;
+    let row = cn * nn;
+    if frac.is_empty() {
+        let l0 = w.m.latency_ns[cn][cn];
+        return (l0, l0 * w.contention[row + cn]);
+    }
+    let (mut l0, mut lc) = (0.0, 0.0);
+    let lat = &w.m.latency_ns[cn];
+    let cont = &w.contention[row..row + nn];
+    for n in 0..nn {
+        let l = lat[n] * frac[n];
+        l0 += l;
+        lc += l * cont[n];
+    }
+    (l0, lc)
+}
+
+/// A work unit's time, contended and idle, and what it asks of memory.
+struct UnitTimes {
+    /// Nanoseconds a unit takes with this tick's contention.
+    unit: f64,
+    /// ... without contention, and its memory part alone.
+    unit0: f64,
+    mem0: f64,
+    /// Lines a unit moves to or from memory (misses, streamed lines and
+    /// write-backs).
+    lines: f64,
+}
+
+/// The time of one of the task's work units on `cpu` at `ghz` (its
+/// frequency times its SMT throughput), with `(mlp, rmlp)` misses in flight
+/// and mean latencies `(l0, lc)` idle and contended.
+fn unit_times(
+    w: &World,
+    t: TaskId,
+    cpu: CpuId,
+    ghz: f64,
+    (mlp, rmlp): (f64, f64),
+    (l0, lc): (f64, f64),
+) -> UnitTimes {
     let Work::Compute {
         cycles,
         rand_lines,
@@ -1365,64 +1474,11 @@ fn run_compute(
         stream_loads,
         writeback_lines,
         wss_bytes,
-        ref access,
         ..
     } = w.tasks[t].work
     else {
         unreachable!()
     };
-    // Where the accesses go (cached until the task's memory changes), and
-    // their latency with and without contention.
-    let key: u64 = access
-        .iter()
-        .map(|&(r, _)| w.mem.regions[r].version + 1)
-        .sum();
-    if w.tasks[t].frac_key != key || w.tasks[t].frac.len() != nn {
-        // The old vector is reused: with base pages, pages move every tick.
-        let mut frac = std::mem::take(&mut w.tasks[t].frac);
-        frac.clear();
-        frac.resize(nn, 0.0);
-        let mut wsum = 0.0;
-        let Work::Compute { ref access, .. } = w.tasks[t].work else {
-            unreachable!()
-        };
-        for &(r, wt) in access {
-            let reg = &w.mem.regions[r];
-            if reg.touched == 0 {
-                continue;
-            }
-            let inv = wt / reg.touched as f64;
-            for (n, f) in frac.iter_mut().enumerate() {
-                *f += inv * reg.per_node[n] as f64;
-            }
-            wsum += wt;
-        }
-        if wsum > 0.0 {
-            for f in frac.iter_mut() {
-                *f /= wsum;
-            }
-        } else {
-            // Nothing touched yet: an empty vector means "local".
-            frac.clear();
-        }
-        w.tasks[t].frac = frac;
-        w.tasks[t].frac_key = key;
-    }
-    let frac = std::mem::take(&mut w.tasks[t].frac);
-    let (mut l0, mut lc) = (0.0, 0.0);
-    let row = cn * nn;
-    if frac.is_empty() {
-        l0 = w.m.latency_ns[cn][cn];
-        lc = l0 * w.contention[row + cn];
-    } else {
-        let lat = &w.m.latency_ns[cn];
-        let cont = &w.contention[row..row + nn];
-        for n in 0..nn {
-            let l = lat[n] * frac[n];
-            l0 += l;
-            lc += l * cont[n];
-        }
-    }
     // LLC hits for random accesses: the task's share of its LLC.
     let llc = w.m.cpu_llc[cpu];
     let share = w.m.llc_bytes / w.llc_busy[llc].max(1) as f64;
@@ -1436,7 +1492,7 @@ fn run_compute(
     // hit, overlapped as the misses are); the work's own cycles were
     // measured with its data in the core's private caches.
     let hits = rand_lines - misses;
-    let compute = cycles / freq / smt + hits * w.m.llc_hit_ns / rmlp;
+    let compute = cycles / ghz + hits * w.m.llc_hit_ns / rmlp;
     // Streamed loads overlap as the core's load misses do (shared like
     // mlp); streamed stores as its stores.
     let smlp = if stream_loads {
@@ -1446,8 +1502,17 @@ fn run_compute(
     };
     let unit = compute + misses * lc / rmlp + stream_lines * lc / smlp;
     let mem0 = misses * l0 / rmlp + stream_lines * l0 / smlp;
-    let unit0 = compute + mem0;
-    let task = &mut w.tasks[t];
+    UnitTimes {
+        unit,
+        unit0: compute + mem0,
+        mem0,
+        lines: misses + stream_lines + writeback_lines,
+    }
+}
+
+/// Advances the task by as many units of `unit` ns as `left` allows, up
+/// to its expected work: the time spent, and whether it is done.
+fn advance(task: &mut Task, left: f64, unit: f64) -> (f64, RunOutcome) {
     let expected = task.work_expected as f64;
     let todo = expected - task.progress;
     let can = if unit > 0.0 { left / unit } else { todo };
@@ -1460,30 +1525,30 @@ fn run_compute(
     if outcome == RunOutcome::Done {
         task.progress = expected;
     }
-    // Bandwidth demand this tick (uncontended rate, so no feedback loop).
-    if unit0 > 0.0 {
-        // Its share of memory time: phi = mem0 / unit0 (one division).
-        let inv_unit0 = 1.0 / unit0;
-        let bytes_per_ns = (misses + stream_lines + writeback_lines)
-            * line
-            * inv_unit0
-            * (spent / w.tick_ns as f64);
-        let phi = mem0 * inv_unit0;
-        if frac.is_empty() {
-            w.demand_next[row + cn] += bytes_per_ns;
-            w.demand_mem_next[row + cn] += bytes_per_ns * phi;
-        } else {
-            for n in 0..nn {
-                if frac[n] > 0.0 {
-                    let d = bytes_per_ns * frac[n];
-                    w.demand_next[row + n] += d;
-                    w.demand_mem_next[row + n] += d * phi;
-                }
+    (spent, outcome)
+}
+
+/// The task's bandwidth demand this tick, at its uncontended rate (no
+/// feedback loop), on the paths from node `cn` its accesses take.
+fn add_demand(w: &mut World, cn: usize, frac: &[f64], u: &UnitTimes, spent: f64) {
+    let nn = w.m.nnodes;
+    let row = cn * nn;
+    // Its share of memory time: phi = mem0 / unit0 (one division).
+    let inv_unit0 = 1.0 / u.unit0;
+    let bytes_per_ns = u.lines * w.m.line_bytes * inv_unit0 * (spent / w.tick_ns as f64);
+    let phi = u.mem0 * inv_unit0;
+    if frac.is_empty() {
+        w.demand_next[row + cn] += bytes_per_ns;
+        w.demand_mem_next[row + cn] += bytes_per_ns * phi;
+    } else {
+        for n in 0..nn {
+            if frac[n] > 0.0 {
+                let d = bytes_per_ns * frac[n];
+                w.demand_next[row + n] += d;
+                w.demand_mem_next[row + n] += d * phi;
             }
         }
     }
-    w.tasks[t].frac = frac;
-    ((avail - left) + spent, outcome)
 }
 
 /// Message passing: returns (ns spent, outcome).
