@@ -138,166 +138,239 @@ fn node_meminfo_field(text: &str, field: &str) -> Option<u64> {
     })
 }
 
+/// The online CPUs under `cpu_dir` (its `online` list, else its `cpu<N>`
+/// directories); none is an error.
+fn online_cpus(cpu_dir: &Path) -> Result<Vec<u32>, TopologyError> {
+    let online_path = cpu_dir.join("online");
+    let online = match read_opt(&online_path) {
+        Some(t) => parse_list(&online_path, &t)?,
+        None => numbered_dirs(cpu_dir, "cpu")?,
+    };
+    if online.is_empty() {
+        return Err(TopologyError::Invalid(format!(
+            "no online CPUs under {}",
+            cpu_dir.display()
+        )));
+    }
+    Ok(online)
+}
+
+/// The nodes under `node_dir` and their distance rows. A kernel without
+/// CONFIG_NUMA has no node directory: one node.
+fn sysfs_nodes(
+    node_dir: &Path,
+    online: &[u32],
+) -> Result<(Vec<Node>, Vec<Vec<u32>>), TopologyError> {
+    let mut nodes = Vec::new();
+    let mut distances = Vec::new();
+    let node_ids = if node_dir.is_dir() {
+        numbered_dirs(node_dir, "node")?
+    } else {
+        Vec::new()
+    };
+    if node_ids.is_empty() {
+        nodes.push(Node {
+            id: 0,
+            cpus: online.to_vec(),
+            memory_bytes: 0,
+        });
+        distances.push(vec![10]);
+    } else {
+        for &id in &node_ids {
+            let (node, row) = sysfs_node(node_dir, id, online, node_ids.len())?;
+            nodes.push(node);
+            distances.push(row);
+        }
+    }
+    Ok((nodes, distances))
+}
+
+/// Node `id` under `node_dir` (its online CPUs, its MemTotal) and its row
+/// of `nnodes` distances.
+fn sysfs_node(
+    node_dir: &Path,
+    id: u32,
+    online: &[u32],
+    nnodes: usize,
+) -> Result<(Node, Vec<u32>), TopologyError> {
+    let d = node_dir.join(format!("node{id}"));
+    let cl = d.join("cpulist");
+    let cpus: Vec<u32> = parse_list(&cl, &read(&cl)?)?
+        .into_iter()
+        .filter(|c| online.binary_search(c).is_ok())
+        .collect();
+    let mi = d.join("meminfo");
+    let memory_bytes = read_opt(&mi)
+        .and_then(|t| node_meminfo_field(&t, "MemTotal"))
+        .unwrap_or(0);
+    let dp = d.join("distance");
+    let row: Vec<u32> = read(&dp)?
+        .split_whitespace()
+        .map(|t| parse_num(&dp, t))
+        .collect::<Result<_, _>>()?;
+    if row.len() != nnodes {
+        return Err(TopologyError::Parse {
+            path: dp,
+            msg: format!("{} distances for {} nodes", row.len(), nnodes),
+        });
+    }
+    Ok((
+        Node {
+            id,
+            cpus,
+            memory_bytes,
+        },
+        row,
+    ))
+}
+
+/// A topology id read from `path` (`physical_package_id`, `core_id`):
+/// `default` when the file is missing, negative ids as 0.
+fn topology_id(path: &Path, default: i64) -> Result<u32, TopologyError> {
+    Ok(read_opt(path)
+        .map(|s| parse_num::<i64>(path, &s))
+        .transpose()?
+        .unwrap_or(default)
+        .max(0) as u32)
+}
+
+/// The last-level cache of a CPU from its `cache` directory: the
+/// highest-level data or unified cache, as (level, size, online CPUs
+/// sharing it); `id` alone shares it when `shared_cpu_list` is missing.
+fn last_level_cache(
+    cache_dir: &Path,
+    id: u32,
+    online: &[u32],
+) -> Result<Option<(u8, u64, Vec<u32>)>, TopologyError> {
+    let mut best: Option<(u8, u64, Vec<u32>)> = None;
+    if let Ok(indices) = numbered_dirs(cache_dir, "index") {
+        for i in indices {
+            let c = cache_dir.join(format!("index{i}"));
+            let ty = read_opt(&c.join("type")).unwrap_or_default();
+            if ty.trim() == "Instruction" {
+                continue;
+            }
+            let Some(level) = read_opt(&c.join("level")).and_then(|s| s.trim().parse::<u8>().ok())
+            else {
+                continue;
+            };
+            let size = read_opt(&c.join("size"))
+                .and_then(|s| parse_size(&s))
+                .unwrap_or(0);
+            let scl = c.join("shared_cpu_list");
+            let shared = match read_opt(&scl) {
+                Some(s) => parse_list(&scl, &s)?,
+                None => vec![id],
+            };
+            let shared: Vec<u32> = shared
+                .into_iter()
+                .filter(|c| online.binary_search(c).is_ok())
+                .collect();
+            if best.as_ref().is_none_or(|b| level > b.0) {
+                best = Some((level, size, shared));
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// What [`Topology::from_sysfs`] gathers CPU by CPU: the machine-wide core
+/// indices and the LLCs found so far.
+struct CpuReader<'a> {
+    cpu_dir: &'a Path,
+    online: &'a [u32],
+    nodes: &'a [Node],
+    core_index: BTreeMap<(u32, u32, u32), u32>,
+    llc_by_cpus: BTreeMap<Vec<u32>, u32>,
+    llcs: Vec<Llc>,
+}
+
+impl CpuReader<'_> {
+    /// Online CPU `id`: its node, package, core and last-level cache.
+    fn cpu(&mut self, id: u32) -> Result<Cpu, TopologyError> {
+        let d = self.cpu_dir.join(format!("cpu{id}"));
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.cpus.contains(&id))
+            .map(|n| n.id)
+            .ok_or_else(|| TopologyError::Invalid(format!("CPU {id} is online but on no node")))?;
+        let t = d.join("topology");
+        let package = topology_id(&t.join("physical_package_id"), 0)?;
+        let core = self.core(&t, id, package)?;
+        let llc = last_level_cache(&d.join("cache"), id, self.online)?
+            .map(|(level, size, shared)| self.llc(level, size, shared));
+        Ok(Cpu {
+            id,
+            node,
+            package,
+            core,
+            llc,
+        })
+    }
+
+    /// The machine-wide core index of CPU `id` of `package`, from its
+    /// `topology` directory `t`.
+    fn core(&mut self, t: &Path, id: u32, package: u32) -> Result<u32, TopologyError> {
+        let core_id = topology_id(&t.join("core_id"), id as i64)?;
+        // Siblings identify the core uniquely even where core_id repeats
+        // across dies: key on (package, core_id, lowest sibling).
+        let sib_path = t.join("thread_siblings_list");
+        let siblings = match read_opt(&sib_path) {
+            Some(s) => parse_list(&sib_path, &s)?,
+            None => vec![id],
+        };
+        let first_sibling = siblings
+            .iter()
+            .copied()
+            .find(|s| self.online.binary_search(s).is_ok())
+            .unwrap_or(id);
+        let next = self.core_index.len() as u32;
+        Ok(*self
+            .core_index
+            .entry((package, core_id, first_sibling))
+            .or_insert(next))
+    }
+
+    /// The index in `llcs` of the cache shared by `shared`, added if new.
+    fn llc(&mut self, level: u8, size: u64, shared: Vec<u32>) -> u32 {
+        let next = self.llcs.len() as u32;
+        let llcs = &mut self.llcs;
+        *self.llc_by_cpus.entry(shared.clone()).or_insert_with(|| {
+            llcs.push(Llc {
+                id: next,
+                level,
+                size_bytes: size,
+                cpus: shared,
+            });
+            next
+        })
+    }
+}
+
 impl Topology {
     /// Read the topology of the machine whose sysfs is mounted at `root`
     /// (normally `/sys`; tests pass fixture trees).
     pub fn from_sysfs(root: &Path) -> Result<Topology, TopologyError> {
         let cpu_dir = root.join("devices/system/cpu");
         let node_dir = root.join("devices/system/node");
-
-        let online_path = cpu_dir.join("online");
-        let online = match read_opt(&online_path) {
-            Some(t) => parse_list(&online_path, &t)?,
-            None => numbered_dirs(&cpu_dir, "cpu")?,
-        };
-        if online.is_empty() {
-            return Err(TopologyError::Invalid(format!(
-                "no online CPUs under {}",
-                cpu_dir.display()
-            )));
-        }
-
-        // Nodes. A kernel without CONFIG_NUMA has no node directory: one node.
-        let mut nodes = Vec::new();
-        let mut distances = Vec::new();
-        let node_ids = if node_dir.is_dir() {
-            numbered_dirs(&node_dir, "node")?
-        } else {
-            Vec::new()
-        };
-        if node_ids.is_empty() {
-            nodes.push(Node {
-                id: 0,
-                cpus: online.clone(),
-                memory_bytes: 0,
-            });
-            distances.push(vec![10]);
-        } else {
-            for &id in &node_ids {
-                let d = node_dir.join(format!("node{id}"));
-                let cl = d.join("cpulist");
-                let cpus: Vec<u32> = parse_list(&cl, &read(&cl)?)?
-                    .into_iter()
-                    .filter(|c| online.binary_search(c).is_ok())
-                    .collect();
-                let mi = d.join("meminfo");
-                let memory_bytes = read_opt(&mi)
-                    .and_then(|t| node_meminfo_field(&t, "MemTotal"))
-                    .unwrap_or(0);
-                let dp = d.join("distance");
-                let row: Vec<u32> = read(&dp)?
-                    .split_whitespace()
-                    .map(|t| parse_num(&dp, t))
-                    .collect::<Result<_, _>>()?;
-                if row.len() != node_ids.len() {
-                    return Err(TopologyError::Parse {
-                        path: dp,
-                        msg: format!("{} distances for {} nodes", row.len(), node_ids.len()),
-                    });
-                }
-                nodes.push(Node {
-                    id,
-                    cpus,
-                    memory_bytes,
-                });
-                distances.push(row);
-            }
-        }
+        let online = online_cpus(&cpu_dir)?;
+        let (nodes, distances) = sysfs_nodes(&node_dir, &online)?;
 
         // CPUs, cores and LLCs.
-        let mut core_index: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
-        let mut llc_by_cpus: BTreeMap<Vec<u32>, u32> = BTreeMap::new();
-        let mut llcs: Vec<Llc> = Vec::new();
-        let mut cpus = Vec::new();
-        for &id in &online {
-            let d = cpu_dir.join(format!("cpu{id}"));
-            let node = nodes
-                .iter()
-                .find(|n| n.cpus.contains(&id))
-                .map(|n| n.id)
-                .ok_or_else(|| {
-                    TopologyError::Invalid(format!("CPU {id} is online but on no node"))
-                })?;
-            let t = d.join("topology");
-            let package = read_opt(&t.join("physical_package_id"))
-                .map(|s| parse_num::<i64>(&t.join("physical_package_id"), &s))
-                .transpose()?
-                .unwrap_or(0)
-                .max(0) as u32;
-            let core_id = read_opt(&t.join("core_id"))
-                .map(|s| parse_num::<i64>(&t.join("core_id"), &s))
-                .transpose()?
-                .unwrap_or(id as i64)
-                .max(0) as u32;
-            // Siblings identify the core uniquely even where core_id repeats
-            // across dies: key on (package, core_id, lowest sibling).
-            let sib_path = t.join("thread_siblings_list");
-            let siblings = match read_opt(&sib_path) {
-                Some(s) => parse_list(&sib_path, &s)?,
-                None => vec![id],
-            };
-            let first_sibling = siblings
-                .iter()
-                .copied()
-                .find(|s| online.binary_search(s).is_ok())
-                .unwrap_or(id);
-            let next = core_index.len() as u32;
-            let core = *core_index
-                .entry((package, core_id, first_sibling))
-                .or_insert(next);
-
-            // The last-level cache: the highest-level data or unified cache.
-            let mut best: Option<(u8, u64, Vec<u32>)> = None;
-            let cache_dir = d.join("cache");
-            if let Ok(indices) = numbered_dirs(&cache_dir, "index") {
-                for i in indices {
-                    let c = cache_dir.join(format!("index{i}"));
-                    let ty = read_opt(&c.join("type")).unwrap_or_default();
-                    if ty.trim() == "Instruction" {
-                        continue;
-                    }
-                    let Some(level) =
-                        read_opt(&c.join("level")).and_then(|s| s.trim().parse::<u8>().ok())
-                    else {
-                        continue;
-                    };
-                    let size = read_opt(&c.join("size"))
-                        .and_then(|s| parse_size(&s))
-                        .unwrap_or(0);
-                    let scl = c.join("shared_cpu_list");
-                    let shared = match read_opt(&scl) {
-                        Some(s) => parse_list(&scl, &s)?,
-                        None => vec![id],
-                    };
-                    let shared: Vec<u32> = shared
-                        .into_iter()
-                        .filter(|c| online.binary_search(c).is_ok())
-                        .collect();
-                    if best.as_ref().is_none_or(|b| level > b.0) {
-                        best = Some((level, size, shared));
-                    }
-                }
-            }
-            let llc = best.map(|(level, size, shared)| {
-                let next = llcs.len() as u32;
-                *llc_by_cpus.entry(shared.clone()).or_insert_with(|| {
-                    llcs.push(Llc {
-                        id: next,
-                        level,
-                        size_bytes: size,
-                        cpus: shared,
-                    });
-                    next
-                })
-            });
-            cpus.push(Cpu {
-                id,
-                node,
-                package,
-                core,
-                llc,
-            });
-        }
+        let mut reader = CpuReader {
+            cpu_dir: &cpu_dir,
+            online: &online,
+            nodes: &nodes,
+            core_index: BTreeMap::new(),
+            llc_by_cpus: BTreeMap::new(),
+            llcs: Vec::new(),
+        };
+        let cpus = online
+            .iter()
+            .map(|&id| reader.cpu(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let llcs = reader.llcs;
         let topo = Topology {
             nodes,
             cpus,
