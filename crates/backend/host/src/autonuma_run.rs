@@ -5,14 +5,14 @@
 use crate::autonuma_task::ProcessReport;
 use crate::observe::{push_final_sample, Observer, Region};
 use crate::pace::{thread_cpu_s, Pacer};
-use crate::run::{node_residency, progress_bar, RunSpec};
+use crate::run::{node_residency, progress_bar, Progress, RunSpec};
 use crate::{Error, Result};
 use numalab_bench::autonuma::{self, Params, Plan};
 use numalab_bench::metrics::metric;
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
-use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, TaskRecord};
-use numalab_topology::MachineInfo;
+use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, Sample, TaskRecord};
+use numalab_topology::{MachineInfo, Topology};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -202,7 +202,42 @@ pub fn run_once(
     if let Some(d) = &plan.degenerate {
         rec.warnings.push(d.clone());
     }
-    // Task order: process by process, thread by thread.
+    let (task_process, task_slot) = task_order(&plan);
+    let ntasks = task_process.len();
+    let expected_work = ntasks as u64 * p.loops;
+    let observer = Observer::start(topo);
+    let bar = progress_bar(expected_work, spec);
+
+    let cpu_at_start = own_cpu_s();
+    let start = Instant::now();
+    let mut run = Running::start(exe, &plan, start, task_slot)?;
+    let mut pacer = Pacer::new(spec.interval);
+    let watched = run.watch(&observer, spec, &bar, &mut pacer, &mut rec.series.samples)?;
+    rec.series.interval_s = pacer.longest_s();
+    run.join_readers();
+    let vm = observer.vmstat_delta();
+    // What watching cost: numalab's own CPU time during the run (sampling,
+    // the 5 ms wait loop, the threads reading the processes' output).
+    let observer_cpu = own_cpu_s() - cpu_at_start;
+
+    let (failures, thread_gbs) = run.record_tasks(&mut rec, topo, p, &plan);
+    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
+    push_final_sample(&mut rec, pacer.enabled(), watched.elapsed, work, &vm);
+    run.record_metrics(&mut rec, p, &vm, &watched, &thread_gbs, observer_cpu);
+    let tasks = convergence::Tasks {
+        process: task_process,
+        bytes: run.task_bytes(),
+    };
+    record_convergence(&mut rec, p, topo, &tasks, watched.started_s);
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+/// The tasks in order, process by process, thread by thread: each task's
+/// process, and its (process, thread, region) slot.
+fn task_order(plan: &Plan) -> (Vec<usize>, Vec<(usize, usize, usize)>) {
     let mut task_process = Vec::new();
     let mut task_slot = Vec::new();
     for (pi, pp) in plan.procs.iter().enumerate() {
@@ -211,241 +246,346 @@ pub fn run_once(
             task_slot.push((pi, t as usize, pp.region_of_thread(t)));
         }
     }
-    let ntasks = task_process.len();
-    let expected_work = ntasks as u64 * p.loops;
-    let observer = Observer::start(topo);
-    let bar = progress_bar(expected_work, spec);
+    (task_process, task_slot)
+}
 
-    let cpu_at_start = own_cpu_s();
-    let start = Instant::now();
-    let mut procs: Vec<Proc> = Vec::new();
-    let (tx, ended) = mpsc::channel();
-    for pp in &plan.procs {
-        match spawn(exe, pp) {
-            Ok(x) => {
-                waiter(procs.len(), x.pid, start, tx.clone());
-                procs.push(x);
-            }
-            Err(e) => {
-                kill_all(&mut procs, &ended);
-                return Err(e);
+/// What the processes said so far, per process: its regions, thread ids
+/// and progress.
+type Snap = Vec<(Vec<Region>, Vec<i32>, Vec<u64>)>;
+
+/// What watching the processes found: when the last one ended (seconds
+/// since the start), and when every thread had started (None: never).
+struct Watched {
+    elapsed: f64,
+    started_s: Option<f64>,
+}
+
+/// The benchmark's processes while they run: their states, the channel
+/// their waiters report their ends on, when they were started, each
+/// task's (process, thread, region) slot, and the pages whose node is
+/// read per process and sample.
+struct Running {
+    procs: Vec<Proc>,
+    ended: mpsc::Receiver<Ended>,
+    start: Instant,
+    task_slot: Vec<(usize, usize, usize)>,
+    budget: usize,
+}
+
+impl Running {
+    /// Start the plan's processes, each reaped by a waiter; if one cannot
+    /// start, kill those that did.
+    fn start(
+        exe: &Path,
+        plan: &Plan,
+        start: Instant,
+        task_slot: Vec<(usize, usize, usize)>,
+    ) -> Result<Running> {
+        let mut procs: Vec<Proc> = Vec::new();
+        let (tx, ended) = mpsc::channel();
+        for pp in &plan.procs {
+            match spawn(exe, pp) {
+                Ok(x) => {
+                    waiter(procs.len(), x.pid, start, tx.clone());
+                    procs.push(x);
+                }
+                Err(e) => {
+                    kill_all(&mut procs, &ended);
+                    return Err(e);
+                }
             }
         }
+        drop(tx);
+        let budget = PAGE_BUDGET / procs.len().max(1);
+        Ok(Running {
+            procs,
+            ended,
+            start,
+            task_slot,
+            budget,
+        })
     }
-    drop(tx);
-    let mut pending: Vec<Ended> = Vec::new();
-    let budget = PAGE_BUDGET / procs.len().max(1);
-    let mut started_s = None;
-    let mut pacer = Pacer::new(spec.interval);
-    let mut elapsed = 0.0;
-    loop {
-        let now = start.elapsed().as_secs_f64();
-        if spec.interrupt.is_set() {
-            kill_all(&mut procs, &ended);
-            return Err(Error::Interrupted);
+
+    /// Watch the processes until every one has ended: note their ends,
+    /// move the progress bar and sample when the pacer says (at once when
+    /// every thread has started). An interruption kills them all.
+    fn watch(
+        &mut self,
+        observer: &Observer,
+        spec: &RunSpec,
+        bar: &Progress,
+        pacer: &mut Pacer,
+        samples: &mut Vec<Sample>,
+    ) -> Result<Watched> {
+        let mut pending: Vec<Ended> = Vec::new();
+        let mut started_s = None;
+        let mut elapsed = 0.0;
+        loop {
+            let now = self.start.elapsed().as_secs_f64();
+            if spec.interrupt.is_set() {
+                kill_all(&mut self.procs, &self.ended);
+                return Err(Error::Interrupted);
+            }
+            pending.extend(self.ended.try_iter());
+            for (i, e, t) in pending.drain(..) {
+                self.procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT));
+                elapsed = f64::max(elapsed, t);
+            }
+            let snap = self.snapshot();
+            if started_s.is_none() && snap.iter().all(|s| !s.1.is_empty()) {
+                // The memory is placed and the threads start: sample now, so
+                // every observed run shows the starting placement.
+                started_s = Some(now);
+                pacer.sample_at(now);
+            }
+            let progress: Vec<u64> = self
+                .task_slot
+                .iter()
+                .map(|&(pi, t, _)| snap[pi].2.get(t).copied().unwrap_or(0))
+                .collect();
+            bar.set_position(progress.iter().sum());
+            let running = self.procs.iter().any(|x| x.exit.is_none());
+            if pacer.due(now) && running {
+                let cpu = thread_cpu_s();
+                samples.push(self.sample(observer, &snap, now, progress));
+                pacer.sampled(now, thread_cpu_s() - cpu);
+            }
+            if !running {
+                break;
+            }
+            // Sleep until a process ends, the next sample is due, or 50 ms
+            // have passed (for Ctrl-C and the progress bar).
+            let mut wait = Duration::from_millis(50);
+            if let Some(due) = pacer.until_due(self.start.elapsed().as_secs_f64()) {
+                wait = wait.min(due);
+            }
+            if let Ok(m) = self.ended.recv_timeout(wait) {
+                pending.push(m);
+            }
         }
-        pending.extend(ended.try_iter());
-        for (i, e, t) in pending.drain(..) {
-            procs[i].exit = Some(e.unwrap_or(UNKNOWN_EXIT));
-            elapsed = f64::max(elapsed, t);
-        }
-        // What the processes said so far.
-        let snap: Vec<(Vec<Region>, Vec<i32>, Vec<u64>)> = procs
+        Ok(Watched { elapsed, started_s })
+    }
+
+    /// What the processes said so far.
+    fn snapshot(&self) -> Snap {
+        self.procs
             .iter()
             .map(|x| {
                 let s = x.state.lock().expect("state lock");
                 (s.regions.clone(), s.tids.clone(), s.progress.clone())
             })
-            .collect();
-        if started_s.is_none() && snap.iter().all(|s| !s.1.is_empty()) {
-            // The memory is placed and the threads start: sample now, so
-            // every observed run shows the starting placement.
-            started_s = Some(now);
-            pacer.sample_at(now);
-        }
-        let progress: Vec<u64> = task_slot
-            .iter()
-            .map(|&(pi, t, _)| snap[pi].2.get(t).copied().unwrap_or(0))
-            .collect();
-        bar.set_position(progress.iter().sum());
-        let running = procs.iter().any(|x| x.exit.is_none());
-        if pacer.due(now) && running {
-            let cpu = thread_cpu_s();
-            let live: Vec<i32> = procs
-                .iter()
-                .map(|x| if x.exit.is_none() { x.pid } else { -1 })
-                .collect();
-            let ids: Vec<(i32, Option<i32>)> = task_slot
-                .iter()
-                .map(|&(pi, t, _)| match snap[pi].1.get(t) {
-                    Some(&tid) if live[pi] > 0 => (live[pi], Some(tid)),
-                    _ => (-1, None),
-                })
-                .collect();
-            let mut s = observer.sample(now, &live, &ids, progress);
-            let mem: Vec<Vec<Vec<u64>>> = procs
-                .iter()
-                .enumerate()
-                .map(|(pi, x)| {
-                    if x.exit.is_none() && !snap[pi].0.is_empty() {
-                        observer.regions(x.pid, &snap[pi].0, budget)
-                    } else {
-                        Vec::new()
-                    }
-                })
-                .collect();
-            s.task_memory_bytes = task_slot
-                .iter()
-                .map(|&(pi, _, r)| mem[pi].get(r).cloned().unwrap_or_default())
-                .collect();
-            rec.series.samples.push(s);
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
-        if !running {
-            break;
-        }
-        // Sleep until a process ends, the next sample is due, or 50 ms
-        // have passed (for Ctrl-C and the progress bar).
-        let mut wait = Duration::from_millis(50);
-        if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
-            wait = wait.min(due);
-        }
-        if let Ok(m) = ended.recv_timeout(wait) {
-            pending.push(m);
-        }
+            .collect()
     }
-    rec.series.interval_s = pacer.longest_s();
-    for x in procs.iter_mut() {
-        if let Some(r) = x.reader.take() {
-            let _ = r.join();
-        }
-    }
-    let vm = observer.vmstat_delta();
-    // What watching cost: numalab's own CPU time during the run (sampling,
-    // the 5 ms wait loop, the threads reading the processes' output).
-    let observer_cpu = own_cpu_s() - cpu_at_start;
 
-    // Per-thread results, checked: every process must exit 0 and report
-    // every thread's loops.
-    let nodes = topo.nodes.len();
-    let mut failures = Vec::new();
-    let nprocs = procs.len();
-    // Each thread's zeroing bandwidth, None where it did not report one.
-    let mut thread_gbs: Vec<Option<f64>> = Vec::new();
-    for (pi, x) in procs.iter().enumerate() {
-        let exit = x.exit.unwrap_or(UNKNOWN_EXIT);
-        let st = x.state.lock().expect("state lock");
-        let pname = if nprocs > 1 {
-            format!("process {pi}")
-        } else {
-            "the process".to_string()
-        };
-        if !exit.success() {
-            failures.push(format!(
-                "{pname} ended with {}{}",
-                exit.describe(),
-                st.error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
-            ));
-        } else if st.report.is_none() {
-            failures.push(format!("{pname} exited without reporting its work"));
-        }
-        rec.processes.push(ProcessInfo {
-            index: pi as u32,
-            name: format!("{} process {pi}", p.kind.name()),
-            pid: Some(x.pid),
-        });
-        let pp = &plan.procs[pi];
-        for t in 0..pp.threads as usize {
-            let id = rec.tasks.len() as u32 + 1;
-            let r = st.report.as_ref().and_then(|r| r.threads.get(t));
-            thread_gbs.push(r.and_then(|r| r.bandwidth_gbs()));
-            let done = r
-                .map(|r| r.loops)
-                .unwrap_or_else(|| st.progress.get(t).copied().unwrap_or(0));
-            if exit.success() && st.report.is_some() && done != p.loops {
-                failures.push(format!(
-                    "{pname} thread {t} did {done} of {} loops",
-                    p.loops
-                ));
+    /// One sample at `now`: where the live processes' memory and threads
+    /// are, each task's `progress`, and the nodes of each task's region.
+    fn sample(&self, observer: &Observer, snap: &Snap, now: f64, progress: Vec<u64>) -> Sample {
+        let live: Vec<i32> = self
+            .procs
+            .iter()
+            .map(|x| if x.exit.is_none() { x.pid } else { -1 })
+            .collect();
+        let ids: Vec<(i32, Option<i32>)> = self
+            .task_slot
+            .iter()
+            .map(|&(pi, t, _)| match snap[pi].1.get(t) {
+                Some(&tid) if live[pi] > 0 => (live[pi], Some(tid)),
+                _ => (-1, None),
+            })
+            .collect();
+        let mut s = observer.sample(now, &live, &ids, progress);
+        let mem: Vec<Vec<Vec<u64>>> = self
+            .procs
+            .iter()
+            .enumerate()
+            .map(|(pi, x)| {
+                if x.exit.is_none() && !snap[pi].0.is_empty() {
+                    observer.regions(x.pid, &snap[pi].0, self.budget)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        s.task_memory_bytes = self
+            .task_slot
+            .iter()
+            .map(|&(pi, _, r)| mem[pi].get(r).cloned().unwrap_or_default())
+            .collect();
+        s
+    }
+
+    /// Wait for the threads reading the processes' output to end.
+    fn join_readers(&mut self) {
+        for x in self.procs.iter_mut() {
+            if let Some(r) = x.reader.take() {
+                let _ = r.join();
             }
-            let (node_time, main) = match r {
-                Some(r) => node_residency(topo, &r.cpu_time_ns),
-                None => (vec![0.0; nodes], None),
-            };
-            let name = p.kind.task_name(nprocs, p.threads, pi as u32, t as u32);
-            rec.tasks.push(TaskRecord {
-                id,
-                name,
-                pid: r.map(|r| r.tid).or_else(|| st.tids.get(t).copied()),
-                process: Some(pi as u32),
-                initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
-                main_node: main,
-                node_time_s: node_time,
-                residency_method: "the thread reads its CPU (sched_getcpu) and thread CPU time after every loop (one memset of its slice) and charges the time between readings to the CPU seen at the first".into(),
-                residency_samples: r.map_or(0, |r| r.readings),
-                user_s: r.map_or(0.0, |r| r.user_s),
-                sys_s: r.map_or(0.0, |r| r.sys_s),
-                work_done: done,
-                work_expected: p.loops,
-                exit: exit.describe(),
-                kernel: crate::kernel_counters(r.and_then(|r| r.sched)),
-            });
         }
     }
-    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
-    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.metrics.insert(
-        "user_s".into(),
-        metric(
-            "user_s",
-            procs.iter().filter_map(|x| x.exit).map(|e| e.user_s).sum(),
-        ),
-    );
-    rec.metrics.insert(
-        "sys_s".into(),
-        metric(
-            "sys_s",
-            procs.iter().filter_map(|x| x.exit).map(|e| e.sys_s).sum(),
-        ),
-    );
-    crate::vmstat_metrics(&mut rec, &vm);
-    if let Some(s) = started_s {
-        rec.metrics
-            .insert("started_s".into(), metric("started_s", s));
+
+    /// Per-thread results, checked: every process must exit 0 and report
+    /// every thread's loops. Records each process and each thread's task,
+    /// and returns the failures and each thread's zeroing bandwidth (None
+    /// where it did not report one).
+    fn record_tasks(
+        &self,
+        rec: &mut RunRecord,
+        topo: &Topology,
+        p: &Params,
+        plan: &Plan,
+    ) -> (Vec<String>, Vec<Option<f64>>) {
+        let nodes = topo.nodes.len();
+        let mut failures = Vec::new();
+        let nprocs = self.procs.len();
+        let mut thread_gbs: Vec<Option<f64>> = Vec::new();
+        for (pi, x) in self.procs.iter().enumerate() {
+            let exit = x.exit.unwrap_or(UNKNOWN_EXIT);
+            let st = x.state.lock().expect("state lock");
+            let pname = if nprocs > 1 {
+                format!("process {pi}")
+            } else {
+                "the process".to_string()
+            };
+            if !exit.success() {
+                failures.push(format!(
+                    "{pname} ended with {}{}",
+                    exit.describe(),
+                    st.error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ));
+            } else if st.report.is_none() {
+                failures.push(format!("{pname} exited without reporting its work"));
+            }
+            rec.processes.push(ProcessInfo {
+                index: pi as u32,
+                name: format!("{} process {pi}", p.kind.name()),
+                pid: Some(x.pid),
+            });
+            let pp = &plan.procs[pi];
+            for t in 0..pp.threads as usize {
+                let id = rec.tasks.len() as u32 + 1;
+                let r = st.report.as_ref().and_then(|r| r.threads.get(t));
+                thread_gbs.push(r.and_then(|r| r.bandwidth_gbs()));
+                let done = r
+                    .map(|r| r.loops)
+                    .unwrap_or_else(|| st.progress.get(t).copied().unwrap_or(0));
+                if exit.success() && st.report.is_some() && done != p.loops {
+                    failures.push(format!(
+                        "{pname} thread {t} did {done} of {} loops",
+                        p.loops
+                    ));
+                }
+                let (node_time, main) = match r {
+                    Some(r) => node_residency(topo, &r.cpu_time_ns),
+                    None => (vec![0.0; nodes], None),
+                };
+                let name = p.kind.task_name(nprocs, p.threads, pi as u32, t as u32);
+                rec.tasks.push(TaskRecord {
+                    id,
+                    name,
+                    pid: r.map(|r| r.tid).or_else(|| st.tids.get(t).copied()),
+                    process: Some(pi as u32),
+                    initial_node: r.and_then(|r| topo.node_of_cpu(r.initial_cpu)),
+                    main_node: main,
+                    node_time_s: node_time,
+                    residency_method: "the thread reads its CPU (sched_getcpu) and thread CPU time after every loop (one memset of its slice) and charges the time between readings to the CPU seen at the first".into(),
+                    residency_samples: r.map_or(0, |r| r.readings),
+                    user_s: r.map_or(0.0, |r| r.user_s),
+                    sys_s: r.map_or(0.0, |r| r.sys_s),
+                    work_done: done,
+                    work_expected: p.loops,
+                    exit: exit.describe(),
+                    kernel: crate::kernel_counters(r.and_then(|r| r.sched)),
+                });
+            }
+        }
+        (failures, thread_gbs)
     }
-    if elapsed > 0.0 {
+
+    /// The run's metrics: elapsed, user and system time, the vmstat
+    /// counters, when the threads started, the bandwidth (in all and per
+    /// thread) and what watching cost.
+    fn record_metrics(
+        &self,
+        rec: &mut RunRecord,
+        p: &Params,
+        vm: &BTreeMap<String, i64>,
+        watched: &Watched,
+        thread_gbs: &[Option<f64>],
+        observer_cpu: f64,
+    ) {
+        let elapsed = watched.elapsed;
+        rec.metrics
+            .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
         rec.metrics.insert(
-            "bandwidth_gbs".into(),
-            metric("bandwidth_gbs", p.bytes_zeroed() as f64 / elapsed / 1e9),
+            "user_s".into(),
+            metric(
+                "user_s",
+                self.procs
+                    .iter()
+                    .filter_map(|x| x.exit)
+                    .map(|e| e.user_s)
+                    .sum(),
+            ),
+        );
+        rec.metrics.insert(
+            "sys_s".into(),
+            metric(
+                "sys_s",
+                self.procs
+                    .iter()
+                    .filter_map(|x| x.exit)
+                    .map(|e| e.sys_s)
+                    .sum(),
+            ),
+        );
+        crate::vmstat_metrics(rec, vm);
+        if let Some(s) = watched.started_s {
+            rec.metrics
+                .insert("started_s".into(), metric("started_s", s));
+        }
+        if elapsed > 0.0 {
+            rec.metrics.insert(
+                "bandwidth_gbs".into(),
+                metric("bandwidth_gbs", p.bytes_zeroed() as f64 / elapsed / 1e9),
+            );
+        }
+        for (name, value) in thread_bandwidth(thread_gbs) {
+            rec.metrics.insert(name.into(), metric(name, value));
+        }
+        rec.metrics.insert(
+            "observer_cpu_s".into(),
+            metric("observer_cpu_s", observer_cpu),
         );
     }
-    for (name, value) in thread_bandwidth(&thread_gbs) {
-        rec.metrics.insert(name.into(), metric(name, value));
+
+    /// Each task's bytes: the length of its region, as its process said.
+    fn task_bytes(&self) -> Vec<u64> {
+        self.task_slot
+            .iter()
+            .map(|&(pi, _, r)| {
+                let st = self.procs[pi].state.lock().expect("state lock");
+                st.regions.get(r).map_or(0, |x| x.len)
+            })
+            .collect()
     }
-    rec.metrics.insert(
-        "observer_cpu_s".into(),
-        metric("observer_cpu_s", observer_cpu),
-    );
-    let task_bytes: Vec<u64> = task_slot
-        .iter()
-        .map(|&(pi, _, r)| {
-            let st = procs[pi].state.lock().expect("state lock");
-            st.regions.get(r).map_or(0, |x| x.len)
-        })
-        .collect();
-    let tasks = convergence::Tasks {
-        process: task_process,
-        bytes: task_bytes,
-    };
+}
+
+/// The run's convergence by the benchmark's rule, from its samples, and
+/// its time as `convergence_s` when it converged.
+fn record_convergence(
+    rec: &mut RunRecord,
+    p: &Params,
+    topo: &Topology,
+    tasks: &convergence::Tasks,
+    started_s: Option<f64>,
+) {
     rec.convergence = convergence::evaluate(
         p.kind.convergence_rule(),
         topo,
-        &tasks,
+        tasks,
         &rec.series.samples,
         started_s,
     );
@@ -455,10 +595,6 @@ pub fn run_once(
         rec.metrics
             .insert("convergence_s".into(), metric("convergence_s", *at_s));
     }
-    if !failures.is_empty() {
-        rec.outcome = Outcome::failed(failures.join("; "));
-    }
-    Ok(rec)
 }
 
 /// The per-thread bandwidth metrics, as `perf bench numa mem` reports
