@@ -121,17 +121,15 @@ fn convergence(w: &World, meta: &Meta, samples: &[Sample]) -> Option<Convergence
     convergence::evaluate(rule, &w.m.topology, &tasks, samples, started_s)
 }
 
-pub fn build(
+/// The run's id: its start, benchmark, label, repetition, seed and a hash
+/// of its configuration, in characters safe for a file name.
+fn record_id(
     cfg: &SimConfig,
-    eng: &Engine,
     meta: &Meta,
-    samples: Vec<Sample>,
     label: &str,
     repetition: Repetition,
-    finished: bool,
-) -> RunRecord {
-    let w = &eng.w;
-    let started = started_at(cfg.seed);
+    started: &chrono::DateTime<chrono::Utc>,
+) -> String {
     let config_text = format!(
         "{}|{}|{}|{}|{:?}|{}|{}",
         cfg.machine_spec,
@@ -153,7 +151,7 @@ pub fn build(
             })
             .collect()
     };
-    let id = format!(
+    format!(
         "sim-{}-{}-{}-r{}-s{}-{:08x}",
         started.format("%Y%m%dT%H%M%SZ"),
         safe(&meta.benchmark),
@@ -161,11 +159,12 @@ pub fn build(
         repetition.index,
         cfg.seed,
         config_hash(&config_text)
-    );
-    let conv = convergence(w, meta, &samples);
+    )
+}
 
-    let tasks: Vec<TaskRecord> = meta
-        .main_tasks
+/// One record per benchmark task: its time per node, CPU time and work.
+fn task_records(w: &World, meta: &Meta) -> Vec<TaskRecord> {
+    meta.main_tasks
         .iter()
         .enumerate()
         .map(|(i, &t)| {
@@ -196,8 +195,17 @@ pub fn build(
                 kernel: None,
             }
         })
-        .collect();
+        .collect()
+}
 
+/// The benchmark's own metrics (elapsed, CPU time, hackbench's and
+/// forkexec's, bandwidth), and the warnings about them.
+fn benchmark_metrics(
+    w: &World,
+    meta: &Meta,
+    tasks: &[TaskRecord],
+    finished: bool,
+) -> (BTreeMap<String, numalab_record::Metric>, Vec<String>) {
     let mut metrics = BTreeMap::new();
     let end = meta
         .main_tasks
@@ -277,6 +285,17 @@ pub fn build(
             );
         }
     }
+    (metrics, warnings)
+}
+
+/// The kernel's counters real runs report (task migrations, vmstat's NUMA
+/// counters), counted exactly, and convergence.
+fn counter_metrics(
+    w: &World,
+    meta: &Meta,
+    conv: &Option<Convergence>,
+    metrics: &mut BTreeMap<String, numalab_record::Metric>,
+) {
     // CPU changes of the benchmark's tasks, as real runs sum the kernel's
     // se.nr_migrations of the tasks they observe one by one (hackbench's
     // and forkexec's trees are observed as one process there: left out).
@@ -303,19 +322,14 @@ pub fn build(
     if let Some(Convergence {
         state: ConvergenceState::Converged { at_s },
         ..
-    }) = &conv
+    }) = conv
     {
         metrics.insert("convergence_s".into(), metric("convergence_s", *at_s));
     }
-    let outcome = if finished {
-        Outcome::ok()
-    } else {
-        Outcome::failed(format!(
-            "simulation stopped at the {:.0} s limit before the benchmark finished",
-            cfg.max_sim_s
-        ))
-    };
+}
 
+/// The simulator's own facts of the run, for the record's backend.
+fn details(cfg: &SimConfig, w: &World) -> BTreeMap<String, serde_json::Value> {
     let mut details = BTreeMap::new();
     details.insert("tick_us".into(), serde_json::json!(cfg.tick_us));
     details.insert("ticks".into(), serde_json::json!(w.stats.ticks));
@@ -345,6 +359,37 @@ pub fn build(
         serde_json::json!(w.stats.max_idle_imbalance_ns as f64 / 1e6),
     );
 
+    details
+}
+
+/// The record of a finished (or stopped) simulated run: the same schema,
+/// metrics and observables as a real run's.
+pub fn build(
+    cfg: &SimConfig,
+    eng: &Engine,
+    meta: &Meta,
+    samples: Vec<Sample>,
+    label: &str,
+    repetition: Repetition,
+    finished: bool,
+) -> RunRecord {
+    let w = &eng.w;
+    let started = started_at(cfg.seed);
+    let id = record_id(cfg, meta, label, repetition, &started);
+    let conv = convergence(w, meta, &samples);
+    let tasks = task_records(w, meta);
+    let (mut metrics, warnings) = benchmark_metrics(w, meta, &tasks, finished);
+    counter_metrics(w, meta, &conv, &mut metrics);
+    let outcome = if finished {
+        Outcome::ok()
+    } else {
+        Outcome::failed(format!(
+            "simulation stopped at the {:.0} s limit before the benchmark finished",
+            cfg.max_sim_s
+        ))
+    };
+
+    let details = details(cfg, w);
     let machine = machine_info(cfg);
 
     RunRecord {

@@ -467,194 +467,11 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         task_bytes: None,
     };
     match case {
-        Case::NumaTest(p) => {
-            if p.tasks == 0 || p.size == 0 {
-                return Err("numa_test needs at least 1 task and size > 0".into());
-            }
-            let n = p.size as f64;
-            for i in 0..p.tasks as usize {
-                let pi = meta.processes.len();
-                meta.processes.push(format!("task {}", i + 1));
-                // a (8n) + b (8n) + ix (4n) bytes, as randupdt.c allocates.
-                let r = add_region(w, pi, p.bytes_per_task());
-                let reg = &w.mem.regions[r];
-                let work = Work::Compute {
-                    init: (reg.first..reg.first + reg.len).collect(),
-                    init_credit: 0.0,
-                    cycles: n * w.m.costs.randupdt_cycles,
-                    rand_lines: n,
-                    stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
-                    // ix[i] and b[i], read in order.
-                    stream_loads: true,
-                    writeback_lines: 0.0,
-                    wss_bytes: 8.0 * n,
-                    access: vec![(r, 1.0)],
-                };
-                let id = add_task(
-                    w,
-                    format!("task {}", i + 1),
-                    pi,
-                    work,
-                    p.passes as u64,
-                    Parent::Cpu(0),
-                    true,
-                    0,
-                    true,
-                );
-                meta.main_tasks.push(id);
-            }
-            if p.disturb == Disturb::Messaging {
-                let pi = meta.processes.len();
-                meta.processes.push(format!("hackbench {PEAK_GROUPS}"));
-                let _ = add_region(w, pi, 1);
-                meta.disturb_start_ns = (p.peak_at_s * 1e9) as u64;
-                meta.disturb_tasks = add_hackbench(
-                    w,
-                    pi,
-                    PEAK_GROUPS,
-                    PEAK_FDS,
-                    PEAK_LOOPS,
-                    PEAK_SIZE,
-                    meta.disturb_start_ns,
-                    false,
-                    None,
-                );
-            }
-        }
-        Case::Autonuma(p) => {
-            let plan = p.plan(&w.m.topology)?;
-            meta.bytes_zeroed = Some(p.bytes_zeroed());
-            let nprocs = plan.procs.len();
-            for pp in &plan.procs {
-                let pi = meta.processes.len();
-                meta.processes
-                    .push(format!("{} process {}", p.kind.name(), pp.process));
-                // Where the first touch puts chunk `k` (counted from the
-                // buffer's start) of region `r`.
-                let first_node = |w: &World, r: usize, k: u64| match &pp.memory {
-                    MemPlan::FirstTouchThenDefault { node } => node_ix(w, *node),
-                    MemPlan::Bound { nodes } => {
-                        node_ix(w, nodes.get(r).or(nodes.last()).copied().unwrap_or(0))
-                    }
-                    MemPlan::BoundToSet { nodes } => node_ix(w, interleave(nodes, k).unwrap_or(0)),
-                };
-                // The process's regions, first touched before its threads
-                // work: the whole buffer (shared), or one slice per thread.
-                let page = w.mem.chunk_bytes;
-                let slices = pp.regions(page);
-                let mut regions = Vec::new();
-                let bound = !matches!(pp.memory, MemPlan::FirstTouchThenDefault { .. });
-                for (ri, &(off, len)) in slices.iter().enumerate() {
-                    let r = add_region(w, pi, len);
-                    w.mem.regions[r].bound = bound;
-                    let first = w.mem.regions[r].first;
-                    for i in 0..w.mem.regions[r].len {
-                        let node = first_node(w, ri, off / page + i as u64);
-                        w.mem.allocate(&w.m, first + i, node);
-                    }
-                    regions.push((r, len));
-                }
-                // The main thread's first touch, before it starts the
-                // threads: its page faults and zeroing, kernel time.
-                let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
-                let touch_ns = w.m.costs.first_touch_ns(touched);
-                let process_mask = cpu_mask(w, &pp.process_cpus)?;
-                let mut first_thread = None;
-                for t in 0..pp.threads {
-                    let (r, len) = regions[pp.region_of_thread(t)];
-                    let work = stream_work(w, r, len as f64, false);
-                    let parent = match first_thread {
-                        None => Parent::Cpu(0),
-                        Some(f) => Parent::Task(f),
-                    };
-                    let id = add_task(
-                        w,
-                        p.kind.task_name(nprocs, p.threads, pp.process, t),
-                        pi,
-                        work,
-                        p.loops,
-                        parent,
-                        first_thread.is_none(),
-                        touch_ns,
-                        true,
-                    );
-                    if first_thread.is_none() {
-                        w.tasks[id].sys_ns += touch_ns as f64;
-                        w.tasks[id].booked_ns += touch_ns as f64;
-                    }
-                    first_thread.get_or_insert(id);
-                    // Every worker is a thread: the process's main thread
-                    // (not simulated) first-touched the buffer, created
-                    // them and waits for them.
-                    w.tasks[id].clone_vm = true;
-                    let mask = match pp.thread_cpus.get(t as usize).cloned().flatten() {
-                        Some(c) => cpu_mask(w, &Some(c))?,
-                        None => process_mask,
-                    };
-                    w.tasks[id].affinity = mask;
-                    meta.main_tasks.push(id);
-                    meta.task_regions.push(r);
-                }
-            }
-        }
-        Case::Spin(p) => {
-            let mask = cpu_mask(w, &p.set.cpus)?;
-            for i in 0..p.tasks as usize {
-                let pi = meta.processes.len();
-                meta.processes.push(format!("spin task {}", i + 1));
-                let work = spin_work(w.m.costs.spin_cycles);
-                let id = add_task(
-                    w,
-                    format!("spin {}", i + 1),
-                    pi,
-                    work,
-                    p.iterations.max(1),
-                    Parent::Cpu(0),
-                    true,
-                    0,
-                    true,
-                );
-                w.tasks[id].affinity = mask;
-                meta.main_tasks.push(id);
-            }
-            let _ = add_region(w, 0, 1);
-        }
-        Case::Hackbench(p) => {
-            let mask = cpu_mask(w, &p.set.cpus)?;
-            meta.processes
-                .push(format!("hackbench {} groups x {} fds", p.groups, p.fds));
-            let _ = add_region(w, 0, 1);
-            meta.main_tasks = add_hackbench(w, 0, p.groups, p.fds, p.loops, p.size, 0, true, mask);
-        }
-        Case::ForkExec(p) => {
-            p.check().map_err(|e| e.to_string())?;
-            meta.processes.push("forkexec parent".into());
-            let _ = add_region(w, 0, 1);
-            let c = w.m.costs;
-            let work = Work::Fork(Forker {
-                children: p.children,
-                jobs: p.jobs,
-                cycles_per_fork: p.parent_iterations as f64 * c.spin_cycles + c.fork_cycles,
-                child_units: p.child_iterations + (c.exec_cycles / c.spin_cycles).round() as u64,
-                forked: 0,
-                running: 0,
-                reaped: 0,
-                credit: 0.0,
-                latency_ns: 0.0,
-            });
-            let id = add_task(
-                w,
-                "forkexec parent".into(),
-                0,
-                work,
-                p.children as u64,
-                Parent::Cpu(0),
-                true,
-                0,
-                true,
-            );
-            meta.main_tasks.push(id);
-        }
+        Case::NumaTest(p) => add_numa_test(w, &mut meta, p)?,
+        Case::Autonuma(p) => add_autonuma(w, &mut meta, p)?,
+        Case::Spin(p) => add_spin(w, &mut meta, p)?,
+        Case::Hackbench(p) => add_hackbench_case(w, &mut meta, p)?,
+        Case::ForkExec(p) => add_forkexec(w, &mut meta, p)?,
         Case::Mem(p) => add_mem(w, &mut meta, p)?,
         Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
     }
@@ -674,6 +491,231 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         mem_barrier(w, &mut meta, p);
     }
     Ok(meta)
+}
+
+/// numa_test: N tasks of random indirect updates over their own arrays,
+/// and the hackbench load peak when it is asked for.
+fn add_numa_test(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::numa_test::Params,
+) -> Result<(), String> {
+    if p.tasks == 0 || p.size == 0 {
+        return Err("numa_test needs at least 1 task and size > 0".into());
+    }
+    let n = p.size as f64;
+    for i in 0..p.tasks as usize {
+        let pi = meta.processes.len();
+        meta.processes.push(format!("task {}", i + 1));
+        // a (8n) + b (8n) + ix (4n) bytes, as randupdt.c allocates.
+        let r = add_region(w, pi, p.bytes_per_task());
+        let reg = &w.mem.regions[r];
+        let work = Work::Compute {
+            init: (reg.first..reg.first + reg.len).collect(),
+            init_credit: 0.0,
+            cycles: n * w.m.costs.randupdt_cycles,
+            rand_lines: n,
+            stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
+            // ix[i] and b[i], read in order.
+            stream_loads: true,
+            writeback_lines: 0.0,
+            wss_bytes: 8.0 * n,
+            access: vec![(r, 1.0)],
+        };
+        let id = add_task(
+            w,
+            format!("task {}", i + 1),
+            pi,
+            work,
+            p.passes as u64,
+            Parent::Cpu(0),
+            true,
+            0,
+            true,
+        );
+        meta.main_tasks.push(id);
+    }
+    if p.disturb == Disturb::Messaging {
+        let pi = meta.processes.len();
+        meta.processes.push(format!("hackbench {PEAK_GROUPS}"));
+        let _ = add_region(w, pi, 1);
+        meta.disturb_start_ns = (p.peak_at_s * 1e9) as u64;
+        meta.disturb_tasks = add_hackbench(
+            w,
+            pi,
+            PEAK_GROUPS,
+            PEAK_FDS,
+            PEAK_LOOPS,
+            PEAK_SIZE,
+            meta.disturb_start_ns,
+            false,
+            None,
+        );
+    }
+    Ok(())
+}
+
+/// The autonuma suite and twohalves: each process's regions first touched
+/// where its plan says, then its threads sweeping them.
+fn add_autonuma(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::autonuma::Params,
+) -> Result<(), String> {
+    let plan = p.plan(&w.m.topology)?;
+    meta.bytes_zeroed = Some(p.bytes_zeroed());
+    let nprocs = plan.procs.len();
+    for pp in &plan.procs {
+        let pi = meta.processes.len();
+        meta.processes
+            .push(format!("{} process {}", p.kind.name(), pp.process));
+        // Where the first touch puts chunk `k` (counted from the
+        // buffer's start) of region `r`.
+        let first_node = |w: &World, r: usize, k: u64| match &pp.memory {
+            MemPlan::FirstTouchThenDefault { node } => node_ix(w, *node),
+            MemPlan::Bound { nodes } => {
+                node_ix(w, nodes.get(r).or(nodes.last()).copied().unwrap_or(0))
+            }
+            MemPlan::BoundToSet { nodes } => node_ix(w, interleave(nodes, k).unwrap_or(0)),
+        };
+        // The process's regions, first touched before its threads
+        // work: the whole buffer (shared), or one slice per thread.
+        let page = w.mem.chunk_bytes;
+        let slices = pp.regions(page);
+        let mut regions = Vec::new();
+        let bound = !matches!(pp.memory, MemPlan::FirstTouchThenDefault { .. });
+        for (ri, &(off, len)) in slices.iter().enumerate() {
+            let r = add_region(w, pi, len);
+            w.mem.regions[r].bound = bound;
+            let first = w.mem.regions[r].first;
+            for i in 0..w.mem.regions[r].len {
+                let node = first_node(w, ri, off / page + i as u64);
+                w.mem.allocate(&w.m, first + i, node);
+            }
+            regions.push((r, len));
+        }
+        // The main thread's first touch, before it starts the
+        // threads: its page faults and zeroing, kernel time.
+        let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
+        let touch_ns = w.m.costs.first_touch_ns(touched);
+        let process_mask = cpu_mask(w, &pp.process_cpus)?;
+        let mut first_thread = None;
+        for t in 0..pp.threads {
+            let (r, len) = regions[pp.region_of_thread(t)];
+            let work = stream_work(w, r, len as f64, false);
+            let parent = match first_thread {
+                None => Parent::Cpu(0),
+                Some(f) => Parent::Task(f),
+            };
+            let id = add_task(
+                w,
+                p.kind.task_name(nprocs, p.threads, pp.process, t),
+                pi,
+                work,
+                p.loops,
+                parent,
+                first_thread.is_none(),
+                touch_ns,
+                true,
+            );
+            if first_thread.is_none() {
+                w.tasks[id].sys_ns += touch_ns as f64;
+                w.tasks[id].booked_ns += touch_ns as f64;
+            }
+            first_thread.get_or_insert(id);
+            // Every worker is a thread: the process's main thread
+            // (not simulated) first-touched the buffer, created
+            // them and waits for them.
+            w.tasks[id].clone_vm = true;
+            let mask = match pp.thread_cpus.get(t as usize).cloned().flatten() {
+                Some(c) => cpu_mask(w, &Some(c))?,
+                None => process_mask,
+            };
+            w.tasks[id].affinity = mask;
+            meta.main_tasks.push(id);
+            meta.task_regions.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// spin: tasks spinning on the CPUs of their set.
+fn add_spin(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::placement::SpinParams,
+) -> Result<(), String> {
+    let mask = cpu_mask(w, &p.set.cpus)?;
+    for i in 0..p.tasks as usize {
+        let pi = meta.processes.len();
+        meta.processes.push(format!("spin task {}", i + 1));
+        let work = spin_work(w.m.costs.spin_cycles);
+        let id = add_task(
+            w,
+            format!("spin {}", i + 1),
+            pi,
+            work,
+            p.iterations.max(1),
+            Parent::Cpu(0),
+            true,
+            0,
+            true,
+        );
+        w.tasks[id].affinity = mask;
+        meta.main_tasks.push(id);
+    }
+    let _ = add_region(w, 0, 1);
+    Ok(())
+}
+
+/// hackbench: its groups of senders and receivers on the CPUs of their set.
+fn add_hackbench_case(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::placement::HackbenchParams,
+) -> Result<(), String> {
+    let mask = cpu_mask(w, &p.set.cpus)?;
+    meta.processes
+        .push(format!("hackbench {} groups x {} fds", p.groups, p.fds));
+    let _ = add_region(w, 0, 1);
+    meta.main_tasks = add_hackbench(w, 0, p.groups, p.fds, p.loops, p.size, 0, true, mask);
+    Ok(())
+}
+
+/// forkexec: one parent forking and reaping its children.
+fn add_forkexec(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::forkexec::Params,
+) -> Result<(), String> {
+    p.check().map_err(|e| e.to_string())?;
+    meta.processes.push("forkexec parent".into());
+    let _ = add_region(w, 0, 1);
+    let c = w.m.costs;
+    let work = Work::Fork(Forker {
+        children: p.children,
+        jobs: p.jobs,
+        cycles_per_fork: p.parent_iterations as f64 * c.spin_cycles + c.fork_cycles,
+        child_units: p.child_iterations + (c.exec_cycles / c.spin_cycles).round() as u64,
+        forked: 0,
+        running: 0,
+        reaped: 0,
+        credit: 0.0,
+        latency_ns: 0.0,
+    });
+    let id = add_task(
+        w,
+        "forkexec parent".into(),
+        0,
+        work,
+        p.children as u64,
+        Parent::Cpu(0),
+        true,
+        0,
+        true,
+    );
+    meta.main_tasks.push(id);
+    Ok(())
 }
 
 /// mem: a thread pinned to each of its CPUs, each with its own buffer
