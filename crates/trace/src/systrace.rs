@@ -32,7 +32,7 @@
 //! each at `=`. Times are seconds from the run's start, to the
 //! microsecond.
 
-use crate::export::{Schedule, Slice, SliceEnd};
+use crate::export::{Schedule, Slice, SliceEnd, Wakeup};
 use numalab_topology::Topology;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -131,8 +131,33 @@ fn switch(prev: &Who, prev_state: &str, next: &Who, cpu: u32, ns: u64) -> String
     s
 }
 
-/// The ftrace text of `s` on `topo` (see the module's text).
-pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
+/// The `sched_migrate_task` line of `next` arriving on `cpu` from `from`,
+/// `prev` in the prefix.
+fn migrate(prev: &Who, next: &Who, from: u32, cpu: u32, ns: u64) -> String {
+    let mut l = String::new();
+    prefix(&mut l, prev, cpu, ns);
+    let _ = write!(
+        l,
+        "sched_migrate_task: comm={} pid={} prio=120 orig_cpu={from} dest_cpu={cpu}",
+        next.comm, next.tid
+    );
+    l
+}
+
+/// The `sched_waking` line of `w`, `waker` in the prefix.
+fn waking(waker: &Who, wakee: &Who, w: &Wakeup) -> String {
+    let mut l = String::new();
+    prefix(&mut l, waker, w.from_cpu, w.at_ns);
+    let _ = write!(
+        l,
+        "sched_waking: comm={} pid={} prio=120 target_cpu={:03}",
+        wakee.comm, wakee.tid, w.prev_cpu
+    );
+    l
+}
+
+/// The slices of `s` by CPU, every CPU of `topo` included.
+fn slices_by_cpu<'a>(topo: &Topology, s: &'a Schedule) -> BTreeMap<u32, Vec<&'a Slice>> {
     let mut by_cpu: BTreeMap<u32, Vec<&Slice>> = BTreeMap::new();
     for c in &topo.cpus {
         by_cpu.entry(c.id).or_default();
@@ -141,25 +166,35 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
     for x in s.slices.iter().filter(|x| x.tid != 0) {
         by_cpu.entry(x.cpu).or_default().push(x);
     }
-    let migrations: BTreeMap<(u32, u32, u64), u32> = s
-        .migrations
-        .iter()
-        .map(|m| ((m.cpu, m.tid, m.at_ns), m.from_cpu))
-        .collect();
-    let mut lines: Vec<Line> = Vec::new();
-    let push = |lines: &mut Vec<Line>, ns: u64, rank: u8, text: String| {
-        let seq = lines.len();
-        lines.push(Line {
+    by_cpu
+}
+
+/// The lines of a trace as they are made, with what the wakings need of
+/// the switches.
+#[derive(Default)]
+struct Lines {
+    lines: Vec<Line>,
+    /// The CPU a task came from, by (CPU, tid, start of its slice).
+    migrations: BTreeMap<(u32, u32, u64), u32>,
+    /// When each task was switched in, for the wakings.
+    runs: BTreeMap<u32, u64>,
+    names: BTreeMap<u32, Who>,
+}
+
+impl Lines {
+    /// Add a line at `ns` of `rank`.
+    fn push(&mut self, ns: u64, rank: u8, text: String) {
+        let seq = self.lines.len();
+        self.lines.push(Line {
             ns,
             rank,
             seq,
             text,
         });
-    };
-    // When each task was switched in, for the wakings.
-    let mut runs: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut names: BTreeMap<u32, Who> = BTreeMap::new();
-    for (&cpu, slices) in &mut by_cpu {
+    }
+
+    /// The switches and migrations of `cpu`, whose slices are `slices`.
+    fn cpu(&mut self, cpu: u32, slices: &mut [&Slice]) {
         slices.sort_by_key(|x| (x.start_ns, x.end_ns));
         let idle = Who::idle(cpu);
         // The task on the CPU, how and when it leaves.
@@ -169,7 +204,7 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
             let start = x.start_ns.max(last);
             let end = x.end_ns.max(start);
             let next = Who::of(x);
-            names.entry(next.tid).or_insert_with(|| next.clone());
+            self.names.entry(next.tid).or_insert_with(|| next.clone());
             let mut prev = idle.clone();
             let mut prev_state = "R";
             if let Some((who, how, until)) = cur.take() {
@@ -177,12 +212,7 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
                     // It left before this one came (or this is its own
                     // next stretch): the CPU was idle between.
                     let at = until.min(start);
-                    push(
-                        &mut lines,
-                        at,
-                        2,
-                        switch(&who, state(&who, how), &idle, cpu, at),
-                    );
+                    self.push(at, 2, switch(&who, state(&who, how), &idle, cpu, at));
                 } else {
                     // It ran up to this one (or its end was not seen:
                     // cut at this one's start).
@@ -190,37 +220,23 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
                     prev = who;
                 }
             }
-            if let Some(&from) = migrations.get(&(cpu, x.tid, x.start_ns)) {
-                let mut l = String::new();
-                prefix(&mut l, &prev, cpu, start);
-                let _ = write!(
-                    l,
-                    "sched_migrate_task: comm={} pid={} prio=120 orig_cpu={from} dest_cpu={cpu}",
-                    next.comm, next.tid
-                );
-                push(&mut lines, start, 1, l);
+            if let Some(&from) = self.migrations.get(&(cpu, x.tid, x.start_ns)) {
+                self.push(start, 1, migrate(&prev, &next, from, cpu, start));
             }
-            push(
-                &mut lines,
-                start,
-                2,
-                switch(&prev, prev_state, &next, cpu, start),
-            );
-            let r = runs.entry(next.tid).or_insert(start);
+            self.push(start, 2, switch(&prev, prev_state, &next, cpu, start));
+            let r = self.runs.entry(next.tid).or_insert(start);
             *r = (*r).max(start);
             cur = Some((next, x.end, end));
             last = start;
         }
         if let Some((who, how, until)) = cur {
-            push(
-                &mut lines,
-                until,
-                2,
-                switch(&who, state(&who, how), &idle, cpu, until),
-            );
+            self.push(until, 2, switch(&who, state(&who, how), &idle, cpu, until));
         }
     }
-    let who = |tid: u32| -> Who {
+
+    /// Task `tid` as the wakings name it: from the schedule's tasks, else
+    /// as its slices named it.
+    fn who(&self, s: &Schedule, tid: u32) -> Who {
         if let Some((pid, name)) = s.tasks.get(&tid) {
             return Who {
                 tid,
@@ -228,35 +244,33 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
                 comm: comm(name),
             };
         }
-        names.get(&tid).cloned().unwrap_or(Who {
+        self.names.get(&tid).cloned().unwrap_or(Who {
             tid,
             tgid: None,
             comm: "<...>".into(),
         })
-    };
-    for w in &s.wakeups {
-        // Only a wakee the trace shows running afterwards.
-        if runs.get(&w.wakee).is_none_or(|&t| t < w.at_ns) {
-            continue;
-        }
-        let (waker, wakee) = (who(w.waker), who(w.wakee));
-        let mut l = String::new();
-        prefix(&mut l, &waker, w.from_cpu, w.at_ns);
-        let _ = write!(
-            l,
-            "sched_waking: comm={} pid={} prio=120 target_cpu={:03}",
-            wakee.comm, wakee.tid, w.prev_cpu
-        );
-        push(&mut lines, w.at_ns, 0, l);
     }
-    lines.sort_by_key(|l| (l.ns, l.rank, l.seq));
-    let ncpus = by_cpu.len();
+
+    /// The wakings of `s`, of wakees the trace shows running afterwards.
+    fn wakings(&mut self, s: &Schedule) {
+        for w in &s.wakeups {
+            // Only a wakee the trace shows running afterwards.
+            if self.runs.get(&w.wakee).is_none_or(|&t| t < w.at_ns) {
+                continue;
+            }
+            let (waker, wakee) = (self.who(s, w.waker), self.who(s, w.wakee));
+            self.push(w.at_ns, 0, waking(&waker, &wakee, w));
+        }
+    }
+}
+
+/// The header of the trace: `# tracer: nop`, the line counts by event and
+/// the column lines.
+fn header(out: &mut String, title: &str, lines: &[Line], ncpus: usize) {
     let title: String = title
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    let mut out =
-        String::with_capacity(lines.iter().map(|l| l.text.len() + 1).sum::<usize>() + 1024);
     let n = lines.len();
     out.push_str("# tracer: nop\n#\n");
     let count = |rank: u8| lines.iter().filter(|l| l.rank == rank).count();
@@ -284,6 +298,28 @@ pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
         out.push_str(h);
         out.push('\n');
     }
+}
+
+/// The ftrace text of `s` on `topo` (see the module's text).
+pub fn systrace(topo: &Topology, title: &str, s: &Schedule) -> String {
+    let mut by_cpu = slices_by_cpu(topo, s);
+    let mut lines = Lines {
+        migrations: s
+            .migrations
+            .iter()
+            .map(|m| ((m.cpu, m.tid, m.at_ns), m.from_cpu))
+            .collect(),
+        ..Default::default()
+    };
+    for (&cpu, slices) in &mut by_cpu {
+        lines.cpu(cpu, slices);
+    }
+    lines.wakings(s);
+    let mut lines = lines.lines;
+    lines.sort_by_key(|l| (l.ns, l.rank, l.seq));
+    let mut out =
+        String::with_capacity(lines.iter().map(|l| l.text.len() + 1).sum::<usize>() + 1024);
+    header(&mut out, title, &lines, by_cpu.len());
     for l in lines {
         out.push_str(&l.text);
         out.push('\n');
