@@ -62,54 +62,65 @@ fn num<T: std::str::FromStr>(s: &str, what: &str, n: usize) -> Result<T, String>
         .map_err(|_| format!("line {n}: {what} {s:?} is not a number"))
 }
 
-/// Check `text` (see the module's text).
-pub fn check(text: &str) -> Result<Checked, String> {
-    let perfetto = Regex::new(PERFETTO_LINE).unwrap();
-    let kernel = Regex::new(KERNEL_LINE).unwrap();
-    let switch = Regex::new(&format!(
-        r"^prev_comm=(?P<pc>{COMM}) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) prev_state=(?P<st>{STATE}) ==> next_comm=(?P<nc>{COMM}) next_pid=(?P<np>\d+) next_prio=(?P<npr>\d+)$"
-    ))
-    .unwrap();
-    let waking = Regex::new(&format!(
-        r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) target_cpu=(?P<t>\d{{3,}})$"
-    ))
-    .unwrap();
-    let migrate = Regex::new(&format!(
-        r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) orig_cpu=(?P<o>\d+) dest_cpu=(?P<d>\d+)$"
-    ))
-    .unwrap();
-    let mut out = Checked::default();
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    match lines.next() {
-        Some((_, l)) if l.starts_with("# tracer: ") => {}
-        other => return Err(format!("line 1: {other:?} is not `# tracer: `")),
-    }
-    if !text.ends_with('\n') {
-        return Err("the last line has no newline".into());
-    }
-    let mut in_header = true;
-    let mut columns = false;
-    let mut last_ns = 0u64;
-    let mut cpu_ns: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut on_cpu: BTreeMap<u32, Task> = BTreeMap::new();
-    let mut wakings: Vec<(usize, u64, u32)> = Vec::new();
-    let mut switched_in: BTreeMap<u32, u64> = BTreeMap::new();
-    for (n, l) in lines {
-        if l.starts_with('#') {
-            if !in_header {
-                return Err(format!("line {n}: a comment after the events"));
-            }
-            columns |= l.contains("TASK-PID");
-            continue;
+/// Whether `s` is a priority the kernel prints (0..=139).
+fn prio_ok(s: &str) -> bool {
+    s.parse::<u32>().is_ok_and(|p| p <= 139)
+}
+
+/// The expressions a line and each event's arguments must match.
+struct Patterns {
+    perfetto: Regex,
+    kernel: Regex,
+    switch: Regex,
+    waking: Regex,
+    migrate: Regex,
+}
+
+impl Patterns {
+    /// Compile the expressions.
+    fn new() -> Patterns {
+        Patterns {
+            perfetto: Regex::new(PERFETTO_LINE).unwrap(),
+            kernel: Regex::new(KERNEL_LINE).unwrap(),
+            switch: Regex::new(&format!(
+                r"^prev_comm=(?P<pc>{COMM}) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) prev_state=(?P<st>{STATE}) ==> next_comm=(?P<nc>{COMM}) next_pid=(?P<np>\d+) next_prio=(?P<npr>\d+)$"
+            ))
+            .unwrap(),
+            waking: Regex::new(&format!(
+                r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) target_cpu=(?P<t>\d{{3,}})$"
+            ))
+            .unwrap(),
+            migrate: Regex::new(&format!(
+                r"^comm=(?P<c>{COMM}) pid=(?P<p>\d+) prio=(?P<pr>\d+) orig_cpu=(?P<o>\d+) dest_cpu=(?P<d>\d+)$"
+            ))
+            .unwrap(),
         }
-        if !columns {
-            return Err(format!("line {n}: an event before the TASK-PID line"));
-        }
-        in_header = false;
-        let k = kernel
+    }
+}
+
+/// An event line's prefix, read the same by the kernel's format and by
+/// Perfetto's tokenizer.
+struct Prefix<'a> {
+    n: usize,
+    pid: u32,
+    cpu: u32,
+    ns: u64,
+    name: &'a str,
+    event: &'a str,
+    args: &'a str,
+}
+
+impl<'a> Prefix<'a> {
+    /// Line `l` (number `n`)'s prefix: the kernel's, and Perfetto's
+    /// tokenizer reading the same task, pid, tgid, CPU, time and event; its
+    /// task name one a kernel has, pid 0 `<idle>` and only it.
+    fn read(re: &Patterns, n: usize, l: &'a str) -> Result<Prefix<'a>, String> {
+        let k = re
+            .kernel
             .captures(l)
             .ok_or_else(|| format!("line {n}: not a trace line: {l:?}"))?;
-        let p = perfetto
+        let p = re
+            .perfetto
             .captures(l)
             .ok_or_else(|| format!("line {n}: Perfetto's tokenizer rejects {l:?}"))?;
         let task = l[..p.get(0).unwrap().start()].trim();
@@ -129,104 +140,189 @@ pub fn check(text: &str) -> Result<Checked, String> {
         let cpu: u32 = num(&k["cpu"], "cpu", n)?;
         let ns = num::<u64>(&k["sec"], "seconds", n)? * 1_000_000_000
             + num::<u64>(&k["usec"], "microseconds", n)? * 1000;
-        let name = &k["task"];
+        let name = k.name("task").unwrap().as_str();
         if name.contains(char::is_whitespace) || name.len() > 15 {
             return Err(format!("line {n}: task name {name:?}"));
         }
         if (pid == 0) != (name == "<idle>") {
             return Err(format!("line {n}: pid 0 is <idle>, and only it: {l:?}"));
         }
-        if ns < last_ns {
+        Ok(Prefix {
+            n,
+            pid,
+            cpu,
+            ns,
+            name,
+            event: k.name("event").unwrap().as_str(),
+            args: k.name("args").unwrap().as_str(),
+        })
+    }
+}
+
+/// What the check has seen so far, line by line.
+#[derive(Default)]
+struct Checker {
+    out: Checked,
+    in_header: bool,
+    columns: bool,
+    last_ns: u64,
+    cpu_ns: BTreeMap<u32, u64>,
+    on_cpu: BTreeMap<u32, Task>,
+    wakings: Vec<(usize, u64, u32)>,
+    switched_in: BTreeMap<u32, u64>,
+}
+
+impl Checker {
+    /// Check line `l`, number `n`: a comment of the header, or an event.
+    fn line(&mut self, re: &Patterns, n: usize, l: &str) -> Result<(), String> {
+        if l.starts_with('#') {
+            if !self.in_header {
+                return Err(format!("line {n}: a comment after the events"));
+            }
+            self.columns |= l.contains("TASK-PID");
+            return Ok(());
+        }
+        if !self.columns {
+            return Err(format!("line {n}: an event before the TASK-PID line"));
+        }
+        self.in_header = false;
+        let p = Prefix::read(re, n, l)?;
+        if p.ns < self.last_ns {
             return Err(format!("line {n}: time goes back in the file"));
         }
-        last_ns = ns;
-        if cpu_ns.get(&cpu).is_some_and(|&t| ns < t) {
+        self.last_ns = p.ns;
+        let cpu = p.cpu;
+        if self.cpu_ns.get(&cpu).is_some_and(|&t| p.ns < t) {
             return Err(format!("line {n}: time goes back on CPU {cpu}"));
         }
-        cpu_ns.insert(cpu, ns);
-        let args = &k["args"];
-        let prio_ok = |s: &str| s.parse::<u32>().is_ok_and(|p| p <= 139);
-        match &k["event"] {
-            "sched_switch" => {
-                let a = switch
-                    .captures(args)
-                    .ok_or_else(|| format!("line {n}: sched_switch arguments {args:?}"))?;
-                if !prio_ok(&a["ppr"]) || !prio_ok(&a["npr"]) {
-                    return Err(format!("line {n}: a priority out of 0..=139"));
-                }
-                let prev = Task {
-                    pid: num(&a["pp"], "prev_pid", n)?,
-                    comm: a["pc"].to_string(),
-                };
-                let next = Task {
-                    pid: num(&a["np"], "next_pid", n)?,
-                    comm: a["nc"].to_string(),
-                };
-                for t in [&prev, &next] {
-                    if t.pid == 0 && t.comm != format!("swapper/{cpu}") {
-                        return Err(format!("line {n}: CPU {cpu}'s idle task is {:?}", t.comm));
-                    }
-                }
-                if prev.pid != pid || (pid != 0 && prev.comm != name) {
-                    return Err(format!(
-                        "line {n}: the line's task {name}-{pid} is not prev {:?}",
-                        prev
-                    ));
-                }
-                if prev.pid == next.pid {
-                    return Err(format!("line {n}: {} switches to itself", prev.pid));
-                }
-                if let Some(cur) = on_cpu.get(&cpu) {
-                    if *cur != prev {
-                        return Err(format!(
-                            "line {n}: CPU {cpu} ran {cur:?}, this switch has prev {prev:?}"
-                        ));
-                    }
-                }
-                *out.states.entry(a["st"].to_string()).or_default() += 1;
-                if next.pid != 0 {
-                    out.tasks.insert(next.pid, next.comm.clone());
-                    switched_in.insert(next.pid, ns);
-                }
-                on_cpu.insert(cpu, next);
-                out.cpus.insert(cpu);
-                out.switches += 1;
-            }
-            "sched_waking" => {
-                let a = waking
-                    .captures(args)
-                    .ok_or_else(|| format!("line {n}: sched_waking arguments {args:?}"))?;
-                if !prio_ok(&a["pr"]) {
-                    return Err(format!("line {n}: a priority out of 0..=139"));
-                }
-                let wakee: u32 = num(&a["p"], "pid", n)?;
-                if wakee == 0 {
-                    return Err(format!("line {n}: a waking of the idle task"));
-                }
-                wakings.push((n, ns, wakee));
-                out.wakings += 1;
-            }
-            "sched_migrate_task" => {
-                let a = migrate
-                    .captures(args)
-                    .ok_or_else(|| format!("line {n}: sched_migrate_task arguments {args:?}"))?;
-                if !prio_ok(&a["pr"]) {
-                    return Err(format!("line {n}: a priority out of 0..=139"));
-                }
-                if a["o"] == a["d"] {
-                    return Err(format!("line {n}: a migration to the same CPU"));
-                }
-                out.migrations += 1;
-            }
-            other => return Err(format!("line {n}: unknown event {other:?}")),
+        self.cpu_ns.insert(cpu, p.ns);
+        match p.event {
+            "sched_switch" => self.switch(re, &p),
+            "sched_waking" => self.waking(re, &p),
+            "sched_migrate_task" => self.migrate(re, &p),
+            other => Err(format!("line {n}: unknown event {other:?}")),
         }
     }
-    for (n, ns, wakee) in wakings {
-        if switched_in.get(&wakee).is_none_or(|&t| t < ns) {
+
+    /// A `sched_switch`: its arguments, its idle task, its prev the line's
+    /// task and the task the CPU ran, its next another task.
+    fn switch(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+        let (n, cpu, pid, name, args) = (p.n, p.cpu, p.pid, p.name, p.args);
+        let a = re
+            .switch
+            .captures(args)
+            .ok_or_else(|| format!("line {n}: sched_switch arguments {args:?}"))?;
+        if !prio_ok(&a["ppr"]) || !prio_ok(&a["npr"]) {
+            return Err(format!("line {n}: a priority out of 0..=139"));
+        }
+        let prev = Task {
+            pid: num(&a["pp"], "prev_pid", n)?,
+            comm: a["pc"].to_string(),
+        };
+        let next = Task {
+            pid: num(&a["np"], "next_pid", n)?,
+            comm: a["nc"].to_string(),
+        };
+        for t in [&prev, &next] {
+            if t.pid == 0 && t.comm != format!("swapper/{cpu}") {
+                return Err(format!("line {n}: CPU {cpu}'s idle task is {:?}", t.comm));
+            }
+        }
+        if prev.pid != pid || (pid != 0 && prev.comm != name) {
             return Err(format!(
-                "line {n}: woken task {wakee} does not run afterwards"
+                "line {n}: the line's task {name}-{pid} is not prev {:?}",
+                prev
             ));
         }
+        if prev.pid == next.pid {
+            return Err(format!("line {n}: {} switches to itself", prev.pid));
+        }
+        if let Some(cur) = self.on_cpu.get(&cpu) {
+            if *cur != prev {
+                return Err(format!(
+                    "line {n}: CPU {cpu} ran {cur:?}, this switch has prev {prev:?}"
+                ));
+            }
+        }
+        *self.out.states.entry(a["st"].to_string()).or_default() += 1;
+        if next.pid != 0 {
+            self.out.tasks.insert(next.pid, next.comm.clone());
+            self.switched_in.insert(next.pid, p.ns);
+        }
+        self.on_cpu.insert(cpu, next);
+        self.out.cpus.insert(cpu);
+        self.out.switches += 1;
+        Ok(())
     }
-    Ok(out)
+
+    /// A `sched_waking`: its arguments, its wakee not the idle task (that
+    /// it runs afterwards is checked at the end).
+    fn waking(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+        let (n, args) = (p.n, p.args);
+        let a = re
+            .waking
+            .captures(args)
+            .ok_or_else(|| format!("line {n}: sched_waking arguments {args:?}"))?;
+        if !prio_ok(&a["pr"]) {
+            return Err(format!("line {n}: a priority out of 0..=139"));
+        }
+        let wakee: u32 = num(&a["p"], "pid", n)?;
+        if wakee == 0 {
+            return Err(format!("line {n}: a waking of the idle task"));
+        }
+        self.wakings.push((n, p.ns, wakee));
+        self.out.wakings += 1;
+        Ok(())
+    }
+
+    /// A `sched_migrate_task`: its arguments, to another CPU.
+    fn migrate(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+        let (n, args) = (p.n, p.args);
+        let a = re
+            .migrate
+            .captures(args)
+            .ok_or_else(|| format!("line {n}: sched_migrate_task arguments {args:?}"))?;
+        if !prio_ok(&a["pr"]) {
+            return Err(format!("line {n}: a priority out of 0..=139"));
+        }
+        if a["o"] == a["d"] {
+            return Err(format!("line {n}: a migration to the same CPU"));
+        }
+        self.out.migrations += 1;
+        Ok(())
+    }
+
+    /// The whole trace's result: every woken task switched in at or after
+    /// its waking.
+    fn finish(self) -> Result<Checked, String> {
+        for (n, ns, wakee) in self.wakings {
+            if self.switched_in.get(&wakee).is_none_or(|&t| t < ns) {
+                return Err(format!(
+                    "line {n}: woken task {wakee} does not run afterwards"
+                ));
+            }
+        }
+        Ok(self.out)
+    }
+}
+
+/// Check `text` (see the module's text).
+pub fn check(text: &str) -> Result<Checked, String> {
+    let re = Patterns::new();
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    match lines.next() {
+        Some((_, l)) if l.starts_with("# tracer: ") => {}
+        other => return Err(format!("line 1: {other:?} is not `# tracer: `")),
+    }
+    if !text.ends_with('\n') {
+        return Err("the last line has no newline".into());
+    }
+    let mut c = Checker {
+        in_header: true,
+        ..Default::default()
+    };
+    for (n, l) in lines {
+        c.line(&re, n, l)?;
+    }
+    c.finish()
 }
