@@ -429,6 +429,23 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("rome256", include_str!("../machines/rome256.toml")),
 ];
 
+/// Where each CPU of a regular machine sits, and the Topology of it.
+struct Layout {
+    ncpus: usize,
+    npackages: usize,
+    mem_bytes: u64,
+    llc_bytes: u64,
+    cpu_node: Vec<usize>,
+    cpu_core: Vec<usize>,
+    cpu_llc: Vec<usize>,
+    cpu_package: Vec<usize>,
+    core_cpus: Vec<Vec<usize>>,
+    llc_cpus: Vec<Vec<usize>>,
+    node_cpus: Vec<Vec<usize>>,
+    core_package: Vec<usize>,
+    topology: Topology,
+}
+
 impl MachineFile {
     pub fn parse(file: &str, text: &str) -> Result<MachineFile, MachineError> {
         let m = toml::from_str::<MachineFile>(text).map_err(|e| {
@@ -489,6 +506,68 @@ impl MachineFile {
             msg,
         };
         let t = &self.topology;
+        self.check_topology(&err)?;
+        self.check_values(&err)?;
+        let n = t.nodes as usize;
+        let distances = self.distances(n, &err)?;
+        let latency_ns = self.latencies(n, &distances, &err)?;
+        let (resources, path_resources) = self.resources(n, &latency_ns, &err)?;
+        let l = self.layout(distances.clone());
+        let (mem_bytes, llc_bytes) = (l.mem_bytes, l.llc_bytes);
+        let topology = l.topology;
+        let cores_per_node = t.cores_per_node as usize;
+        topology.validate().map_err(|e| err(e.to_string()))?;
+        Ok(Machine {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            topology,
+            ncpus: l.ncpus,
+            nnodes: n,
+            cpu_node: l.cpu_node,
+            cpu_core: l.cpu_core,
+            cpu_llc: l.cpu_llc,
+            cpu_package: l.cpu_package,
+            core_cpus: l.core_cpus,
+            llc_cpus: l.llc_cpus,
+            node_cpus: l.node_cpus,
+            npackages: l.npackages,
+            cores_per_package: cores_per_node * t.nodes_per_package as usize,
+            core_package: l.core_package,
+            distances,
+            latency_ns,
+            bandwidth: vec![self.memory.bandwidth_gbs; n],
+            resources,
+            path_resources,
+            controllers: self.memory.controllers,
+            memory_bytes: vec![mem_bytes; n],
+            line_bytes: self.memory.line_bytes as f64,
+            mlp: self.memory.mlp,
+            random_mlp: self.memory.random_mlp,
+            read_mlp: self.memory.read_mlp.unwrap_or(self.memory.mlp),
+            llc_bytes: llc_bytes as f64,
+            llc_hit_ns: self.cache.llc_hit_ns,
+            cross_llc_ns: self.cache.cross_llc_ns,
+            base_ghz: self.cpu.base_ghz,
+            max_ghz: self.cpu.max_ghz,
+            min_ghz: self.cpu.min_ghz,
+            governor: self.cpu.governor,
+            smt_throughput: self.cpu.smt_throughput,
+            idle_states: self
+                .cpu
+                .idle_states
+                .iter()
+                .map(|st| (st[0] * 1e3, st[1] * 1e3))
+                .collect(),
+            costs: Costs::new(&self.costs, self.cpu.max_ghz),
+            ranges: self.checked_ranges(&err)?,
+            sources: self.sources.clone(),
+        })
+    }
+
+    /// The topology's counts: each at least 1, within the simulator's
+    /// size, nodes and cores dividing evenly into packages and LLCs.
+    fn check_topology(&self, err: &dyn Fn(String) -> MachineError) -> Result<(), MachineError> {
+        let t = &self.topology;
         for (k, v) in [
             ("topology.nodes", t.nodes),
             ("topology.nodes_per_package", t.nodes_per_package),
@@ -519,6 +598,13 @@ impl MachineFile {
                 t.nodes, t.nodes_per_package
             )));
         }
+        Ok(())
+    }
+
+    /// Every number within its physically plausible range, the idle states
+    /// from shallow to deep, the frequencies in order, a sane line size.
+    fn check_values(&self, err: &dyn Fn(String) -> MachineError) -> Result<(), MachineError> {
+        let t = &self.topology;
         // Every value within a physically plausible range, so that a
         // typo or a hostile file cannot make a run crawl to the
         // simulation's time limit (or divide by zero).
@@ -544,6 +630,25 @@ impl MachineFile {
                 within(k, v)?;
             }
         }
+        self.check_idle_states(err)?;
+        if !(self.cpu.min_ghz <= self.cpu.base_ghz && self.cpu.base_ghz <= self.cpu.max_ghz) {
+            return Err(err(format!(
+                "cpu frequencies must satisfy min_ghz <= base_ghz <= max_ghz, got {} / {} / {}",
+                self.cpu.min_ghz, self.cpu.base_ghz, self.cpu.max_ghz
+            )));
+        }
+        if self.memory.line_bytes < 8 || self.memory.line_bytes > 4096 {
+            return Err(err(format!(
+                "memory.line_bytes must be between 8 and 4096, got {}",
+                self.memory.line_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// `cpu.idle_states`: pairs of exit latency and target residency (us),
+    /// bounded, from shallow to deep.
+    fn check_idle_states(&self, err: &dyn Fn(String) -> MachineError) -> Result<(), MachineError> {
         let mut prev = (0.0, 0.0);
         for (i, st) in self.cpu.idle_states.iter().enumerate() {
             let &[exit, residency] = st.as_slice() else {
@@ -570,20 +675,18 @@ impl MachineFile {
             }
             prev = (exit, residency);
         }
-        if !(self.cpu.min_ghz <= self.cpu.base_ghz && self.cpu.base_ghz <= self.cpu.max_ghz) {
-            return Err(err(format!(
-                "cpu frequencies must satisfy min_ghz <= base_ghz <= max_ghz, got {} / {} / {}",
-                self.cpu.min_ghz, self.cpu.base_ghz, self.cpu.max_ghz
-            )));
-        }
-        if self.memory.line_bytes < 8 || self.memory.line_bytes > 4096 {
-            return Err(err(format!(
-                "memory.line_bytes must be between 8 and 4096, got {}",
-                self.memory.line_bytes
-            )));
-        }
-        let n = t.nodes as usize;
-        let distances: Vec<Vec<u32>> = match &t.distances {
+        Ok(())
+    }
+
+    /// The SLIT: the file's (symmetric, 10 on the diagonal, 11-254
+    /// elsewhere) or 10/20.
+    fn distances(
+        &self,
+        n: usize,
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<Vec<Vec<u32>>, MachineError> {
+        let t = &self.topology;
+        Ok(match &t.distances {
             None => (0..n)
                 .map(|i| (0..n).map(|j| if i == j { 10 } else { 20 }).collect())
                 .collect(),
@@ -619,8 +722,18 @@ impl MachineFile {
                     .map(|r| r.iter().map(|&x| x as u32).collect())
                     .collect()
             }
-        };
-        let latency_ns: Vec<Vec<f64>> = match &self.memory.latency_ns {
+        })
+    }
+
+    /// The latency matrix: the file's, each within range, or the local
+    /// latency scaled by the distances.
+    fn latencies(
+        &self,
+        n: usize,
+        distances: &[Vec<u32>],
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<Vec<Vec<f64>>, MachineError> {
+        Ok(match &self.memory.latency_ns {
             None => (0..n)
                 .map(|i| {
                     (0..n)
@@ -641,10 +754,15 @@ impl MachineFile {
                 }
                 l.clone()
             }
-        };
+        })
+    }
 
-        let (resources, path_resources) = self.resources(n, &latency_ns, &err)?;
-
+    /// CPUs numbered as Linux does on x86 (first threads of all cores,
+    /// then the second threads), grouped by core, LLC and node, and the
+    /// one Topology type of them.
+    fn layout(&self, distances: Vec<Vec<u32>>) -> Layout {
+        let t = &self.topology;
+        let n = t.nodes as usize;
         let cores_per_node = t.cores_per_node as usize;
         let threads = t.threads_per_core as usize;
         let llcs_per_node = t.llcs_per_node as usize;
@@ -713,15 +831,13 @@ impl MachineFile {
                     cpus: c.iter().map(|&x| x as u32).collect(),
                 })
                 .collect(),
-            distances: distances.clone(),
+            distances,
         };
-        topology.validate().map_err(|e| err(e.to_string()))?;
-        Ok(Machine {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            topology,
+        Layout {
             ncpus,
-            nnodes: n,
+            npackages,
+            mem_bytes,
+            llc_bytes,
             cpu_node,
             cpu_core,
             cpu_llc,
@@ -729,38 +845,9 @@ impl MachineFile {
             core_cpus,
             llc_cpus,
             node_cpus,
-            npackages,
-            cores_per_package: cores_per_node * t.nodes_per_package as usize,
             core_package,
-            distances,
-            latency_ns,
-            bandwidth: vec![self.memory.bandwidth_gbs; n],
-            resources,
-            path_resources,
-            controllers: self.memory.controllers,
-            memory_bytes: vec![mem_bytes; n],
-            line_bytes: self.memory.line_bytes as f64,
-            mlp: self.memory.mlp,
-            random_mlp: self.memory.random_mlp,
-            read_mlp: self.memory.read_mlp.unwrap_or(self.memory.mlp),
-            llc_bytes: llc_bytes as f64,
-            llc_hit_ns: self.cache.llc_hit_ns,
-            cross_llc_ns: self.cache.cross_llc_ns,
-            base_ghz: self.cpu.base_ghz,
-            max_ghz: self.cpu.max_ghz,
-            min_ghz: self.cpu.min_ghz,
-            governor: self.cpu.governor,
-            smt_throughput: self.cpu.smt_throughput,
-            idle_states: self
-                .cpu
-                .idle_states
-                .iter()
-                .map(|st| (st[0] * 1e3, st[1] * 1e3))
-                .collect(),
-            costs: Costs::new(&self.costs, self.cpu.max_ghz),
-            ranges: self.checked_ranges(&err)?,
-            sources: self.sources.clone(),
-        })
+            topology,
+        }
     }
 
     /// `[ranges]`, each finite, lowest below highest, with its source.
