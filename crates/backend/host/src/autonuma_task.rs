@@ -172,7 +172,39 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
         numa::set_affinity(0, cpus).map_err(|e| format!("pinning to CPUs {cpus:?}: {e}"))?;
     }
     let buf = Arc::new(Buffer::map(len).map_err(|e| format!("mapping {len} bytes: {e}"))?);
-    match &plan.memory {
+    place(&buf, &plan.memory, &regions, len)?;
+    for (r, &(off, l)) in regions.iter().enumerate() {
+        say(out, &format!("region {r} {} {l}", buf.addr() + off));
+    }
+
+    let n = plan.threads as usize;
+    let shared = Shared {
+        buf,
+        progress: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
+        finished: Arc::new(AtomicUsize::new(0)),
+        barrier: Arc::new(Barrier::new(n + 1)),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handles = start_threads(plan, &regions, &shared, tx)?;
+    let tids = thread_ids(plan, &rx)?;
+    let list: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
+    say(out, &format!("threads {}", list.join(" ")));
+    shared.barrier.wait();
+    report_progress(&shared, out);
+    let mut threads = Vec::with_capacity(n);
+    for (t, h) in handles.into_iter().enumerate() {
+        threads.push(h.join().map_err(|_| format!("thread {t} panicked"))?);
+    }
+    Ok(ProcessReport {
+        process: plan.process,
+        threads,
+    })
+}
+
+/// Place and first-touch the buffer (`len` bytes, in `regions`) as the
+/// plan's memory says.
+fn place(buf: &Buffer, memory: &MemPlan, regions: &[(u64, u64)], len: usize) -> Result<(), String> {
+    match memory {
         MemPlan::FirstTouchThenDefault { node } => {
             buf.bind(0, len, numa::MPOL_BIND, &[*node])
                 .map_err(|e| format!("binding the buffer to node {node}: {e}"))?;
@@ -207,69 +239,124 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
                 .map_err(|e| format!("binding memory to nodes {list}: {e}"))?;
         }
     }
-    for (r, &(off, l)) in regions.iter().enumerate() {
-        say(out, &format!("region {r} {} {l}", buf.addr() + off));
-    }
+    Ok(())
+}
 
+/// What a worker thread says when it starts: its index, its kernel thread
+/// id, and whether it could be pinned.
+type Started = (usize, i32, Result<(), String>);
+
+/// What the process and its worker threads share: the buffer, each
+/// thread's loops done, how many threads have finished, and the barrier
+/// they start at.
+#[derive(Clone)]
+struct Shared {
+    buf: Arc<Buffer>,
+    progress: Arc<Vec<AtomicU64>>,
+    finished: Arc<AtomicUsize>,
+    barrier: Arc<Barrier>,
+}
+
+/// Start the plan's worker threads, each saying on `tx` that it started.
+fn start_threads(
+    plan: &ProcPlan,
+    regions: &[(u64, u64)],
+    shared: &Shared,
+    tx: std::sync::mpsc::Sender<Started>,
+) -> Result<Vec<std::thread::JoinHandle<ThreadReport>>, String> {
     let n = plan.threads as usize;
-    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    let finished = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(Barrier::new(n + 1));
-    let (tx, rx) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(n);
     for t in 0..n {
-        let (buf, progress, finished, barrier, tx) = (
-            buf.clone(),
-            progress.clone(),
-            finished.clone(),
-            barrier.clone(),
-            tx.clone(),
-        );
-        let cpus = plan.thread_cpus.get(t).cloned().flatten();
+        let (shared, tx) = (shared.clone(), tx.clone());
         let (off, l) = regions[plan.region_of_thread(t as u32)];
-        let loops = plan.loops;
+        let w = Worker {
+            t,
+            cpus: plan.thread_cpus.get(t).cloned().flatten(),
+            off,
+            l,
+            loops: plan.loops,
+        };
         let h = std::thread::Builder::new()
             .name(format!("numalab-w{t}"))
-            .spawn(move || {
-                numalab_linux::child::set_task_name(&format!("an-thread-{}", t + 1));
-                let pinned = match &cpus {
-                    Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
-                    None => Ok(()),
-                };
-                let _ = tx.send((t, gettid(), pinned));
-                barrier.wait();
-                let t0 = Instant::now();
-                let mut res = Residency::start();
-                let initial_cpu = res.last_cpu;
-                let mut bytes = 0u64;
-                for k in 0..loops {
-                    bytes += buf.fill(off as usize, l as usize, 0) as u64;
-                    res.tick();
-                    progress[t].store(k + 1, Ordering::Relaxed);
-                }
-                let loops_s = t0.elapsed().as_secs_f64();
-                let (user_s, sys_s) = thread_rusage();
-                let tid = gettid();
-                let sched =
-                    numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
-                finished.fetch_add(1, Ordering::Release);
-                ThreadReport {
-                    tid,
-                    sched,
-                    initial_cpu,
-                    cpu_time_ns: res.per_cpu,
-                    readings: res.readings,
-                    loops: progress[t].load(Ordering::Relaxed),
-                    bytes,
-                    loops_s,
-                    user_s,
-                    sys_s,
-                }
-            })
+            .spawn(move || w.run(shared, tx))
             .map_err(|e| format!("starting thread {t}: {e}"))?;
         handles.push(h);
     }
     drop(tx);
+    Ok(handles)
+}
+
+/// One worker thread's part of the plan: its index, the CPUs it is
+/// pinned to (if any), its region (`l` bytes at `off`) and its loops.
+struct Worker {
+    t: usize,
+    cpus: Option<Vec<u32>>,
+    off: u64,
+    l: u64,
+    loops: u64,
+}
+
+impl Worker {
+    /// The worker thread: pin itself, say it started, wait for the others,
+    /// then zero its region loop after loop, reading its CPU after each, and
+    /// report.
+    fn run(self, shared: Shared, tx: std::sync::mpsc::Sender<Started>) -> ThreadReport {
+        let Worker {
+            t,
+            cpus,
+            off,
+            l,
+            loops,
+        } = self;
+        let Shared {
+            buf,
+            progress,
+            finished,
+            barrier,
+        } = shared;
+        numalab_linux::child::set_task_name(&format!("an-thread-{}", t + 1));
+        let pinned = match &cpus {
+            Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
+            None => Ok(()),
+        };
+        let _ = tx.send((t, gettid(), pinned));
+        barrier.wait();
+        let t0 = Instant::now();
+        let mut res = Residency::start();
+        let initial_cpu = res.last_cpu;
+        let mut bytes = 0u64;
+        for k in 0..loops {
+            bytes += buf.fill(off as usize, l as usize, 0) as u64;
+            res.tick();
+            progress[t].store(k + 1, Ordering::Relaxed);
+        }
+        let loops_s = t0.elapsed().as_secs_f64();
+        let (user_s, sys_s) = thread_rusage();
+        let tid = gettid();
+        let sched = numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
+        finished.fetch_add(1, Ordering::Release);
+        ThreadReport {
+            tid,
+            sched,
+            initial_cpu,
+            cpu_time_ns: res.per_cpu,
+            readings: res.readings,
+            loops: progress[t].load(Ordering::Relaxed),
+            bytes,
+            loops_s,
+            user_s,
+            sys_s,
+        }
+    }
+}
+
+/// Each worker thread's kernel thread id, as they say when they start;
+/// an error if one could not be pinned (the first that said so) or died.
+fn thread_ids(
+    plan: &ProcPlan,
+    rx: &std::sync::mpsc::Receiver<Started>,
+) -> Result<Vec<i32>, String> {
+    let n = plan.threads as usize;
     let mut tids = vec![0; n];
     let mut pin_error = None;
     for _ in 0..n {
@@ -285,13 +372,21 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
     if let Some(e) = pin_error {
         return Err(e);
     }
-    let list: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
-    say(out, &format!("threads {}", list.join(" ")));
-    barrier.wait();
+    Ok(tids)
+}
+
+/// Say the threads' loops done whenever they changed (checked every
+/// 50 ms), until every thread has finished.
+fn report_progress(shared: &Shared, out: &mut impl Write) {
+    let n = shared.progress.len();
     let mut last: Vec<u64> = vec![0; n];
     loop {
-        let done = finished.load(Ordering::Acquire) == n;
-        let now: Vec<u64> = progress.iter().map(|p| p.load(Ordering::Relaxed)).collect();
+        let done = shared.finished.load(Ordering::Acquire) == n;
+        let now: Vec<u64> = shared
+            .progress
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .collect();
         if now != last {
             let s: Vec<String> = now.iter().map(|p| p.to_string()).collect();
             say(out, &format!("progress {}", s.join(" ")));
@@ -302,14 +397,6 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut threads = Vec::with_capacity(n);
-    for (t, h) in handles.into_iter().enumerate() {
-        threads.push(h.join().map_err(|_| format!("thread {t} panicked"))?);
-    }
-    Ok(ProcessReport {
-        process: plan.process,
-        threads,
-    })
 }
 
 /// `numalab __task autonuma PLAN_JSON`.
