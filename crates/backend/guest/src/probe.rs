@@ -164,21 +164,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     let t0 = Instant::now();
     let mut failure: Option<String> = None;
 
-    // 1. First touch on `from`.
-    numa::set_affinity(0, &from_cpus).map_err(|e| format!("pinning to node {}: {e}", p.from))?;
-    numa::set_mempolicy(numa::MPOL_BIND, &[p.from])
-        .map_err(|e| format!("binding memory to node {}: {e}", p.from))?;
-    let region = Region::new((p.mib as usize) << 20)?;
-    region.pass(1);
-    // Touch every page even if a page is larger than the pass stride.
-    let pages = region.pages();
-    for &pg in &pages {
-        // SAFETY: each page address is inside the mapping.
-        unsafe { std::ptr::write_volatile(pg as *mut u8, 1) };
-    }
-    numa::set_mempolicy(numa::MPOL_DEFAULT, &[])
-        .map_err(|e| format!("resetting the memory policy: {e}"))?;
-    let touch_s = t0.elapsed().as_secs_f64();
+    let (region, pages, touch_s) = first_touch(p, &from_cpus, t0)?;
     let start_place = placement(&pages)?;
     let n_pages = pages.len() as u64;
     let on_from_start = start_place.get(&(p.from as i32)).copied().unwrap_or(0);
@@ -196,6 +182,94 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     if !to_cpus.contains(&cpu) && failure.is_none() {
         failure = Some(format!("pinned to node {} but running on CPU {cpu}", p.to));
     }
+    let (passes, samples, worked_s) =
+        work_from(p, &machine, &region, &pages, n_pages, touch_s, &base)?;
+    let end_place = placement(&pages)?;
+    let now = vmstat();
+    let m = Measured {
+        n_pages,
+        on_from_start,
+        on_to_end: end_place.get(&(p.to as i32)).copied().unwrap_or(0),
+        on_from_end: end_place.get(&(p.from as i32)).copied().unwrap_or(0),
+        migrated: delta(&now, &base, "numa_pages_migrated"),
+        hint_faults: delta(&now, &base, "numa_hint_faults"),
+        passes,
+        touch_s,
+        worked_s,
+        elapsed_s: t0.elapsed().as_secs_f64(),
+    };
+    if passes == 0 && failure.is_none() {
+        failure = Some("did no passes over the memory".into());
+    }
+    let record = probe_record(p, &machine, &started, &m, samples, &failure);
+    let record_path =
+        numalab_record::write_atomic(&p.results, &record).map_err(|e| e.to_string())?;
+    Ok(MigrateResult {
+        pages: m.n_pages,
+        on_from_start: m.on_from_start,
+        on_to_end: m.on_to_end,
+        on_from_end: m.on_from_end,
+        migrated: m.migrated,
+        hint_faults: m.hint_faults,
+        passes: m.passes,
+        worked_s: m.worked_s,
+        record_path,
+        failure,
+    })
+}
+
+/// What one probe measured.
+struct Measured {
+    n_pages: u64,
+    on_from_start: u64,
+    on_to_end: u64,
+    on_from_end: u64,
+    migrated: i64,
+    hint_faults: i64,
+    passes: u64,
+    touch_s: f64,
+    worked_s: f64,
+    elapsed_s: f64,
+}
+
+/// The region first touched from node `from`'s CPUs with memory bound
+/// there, every page written: the region, its pages and the seconds
+/// since `t0`.
+fn first_touch(
+    p: &MigrateParams,
+    from_cpus: &[u32],
+    t0: Instant,
+) -> Result<(Region, Vec<*const u8>, f64), String> {
+    numa::set_affinity(0, from_cpus).map_err(|e| format!("pinning to node {}: {e}", p.from))?;
+    numa::set_mempolicy(numa::MPOL_BIND, &[p.from])
+        .map_err(|e| format!("binding memory to node {}: {e}", p.from))?;
+    let region = Region::new((p.mib as usize) << 20)?;
+    region.pass(1);
+    // Touch every page even if a page is larger than the pass stride.
+    let pages = region.pages();
+    for &pg in &pages {
+        // SAFETY: each page address is inside the mapping.
+        unsafe { std::ptr::write_volatile(pg as *mut u8, 1) };
+    }
+    numa::set_mempolicy(numa::MPOL_DEFAULT, &[])
+        .map_err(|e| format!("resetting the memory policy: {e}"))?;
+    let touch_s = t0.elapsed().as_secs_f64();
+    Ok((region, pages, touch_s))
+}
+
+/// Passes over the region from node `to`'s CPUs until `p.seconds` (or
+/// `p.until` of its pages on `to`), sampling where its pages are twice
+/// a second: the passes, the samples and the seconds worked.
+fn work_from(
+    p: &MigrateParams,
+    machine: &MachineInfo,
+    region: &Region,
+    pages: &[*const u8],
+    n_pages: u64,
+    touch_s: f64,
+    base: &BTreeMap<String, u64>,
+) -> Result<(u64, Vec<Sample>, f64), String> {
+    let topo = &machine.topology;
     let work_start = Instant::now();
     let limit = Duration::from_secs_f64(p.seconds.max(0.0));
     let mut passes = 0u64;
@@ -212,7 +286,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         progress: vec![0],
         vmstat: now
             .keys()
-            .map(|k| (k.clone(), delta(now, &base, k)))
+            .map(|k| (k.clone(), delta(now, base, k)))
             .collect(),
         ..Default::default()
     };
@@ -221,7 +295,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         passes += 1;
         let el = work_start.elapsed();
         if el >= next_sample || el >= limit {
-            let place = placement(&pages)?;
+            let place = placement(pages)?;
             let mut s = sample(touch_s + el.as_secs_f64(), &place, &vmstat());
             s.progress = vec![passes];
             samples.push(s);
@@ -237,23 +311,27 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
             break;
         }
     }
-    let worked_s = work_start.elapsed().as_secs_f64();
-    let end_place = placement(&pages)?;
-    let now = vmstat();
-    let migrated = delta(&now, &base, "numa_pages_migrated");
-    let hint_faults = delta(&now, &base, "numa_hint_faults");
-    let on_to_end = end_place.get(&(p.to as i32)).copied().unwrap_or(0);
-    let on_from_end = end_place.get(&(p.from as i32)).copied().unwrap_or(0);
-    if passes == 0 && failure.is_none() {
-        failure = Some("did no passes over the memory".into());
-    }
+    Ok((passes, samples, work_start.elapsed().as_secs_f64()))
+}
 
+/// The probe's metrics: time, pages where they started and ended, the
+/// kernel's migrations and hinting faults, passes.
+fn probe_metrics(me: &Measured) -> BTreeMap<String, Metric> {
+    let Measured {
+        n_pages,
+        on_from_start,
+        on_to_end,
+        on_from_end,
+        migrated,
+        hint_faults,
+        passes,
+        worked_s,
+        elapsed_s,
+        ..
+    } = *me;
     let mut metrics = BTreeMap::new();
     let m = |v: f64, unit: &str, b: Better| Metric::new(v, unit, b);
-    metrics.insert(
-        "elapsed_s".into(),
-        Metric::seconds(t0.elapsed().as_secs_f64()),
-    );
+    metrics.insert("elapsed_s".into(), Metric::seconds(elapsed_s));
     metrics.insert("worked_s".into(), Metric::seconds(worked_s));
     metrics.insert("pages".into(), m(n_pages as f64, "pages", Better::Higher));
     metrics.insert(
@@ -286,6 +364,27 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     );
     metrics.insert("passes".into(), m(passes as f64, "passes", Better::Higher));
 
+    metrics
+}
+
+/// The probe's record.
+fn probe_record(
+    p: &MigrateParams,
+    machine: &MachineInfo,
+    started: &chrono::DateTime<chrono::Utc>,
+    me: &Measured,
+    samples: Vec<Sample>,
+    failure: &Option<String>,
+) -> RunRecord {
+    let topo = &machine.topology;
+    let node_ids = topo.node_ids();
+    let metrics = probe_metrics(me);
+    let Measured {
+        touch_s,
+        worked_s,
+        passes,
+        ..
+    } = *me;
     let mut node_time = vec![0.0; node_ids.len()];
     if let Some(i) = topo.node_index(p.from) {
         node_time[i] = touch_s;
@@ -306,7 +405,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     ]);
     let record = RunRecord {
         schema_version: SCHEMA_VERSION,
-        id: RunRecord::make_id(BENCHMARK, &p.label, &started, 1),
+        id: RunRecord::make_id(BENCHMARK, &p.label, started, 1),
         numalab_version: numalab_record::VERSION.to_string(),
         started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         benchmark: BENCHMARK.into(),
@@ -352,18 +451,5 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         campaign: None,
         sched: None,
     };
-    let record_path =
-        numalab_record::write_atomic(&p.results, &record).map_err(|e| e.to_string())?;
-    Ok(MigrateResult {
-        pages: n_pages,
-        on_from_start,
-        on_to_end,
-        on_from_end,
-        migrated,
-        hint_faults,
-        passes,
-        worked_s,
-        record_path,
-        failure,
-    })
+    record
 }
