@@ -482,6 +482,109 @@ pub(crate) fn check_host_memory(guest: u64, host: Option<u64>) -> Result<(), Str
     }
 }
 
+/// The kernel to boot: a path as given, a named kernel from its cache
+/// (with its module tree and a note saying what it is), or /boot's.
+fn resolve_kernel(
+    kernel_arg: Option<crate::named::KernelArg>,
+    quiet: bool,
+) -> Result<(PathBuf, Option<PathBuf>, Option<String>), VmError> {
+    // A kernel by name brings its module tree (unless --modules).
+    let mut named_modules = None;
+    let mut named_note = None;
+    let kernel = match kernel_arg {
+        Some(crate::named::KernelArg::Path(k)) => {
+            qemu::check_kernel(&k).map_err(failed)?;
+            k
+        }
+        Some(crate::named::KernelArg::Named(known)) => {
+            let entry = crate::named::resolve_for_vm(known, quiet).map_err(failed)?;
+            named_note = Some(entry.describe(known));
+            named_modules = Some(entry.modules.clone());
+            entry.vmlinuz
+        }
+        None => qemu::find_kernel_in(Path::new("/boot")).map_err(failed)?,
+    };
+
+    Ok((kernel, named_modules, named_note))
+}
+
+/// The launcher's private working directory (mode 0700): removed with the
+/// launcher, unless kept (`--keep-workdir`, said so).
+fn working_directory(keep: bool) -> Result<(Option<tempfile::TempDir>, PathBuf), VmError> {
+    // Private: the initramfs, the channel and the firmware log are
+    // nobody else's to read.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
+    let workdir = tmp.path().to_path_buf();
+    let tmp = if keep {
+        numalab_linux::statusln!(
+            "numalab vm: keeping the working directory {} (--keep-workdir)",
+            tmp.keep().display()
+        );
+        None
+    } else {
+        Some(tmp)
+    };
+    Ok((tmp, workdir))
+}
+
+/// The kernel image QEMU boots: the vmlinuz as is, or prepared for a PVH
+/// boot (unless NUMALAB_VM_NO_PVH is set).
+fn boot_image(kernel: &Path, workdir: &Path) -> kernel::Prepared {
+    if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
+        kernel::Prepared {
+            image: kernel.to_path_buf(),
+            pvh: false,
+            note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
+        }
+    } else {
+        kernel::prepare(kernel, kernel::cache_dir().as_deref(), workdir)
+    }
+}
+
+/// Where the console goes: the results' vm-logs directory, the kept log
+/// (with --quiet) and the file written (none for a shell without --quiet).
+fn console_paths(
+    o: &LaunchOptions,
+    workdir: &Path,
+) -> Result<(PathBuf, Option<PathBuf>, Option<PathBuf>), VmError> {
+    let logs_dir = o.results.join("vm-logs");
+    let console_log = if o.quiet {
+        fs::create_dir_all(&logs_dir)
+            .map_err(|e| failed(format!("{}: {e}", logs_dir.display())))?;
+        Some(logs_dir.join(log_name()))
+    } else {
+        None
+    };
+    // The console is always written to a file, so that a failure can
+    // name where all of it is; without --quiet, in the working
+    // directory, kept only if the guest fails.
+    let console_path = match (&console_log, o.shell) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(workdir.join("console.log")),
+        (None, true) => None,
+    };
+    Ok((logs_dir, console_log, console_path))
+}
+
+/// A flag SIGINT, SIGTERM and SIGHUP set, for the launcher to stop its
+/// guest by.
+fn interrupt_flag() -> Result<Arc<AtomicBool>, VmError> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, interrupted.clone())
+            .map_err(|e| failed(format!("installing signal handlers: {e}")))?;
+    }
+    Ok(interrupted)
+}
+
 impl Launcher {
     /// Check everything, build the initramfs for `job`, install the
     /// signal handlers and say what will boot.
@@ -496,23 +599,7 @@ impl Launcher {
             .transpose()
             .map_err(failed)?;
         let qemu_bin = qemu::find_qemu().map_err(failed)?;
-        // A kernel by name brings its module tree (unless --modules).
-        let mut named_modules = None;
-        let mut named_note = None;
-        let kernel = match kernel_arg {
-            Some(crate::named::KernelArg::Path(k)) => {
-                qemu::check_kernel(&k).map_err(failed)?;
-                k
-            }
-            Some(crate::named::KernelArg::Named(known)) => {
-                let entry = crate::named::resolve_for_vm(known, o.quiet).map_err(failed)?;
-                named_note = Some(entry.describe(known));
-                named_modules = Some(entry.modules.clone());
-                entry.vmlinuz
-            }
-            None => qemu::find_kernel_in(Path::new("/boot")).map_err(failed)?,
-        };
-
+        let (kernel, named_modules, named_note) = resolve_kernel(kernel_arg, o.quiet)?;
         let (accel, why) = qemu::choose_accel(o.accel).map_err(failed)?;
         let exe = match o.exe {
             Some(e) => e.to_path_buf(),
@@ -534,35 +621,10 @@ impl Launcher {
             ),
         };
         let removed = clean_stale_workdirs(&std::env::temp_dir());
-        // Private: the initramfs, the channel and the firmware log are
-        // nobody else's to read.
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("{WORKDIR_PREFIX}{}-", std::process::id()))
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir()
-            .map_err(|e| failed(format!("creating a temporary directory: {e}")))?;
-        let workdir = tmp.path().to_path_buf();
-        let tmp = if o.keep_workdir {
-            numalab_linux::statusln!(
-                "numalab vm: keeping the working directory {} (--keep-workdir)",
-                tmp.keep().display()
-            );
-            None
-        } else {
-            Some(tmp)
-        };
+        let (tmp, workdir) = working_directory(o.keep_workdir)?;
         let initrd = workdir.join("initramfs.cpio");
         let built = initramfs::build(&exe, &job, &extra, &initrd).map_err(failed)?;
-        let boot_image =
-            if std::env::var_os("NUMALAB_VM_NO_PVH").is_some_and(|v| !v.is_empty() && v != "0") {
-                kernel::Prepared {
-                    image: kernel.clone(),
-                    pvh: false,
-                    note: Some("NUMALAB_VM_NO_PVH is set: booting the compressed image".into()),
-                }
-            } else {
-                kernel::prepare(&kernel, kernel::cache_dir().as_deref(), &workdir)
-            };
+        let boot_image = boot_image(&kernel, &workdir);
         // The initramfs is loaded into guest memory, then unpacked into a
         // tmpfs-like rootfs next to it, and the kernel needs room of its own.
         let need = 2 * built.bytes + (160 << 20);
@@ -574,31 +636,8 @@ impl Launcher {
                 o.spec.total_memory_bytes() >> 20
             )));
         }
-        let logs_dir = o.results.join("vm-logs");
-        let console_log = if o.quiet {
-            fs::create_dir_all(&logs_dir)
-                .map_err(|e| failed(format!("{}: {e}", logs_dir.display())))?;
-            Some(logs_dir.join(log_name()))
-        } else {
-            None
-        };
-        // The console is always written to a file, so that a failure can
-        // name where all of it is; without --quiet, in the working
-        // directory, kept only if the guest fails.
-        let console_path = match (&console_log, o.shell) {
-            (Some(p), _) => Some(p.clone()),
-            (None, false) => Some(workdir.join("console.log")),
-            (None, true) => None,
-        };
-        let interrupted = Arc::new(AtomicBool::new(false));
-        for sig in [
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-            signal_hook::consts::SIGHUP,
-        ] {
-            signal_hook::flag::register(sig, interrupted.clone())
-                .map_err(|e| failed(format!("installing signal handlers: {e}")))?;
-        }
+        let (logs_dir, console_log, console_path) = console_paths(o, &workdir)?;
+        let interrupted = interrupt_flag()?;
         let console_file = match &console_path {
             Some(p) => Some(
                 numalab_record::create_new(p)
@@ -631,6 +670,27 @@ impl Launcher {
             shell: o.shell,
             boot_image,
         };
+        l.say_what_boots(
+            o,
+            &kernel,
+            &why,
+            [named_note.as_deref(), Some(&root_note)],
+            &removed,
+        );
+        Ok(l)
+    }
+
+    /// Says what boots: the shape, kernel and accelerator, the kernel's
+    /// and root's notes, stale working directories removed, TCG's warning.
+    fn say_what_boots(
+        &self,
+        o: &LaunchOptions,
+        kernel: &Path,
+        why: &str,
+        [named_note, root_note]: [Option<&str>; 2],
+        removed: &[PathBuf],
+    ) {
+        let (l, accel) = (self, self.accel);
         l.status(&format!(
             "{}; kernel {}{}; accelerator {} ({why})",
             o.spec.summary(),
@@ -638,14 +698,16 @@ impl Launcher {
             if l.boot_image.pvh { " (PVH boot)" } else { "" },
             accel.as_str()
         ));
-        if let Some(note) = &named_note {
+        if let Some(note) = named_note {
             l.status(note);
         }
         if let Some(note) = &l.boot_image.note {
             l.status(note);
         }
-        l.status(&root_note);
-        for r in &removed {
+        if let Some(note) = root_note {
+            l.status(note);
+        }
+        for r in removed {
             l.status(&format!(
                 "removed {}, left behind by a numalab that is gone",
                 r.display()
@@ -654,7 +716,6 @@ impl Launcher {
         if accel == Accel::Tcg {
             l.status("TCG emulates every instruction: expect a slow guest; its timings say nothing about NUMA hardware");
         }
-        Ok(l)
     }
 
     /// A line on standard error, unless `--quiet`.
