@@ -87,30 +87,64 @@ pub struct Item {
 pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     let cpus = s.cpus.max(1);
     let t = s.seconds;
-    let q = |x: &str| format!("{x:?}");
+    let mib = numa02_mib(s);
+    let numa02_loops = (t * s.bandwidth_gbs * 1e9 / (mib << 20) as f64).clamp(1.0, 1e6) as u64;
+    let placements = if s.nodes >= 2 {
+        "default,bind,inverse-bind"
+    } else {
+        "default"
+    };
+    let mut v = first_items(s, cpus, mib, numa02_loops, placements);
+    v.push(numa01(s, cpus, mib, placements));
+    v.push(numa_test(s, cpus));
+    v.extend(mem(s, cpus, mib));
+    if s.nodes >= 2 {
+        v.push(Item {
+            benchmark: "twohalves",
+            keys: vec![
+                ("threads", (cpus / 2).max(1).to_string()),
+                ("bytes", q(&format!("{mib}M"))),
+                ("iterations", numa02_loops.to_string()),
+                ("placement", q("default")),
+            ],
+        });
+    }
+    restrict(v, only)
+}
+
+/// A key's value as a quoted string.
+fn q(x: &str) -> String {
+    format!("{x:?}")
+}
+
+/// numa02's memory in MiB: well beyond the LLC (4 times, 256 MiB at
+/// least), so it measures memory, not a cache that the machine file might
+/// size wrongly, and at most a quarter of a node.
+fn numa02_mib(s: &Sizing) -> u64 {
+    ((4 * s.llc_bytes)
+        .clamp(256 << 20, 2 << 30)
+        .min(s.node_bytes / 4)
+        >> 20)
+        .max(16)
+}
+
+/// spin, hackbench, forkexec and numa02, each sized to take `t`.
+fn first_items(
+    s: &Sizing,
+    cpus: usize,
+    mib: u64,
+    numa02_loops: u64,
+    placements: &str,
+) -> Vec<Item> {
+    let t = s.seconds;
     let spin_iterations = (t * 1e9 / s.spin_ns).max(1e3) as u64;
     // hackbench: 2 x fds^2 x loops operations on `cpus` CPUs.
     let fds = 10u64;
     let loops = ((t * 1e6 * cpus as f64) / (2.0 * (fds * fds) as f64 * s.msg_us)).max(10.0) as u64;
     let children = (t * 1e6 / (s.fork_us + s.exec_us)).clamp(20.0, 100_000.0) as u64;
     // numa02: every thread zeroes its slice `loops` times; all of a
-    // node's CPUs together at about its bandwidth. Its memory is well
-    // beyond the LLC (4 times, 256 MiB at least), so it measures memory,
-    // not a cache that the machine file might size wrongly, and at most
-    // a quarter of a node.
-    let mib = ((4 * s.llc_bytes)
-        .clamp(256 << 20, 2 << 30)
-        .min(s.node_bytes / 4)
-        >> 20)
-        .max(16);
-    let bytes = mib << 20;
-    let numa02_loops = (t * s.bandwidth_gbs * 1e9 / bytes as f64).clamp(1.0, 1e6) as u64;
-    let placements = if s.nodes >= 2 {
-        "default,bind,inverse-bind"
-    } else {
-        "default"
-    };
-    let mut v = vec![
+    // node's CPUs together at about its bandwidth.
+    vec![
         Item {
             benchmark: "spin",
             keys: vec![
@@ -147,15 +181,19 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
                 ("placement", q(placements)),
             ],
         },
-    ];
-    // numa01: two processes, each of its threads zeroing the whole of its
-    // process's buffer every loop; each buffer half of numa02's.
+    ]
+}
+
+/// numa01: two processes, each of its threads zeroing the whole of its
+/// process's buffer every loop; each buffer half of numa02's.
+fn numa01(s: &Sizing, cpus: usize, mib: u64, placements: &str) -> Item {
+    let t = s.seconds;
     let numa01_threads = (cpus / 2).max(1);
     let numa01_mib = (mib / 2).max(8);
     let numa01_loops = (t * s.bandwidth_gbs * 1e9
         / (2.0 * numa01_threads as f64 * (numa01_mib << 20) as f64))
         .clamp(1.0, 1e6) as u64;
-    v.push(Item {
+    Item {
         benchmark: "numa01",
         keys: vec![
             ("threads", numa01_threads.to_string()),
@@ -163,25 +201,33 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
             ("loops", numa01_loops.to_string()),
             ("placement", q(placements)),
         ],
-    });
-    // numa_test: a task per CPU, each 100 passes of random updates over
-    // arrays well beyond the LLC (each update a miss, overlapped as the
-    // core can), no load peak (a run may end before its 3 s).
+    }
+}
+
+/// numa_test: a task per CPU, each 100 passes of random updates over
+/// arrays well beyond the LLC (each update a miss, overlapped as the
+/// core can), no load peak (a run may end before its 3 s).
+fn numa_test(s: &Sizing, cpus: usize) -> Item {
+    let t = s.seconds;
     let update_ns = s.randupdt_ns + s.miss_ns;
     let elements = (t * 1e9 / (numa_test_passes() * update_ns))
         .clamp(10_000.0, (s.node_bytes / 4 / 20 / cpus as u64) as f64) as u64;
-    v.push(Item {
+    Item {
         benchmark: "numa_test",
         keys: vec![
             ("tasks", cpus.to_string()),
             ("size", elements.to_string()),
             ("disturb", q("none")),
         ],
-    });
-    // mem: one thread and every CPU of the first node, reading, writing
-    // and zeroing memory of that node (and of the next, on several):
-    // each thread its own buffer of numa02's size, within a quarter of
-    // the node for all, each count with the loops that take `t`.
+    }
+}
+
+/// mem: one thread and every CPU of the first node, reading, writing
+/// and zeroing memory of that node (and of the next, on several):
+/// each thread its own buffer of numa02's size, within a quarter of
+/// the node for all, each count with the loops that take `t`.
+fn mem(s: &Sizing, cpus: usize, mib: u64) -> Vec<Item> {
+    let t = s.seconds;
     let node_cpus = (cpus / s.nodes.max(1)).max(1);
     let mem_mib = mib.min((s.node_bytes / 4 / node_cpus as u64) >> 20).max(16);
     // One thread streams as the model's latency and misses in flight
@@ -192,6 +238,7 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
     if node_cpus > 1 {
         counts.push((node_cpus, s.bandwidth_gbs));
     }
+    let mut v = Vec::new();
     for (threads, gbs) in counts {
         let loops =
             (t * gbs * 1e9 / (threads as f64 * (mem_mib << 20) as f64)).clamp(1.0, 1e6) as u64;
@@ -207,17 +254,12 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
             ],
         });
     }
-    if s.nodes >= 2 {
-        v.push(Item {
-            benchmark: "twohalves",
-            keys: vec![
-                ("threads", (cpus / 2).max(1).to_string()),
-                ("bytes", q(&format!("{mib}M"))),
-                ("iterations", numa02_loops.to_string()),
-                ("placement", q("default")),
-            ],
-        });
-    }
+    v
+}
+
+/// The set restricted to `only` when given: an error naming the set when
+/// one of `only` is not in it.
+fn restrict(mut v: Vec<Item>, only: &[String]) -> Result<Vec<Item>, String> {
     if only.is_empty() {
         return Ok(v);
     }
