@@ -2,7 +2,7 @@
 //! AsciiDoc, CSV
 //! (RFC 4180, one row per metric, case and configuration) and JSON.
 
-use crate::compare::{test_name, CompareReport, GroupRow, MetricTable, Role};
+use crate::compare::{test_name, CompareReport, GeomeanRow, GroupRow, MetricTable, Role};
 use crate::num;
 use crate::table::{adoc_inline, md_inline, wrap, Column, RowKind, Table, TEXT_WIDTH};
 use numalab_record::Better;
@@ -699,92 +699,110 @@ pub fn to_csv(r: &CompareReport) -> Result<String, csv::Error> {
         "outlier_runs",
         "notes",
     ])?;
-    let f = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
-    let notes_text = |ids: &[usize]| {
-        ids.iter()
-            .filter_map(|&i| r.note(i))
-            .map(|n| format!("[{}] {}", n.id, n.text))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     for t in &r.tables {
         for row in &t.rows {
-            let c = &r.configurations[row.config];
-            let case = &r.cases[row.case];
-            let s = row.summary.as_ref();
-            let cmp = row.comparison.as_ref();
-            let q = cmp.and_then(|c| c.ratio);
-            w.write_record([
-                "group".to_string(),
-                t.metric.clone(),
-                t.unit.clone(),
-                better_word(t.better).into(),
-                case.benchmark.clone(),
-                case.name.clone(),
-                crate::dataset::params_text(&case.params),
-                c.name.clone(),
-                c.label.clone(),
-                c.host.clone(),
-                c.backend.clone(),
-                match row.role {
-                    Role::Baseline => "baseline",
-                    Role::Candidate => "candidate",
-                    Role::NoBaseline => "no_baseline",
-                }
-                .into(),
-                row.baseline_config
-                    .map(|b| r.configurations[b].name.clone())
-                    .unwrap_or_default(),
-                row.n.to_string(),
-                f(s.map(|s| s.mean)),
-                f(s.and_then(|s| s.stddev)),
-                f(s.and_then(|s| s.cv)),
-                f(s.map(|s| s.min)),
-                f(s.map(|s| s.max)),
-                f(s.map(|s| s.median)),
-                f(s.map(|s| s.median_ci.low)),
-                f(s.map(|s| s.median_ci.high)),
-                f(s.map(|s| s.median_ci.ranks.achieved_confidence)),
-                f(q.map(|q| q.ratio)),
-                f(q.filter(|q| q.bounded).map(|q| q.low)),
-                f(q.filter(|q| q.bounded).map(|q| q.high)),
-                f(cmp.and_then(|c| c.relative_change)),
-                cmp.map(|_| test_name(r.settings.test).to_string())
-                    .unwrap_or_default(),
-                f(cmp.and_then(|c| c.p_value)),
-                cmp.map(|c| c.significant.to_string()).unwrap_or_default(),
-                cmp.map(|c| verdict_word(c.verdict).to_string())
-                    .unwrap_or_default(),
-                row.outliers
-                    .iter()
-                    .map(|&i| row.repetitions[i].to_string())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                notes_text(&row.notes),
-            ])?;
+            w.write_record(csv_group_record(r, t, row))?;
         }
         for g in &t.geomean {
-            let c = &r.configurations[g.config];
-            let mut rec = vec![String::new(); 33];
-            rec[0] = "geomean".into();
-            rec[1] = t.metric.clone();
-            rec[2] = t.unit.clone();
-            rec[3] = better_word(t.better).into();
-            rec[5] = "geomean".into();
-            rec[7] = c.name.clone();
-            rec[8] = c.label.clone();
-            rec[9] = c.host.clone();
-            rec[10] = c.backend.clone();
-            rec[13] = g.cases.to_string();
-            rec[14] = f(g.mean);
-            rec[23] = f(g.ratio);
-            rec[26] = f(g.ratio.map(|q| q - 1.0));
-            rec[32] = notes_text(&g.notes);
-            w.write_record(&rec)?;
+            w.write_record(csv_geomean_record(r, t, g))?;
         }
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
     Ok(String::from_utf8(bytes).expect("CSV of UTF-8 strings is UTF-8"))
+}
+
+/// A number of a CSV cell: empty when there is none.
+fn csv_num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+/// The CSV `notes` cell: the notes given in full, `[id] text`, space-separated.
+fn csv_notes_text(r: &CompareReport, ids: &[usize]) -> String {
+    ids.iter()
+        .filter_map(|&i| r.note(i))
+        .map(|n| format!("[{}] {}", n.id, n.text))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The CSV `group` row of one metric, case and configuration.
+fn csv_group_record(r: &CompareReport, t: &MetricTable, row: &GroupRow) -> [String; 33] {
+    let f = csv_num;
+    let c = &r.configurations[row.config];
+    let case = &r.cases[row.case];
+    let s = row.summary.as_ref();
+    let cmp = row.comparison.as_ref();
+    let q = cmp.and_then(|c| c.ratio);
+    [
+        "group".to_string(),
+        t.metric.clone(),
+        t.unit.clone(),
+        better_word(t.better).into(),
+        case.benchmark.clone(),
+        case.name.clone(),
+        crate::dataset::params_text(&case.params),
+        c.name.clone(),
+        c.label.clone(),
+        c.host.clone(),
+        c.backend.clone(),
+        match row.role {
+            Role::Baseline => "baseline",
+            Role::Candidate => "candidate",
+            Role::NoBaseline => "no_baseline",
+        }
+        .into(),
+        row.baseline_config
+            .map(|b| r.configurations[b].name.clone())
+            .unwrap_or_default(),
+        row.n.to_string(),
+        f(s.map(|s| s.mean)),
+        f(s.and_then(|s| s.stddev)),
+        f(s.and_then(|s| s.cv)),
+        f(s.map(|s| s.min)),
+        f(s.map(|s| s.max)),
+        f(s.map(|s| s.median)),
+        f(s.map(|s| s.median_ci.low)),
+        f(s.map(|s| s.median_ci.high)),
+        f(s.map(|s| s.median_ci.ranks.achieved_confidence)),
+        f(q.map(|q| q.ratio)),
+        f(q.filter(|q| q.bounded).map(|q| q.low)),
+        f(q.filter(|q| q.bounded).map(|q| q.high)),
+        f(cmp.and_then(|c| c.relative_change)),
+        cmp.map(|_| test_name(r.settings.test).to_string())
+            .unwrap_or_default(),
+        f(cmp.and_then(|c| c.p_value)),
+        cmp.map(|c| c.significant.to_string()).unwrap_or_default(),
+        cmp.map(|c| verdict_word(c.verdict).to_string())
+            .unwrap_or_default(),
+        row.outliers
+            .iter()
+            .map(|&i| row.repetitions[i].to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        csv_notes_text(r, &row.notes),
+    ]
+}
+
+/// The CSV `geomean` row of one metric and configuration.
+fn csv_geomean_record(r: &CompareReport, t: &MetricTable, g: &GeomeanRow) -> Vec<String> {
+    let f = csv_num;
+    let c = &r.configurations[g.config];
+    let mut rec = vec![String::new(); 33];
+    rec[0] = "geomean".into();
+    rec[1] = t.metric.clone();
+    rec[2] = t.unit.clone();
+    rec[3] = better_word(t.better).into();
+    rec[5] = "geomean".into();
+    rec[7] = c.name.clone();
+    rec[8] = c.label.clone();
+    rec[9] = c.host.clone();
+    rec[10] = c.backend.clone();
+    rec[13] = g.cases.to_string();
+    rec[14] = f(g.mean);
+    rec[23] = f(g.ratio);
+    rec[26] = f(g.ratio.map(|q| q - 1.0));
+    rec[32] = csv_notes_text(r, &g.notes);
+    rec
 }
 
 /// `19.13 +-10%` (`±` outside plain text): a mean and its coefficient of variation, the compact
