@@ -87,78 +87,28 @@ pub struct Schedule {
 pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedule {
     let mut ev: Vec<&Event> = events.iter().collect();
     ev.sort_by_key(|e| time_of(e));
-    let mut s = Schedule::default();
-    let mut names: BTreeMap<u32, String> = BTreeMap::new();
-    let mut running: BTreeMap<u32, (u32, u32, u64)> = BTreeMap::new(); // tid -> (cpu, pid, since)
-    let mut last_cpu: BTreeMap<u32, u32> = BTreeMap::new();
-    // wakee -> (waker's cpu, at, waker, the wakee's last cpu)
-    let mut waking: BTreeMap<u32, (u32, u64, u32, u32)> = BTreeMap::new();
-    let mut exited: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut pids: BTreeMap<u32, u32> = BTreeMap::new();
-    let rel = |t: u64| t.saturating_sub(start_ns);
-    let end = |s: &mut Schedule,
-               names: &BTreeMap<u32, String>,
-               tid: u32,
-               at: u64,
-               how: SliceEnd,
-               running: &mut BTreeMap<u32, (u32, u32, u64)>| {
-        if let Some((cpu, pid, since)) = running.remove(&tid) {
-            s.slices.push(Slice {
-                cpu,
-                tid,
-                pid,
-                name: names
-                    .get(&tid)
-                    .cloned()
-                    .unwrap_or_else(|| format!("task {tid}")),
-                start_ns: rel(since),
-                end_ns: rel(at),
-                end: how,
-            });
-        }
+    let mut b = Builder {
+        start_ns,
+        ..Builder::default()
     };
     for e in ev {
         match e {
             Event::Fork { pid, tid, ptid, .. } if *pid != numalab_pid => {
-                if let Some(n) = names.get(ptid).cloned() {
-                    names.insert(*tid, n);
+                if let Some(n) = b.names.get(ptid).cloned() {
+                    b.names.insert(*tid, n);
                 }
-                pids.insert(*tid, *pid);
+                b.pids.insert(*tid, *pid);
             }
             Event::Comm { tid, comm, pid, .. } if *pid != numalab_pid => {
-                names.insert(*tid, comm.clone());
-                pids.insert(*tid, *pid);
+                b.names.insert(*tid, comm.clone());
+                b.pids.insert(*tid, *pid);
             }
             Event::SwitchIn {
                 time,
                 cpu,
                 pid,
                 tid,
-            } if *pid != numalab_pid => {
-                if let Some(&from) = last_cpu.get(tid) {
-                    if from != *cpu {
-                        s.migrations.push(Migration {
-                            cpu: *cpu,
-                            at_ns: rel(*time),
-                            tid: *tid,
-                            from_cpu: from,
-                        });
-                    }
-                }
-                if let Some((wcpu, at, waker, prev_cpu)) = waking.remove(tid) {
-                    s.wakeups.push(Wakeup {
-                        from_cpu: wcpu,
-                        at_ns: rel(at),
-                        to_cpu: *cpu,
-                        to_ns: rel(*time),
-                        wakee: *tid,
-                        waker,
-                        prev_cpu,
-                    });
-                }
-                pids.insert(*tid, *pid);
-                running.insert(*tid, (*cpu, *pid, *time));
-            }
+            } if *pid != numalab_pid => b.switch_in(*time, *cpu, *pid, *tid),
             Event::SwitchOut {
                 time,
                 cpu,
@@ -166,20 +116,10 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 pid,
                 preempted,
                 ..
-            } if *pid != numalab_pid => {
-                let how = if exited.contains_key(tid) {
-                    SliceEnd::Exited
-                } else if *preempted {
-                    SliceEnd::Preempted
-                } else {
-                    SliceEnd::Slept
-                };
-                end(&mut s, &names, *tid, *time, how, &mut running);
-                last_cpu.insert(*tid, *cpu);
-            }
+            } if *pid != numalab_pid => b.switch_out(*time, *cpu, *tid, *preempted),
             Event::Exit { time, tid, .. } => {
                 // The final switch, when recorded, ends its last slice.
-                exited.insert(*tid, *time);
+                b.exited.insert(*tid, *time);
             }
             Event::Waking {
                 time,
@@ -188,19 +128,109 @@ pub fn from_events(events: &[Event], start_ns: u64, numalab_pid: u32) -> Schedul
                 waker,
                 prev_cpu,
             } => {
-                waking.insert(*wakee, (*cpu, *time, *waker, *prev_cpu));
+                b.waking.insert(*wakee, (*cpu, *time, *waker, *prev_cpu));
             }
             _ => {}
         }
     }
-    for (tid, at) in exited {
-        end(&mut s, &names, tid, at, SliceEnd::Exited, &mut running);
+    b.finish()
+}
+
+/// The schedule of a real run as its events are read, and what is known
+/// of its tasks so far.
+#[derive(Default)]
+struct Builder {
+    start_ns: u64,
+    s: Schedule,
+    names: BTreeMap<u32, String>,
+    running: BTreeMap<u32, (u32, u32, u64)>, // tid -> (cpu, pid, since)
+    last_cpu: BTreeMap<u32, u32>,
+    // wakee -> (waker's cpu, at, waker, the wakee's last cpu)
+    waking: BTreeMap<u32, (u32, u64, u32, u32)>,
+    exited: BTreeMap<u32, u64>,
+    pids: BTreeMap<u32, u32>,
+}
+
+impl Builder {
+    /// A time in the events' clock relative to the run's start.
+    fn rel(&self, t: u64) -> u64 {
+        t.saturating_sub(self.start_ns)
     }
-    s.tasks = pids
-        .into_iter()
-        .filter_map(|(tid, pid)| Some((tid, (pid, names.get(&tid)?.clone()))))
-        .collect();
-    s
+
+    /// The slice of `tid`, if it is running, ended at `at` as `how`.
+    fn end(&mut self, tid: u32, at: u64, how: SliceEnd) {
+        if let Some((cpu, pid, since)) = self.running.remove(&tid) {
+            self.s.slices.push(Slice {
+                cpu,
+                tid,
+                pid,
+                name: self
+                    .names
+                    .get(&tid)
+                    .cloned()
+                    .unwrap_or_else(|| format!("task {tid}")),
+                start_ns: self.rel(since),
+                end_ns: self.rel(at),
+                end: how,
+            });
+        }
+    }
+
+    /// `tid` switched in on `cpu`: a migration if it last ran on another
+    /// CPU, the wakeup that led here, and a slice begun.
+    fn switch_in(&mut self, time: u64, cpu: u32, pid: u32, tid: u32) {
+        if let Some(&from) = self.last_cpu.get(&tid) {
+            if from != cpu {
+                self.s.migrations.push(Migration {
+                    cpu,
+                    at_ns: self.rel(time),
+                    tid,
+                    from_cpu: from,
+                });
+            }
+        }
+        if let Some((wcpu, at, waker, prev_cpu)) = self.waking.remove(&tid) {
+            self.s.wakeups.push(Wakeup {
+                from_cpu: wcpu,
+                at_ns: self.rel(at),
+                to_cpu: cpu,
+                to_ns: self.rel(time),
+                wakee: tid,
+                waker,
+                prev_cpu,
+            });
+        }
+        self.pids.insert(tid, pid);
+        self.running.insert(tid, (cpu, pid, time));
+    }
+
+    /// `tid` switched out of `cpu`: its slice ended as it left.
+    fn switch_out(&mut self, time: u64, cpu: u32, tid: u32, preempted: bool) {
+        let how = if self.exited.contains_key(&tid) {
+            SliceEnd::Exited
+        } else if preempted {
+            SliceEnd::Preempted
+        } else {
+            SliceEnd::Slept
+        };
+        self.end(tid, time, how);
+        self.last_cpu.insert(tid, cpu);
+    }
+
+    /// The schedule: the slices of exited tasks still running ended, and
+    /// every named task's process and name.
+    fn finish(mut self) -> Schedule {
+        for (tid, at) in std::mem::take(&mut self.exited) {
+            self.end(tid, at, SliceEnd::Exited);
+        }
+        let names = &self.names;
+        self.s.tasks = self
+            .pids
+            .into_iter()
+            .filter_map(|(tid, pid)| Some((tid, (pid, names.get(&tid)?.clone()))))
+            .collect();
+        self.s
+    }
 }
 
 /// Counter tracks from a record's samples: memory per node (MiB, all
@@ -351,9 +381,20 @@ impl Serialize for Args<'_> {
 /// The trace-event JSON of `s` on `topo` (Chrome's trace-event format:
 /// an object with `traceEvents`, one event per line).
 pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
-    let node_of = |cpu: u32| topo.node_of_cpu(cpu).unwrap_or(0);
-    // Microseconds, to the nanosecond.
-    let us = |ns: u64| Some(ns as f64 / 1e3);
+    let mut ev: Vec<TraceEvent> = track_names(topo);
+    schedule_events(topo, s, &mut ev);
+    counter_events(topo, s, &mut ev);
+    write_json(title, &ev)
+}
+
+/// Microseconds, to the nanosecond.
+fn us(ns: u64) -> Option<f64> {
+    Some(ns as f64 / 1e3)
+}
+
+/// The metadata events naming and ordering the tracks: a "process" per
+/// node, a track per CPU.
+fn track_names(topo: &Topology) -> Vec<TraceEvent<'static>> {
     let mut ev: Vec<TraceEvent> = Vec::new();
     for n in &topo.nodes {
         let mut e = TraceEvent::new("M", "process_name", n.id);
@@ -373,6 +414,12 @@ pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
         e.args = Some(Args::Numbers(vec![("sort_index", c.id as f64)]));
         ev.push(e);
     }
+    ev
+}
+
+/// The slices, wakeup flows and migration instants of `s`, added to `ev`.
+fn schedule_events<'a>(topo: &Topology, s: &'a Schedule, ev: &mut Vec<TraceEvent<'a>>) {
+    let node_of = |cpu: u32| topo.node_of_cpu(cpu).unwrap_or(0);
     for x in &s.slices {
         let mut e = TraceEvent::new("X", &x.name, node_of(x.cpu));
         e.cat = Some("task");
@@ -414,7 +461,11 @@ pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
         ]));
         ev.push(e);
     }
-    // Counters in a "process" of their own, after the nodes.
+}
+
+/// The counters of `s`, added to `ev` in a "process" of their own, after
+/// the nodes.
+fn counter_events<'a>(topo: &Topology, s: &'a Schedule, ev: &mut Vec<TraceEvent<'a>>) {
     let cpid = topo.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
     if !s.counters.is_empty() {
         let mut e = TraceEvent::new("M", "process_name", cpid);
@@ -431,6 +482,11 @@ pub fn chrome_json(topo: &Topology, title: &str, s: &Schedule) -> String {
             ev.push(e);
         }
     }
+}
+
+/// The file: its opening with `title` as the source, then one event per
+/// line.
+fn write_json(title: &str, ev: &[TraceEvent]) -> String {
     #[derive(Serialize)]
     struct Other<'a> {
         source: &'a str,
