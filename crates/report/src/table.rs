@@ -102,50 +102,70 @@ impl Table {
         for line in wrap(&self.title, width) {
             let _ = writeln!(out, "{line}");
         }
-        // Each row as lines: a long key cell continues on the next lines,
-        // the other cells are on the first.
         let ncols = self.columns.len();
-        let lines_of = |r: &Row| -> Vec<Row> {
-            let pieces: Vec<Vec<String>> = (0..ncols)
-                .map(|i| {
-                    let c = &r.cells[i];
-                    if self.columns[i].key && c.chars().count() > MAX_KEY_CELL {
-                        split_cell(c, MAX_KEY_CELL)
-                    } else {
-                        vec![c.clone()]
-                    }
-                })
-                .collect();
-            let n = pieces.iter().map(Vec::len).max().unwrap_or(1);
-            (0..n)
-                .map(|j| Row {
-                    cells: pieces
-                        .iter()
-                        .map(|p| p.get(j).cloned().unwrap_or_default())
-                        .collect(),
-                    kind: if j == 0 { r.kind } else { RowKind::Data },
-                })
-                .collect()
-        };
-        let rows: Vec<(RowKind, Vec<Row>)> =
-            self.rows.iter().map(|r| (r.kind, lines_of(r))).collect();
-        let cell = |r: &Row, i: usize| -> String { r.cells[i].clone() };
+        let rows: Vec<(RowKind, Vec<Row>)> = self
+            .rows
+            .iter()
+            .map(|r| (r.kind, self.text_lines(r)))
+            .collect();
         let widths: Vec<usize> = (0..ncols)
             .map(|i| {
                 rows.iter()
                     .flat_map(|(_, ls)| ls.iter())
-                    .map(|r| cell(r, i).chars().count())
+                    .map(|r| r.cells[i].chars().count())
                     .chain(std::iter::once(self.columns[i].header.chars().count()))
                     .max()
                     .unwrap_or(0)
             })
             .collect();
         let keys: Vec<usize> = (0..ncols).filter(|&i| self.columns[i].key).collect();
+        for (b, block) in self.text_blocks(&keys, &widths, width).iter().enumerate() {
+            if b > 0 {
+                out.push('\n');
+            }
+            let cols: Vec<usize> = keys.iter().chain(block.iter()).copied().collect();
+            self.text_block(&mut out, &cols, &widths, &rows, width);
+        }
+        for l in &self.legend {
+            for line in wrap(l, width) {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        out
+    }
+
+    /// A row as lines: a long key cell continues on the next lines, the
+    /// other cells are on the first.
+    fn text_lines(&self, r: &Row) -> Vec<Row> {
+        let pieces: Vec<Vec<String>> = (0..self.columns.len())
+            .map(|i| {
+                let c = &r.cells[i];
+                if self.columns[i].key && c.chars().count() > MAX_KEY_CELL {
+                    split_cell(c, MAX_KEY_CELL)
+                } else {
+                    vec![c.clone()]
+                }
+            })
+            .collect();
+        let n = pieces.iter().map(Vec::len).max().unwrap_or(1);
+        (0..n)
+            .map(|j| Row {
+                cells: pieces
+                    .iter()
+                    .map(|p| p.get(j).cloned().unwrap_or_default())
+                    .collect(),
+                kind: if j == 0 { r.kind } else { RowKind::Data },
+            })
+            .collect()
+    }
+
+    /// Pack the other columns into blocks that fit beside the keys: each
+    /// takes its width and the 2 spaces before it, and the keys' width
+    /// counts 2 spaces after the last key too.
+    fn text_blocks(&self, keys: &[usize], widths: &[usize], width: usize) -> Vec<Vec<usize>> {
+        let ncols = self.columns.len();
         let others: Vec<usize> = (0..ncols).filter(|&i| !self.columns[i].key).collect();
         let key_width: usize = keys.iter().map(|&i| widths[i] + 2).sum();
-        // Pack the other columns into blocks that fit beside the keys:
-        // each takes its width and the 2 spaces before it, and the keys'
-        // width counts 2 spaces after the last key too.
         let budget = (width + 2).saturating_sub(key_width).max(1);
         let mut blocks: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
@@ -162,59 +182,70 @@ impl Table {
         if !cur.is_empty() || blocks.is_empty() {
             blocks.push(cur);
         }
-        for (b, block) in blocks.iter().enumerate() {
-            if b > 0 {
-                out.push('\n');
+        blocks
+    }
+
+    /// One block of columns: the header, a rule, and every row's lines,
+    /// with a rule before the first summary row after data rows.
+    fn text_block(
+        &self,
+        out: &mut String,
+        cols: &[usize],
+        widths: &[usize],
+        rows: &[(RowKind, Vec<Row>)],
+        width: usize,
+    ) {
+        let cell = |r: &Row, i: usize| -> String { r.cells[i].clone() };
+        let line = |cells: &dyn Fn(usize) -> String| self.text_line(cols, widths, cells);
+        let header = line(&|i| self.columns[i].header.clone());
+        let rule_len = header.len().max(
+            rows.iter()
+                .flat_map(|(_, ls)| ls.iter())
+                .map(|r| line(&|i| cell(r, i)).len())
+                .max()
+                .unwrap_or(0),
+        );
+        let _ = writeln!(out, "{header}");
+        let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
+        let mut prev = RowKind::Data;
+        for (kind, ls) in rows {
+            if *kind == RowKind::Summary && prev == RowKind::Data {
+                let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
             }
-            let cols: Vec<usize> = keys.iter().chain(block.iter()).copied().collect();
-            let line = |cells: &dyn Fn(usize) -> String| -> String {
-                let mut s = String::new();
-                for (j, &i) in cols.iter().enumerate() {
-                    if j > 0 {
-                        s.push_str("  ");
-                    }
-                    let c = cells(i);
-                    let pad = widths[i].saturating_sub(c.chars().count());
-                    match self.columns[i].align {
-                        Align::Left => {
-                            s.push_str(&c);
-                            s.push_str(&" ".repeat(pad));
-                        }
-                        Align::Right => {
-                            s.push_str(&" ".repeat(pad));
-                            s.push_str(&c);
-                        }
-                    }
+            prev = *kind;
+            for r in ls {
+                let _ = writeln!(out, "{}", line(&|i| cell(r, i)));
+            }
+        }
+    }
+
+    /// One line of a block: the cells of `cols` padded to their widths
+    /// and aligned, 2 spaces apart, trailing spaces trimmed.
+    fn text_line(
+        &self,
+        cols: &[usize],
+        widths: &[usize],
+        cells: &dyn Fn(usize) -> String,
+    ) -> String {
+        let mut s = String::new();
+        for (j, &i) in cols.iter().enumerate() {
+            if j > 0 {
+                s.push_str("  ");
+            }
+            let c = cells(i);
+            let pad = widths[i].saturating_sub(c.chars().count());
+            match self.columns[i].align {
+                Align::Left => {
+                    s.push_str(&c);
+                    s.push_str(&" ".repeat(pad));
                 }
-                s.trim_end().to_string()
-            };
-            let header = line(&|i| self.columns[i].header.clone());
-            let rule_len = header.len().max(
-                rows.iter()
-                    .flat_map(|(_, ls)| ls.iter())
-                    .map(|r| line(&|i| cell(r, i)).len())
-                    .max()
-                    .unwrap_or(0),
-            );
-            let _ = writeln!(out, "{header}");
-            let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
-            let mut prev = RowKind::Data;
-            for (kind, ls) in &rows {
-                if *kind == RowKind::Summary && prev == RowKind::Data {
-                    let _ = writeln!(out, "{}", "-".repeat(rule_len.min(width)));
-                }
-                prev = *kind;
-                for r in ls {
-                    let _ = writeln!(out, "{}", line(&|i| cell(r, i)));
+                Align::Right => {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(&c);
                 }
             }
         }
-        for l in &self.legend {
-            for line in wrap(l, width) {
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        out
+        s.trim_end().to_string()
     }
 
     /// An AsciiDoc table, title as a section heading of `level` (`=`
