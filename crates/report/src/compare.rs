@@ -1174,28 +1174,7 @@ fn group_row(
     let summary = Summary::of(&values).ok();
     let mut flagged = Vec::new();
     if let Some(s) = &summary {
-        if let Some(cv) = s.cv {
-            if cv > opts.high_cv {
-                notes.push(book.add(
-                    NoteKind::HighVariation,
-                    format!(
-                        "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
-                        opts.high_cv * 100.0
-                    ),
-                ));
-            }
-        }
-        if !s.median_ci.ranks.reaches_nominal && s.n >= 2 {
-            notes.push(book.add(
-                NoteKind::Interval,
-                format!(
-                    "with {} runs no interval of the median reaches {:.0}%: the range min..max is shown, which covers the median with probability {:.1}%",
-                    s.n,
-                    (1.0 - opts.alpha) * 100.0,
-                    s.median_ci.ranks.achieved_confidence * 100.0
-                ),
-            ));
-        }
+        summary_notes(s, opts, book, &mut notes);
         if values.len() >= MIN_RUNS_FOR_OUTLIERS {
             flagged = outliers(&values);
             for &i in &flagged {
@@ -1216,20 +1195,8 @@ fn group_row(
         (Role::Candidate, Some(b)) => {
             let bg = ds.group(c, b).expect("baseline group exists");
             let bv = Values::of(ds, bg, name).values;
-            match verdict(
-                &bv,
-                &values,
-                dir,
-                opts.alpha,
-                opts.noise_threshold,
-                opts.test,
-            ) {
-                Ok(mut cmp) => {
-                    complete(&mut cmp, &bv, &values, opts);
-                    let nonnegative = bv.iter().chain(values.iter()).all(|&v| v >= 0.0);
-                    comparison_notes(&cmp, opts, nonnegative, book, &mut notes);
-                    Some(cmp)
-                }
+            match compare_runs(&bv, &values, dir, opts, book, &mut notes) {
+                Ok(cmp) => Some(cmp),
                 Err(e) => {
                     notes.push(book.add(
                         NoteKind::Metric,
@@ -1257,6 +1224,50 @@ fn group_row(
         comparison,
         notes,
     }
+}
+
+/// Notes a group's summary calls for: runs that vary by more than
+/// `high_cv`, and too few runs for an interval of the median.
+fn summary_notes(s: &Summary, opts: &CompareOptions, book: &mut NoteBook, notes: &mut Vec<usize>) {
+    if let Some(cv) = s.cv {
+        if cv > opts.high_cv {
+            notes.push(book.add(
+                NoteKind::HighVariation,
+                format!(
+                    "the runs vary by more than {:.0}% (stddev/mean): differences smaller than the run-to-run variation are hard to see",
+                    opts.high_cv * 100.0
+                ),
+            ));
+        }
+    }
+    if !s.median_ci.ranks.reaches_nominal && s.n >= 2 {
+        notes.push(book.add(
+            NoteKind::Interval,
+            format!(
+                "with {} runs no interval of the median reaches {:.0}%: the range min..max is shown, which covers the median with probability {:.1}%",
+                s.n,
+                (1.0 - opts.alpha) * 100.0,
+                s.median_ci.ranks.achieved_confidence * 100.0
+            ),
+        ));
+    }
+}
+
+/// The comparison of a candidate's runs with its baseline's: the verdict,
+/// completed, with the notes it calls for.
+fn compare_runs(
+    bv: &[f64],
+    values: &[f64],
+    dir: Direction,
+    opts: &CompareOptions,
+    book: &mut NoteBook,
+    notes: &mut Vec<usize>,
+) -> Result<Comparison, numalab_stats::StatsError> {
+    let mut cmp = verdict(bv, values, dir, opts.alpha, opts.noise_threshold, opts.test)?;
+    complete(&mut cmp, bv, values, opts);
+    let nonnegative = bv.iter().chain(values.iter()).all(|&v| v >= 0.0);
+    comparison_notes(&cmp, opts, nonnegative, book, notes);
+    Ok(cmp)
 }
 
 /// One geometric-mean row per configuration, over the cases every
