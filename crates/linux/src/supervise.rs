@@ -436,17 +436,53 @@ fn terminate(grace: Duration) {
 /// PROGRAM ARGS` (`args` are the arguments after `__supervise`). Returns
 /// the exit code.
 pub fn main(args: &[String]) -> i32 {
+    let Some((log, argv)) = arguments(args) else {
+        crate::errln!("numalab: internal: usage: {SUBCOMMAND} [--log PATH] -- PROGRAM [ARGS]");
+        return 2;
+    };
+    if let Err(code) = become_subreaper() {
+        return code;
+    }
+    let mut cmd = match command(argv) {
+        Ok(cmd) => cmd,
+        Err(code) => return code,
+    };
+    let start = Instant::now();
+    let pid = match cmd.spawn() {
+        // Reaped below with waitid and wait4, not through `Child`.
+        Ok(c) => c.id() as i32,
+        Err(e) => {
+            say(&Event::Failed(format!("starting {}: {e}", argv[0])));
+            return 1;
+        }
+    };
+    *TREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tree {
+        pgid: pid,
+        reaped: false,
+        told: false,
+        log,
+    });
+    say(&Event::Started(pid));
+    listen();
+    program_end(pid, start, argv)
+}
+
+/// The log's path, if given, and the program's argv: `None` when the
+/// arguments are not `[--log PATH] -- PROGRAM [ARGS]`.
+fn arguments(args: &[String]) -> Option<(Option<std::path::PathBuf>, &[String])> {
     let (log, args) = match args {
         [flag, path, rest @ ..] if flag == "--log" => (Some(std::path::PathBuf::from(path)), rest),
         _ => (None, args),
     };
-    let argv = match args.split_first() {
-        Some((dd, argv)) if dd == "--" && !argv.is_empty() => argv,
-        _ => {
-            crate::errln!("numalab: internal: usage: {SUBCOMMAND} [--log PATH] -- PROGRAM [ARGS]");
-            return 2;
-        }
-    };
+    match args.split_first() {
+        Some((dd, argv)) if dd == "--" && !argv.is_empty() => Some((log, argv)),
+        _ => None,
+    }
+}
+
+/// Deaf to the signals of [`DEAF_TO`], and the subreaper of what the
+/// program leaves; the exit code when that fails.
+fn become_subreaper() -> Result<(), i32> {
     // SAFETY: signal and prctl with integer arguments.
     unsafe {
         for s in DEAF_TO {
@@ -455,15 +491,21 @@ pub fn main(args: &[String]) -> i32 {
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
             let e = io::Error::last_os_error();
             say(&Event::Failed(format!("becoming the subreaper: {e}")));
-            return 1;
+            return Err(1);
         }
     }
+    Ok(())
+}
+
+/// The program's command: its own group, its output in the log, killed
+/// when the supervisor dies; the exit code when the log cannot be shared.
+fn command(argv: &[String]) -> Result<Command, i32> {
     // The program's output goes where ours does: the log.
     let out = match io::stderr().as_fd().try_clone_to_owned().map(File::from) {
         Ok(f) => f,
         Err(e) => {
             say(&Event::Failed(format!("duplicating the log: {e}")));
-            return 1;
+            return Err(1);
         }
     };
     let mut cmd = Command::new(&argv[0]);
@@ -483,24 +525,12 @@ pub fn main(args: &[String]) -> i32 {
             child::pdeathsig_or_exit(libc::SIGKILL, supervisor)
         });
     }
-    let start = Instant::now();
-    let pid = match cmd.spawn() {
-        // Reaped below with waitid and wait4, not through `Child`.
-        Ok(c) => c.id() as i32,
-        Err(e) => {
-            say(&Event::Failed(format!("starting {}: {e}", argv[0])));
-            return 1;
-        }
-    };
-    *TREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tree {
-        pgid: pid,
-        reaped: false,
-        told: false,
-        log,
-    });
-    say(&Event::Started(pid));
+    Ok(cmd)
+}
 
-    // numalab's end, or its `kill`: the whole tree goes.
+/// numalab's end, or its `kill`: the whole tree goes (a thread reading
+/// numalab's lines).
+fn listen() {
     std::thread::spawn(|| {
         let stdin = io::stdin();
         for line in stdin.lock().lines() {
@@ -533,9 +563,11 @@ pub fn main(args: &[String]) -> i32 {
         say(&Event::Left(n));
         std::process::exit(0);
     });
+}
 
-    // The program's end: timed at once, its group killed while its id is
-    // still ours, then reaped for its CPU time.
+/// The program's end: timed at once, its group killed while its id is
+/// still ours, then reaped for its CPU time. Returns the exit code.
+fn program_end(pid: i32, start: Instant, argv: &[String]) -> i32 {
     let ended = child::wait_exited(pid);
     let elapsed_s = start.elapsed().as_secs_f64();
     let mut tree = TREE.lock().unwrap_or_else(|e| e.into_inner());
