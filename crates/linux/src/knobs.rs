@@ -888,37 +888,11 @@ fn apply_with(
     })?;
 
     // 1. Check everything and read the originals; nothing written yet.
-    let mut seen = std::collections::BTreeSet::new();
-    let mut targets = Vec::new();
-    for (i, k) in knobs.iter().enumerate() {
-        k.validate()?;
-        if !seen.insert(k.name()) {
-            return Err(KnobError::Duplicate { knob: k.label() });
-        }
-        for (cpu, path) in resolve(k, &root, real_root)? {
-            targets.push(Target {
-                knob: i,
-                label: k.label(),
-                cpu,
-                path,
-                value: k.value().to_string(),
-                plain: matches!(k, Knob::Sysctl { .. }),
-                original: String::new(),
-            });
-        }
-    }
+    let mut targets = check_targets(knobs, &root, real_root)?;
     // 1b. One numalab changes a file at a time: the originals read next
     // are the machine's, not another invocation's values.
     let locks = hold(&targets, &root, real_root, wait)?;
-    for t in &mut targets {
-        let text = read_value(&t.path).map_err(|e| KnobError::Io {
-            knob: t.label.clone(),
-            action: "read",
-            path: t.path.display().to_string(),
-            source: e,
-        })?;
-        t.original = t.parse(&text);
-    }
+    read_originals(&mut targets)?;
 
     // 2. The guard holds the originals before anything changes.
     let guard = match guard {
@@ -934,6 +908,58 @@ fn apply_with(
     };
 
     // 3. Write and read back; on failure put back what was written.
+    let read_back = write_targets(&mut applied, targets, write)?;
+    applied.values = values(knobs, &read_back);
+    Ok(applied)
+}
+
+/// Every knob checked (valid, not given twice, its files resolved under
+/// `root`): its targets, the originals not read yet.
+fn check_targets(knobs: &[Knob], root: &Path, real_root: bool) -> Result<Vec<Target>, KnobError> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut targets = Vec::new();
+    for (i, k) in knobs.iter().enumerate() {
+        k.validate()?;
+        if !seen.insert(k.name()) {
+            return Err(KnobError::Duplicate { knob: k.label() });
+        }
+        for (cpu, path) in resolve(k, root, real_root)? {
+            targets.push(Target {
+                knob: i,
+                label: k.label(),
+                cpu,
+                path,
+                value: k.value().to_string(),
+                plain: matches!(k, Knob::Sysctl { .. }),
+                original: String::new(),
+            });
+        }
+    }
+    Ok(targets)
+}
+
+/// Read every target's original value.
+fn read_originals(targets: &mut [Target]) -> Result<(), KnobError> {
+    for t in targets {
+        let text = read_value(&t.path).map_err(|e| KnobError::Io {
+            knob: t.label.clone(),
+            action: "read",
+            path: t.path.display().to_string(),
+            source: e,
+        })?;
+        t.original = t.parse(&text);
+    }
+    Ok(())
+}
+
+/// Write each target and read it back, in order, into `applied`; on
+/// failure put back what was written. Returns (knob, cpu, value read
+/// back) per target.
+fn write_targets(
+    applied: &mut Applied,
+    targets: Vec<Target>,
+    write: &mut Writer<'_>,
+) -> Result<Vec<(usize, String, String)>, KnobError> {
     let mut read_back: Vec<(usize, String, String)> = Vec::new();
     for t in targets {
         let result = match write(&t.path, &t.value) {
@@ -965,6 +991,13 @@ fn apply_with(
             }
         }
     }
+    Ok(read_back)
+}
+
+/// [`Knob::name`] -> the value read back: one value when all its targets
+/// agree, else `cpu=value` per target.
+fn values(knobs: &[Knob], read_back: &[(usize, String, String)]) -> BTreeMap<String, String> {
+    let mut values = BTreeMap::new();
     for (i, k) in knobs.iter().enumerate() {
         let per: Vec<&(usize, String, String)> =
             read_back.iter().filter(|(j, _, _)| *j == i).collect();
@@ -977,9 +1010,9 @@ fn apply_with(
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        applied.values.insert(k.name(), value);
+        values.insert(k.name(), value);
     }
-    Ok(applied)
+    values
 }
 
 /// Start the guard in a session of its own, deaf to the terminal's
