@@ -261,26 +261,7 @@ pub fn pipe_pingpong(cpu_a: u32, cpu_b: u32, rounds: u64) -> io::Result<std::tim
             "CPU {c} is beyond the {limit} a CPU set holds"
         )));
     }
-    let mut there = [0i32; 2];
-    let mut back = [0i32; 2];
-    // SAFETY: valid pointers to two-element arrays.
-    if unsafe { libc::pipe(there.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::pipe(back.as_mut_ptr()) } != 0 {
-        let e = io::Error::last_os_error();
-        close_all(&there);
-        return Err(e);
-    }
-    let pin = |cpu: u32| -> bool {
-        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET bounds-checks.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    };
+    let (there, back) = pingpong_pipes()?;
     if !pin(cpu_a) {
         let e = io::Error::last_os_error();
         close_all(&there);
@@ -296,29 +277,7 @@ pub fn pipe_pingpong(cpu_a: u32, cpu_b: u32, rounds: u64) -> io::Result<std::tim
         return Err(e);
     }
     if pid == 0 {
-        // SAFETY: async-signal-safe calls on the pipes' descriptors and a
-        // local byte; the child ends with _exit, running no destructors.
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // Only the ends it uses stay open: when the parent closes its
-            // writing end, the child's read sees the end.
-            libc::close(there[1]);
-            libc::close(back[0]);
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu_b as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                libc::_exit(3);
-            }
-            let mut b = 0u8;
-            loop {
-                if libc::read(there[0], (&mut b as *mut u8).cast(), 1) != 1 {
-                    libc::_exit(0);
-                }
-                if libc::write(back[1], (&b as *const u8).cast(), 1) != 1 {
-                    libc::_exit(4);
-                }
-            }
-        }
+        pingpong_partner(there, back, cpu_b);
     }
     // The parent's unused ends, so a child that died is an end of file
     // here, not a wait for ever.
@@ -327,21 +286,7 @@ pub fn pipe_pingpong(cpu_a: u32, cpu_b: u32, rounds: u64) -> io::Result<std::tim
         libc::close(there[0]);
         libc::close(back[1]);
     }
-    let run = || -> io::Result<std::time::Duration> {
-        let mut b = 1u8;
-        let t0 = std::time::Instant::now();
-        for _ in 0..rounds {
-            // SAFETY: the pipes' descriptors and a local byte.
-            let w = unsafe { libc::write(there[1], (&b as *const u8).cast(), 1) };
-            // SAFETY: as above.
-            let r = unsafe { libc::read(back[0], (&mut b as *mut u8).cast(), 1) };
-            if w != 1 || r != 1 {
-                return Err(io::Error::other("the ping-pong partner stopped answering"));
-            }
-        }
-        Ok(t0.elapsed())
-    };
-    let out = run();
+    let out = pingpong_rounds(there, back, rounds);
     // Closing the writing end ends the child's loop; then reap it.
     // SAFETY: the parent's own ends, closed once.
     unsafe {
@@ -362,6 +307,82 @@ pub fn pipe_pingpong(cpu_a: u32, cpu_b: u32, rounds: u64) -> io::Result<std::tim
         )));
     }
     out
+}
+
+/// The ping-pong's two pipes: there (to the child) and back; the first
+/// closed again when the second cannot be made.
+fn pingpong_pipes() -> io::Result<([i32; 2], [i32; 2])> {
+    let mut there = [0i32; 2];
+    let mut back = [0i32; 2];
+    // SAFETY: valid pointers to two-element arrays.
+    if unsafe { libc::pipe(there.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::pipe(back.as_mut_ptr()) } != 0 {
+        let e = io::Error::last_os_error();
+        close_all(&there);
+        return Err(e);
+    }
+    Ok((there, back))
+}
+
+/// Pin the calling thread to `cpu`; false when that fails.
+fn pin(cpu: u32) -> bool {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET bounds-checks.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// The forked child: pinned to `cpu_b`, it passes each byte back until
+/// the parent's end closes (async-signal-safe calls only, then _exit).
+fn pingpong_partner(there: [i32; 2], back: [i32; 2], cpu_b: u32) -> ! {
+    // SAFETY: async-signal-safe calls on the pipes' descriptors and a
+    // local byte; the child ends with _exit, running no destructors.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // Only the ends it uses stay open: when the parent closes its
+        // writing end, the child's read sees the end.
+        libc::close(there[1]);
+        libc::close(back[0]);
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu_b as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            libc::_exit(3);
+        }
+        let mut b = 0u8;
+        loop {
+            if libc::read(there[0], (&mut b as *mut u8).cast(), 1) != 1 {
+                libc::_exit(0);
+            }
+            if libc::write(back[1], (&b as *const u8).cast(), 1) != 1 {
+                libc::_exit(4);
+            }
+        }
+    }
+}
+
+/// The parent's `rounds` of a byte there and back: the time of all.
+fn pingpong_rounds(
+    there: [i32; 2],
+    back: [i32; 2],
+    rounds: u64,
+) -> io::Result<std::time::Duration> {
+    let mut b = 1u8;
+    let t0 = std::time::Instant::now();
+    for _ in 0..rounds {
+        // SAFETY: the pipes' descriptors and a local byte.
+        let w = unsafe { libc::write(there[1], (&b as *const u8).cast(), 1) };
+        // SAFETY: as above.
+        let r = unsafe { libc::read(back[0], (&mut b as *mut u8).cast(), 1) };
+        if w != 1 || r != 1 {
+            return Err(io::Error::other("the ping-pong partner stopped answering"));
+        }
+    }
+    Ok(t0.elapsed())
 }
 
 fn close_all(fds: &[i32; 2]) {
