@@ -407,56 +407,75 @@ pub fn strip_chart(title: &str, y_label: &str, groups: &[StripGroup]) -> Option<
             .collect();
         let _ = write!(out, "<g class=\"series\" data-name=\"{}\">", esc(name));
         if let Ok(s) = numalab_stats::Summary::of(&finite) {
-            let w = (band * 0.25).min(40.0);
-            if let Some(sd) = s.stddev {
-                let _ = write!(
-                    out,
-                    "<line x1=\"{x}\" x2=\"{x}\" y1=\"{}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1.5\"><title>mean ± 1 stddev: {} ± {}</title></line>",
-                    f(fr.sy((s.mean - sd).max(fr.y.lo))),
-                    f(fr.sy((s.mean + sd).min(fr.y.hi))),
-                    crate::num::value(s.mean),
-                    crate::num::value(sd),
-                    x = f(cx + w + 6.0)
-                );
-            }
-            let _ = write!(
-                out,
-                "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{c}\" stroke-width=\"3\"><title>mean {}</title></line>",
-                f(cx - w),
-                f(cx + w),
-                crate::num::value(s.mean),
-                y = f(fr.sy(s.mean))
-            );
+            strip_mean(&mut out, &fr, c, cx, band, &s);
         }
-        let drawn: Vec<&StripPoint> = pts.iter().filter(|p| !p.hidden).collect();
-        let n = drawn.len().max(1) as f64;
-        for (j, p) in drawn.iter().enumerate() {
-            if !p.value.is_finite() {
-                continue;
-            }
-            // Spread the runs sideways in order, so that equal values stay visible.
-            let dx = if drawn.len() > 1 {
-                (j as f64 / (n - 1.0) - 0.5) * (band * 0.3).min(50.0)
-            } else {
-                0.0
-            };
-            let (stroke, sw) = if p.outlier {
-                ("#d00", "2")
-            } else {
-                ("none", "0")
-            };
-            let _ = write!(
-                out,
-                "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{c}\" fill-opacity=\"0.75\" stroke=\"{stroke}\" stroke-width=\"{sw}\"><title>{}</title></circle>",
-                f(cx + dx),
-                f(fr.sy(p.value)),
-                esc(&p.tooltip)
-            );
-        }
+        strip_points(&mut out, &fr, c, cx, band, pts);
         out.push_str("</g>");
     }
     out.push_str("</g></svg>");
     Some(out)
+}
+
+/// A strip chart group's mean (a bar) and ±1 standard deviation (a
+/// whisker), centred at `cx` in a band `band` wide.
+fn strip_mean(
+    out: &mut String,
+    fr: &Frame,
+    c: &str,
+    cx: f64,
+    band: f64,
+    s: &numalab_stats::Summary,
+) {
+    let w = (band * 0.25).min(40.0);
+    if let Some(sd) = s.stddev {
+        let _ = write!(
+            out,
+            "<line x1=\"{x}\" x2=\"{x}\" y1=\"{}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"1.5\"><title>mean ± 1 stddev: {} ± {}</title></line>",
+            f(fr.sy((s.mean - sd).max(fr.y.lo))),
+            f(fr.sy((s.mean + sd).min(fr.y.hi))),
+            crate::num::value(s.mean),
+            crate::num::value(sd),
+            x = f(cx + w + 6.0)
+        );
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{c}\" stroke-width=\"3\"><title>mean {}</title></line>",
+        f(cx - w),
+        f(cx + w),
+        crate::num::value(s.mean),
+        y = f(fr.sy(s.mean))
+    );
+}
+
+/// A strip chart group's drawn runs as points, spread sideways in order;
+/// outliers ringed in red.
+fn strip_points(out: &mut String, fr: &Frame, c: &str, cx: f64, band: f64, pts: &[StripPoint]) {
+    let drawn: Vec<&StripPoint> = pts.iter().filter(|p| !p.hidden).collect();
+    let n = drawn.len().max(1) as f64;
+    for (j, p) in drawn.iter().enumerate() {
+        if !p.value.is_finite() {
+            continue;
+        }
+        // Spread the runs sideways in order, so that equal values stay visible.
+        let dx = if drawn.len() > 1 {
+            (j as f64 / (n - 1.0) - 0.5) * (band * 0.3).min(50.0)
+        } else {
+            0.0
+        };
+        let (stroke, sw) = if p.outlier {
+            ("#d00", "2")
+        } else {
+            ("none", "0")
+        };
+        let _ = write!(
+            out,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{c}\" fill-opacity=\"0.75\" stroke=\"{stroke}\" stroke-width=\"{sw}\"><title>{}</title></circle>",
+            f(cx + dx),
+            f(fr.sy(p.value)),
+            esc(&p.tooltip)
+        );
+    }
 }
 
 /// A bar of a bar chart: its height and its hover text.
