@@ -179,6 +179,28 @@ pub fn run_spin(
     let observer = Observer::start(topo);
     let bar = progress_bar(p.tasks as u64 * p.iterations, spec);
     let start = Instant::now();
+    let mut tasks = start_spins(exe, p)?;
+    let ids: Vec<(i32, Option<i32>)> = tasks.iter().map(|t| (t.pid, None)).collect();
+    let pacer = watch_spins(&mut tasks, &ids, start, &observer, &bar, spec, &mut rec)?;
+    rec.series.interval_s = pacer.longest_s();
+    let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
+    let (elapsed, user, sys, failures) = record_spins(&mut rec, topo, p, &tasks, &reports);
+    rec.metrics
+        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    rec.metrics.insert("user_s".into(), metric("user_s", user));
+    rec.metrics.insert("sys_s".into(), metric("sys_s", sys));
+    let vm = observer.vmstat_delta();
+    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
+    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
+    crate::vmstat_metrics(&mut rec, &vm);
+    if !failures.is_empty() {
+        rec.outcome = Outcome::failed(failures.join("; "));
+    }
+    Ok(rec)
+}
+
+/// Start the spinning tasks; those started are killed when one fails to.
+fn start_spins(exe: &Path, p: &SpinParams) -> Result<Vec<Task>> {
     let mut tasks: Vec<Task> = Vec::new();
     for _ in 0..p.tasks {
         match spawn_spin(exe, p) {
@@ -189,12 +211,25 @@ pub fn run_spin(
             }
         }
     }
-    let ids: Vec<(i32, Option<i32>)> = tasks.iter().map(|t| (t.pid, None)).collect();
+    Ok(tasks)
+}
+
+/// Wait for every spinning task to end, showing progress and sampling
+/// as paced; returns the pacer.
+fn watch_spins(
+    tasks: &mut [Task],
+    ids: &[(i32, Option<i32>)],
+    start: Instant,
+    observer: &Observer,
+    bar: &crate::run::Progress<'_>,
+    spec: &RunSpec,
+    rec: &mut RunRecord,
+) -> Result<Pacer> {
     let mut pacer = Pacer::new(spec.interval);
     loop {
         let now = start.elapsed().as_secs_f64();
         if spec.interrupt.is_set() {
-            kill_tasks(&mut tasks);
+            kill_tasks(tasks);
             return Err(Error::Interrupted);
         }
         for t in tasks.iter_mut().filter(|t| t.exit.is_none()) {
@@ -216,7 +251,7 @@ pub fn run_spin(
                 .iter()
                 .map(|t| if t.exit.is_none() { t.pid } else { -1 })
                 .collect();
-            let mut s = observer.sample(now, &live, &ids, progress);
+            let mut s = observer.sample(now, &live, ids, progress);
             for (i, t) in tasks.iter().enumerate() {
                 if t.exit.is_some() {
                     s.task_node[i] = None;
@@ -227,8 +262,19 @@ pub fn run_spin(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    rec.series.interval_s = pacer.longest_s();
-    let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
+    Ok(pacer)
+}
+
+/// Every spinning task's process and task record, from its exit and its
+/// report; returns the run's elapsed, user and system time and the
+/// failures.
+fn record_spins(
+    rec: &mut RunRecord,
+    topo: &numalab_topology::Topology,
+    p: &SpinParams,
+    tasks: &[Task],
+    reports: &[Option<SpinReport>],
+) -> (f64, f64, f64, Vec<String>) {
     let mut failures = Vec::new();
     let mut elapsed: f64 = 0.0;
     let (mut user, mut sys) = (0.0, 0.0);
@@ -279,18 +325,7 @@ pub fn run_spin(
             kernel: crate::kernel_counters(exit.sched),
         });
     }
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.metrics.insert("user_s".into(), metric("user_s", user));
-    rec.metrics.insert("sys_s".into(), metric("sys_s", sys));
-    let vm = observer.vmstat_delta();
-    let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
-    push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
-    crate::vmstat_metrics(&mut rec, &vm);
-    if !failures.is_empty() {
-        rec.outcome = Outcome::failed(failures.join("; "));
-    }
-    Ok(rec)
+    (elapsed, user, sys, failures)
 }
 
 /// Run the message storm once.
@@ -301,18 +336,10 @@ pub fn run_hackbench(
     spec: &RunSpec,
 ) -> Result<RunRecord> {
     let topo = &machine.topology;
-    let (groups, fds, loops, size) = (p.groups, p.fds, p.loops, p.size);
+    let (groups, fds) = (p.groups, p.fds);
     let mut rec = spec.new_record(&Case::Hackbench(p.clone()), machine);
     let observer = Observer::start(topo);
-    let mut cmd = Command::new(exe);
-    cmd.arg("__hackbench")
-        .args([groups, loops, fds, size].map(|v| v.to_string()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SIGTERM: it kills and reaps what it forked, then exits.
-    child::die_with_parent_by(&mut cmd, libc::SIGTERM);
-    with_affinity(&mut cmd, &p.set.cpus);
+    let mut cmd = hackbench_command(exe, p);
     let start = Instant::now();
     let mut c = cmd
         .spawn()
@@ -320,39 +347,9 @@ pub fn run_hackbench(
     let pid = c.id() as i32;
     let out = c.stdout.take().expect("piped stdout");
     let err = c.stderr.take().expect("piped stderr");
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(out), &mut text);
-        text
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut text);
-        text
-    });
-    let mut pacer = Pacer::new(spec.interval);
-    let (exit, ended_s) = loop {
-        let now = start.elapsed().as_secs_f64();
-        if spec.interrupt.is_set() {
-            // It kills and reaps its senders and receivers, then exits.
-            child::signal(pid, libc::SIGTERM);
-            let _ = child::wait4(pid, true);
-            return Err(Error::Interrupted);
-        }
-        if let Some(e) =
-            child::wait4(pid, false).map_err(|e| Error::io("waiting for hackbench", e))?
-        {
-            break (e, now);
-        }
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
-            rec.series
-                .samples
-                .push(observer.sample(now, &[], &[], Vec::new()));
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let reader = read_all(out);
+    let err_reader = read_all(err);
+    let (exit, ended_s, pacer) = wait_hackbench(pid, start, &observer, spec, &mut rec)?;
     rec.series.interval_s = pacer.longest_s();
     let text = reader.join().unwrap_or_default();
     let errors = err_reader.join().unwrap_or_default();
@@ -381,6 +378,73 @@ pub fn run_hackbench(
         Vec::new(),
         &vm,
     );
+    hackbench_outcome(&mut rec, h, &exit, &errors);
+    Ok(rec)
+}
+
+/// The storm's command: hackbench's parameters, its output piped, ended
+/// with SIGTERM when numalab dies, restricted to the placement's CPUs.
+fn hackbench_command(exe: &Path, p: &HackbenchParams) -> Command {
+    let (groups, fds, loops, size) = (p.groups, p.fds, p.loops, p.size);
+    let mut cmd = Command::new(exe);
+    cmd.arg("__hackbench")
+        .args([groups, loops, fds, size].map(|v| v.to_string()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SIGTERM: it kills and reaps what it forked, then exits.
+    child::die_with_parent_by(&mut cmd, libc::SIGTERM);
+    with_affinity(&mut cmd, &p.set.cpus);
+    cmd
+}
+
+/// A thread reading all of `r` as text.
+fn read_all<R: std::io::Read + Send + 'static>(r: R) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(r), &mut text);
+        text
+    })
+}
+
+/// Wait for hackbench to end, sampling as paced: its exit, when it ended
+/// (seconds from the start) and the pacer.
+fn wait_hackbench(
+    pid: i32,
+    start: Instant,
+    observer: &Observer,
+    spec: &RunSpec,
+    rec: &mut RunRecord,
+) -> Result<(Exit, f64, Pacer)> {
+    let mut pacer = Pacer::new(spec.interval);
+    let (exit, ended_s) = loop {
+        let now = start.elapsed().as_secs_f64();
+        if spec.interrupt.is_set() {
+            // It kills and reaps its senders and receivers, then exits.
+            child::signal(pid, libc::SIGTERM);
+            let _ = child::wait4(pid, true);
+            return Err(Error::Interrupted);
+        }
+        if let Some(e) =
+            child::wait4(pid, false).map_err(|e| Error::io("waiting for hackbench", e))?
+        {
+            break (e, now);
+        }
+        if pacer.due(now) {
+            let cpu = thread_cpu_s();
+            rec.series
+                .samples
+                .push(observer.sample(now, &[], &[], Vec::new()));
+            pacer.sampled(now, thread_cpu_s() - cpu);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok((exit, ended_s, pacer))
+}
+
+/// The storm's metrics when it succeeded and said its time, else the
+/// run failed with how it ended and the last line of its errors.
+fn hackbench_outcome(rec: &mut RunRecord, h: Option<f64>, exit: &Exit, errors: &str) {
     match h {
         Some(h) if exit.success() => {
             rec.metrics
@@ -401,7 +465,6 @@ pub fn run_hackbench(
             ));
         }
     }
-    Ok(rec)
 }
 
 #[cfg(test)]
