@@ -77,6 +77,70 @@ pub fn run_once(
     // Written under a temporary name and renamed to `<id>.log` when the
     // run ends: never through a link planted at that name, and never a
     // partial log under it (dropped early, the temporary file goes).
+    let (log_path, log, out) = open_log(&rec, spec)?;
+    let observer = Observer::start(topo);
+    let start = Instant::now();
+    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), Some(log.temp_path()), out)
+        .map_err(|e| Error::io(format!("starting the supervisor of {}", p.argv[0]), e))?;
+    let Ended {
+        exit,
+        elapsed,
+        pid,
+        pacer,
+        sup,
+    } = wait_command(sup, start, &observer, p, spec, &mut rec, &mut on_tick)?;
+    rec.series.interval_s = pacer.longest_s();
+    let vm = observer.vmstat_delta();
+    let left = sup
+        .finish()
+        .map_err(|e| Error::io(format!("the supervisor of {}", p.argv[0]), e))?;
+    if left > 0 {
+        rec.warnings.push(format!(
+            "the command left {left} process(es) running after it exited; numalab killed them"
+        ));
+    }
+
+    rec.metrics
+        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    rec.processes.push(ProcessInfo {
+        index: 0,
+        name: p.argv.join(" "),
+        pid,
+    });
+    // No progress: a command reports none while it runs.
+    crate::record_end_only(
+        &mut rec,
+        crate::EndOnly {
+            name: p.name.clone(),
+            pid,
+            why: "a command's processes come and go",
+            exit: &exit,
+            work_done: u64::from(exit.success()),
+            work_expected: 1,
+        },
+        pacer.enabled(),
+        elapsed,
+        Vec::new(),
+        &vm,
+    );
+    if !exit.success() {
+        rec.outcome = failure(&exit, log.temp_path());
+    }
+    // An empty log is no file at all.
+    let empty = log.file().metadata().is_ok_and(|m| m.len() == 0);
+    if !empty {
+        log.commit()
+            .map_err(|e| Error::io(format!("writing the log file {}", log_path.display()), e))?;
+    }
+    Ok(rec)
+}
+
+/// The run's log: its path (`<id>.log` in `results`), the file written
+/// under a temporary name, and a handle on it for the command's output.
+fn open_log(
+    rec: &RunRecord,
+    spec: &RunSpec,
+) -> Result<(std::path::PathBuf, numalab_record::SideFile, std::fs::File)> {
     let id = numalab_record::RecordId::parse(&rec.id).map_err(|e| Error::Other(e.to_string()))?;
     let log_path = id.side_path(spec.results, ".log");
     let log = numalab_record::SideFile::new(&log_path)
@@ -85,10 +149,31 @@ pub fn run_once(
         .file()
         .try_clone()
         .map_err(|e| Error::io(format!("the log file {}", log_path.display()), e))?;
-    let observer = Observer::start(topo);
-    let start = Instant::now();
-    let sup = Supervisor::start(exe, &p.argv, p.cwd.as_deref(), Some(log.temp_path()), out)
-        .map_err(|e| Error::io(format!("starting the supervisor of {}", p.argv[0]), e))?;
+    Ok((log_path, log, out))
+}
+
+/// How the command ended, as its supervisor said, with the supervisor
+/// still to finish.
+struct Ended {
+    exit: Exit,
+    elapsed: f64,
+    pid: Option<i32>,
+    pacer: Pacer,
+    sup: Supervisor,
+}
+
+/// Wait for the supervisor to say the command ended, sampling as paced
+/// and calling `on_tick`; an interruption, or a supervisor that failed or
+/// ended first, stops it and is an error.
+fn wait_command(
+    sup: Supervisor,
+    start: Instant,
+    observer: &Observer,
+    p: &Params,
+    spec: &RunSpec,
+    rec: &mut RunRecord,
+    on_tick: &mut impl FnMut(f64),
+) -> Result<Ended> {
     let mut pid = None;
     let mut pacer = Pacer::new(spec.interval);
     let (exit, elapsed): (Exit, f64) = loop {
@@ -130,56 +215,25 @@ pub fn run_once(
             }
         }
     };
-    rec.series.interval_s = pacer.longest_s();
-    let vm = observer.vmstat_delta();
-    let left = sup
-        .finish()
-        .map_err(|e| Error::io(format!("the supervisor of {}", p.argv[0]), e))?;
-    if left > 0 {
-        rec.warnings.push(format!(
-            "the command left {left} process(es) running after it exited; numalab killed them"
-        ));
-    }
-
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.processes.push(ProcessInfo {
-        index: 0,
-        name: p.argv.join(" "),
-        pid,
-    });
-    // No progress: a command reports none while it runs.
-    crate::record_end_only(
-        &mut rec,
-        crate::EndOnly {
-            name: p.name.clone(),
-            pid,
-            why: "a command's processes come and go",
-            exit: &exit,
-            work_done: u64::from(exit.success()),
-            work_expected: 1,
-        },
-        pacer.enabled(),
+    Ok(Ended {
+        exit,
         elapsed,
-        Vec::new(),
-        &vm,
-    );
-    if !exit.success() {
-        let t = tail(log.temp_path(), TAIL_LINES);
-        rec.outcome = Outcome::failed(if t.is_empty() {
-            format!("the command ended with {} (no output)", exit.describe())
-        } else {
-            format!(
-                "the command ended with {}\nthe last lines of its output:\n{t}",
-                exit.describe()
-            )
-        });
-    }
-    // An empty log is no file at all.
-    let empty = log.file().metadata().is_ok_and(|m| m.len() == 0);
-    if !empty {
-        log.commit()
-            .map_err(|e| Error::io(format!("writing the log file {}", log_path.display()), e))?;
-    }
-    Ok(rec)
+        pid,
+        pacer,
+        sup,
+    })
+}
+
+/// A failed command's outcome: how it ended and the last lines of its
+/// output in the log at `log`.
+fn failure(exit: &Exit, log: &Path) -> Outcome {
+    let t = tail(log, TAIL_LINES);
+    Outcome::failed(if t.is_empty() {
+        format!("the command ended with {} (no output)", exit.describe())
+    } else {
+        format!(
+            "the command ended with {}\nthe last lines of its output:\n{t}",
+            exit.describe()
+        )
+    })
 }
