@@ -685,6 +685,18 @@ pub fn residency_chart(
     let height = legend_top + legend_rows(nodes) * LEGEND_ROW + 4.0;
     let mut out = String::new();
     open_svg(&mut out, "residency", title, height);
+    residency_axes(&mut out, &fr, tasks, bar, gap);
+    residency_bars(&mut out, &fr, nodes, tasks, bar, gap);
+    out.push_str("</g>");
+    let entries: Vec<(usize, String)> = nodes.iter().cloned().enumerate().collect();
+    legend(&mut out, &entries, legend_top);
+    out.push_str("</svg>");
+    Some(out)
+}
+
+/// A residency chart's axes: the frame, the x ticks in %, the x label and
+/// a row label per task.
+fn residency_axes(out: &mut String, fr: &Frame, tasks: &[(String, Vec<f64>)], bar: f64, gap: f64) {
     out.push_str("<g class=\"axes\">");
     let _ = write!(
         out,
@@ -692,7 +704,7 @@ pub fn residency_chart(
         f(fr.px0),
         f(fr.py0),
         f(fr.px1 - fr.px0),
-        f(plot_h)
+        f(fr.py1 - fr.py0)
     );
     for v in fr.x.ticks() {
         let x = fr.sx(v);
@@ -722,6 +734,18 @@ pub fn residency_chart(
             esc(name)
         );
     }
+}
+
+/// A residency chart's bars: per task, a bar per node stacked left to
+/// right, each its % of the task's running time on that node.
+fn residency_bars(
+    out: &mut String,
+    fr: &Frame,
+    nodes: &[String],
+    tasks: &[(String, Vec<f64>)],
+    bar: f64,
+    gap: f64,
+) {
     out.push_str("</g><g class=\"marks\">");
     for (i, (name, pct)) in tasks.iter().enumerate() {
         let y = TOP + gap + i as f64 * (bar + gap);
@@ -746,11 +770,6 @@ pub fn residency_chart(
             );
         }
     }
-    out.push_str("</g>");
-    let entries: Vec<(usize, String)> = nodes.iter().cloned().enumerate().collect();
-    legend(&mut out, &entries, legend_top);
-    out.push_str("</svg>");
-    Some(out)
 }
 
 #[cfg(test)]
