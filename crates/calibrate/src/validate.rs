@@ -210,8 +210,13 @@ fn numa01(s: &Sizing, cpus: usize, mib: u64, placements: &str) -> Item {
 fn numa_test(s: &Sizing, cpus: usize) -> Item {
     let t = s.seconds;
     let update_ns = s.randupdt_ns + s.miss_ns;
+    // At least 10,000 elements, but a task's arrays (20 bytes an element)
+    // in a quarter of the node's memory above all: a machine file may give
+    // a node 1 MB.
+    let fits = (s.node_bytes / 4 / 20 / cpus.max(1) as u64).max(1) as f64;
     let elements = (t * 1e9 / (numa_test_passes() * update_ns))
-        .clamp(10_000.0, (s.node_bytes / 4 / 20 / cpus as u64) as f64) as u64;
+        .max(10_000.0)
+        .min(fits) as u64;
     Item {
         benchmark: "numa_test",
         keys: vec![
@@ -719,6 +724,17 @@ mod tests {
         );
         assert!(items.iter().any(|i| i.benchmark == "twohalves"));
         assert_eq!(keys(&items, "mem")["mem_node"], "\"0,1\"");
+    }
+
+    /// A machine file may give a node very little memory (1 MB is within
+    /// its range): the set still sizes numa_test to fit, without a panic.
+    #[test]
+    fn a_node_of_one_megabyte_still_gets_a_set() {
+        let mut s = sizing(1);
+        s.node_bytes = 1 << 20;
+        let items = set(&s, &["numa_test".into()]).unwrap();
+        let size: u64 = keys(&items, "numa_test")["size"].parse().unwrap();
+        assert!((1..10_000).contains(&size), "{size}");
     }
 
     #[test]
