@@ -626,15 +626,6 @@ fn own_cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
-/// second, measured for about `duration`: the basis of the default loop
-/// counts. Each thread zeroes its own buffer, faulted in before timing.
-///
-/// The buffers add up to the benchmark's `working_set` (distinct bytes it
-/// zeroes) when that fits in the last-level cache (`llc_bytes`), so a
-/// small run is timed at cache speed, as it will run; otherwise to at
-/// least twice the LLC (256 MiB at least, the working set at most), so
-/// a large one is timed at memory speed.
 /// Bytes per second of a first touch: one thread zeroing `bytes` it has
 /// never touched (a fresh mapping), so every page faults and the kernel
 /// allocates and clears it first, as the autonuma benchmarks' main thread
@@ -649,6 +640,15 @@ pub fn measure_first_touch_rate(bytes: usize) -> f64 {
     bytes as f64 / s.max(1e-9)
 }
 
+/// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
+/// second, measured for about `duration`: the basis of the default loop
+/// counts. Each thread zeroes its own buffer, faulted in before timing.
+///
+/// The buffers add up to the benchmark's `working_set` (distinct bytes it
+/// zeroes) when that fits in the last-level cache (`llc_bytes`), so a
+/// small run is timed at cache speed, as it will run; otherwise to at
+/// least twice the LLC (256 MiB at least, the working set at most), so
+/// a large one is timed at memory speed.
 pub fn measure_zeroing_bandwidth(
     threads: u32,
     working_set: u64,

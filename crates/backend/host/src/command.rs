@@ -49,7 +49,6 @@ use std::time::{Duration, Instant};
 /// Lines of the command's output quoted in a failed run's reason.
 const TAIL_LINES: usize = 10;
 
-/// The run's log file, removed on drop unless kept.
 /// The last `n` lines of the file at `path`.
 fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read(path).unwrap_or_default();
