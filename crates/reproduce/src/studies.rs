@@ -368,7 +368,13 @@ const NEST_2022: [(&str, &str, f64, f64); 4] = [
     ("packed-smt", "same_ccx", 25.74, 2.79),
 ];
 
-fn nest_placement_2022(r: &Records) -> Findings {
+/// A placement's mean elapsed time for a benchmark under linux.
+fn nest_elapsed(r: &Records, b: &str, p: &str) -> Option<f64> {
+    r.mean(b, "linux", &[("placement", p)], "elapsed_s")
+}
+
+/// The placements' table of spin and hackbench elapsed times, with its cells.
+fn nest_placement_table(r: &Records) -> (Table, Vec<Cell>) {
     let mut t = Table::new(
         "Elapsed (s), simulated [seed]",
         vec![
@@ -378,7 +384,7 @@ fn nest_placement_2022(r: &Records) -> Findings {
             Column::right("hackbench"),
         ],
     );
-    let el = |b: &str, p: &str| r.mean(b, "linux", &[("placement", p)], "elapsed_s");
+    let el = |b: &str, p: &str| nest_elapsed(r, b, p);
     let mut numbers = Vec::new();
     for (p, seed_name, spin, hb) in NEST_2022 {
         numbers.push(Cell::new(format!("spin {seed_name}"), spin, el("spin", p)));
@@ -394,10 +400,17 @@ fn nest_placement_2022(r: &Records) -> Findings {
             format!("{} [{}]", fig(el("hackbench", p)), fig(Some(hb))),
         ]);
     }
-    let mut claims = Vec::new();
+    (t, numbers)
+}
+
+/// Spinning tasks' claim: split = same_ccd < mix = same_ccx.
+fn nest_spin_claim(r: &Records) -> Claim {
     // Spin: split = same_ccd < mix = same_ccx ("=": within 5%; "<": the
     // slower of the first pair 10% below the faster of the second).
-    let s: Vec<Option<f64>> = NEST_2022.iter().map(|x| el("spin", x.0)).collect();
+    let s: Vec<Option<f64>> = NEST_2022
+        .iter()
+        .map(|x| nest_elapsed(r, "spin", x.0))
+        .collect();
     let spin_verdict = match (s[0], s[1], s[2], s[3]) {
         (Some(split), Some(mix), Some(ccd), Some(ccx)) => {
             let near = |a: f64, b: f64| (a - b).abs() <= 0.05 * a.min(b);
@@ -413,14 +426,21 @@ fn nest_placement_2022(r: &Records) -> Findings {
         }
         _ => Verdict::NotReproduced("runs missing".into()),
     };
-    claims.push(Claim {
+    Claim {
         quantitative: false,
 text: "Spinning tasks: split = same_ccd < mix = same_ccx (two tasks on one core's SMT siblings are slow; sharing an L3 is not)".into(),
         seed: "13.17, 13.15 < 25.56, 25.74 s".into(),
         sim: format!("{}, {} < {}, {} s", fig(s[0]), fig(s[2]), fig(s[1]), fig(s[3])),
         verdict: spin_verdict,
-    });
-    let h: Vec<Option<f64>> = NEST_2022.iter().map(|x| el("hackbench", x.0)).collect();
+    }
+}
+
+/// Hackbench's claim: same_ccd is the best placement and mix the worst.
+fn nest_hackbench_claim(r: &Records) -> Claim {
+    let h: Vec<Option<f64>> = NEST_2022
+        .iter()
+        .map(|x| nest_elapsed(r, "hackbench", x.0))
+        .collect();
     let hb_verdict = match h.iter().copied().collect::<Option<Vec<f64>>>() {
         Some(v) => {
             let best = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -435,13 +455,17 @@ text: "Spinning tasks: split = same_ccd < mix = same_ccx (two tasks on one core'
         }
         None => Verdict::NotReproduced("runs missing".into()),
     };
-    claims.push(Claim {
+    Claim {
         quantitative: false,
         text: "Hackbench: same_ccd is the best placement and mix the worst".into(),
         seed: "same_ccd 2.44 s, mix 4.02 s".into(),
         sim: format!("same_ccd {} s, mix {} s", fig(h[2]), fig(h[1])),
         verdict: hb_verdict,
-    });
+    }
+}
+
+/// Configure's table (forkexec under CFS and NEST) and its claim on NEST's speedup.
+fn nest_forkexec(r: &Records) -> (Table, Claim) {
     // Configure: NEST's speedup over CFS (CFS's mean elapsed time over
     // NEST's) on forkexec, configure's shape, must reach 1.06, the
     // smallest of the seed's eight configure speedups on the same machine
@@ -464,7 +488,7 @@ text: "Spinning tasks: split = same_ccd < mix = same_ccx (two tasks on one core'
             fig(r.mean("forkexec", l, &[("jobs", "1")], "children_per_s")),
         ]);
     }
-    claims.push(Claim {
+    let claim = Claim {
         quantitative: false,
 text: "NEST beats CFS on configure-like workloads (a shell forking short-lived programs one after the other): NEST's speedup at least 1.06".into(),
         seed: "speedup 1.06-1.26 over the 8 configure benchmarks (neowise, 5.15, schedutil)".into(),
@@ -481,7 +505,14 @@ text: "NEST beats CFS on configure-like workloads (a shell forking short-lived p
                 "in the model NEST's gain is the deep idle state's exit latency that its warm cores avoid and CFS's walk round the L3s pays (cpu.idle_states: C2, 400 us on Rome), with the frequency at the limit as seed 003's neowise figures show (CFS no faster under performance than under schedutil); without C2, or under schedutil's per-task frequency, NEST gains nothing or loses (examples/sensitivity/nest-placement-2022.toml)".into(),
             ),
         },
-    });
+    };
+    (fx, claim)
+}
+
+fn nest_placement_2022(r: &Records) -> Findings {
+    let (t, numbers) = nest_placement_table(r);
+    let (fx, configure) = nest_forkexec(r);
+    let claims = vec![nest_spin_claim(r), nest_hackbench_claim(r), configure];
     Findings {
         tables: vec![t, fx],
         cells: numbers,
