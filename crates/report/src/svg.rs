@@ -230,14 +230,7 @@ pub fn line_chart_x(
     lines: &[SvgLine],
     x_log2: bool,
 ) -> Option<String> {
-    let finite = |l: &SvgLine| -> Vec<(f64, f64)> {
-        l.points
-            .iter()
-            .copied()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .collect()
-    };
-    let all: Vec<(f64, f64)> = lines.iter().flat_map(finite).collect();
+    let all: Vec<(f64, f64)> = lines.iter().flat_map(finite_points).collect();
     if all.is_empty() {
         return None;
     }
@@ -259,16 +252,46 @@ pub fn line_chart_x(
         py0: TOP,
         py1: TOP + PLOT_H,
     };
-    // Legend: the series that have a line, in index order.
+    let entries = line_legend_entries(names, lines);
+    let entry_names: Vec<String> = entries.iter().map(|(_, n)| n.clone()).collect();
+    let legend_top = TOP + PLOT_H + AXIS_BOTTOM + 14.0;
+    let height = legend_top + legend_rows(&entry_names) * LEGEND_ROW + 4.0;
+    let mut out = String::new();
+    open_svg(&mut out, "line", title, height);
+    axes(&mut out, &fr, x_label, y_label, true);
+    out.push_str("<g class=\"marks\">");
+    for l in lines {
+        let p = finite_points(l);
+        if p.is_empty() {
+            continue;
+        }
+        line_marks(&mut out, &fr, l, &p);
+    }
+    out.push_str("</g>");
+    legend(&mut out, &entries, legend_top);
+    out.push_str("</svg>");
+    Some(out)
+}
+
+/// A line's points with finite coordinates.
+fn finite_points(l: &SvgLine) -> Vec<(f64, f64)> {
+    l.points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
+}
+
+/// A line chart's legend: the series that have a line, in index order.
+fn line_legend_entries(names: &[String], lines: &[SvgLine]) -> Vec<(usize, String)> {
     let mut used: Vec<usize> = lines
         .iter()
-        .filter(|l| !finite(l).is_empty())
+        .filter(|l| !finite_points(l).is_empty())
         .map(|l| l.series)
         .collect();
     used.sort_unstable();
     used.dedup();
-    let entries: Vec<(usize, String)> = used
-        .iter()
+    used.iter()
         .map(|&i| {
             (
                 i,
@@ -278,55 +301,43 @@ pub fn line_chart_x(
                     .unwrap_or_else(|| format!("series {i}")),
             )
         })
-        .collect();
-    let entry_names: Vec<String> = entries.iter().map(|(_, n)| n.clone()).collect();
-    let legend_top = TOP + PLOT_H + AXIS_BOTTOM + 14.0;
-    let height = legend_top + legend_rows(&entry_names) * LEGEND_ROW + 4.0;
-    let mut out = String::new();
-    open_svg(&mut out, "line", title, height);
-    axes(&mut out, &fr, x_label, y_label, true);
-    out.push_str("<g class=\"marks\">");
-    for l in lines {
-        let p = finite(l);
-        if p.is_empty() {
-            continue;
-        }
-        let c = color(l.series);
-        let _ = write!(out, "<g class=\"series\" data-series=\"{}\">", l.series);
-        let _ = write!(out, "<title>{}</title>", esc(&l.tooltip));
-        if p.len() > 1 {
-            let mut d = String::new();
-            for (i, (x, y)) in p.iter().enumerate() {
-                let _ = write!(
-                    d,
-                    "{}{} {} ",
-                    if i == 0 { "M" } else { "L" },
-                    f(fr.sx(*x)),
-                    f(fr.sy(*y))
-                );
-            }
+        .collect()
+}
+
+/// One series' marks in a line chart: a path through its finite points
+/// and, up to 60 points, a dot at each.
+fn line_marks(out: &mut String, fr: &Frame, l: &SvgLine, p: &[(f64, f64)]) {
+    let c = color(l.series);
+    let _ = write!(out, "<g class=\"series\" data-series=\"{}\">", l.series);
+    let _ = write!(out, "<title>{}</title>", esc(&l.tooltip));
+    if p.len() > 1 {
+        let mut d = String::new();
+        for (i, (x, y)) in p.iter().enumerate() {
             let _ = write!(
-                out,
-                "<path d=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.8\" stroke-opacity=\"0.85\"/>",
-                d.trim_end()
+                d,
+                "{}{} {} ",
+                if i == 0 { "M" } else { "L" },
+                f(fr.sx(*x)),
+                f(fr.sy(*y))
             );
         }
-        if p.len() <= 60 {
-            for (x, y) in &p {
-                let _ = write!(
-                    out,
-                    "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{c}\"/>",
-                    f(fr.sx(*x)),
-                    f(fr.sy(*y))
-                );
-            }
+        let _ = write!(
+            out,
+            "<path d=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.8\" stroke-opacity=\"0.85\"/>",
+            d.trim_end()
+        );
+    }
+    if p.len() <= 60 {
+        for (x, y) in p {
+            let _ = write!(
+                out,
+                "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{c}\"/>",
+                f(fr.sx(*x)),
+                f(fr.sy(*y))
+            );
         }
-        out.push_str("</g>");
     }
     out.push_str("</g>");
-    legend(&mut out, &entries, legend_top);
-    out.push_str("</svg>");
-    Some(out)
 }
 
 /// One run's value in a strip chart.
