@@ -352,140 +352,195 @@ pub fn plan(
     if nodes.is_empty() {
         return Err("this machine has no NUMA node with CPUs".into());
     }
-    let cpus_of = |k: usize| topo.nodes[nodes[k % nodes.len()].0].cpus.clone();
-    let id_of = |k: usize| nodes[k % nodes.len()].1;
-    let first = id_of(0);
+    let first = nodes[0].1;
     let degenerate = (nodes.len() < 2 && placement != Placement::Default).then(|| {
         format!(
             "{} on a machine with one node with CPUs: the ideal node and the wrong one are both node {first}, so it is only a pinned run",
             placement.name()
         )
     });
-    let mut procs = Vec::new();
-    let mut ideal_nodes = Vec::new();
-    match kind {
-        Kind::Numa01 | Kind::Numa01ThreadAlloc => {
-            // As the original's HARD_BIND: process p pinned to the CPUs of
-            // the p-th half of the nodes, its memory bound to that half
-            // (inverse-bind: to the other half).
-            let halves = node_halves(topo);
-            let ids = |h: &[(usize, u32)]| h.iter().map(|n| n.1).collect::<Vec<u32>>();
-            let cpus = |h: &[(usize, u32)]| {
-                h.iter()
-                    .flat_map(|n| topo.nodes[n.0].cpus.iter().copied())
-                    .collect::<Vec<u32>>()
-            };
-            for p in 0..kind.processes() as usize {
-                let (own, other) = (&halves[p % 2], &halves[(p + 1) % 2]);
-                let (process_cpus, memory, run_on) = match placement {
-                    Placement::Default => {
-                        (None, MemPlan::FirstTouchThenDefault { node: first }, None)
-                    }
-                    Placement::Bind => (
-                        Some(cpus(own)),
-                        MemPlan::BoundToSet { nodes: ids(own) },
-                        Some(ids(own)),
-                    ),
-                    Placement::InverseBind => (
-                        Some(cpus(own)),
-                        MemPlan::BoundToSet { nodes: ids(other) },
-                        Some(ids(own)),
-                    ),
-                };
-                ideal_nodes.extend((0..threads).map(|_| run_on.clone()));
-                procs.push(ProcPlan {
-                    process: p as u32,
-                    bytes,
-                    loops,
-                    shared: kind.shared(),
-                    threads,
-                    process_cpus,
-                    thread_cpus: vec![None; threads as usize],
-                    memory,
-                });
-            }
-        }
-        Kind::Numa02 | Kind::Numa02Smt => {
-            // Thread t's ideal node: threads split evenly over the nodes,
-            // in order, as HARD_BIND did.
-            let n = nodes.len();
-            let ideal = |t: u32| (t as usize * n) / threads.max(1) as usize;
-            let (thread_cpus, memory, run_on) = match placement {
-                Placement::Default => (
-                    vec![None; threads as usize],
-                    MemPlan::FirstTouchThenDefault { node: first },
-                    vec![None; threads as usize],
-                ),
-                Placement::Bind | Placement::InverseBind => {
-                    // Where thread t runs: its ideal node (bind), or the
-                    // mirror image's, thread threads-1-t's (inverse-bind:
-                    // the original's bind((THREADS - 1 - i) / (THREADS /
-                    // NNODES)), so node k's slices are worked on from node
-                    // N-1-k, the farthest on machines numbered along their
-                    // links; with an odd node count the middle node's
-                    // threads stay local, as in the original).
-                    let run = |t: u32| match placement {
-                        Placement::InverseBind => ideal(threads - 1 - t),
-                        _ => ideal(t),
-                    };
-                    (
-                        (0..threads).map(|t| Some(cpus_of(run(t)))).collect(),
-                        MemPlan::Bound {
-                            nodes: (0..threads).map(|t| id_of(ideal(t))).collect(),
-                        },
-                        (0..threads).map(|t| Some(vec![id_of(run(t))])).collect(),
-                    )
-                }
-            };
-            ideal_nodes = run_on;
-            procs.push(ProcPlan {
-                process: 0,
-                bytes,
-                loops,
-                shared: false,
-                threads,
-                process_cpus: None,
-                thread_cpus,
-                memory,
-            });
-        }
-        Kind::TwoHalves => {
-            // Set h runs on node h (the first two nodes with CPUs); thread
-            // j of set h works on slice h*threads + j, so each set's slices
-            // make up its half of the buffer.
-            let total = 2 * threads;
-            let set_of = |t: u32| (t / threads) as usize;
-            let thread_cpus = (0..total).map(|t| Some(cpus_of(set_of(t)))).collect();
-            let memory = match placement {
-                Placement::Default => MemPlan::FirstTouchThenDefault { node: first },
-                Placement::Bind => MemPlan::Bound {
-                    nodes: (0..total).map(|t| id_of(set_of(t))).collect(),
-                },
-                // Each half bound to the other set's node (set 0 runs on
-                // the first node with CPUs, set 1 on the second), on any
-                // number of nodes.
-                Placement::InverseBind => MemPlan::Bound {
-                    nodes: (0..total).map(|t| id_of(1 - set_of(t))).collect(),
-                },
-            };
-            ideal_nodes = (0..total).map(|t| Some(vec![id_of(set_of(t))])).collect();
-            procs.push(ProcPlan {
-                process: 0,
-                bytes,
-                loops,
-                shared: false,
-                threads: total,
-                process_cpus: None,
-                thread_cpus,
-                memory,
-            });
-        }
-    }
+    let p = Placing {
+        topo,
+        nodes,
+        placement,
+        threads,
+        bytes,
+        loops,
+    };
+    let (procs, ideal_nodes) = match kind {
+        Kind::Numa01 | Kind::Numa01ThreadAlloc => p.numa01(kind),
+        Kind::Numa02 | Kind::Numa02Smt => p.numa02(),
+        Kind::TwoHalves => p.twohalves(),
+    };
     Ok(Plan {
         procs,
         ideal_nodes,
         degenerate,
     })
+}
+
+/// What `plan` places: the machine, its nodes with CPUs, the placement and
+/// the sizes.
+struct Placing<'a> {
+    topo: &'a Topology,
+    nodes: Vec<(usize, u32)>,
+    placement: Placement,
+    threads: u32,
+    bytes: u64,
+    loops: u64,
+}
+
+/// The processes' plans and the nodes each thread is meant to run on.
+type Placed = (Vec<ProcPlan>, Vec<Option<Vec<u32>>>);
+
+impl Placing<'_> {
+    /// The CPUs of the k-th node with CPUs (round the nodes).
+    fn cpus_of(&self, k: usize) -> Vec<u32> {
+        self.topo.nodes[self.nodes[k % self.nodes.len()].0]
+            .cpus
+            .clone()
+    }
+
+    /// The id of the k-th node with CPUs (round the nodes).
+    fn id_of(&self, k: usize) -> u32 {
+        self.nodes[k % self.nodes.len()].1
+    }
+
+    /// numa01 and numa01_THREAD_ALLOC: a process per half of the nodes.
+    fn numa01(&self, kind: Kind) -> Placed {
+        let (topo, placement, threads) = (self.topo, self.placement, self.threads);
+        let first = self.id_of(0);
+        let mut procs = Vec::new();
+        let mut ideal_nodes = Vec::new();
+        // As the original's HARD_BIND: process p pinned to the CPUs of
+        // the p-th half of the nodes, its memory bound to that half
+        // (inverse-bind: to the other half).
+        let halves = node_halves(topo);
+        let ids = |h: &[(usize, u32)]| h.iter().map(|n| n.1).collect::<Vec<u32>>();
+        let cpus = |h: &[(usize, u32)]| {
+            h.iter()
+                .flat_map(|n| topo.nodes[n.0].cpus.iter().copied())
+                .collect::<Vec<u32>>()
+        };
+        for p in 0..kind.processes() as usize {
+            let (own, other) = (&halves[p % 2], &halves[(p + 1) % 2]);
+            let (process_cpus, memory, run_on) = match placement {
+                Placement::Default => (None, MemPlan::FirstTouchThenDefault { node: first }, None),
+                Placement::Bind => (
+                    Some(cpus(own)),
+                    MemPlan::BoundToSet { nodes: ids(own) },
+                    Some(ids(own)),
+                ),
+                Placement::InverseBind => (
+                    Some(cpus(own)),
+                    MemPlan::BoundToSet { nodes: ids(other) },
+                    Some(ids(own)),
+                ),
+            };
+            ideal_nodes.extend((0..threads).map(|_| run_on.clone()));
+            procs.push(ProcPlan {
+                process: p as u32,
+                bytes: self.bytes,
+                loops: self.loops,
+                shared: kind.shared(),
+                threads,
+                process_cpus,
+                thread_cpus: vec![None; threads as usize],
+                memory,
+            });
+        }
+        (procs, ideal_nodes)
+    }
+
+    /// numa02 and numa02_SMT: one process, its threads split evenly over
+    /// the nodes.
+    fn numa02(&self) -> Placed {
+        let (placement, threads) = (self.placement, self.threads);
+        let first = self.id_of(0);
+        let cpus_of = |k: usize| self.cpus_of(k);
+        let id_of = |k: usize| self.id_of(k);
+        // Thread t's ideal node: threads split evenly over the nodes,
+        // in order, as HARD_BIND did.
+        let n = self.nodes.len();
+        let ideal = |t: u32| (t as usize * n) / threads.max(1) as usize;
+        let (thread_cpus, memory, run_on) = match placement {
+            Placement::Default => (
+                vec![None; threads as usize],
+                MemPlan::FirstTouchThenDefault { node: first },
+                vec![None; threads as usize],
+            ),
+            Placement::Bind | Placement::InverseBind => {
+                // Where thread t runs: its ideal node (bind), or the
+                // mirror image's, thread threads-1-t's (inverse-bind:
+                // the original's bind((THREADS - 1 - i) / (THREADS /
+                // NNODES)), so node k's slices are worked on from node
+                // N-1-k, the farthest on machines numbered along their
+                // links; with an odd node count the middle node's
+                // threads stay local, as in the original).
+                let run = |t: u32| match placement {
+                    Placement::InverseBind => ideal(threads - 1 - t),
+                    _ => ideal(t),
+                };
+                (
+                    (0..threads).map(|t| Some(cpus_of(run(t)))).collect(),
+                    MemPlan::Bound {
+                        nodes: (0..threads).map(|t| id_of(ideal(t))).collect(),
+                    },
+                    (0..threads).map(|t| Some(vec![id_of(run(t))])).collect(),
+                )
+            }
+        };
+        let ideal_nodes = run_on;
+        let procs = vec![ProcPlan {
+            process: 0,
+            bytes: self.bytes,
+            loops: self.loops,
+            shared: false,
+            threads,
+            process_cpus: None,
+            thread_cpus,
+            memory,
+        }];
+        (procs, ideal_nodes)
+    }
+
+    /// twohalves: two thread sets on the first two nodes with CPUs.
+    fn twohalves(&self) -> Placed {
+        let (placement, threads) = (self.placement, self.threads);
+        let first = self.id_of(0);
+        let cpus_of = |k: usize| self.cpus_of(k);
+        let id_of = |k: usize| self.id_of(k);
+        // Set h runs on node h (the first two nodes with CPUs); thread
+        // j of set h works on slice h*threads + j, so each set's slices
+        // make up its half of the buffer.
+        let total = 2 * threads;
+        let set_of = |t: u32| (t / threads) as usize;
+        let thread_cpus = (0..total).map(|t| Some(cpus_of(set_of(t)))).collect();
+        let memory = match placement {
+            Placement::Default => MemPlan::FirstTouchThenDefault { node: first },
+            Placement::Bind => MemPlan::Bound {
+                nodes: (0..total).map(|t| id_of(set_of(t))).collect(),
+            },
+            // Each half bound to the other set's node (set 0 runs on
+            // the first node with CPUs, set 1 on the second), on any
+            // number of nodes.
+            Placement::InverseBind => MemPlan::Bound {
+                nodes: (0..total).map(|t| id_of(1 - set_of(t))).collect(),
+            },
+        };
+        let ideal_nodes = (0..total).map(|t| Some(vec![id_of(set_of(t))])).collect();
+        let procs = vec![ProcPlan {
+            process: 0,
+            bytes: self.bytes,
+            loops: self.loops,
+            shared: false,
+            threads: total,
+            process_cpus: None,
+            thread_cpus,
+            memory,
+        }];
+        (procs, ideal_nodes)
+    }
 }
 
 /// Most threads numalab starts for one run.
