@@ -1570,61 +1570,17 @@ fn run_message(
     else {
         unreachable!()
     };
-    let llc = w.m.cpu_llc[cpu];
-    let g = &w.groups[group];
-    // Lines of each message move from wherever the peers' caches are;
-    // a peer on this very CPU left them in its own caches (free here:
-    // the measured cost of a message between tasks of one CPU is in
-    // `cycles`).
-    let mut xfer = 0.0;
-    let members = g.members.max(1) as f64;
-    for (l, &k) in g.llc_members.iter().enumerate() {
-        let k = if l == llc {
-            k.saturating_sub(g.cpu_members[cpu])
-        } else {
-            k
-        };
-        if k > 0 {
-            xfer += k as f64 / members * w.m.transfer_ns(llc, l);
-        }
-    }
-    let cost = g.cycles / freq / smt + g.lines * xfer;
+    let cost = message_cost(w, group, cpu, freq, smt);
     let possible = ((avail + credit) / cost).floor() as u64;
     let want = possible.min(remaining);
-    let fds = g.pending.len();
     let mut wake = Vec::new();
     let g = &mut w.groups[group];
-    let mut n = 0u64;
-    let mut next = slot;
-    let mut stuck = false;
-    if sender {
-        while n < want {
-            if g.pending[next] >= g.capacity {
-                stuck = true;
-                break;
-            }
-            g.pending[next] += 1;
-            if g.receiver_blocked[next] {
-                g.receiver_blocked[next] = false;
-                wake.push(g.receivers[next]);
-            }
-            next = (next + 1) % fds;
-            n += 1;
-        }
-        if stuck {
-            g.blocked_senders[next].push(t);
-        }
+    let (n, next, stuck) = if sender {
+        send(g, t, slot, want, &mut wake)
     } else {
-        n = want.min(g.pending[slot]);
-        g.pending[slot] -= n;
-        if n > 0 {
-            wake.append(&mut g.blocked_senders[slot]);
-        }
-        if n < want {
-            stuck = true;
-            g.receiver_blocked[slot] = true;
-        }
-    }
+        let (n, stuck) = receive(g, slot, want, &mut wake);
+        (n, slot, stuck)
+    };
     let rem = remaining - n;
     let outcome = if rem == 0 {
         RunOutcome::Done
@@ -1662,6 +1618,76 @@ fn run_message(
         w.wake(x, true);
     }
     (spent, outcome)
+}
+
+/// The time of one message on `cpu`: its cycles at `freq` (slowed by
+/// `smt`), and its lines moved from wherever the group's peers' caches
+/// are; a peer on this very CPU left them in its own caches (free here:
+/// the measured cost of a message between tasks of one CPU is in
+/// `cycles`).
+fn message_cost(w: &World, group: usize, cpu: CpuId, freq: f64, smt: f64) -> f64 {
+    let llc = w.m.cpu_llc[cpu];
+    let g = &w.groups[group];
+    let mut xfer = 0.0;
+    let members = g.members.max(1) as f64;
+    for (l, &k) in g.llc_members.iter().enumerate() {
+        let k = if l == llc {
+            k.saturating_sub(g.cpu_members[cpu])
+        } else {
+            k
+        };
+        if k > 0 {
+            xfer += k as f64 / members * w.m.transfer_ns(llc, l);
+        }
+    }
+    g.cycles / freq / smt + g.lines * xfer
+}
+
+/// Sender `t` writes up to `want` messages round the group's sockets from
+/// `slot`, waking a blocked reader of each, until a socket is full (then
+/// it waits on it): messages written, the next socket, whether it blocked.
+fn send(
+    g: &mut MsgGroup,
+    t: TaskId,
+    slot: usize,
+    want: u64,
+    wake: &mut Vec<TaskId>,
+) -> (u64, usize, bool) {
+    let fds = g.pending.len();
+    let (mut n, mut next, mut stuck) = (0u64, slot, false);
+    while n < want {
+        if g.pending[next] >= g.capacity {
+            stuck = true;
+            break;
+        }
+        g.pending[next] += 1;
+        if g.receiver_blocked[next] {
+            g.receiver_blocked[next] = false;
+            wake.push(g.receivers[next]);
+        }
+        next = (next + 1) % fds;
+        n += 1;
+    }
+    if stuck {
+        g.blocked_senders[next].push(t);
+    }
+    (n, next, stuck)
+}
+
+/// The reader of socket `slot` reads up to `want` of its messages, waking
+/// the senders blocked on it, and waits when it runs out: messages read,
+/// whether it blocked.
+fn receive(g: &mut MsgGroup, slot: usize, want: u64, wake: &mut Vec<TaskId>) -> (u64, bool) {
+    let n = want.min(g.pending[slot]);
+    g.pending[slot] -= n;
+    if n > 0 {
+        wake.append(&mut g.blocked_senders[slot]);
+    }
+    let stuck = n < want;
+    if stuck {
+        g.receiver_blocked[slot] = true;
+    }
+    (n, stuck)
 }
 
 /// Random integer below `n` from the world's one RNG.
