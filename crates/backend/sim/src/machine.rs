@@ -103,8 +103,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.randupdt_ns", 0.01, 1000.0, "ns", false),
     ("costs.memset_gbs", 0.01, 10_000.0, "GB/s", false),
     ("costs.msg_us", 0.01, 10_000.0, "us", false),
-    ("costs.fork_us", 0.1, 100_000.0, "us", false),
-    ("costs.exec_us", 0.1, 100_000.0, "us", false),
+    ("costs.fork_us", 0.1, 1e6, "us", false),
+    ("costs.exec_us", 0.1, 1e6, "us", false),
     ("costs.msg_user_share", 0.0, 1.0, "of the CPU time", false),
     ("costs.exec_user_share", 0.0, 1.0, "of the CPU time", false),
     ("costs.process_launch_us", 0.1, 1e6, "us", false),
@@ -1565,11 +1565,11 @@ min_ghz = 1
             ),
             (
                 "fork_us = 0",
-                "costs.fork_us = 0: must be between 0.1 and 100000 us",
+                "costs.fork_us = 0: must be between 0.1 and 1e6 us",
             ),
             (
                 "exec_us = 1e300",
-                "costs.exec_us = 1e300: must be between 0.1 and 100000 us",
+                "costs.exec_us = 1e300: must be between 0.1 and 1e6 us",
             ),
             (
                 "process_launch_us = 0",
