@@ -75,7 +75,7 @@ pub fn parse_bind_placements(s: &str) -> Result<List<BindPlacement>, String> {
 pub fn parse_placements(s: &str) -> Result<List<Placement>, String> {
     let mut v = Vec::new();
     for p in s.split(',') {
-        let p = Placement::parse(p.trim())?;
+        let p = Placement::parse(p.trim()).map_err(|e| e.to_string())?;
         if !v.contains(&p) {
             v.push(p);
         }

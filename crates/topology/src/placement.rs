@@ -27,6 +27,30 @@
 use crate::Topology;
 use std::collections::BTreeMap;
 
+/// Why a placement name or a placement's CPU set was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementError {
+    /// A name that is none of the placements (nor seed 003's).
+    #[error("unknown placement {0:?}: use default, spread (split), spread-smt (mix), packed (same_ccd) or packed-smt (same_ccx)")]
+    Unknown(String),
+    /// Zero CPUs asked.
+    #[error("a placement needs at least one CPU")]
+    NoCpus,
+    /// An SMT placement on a machine with one thread per core.
+    #[error("{} needs SMT siblings and this machine has one thread per core", .0.name())]
+    NoSmt(Placement),
+    /// One core per task, more tasks than cores.
+    #[error("{} puts each task on its own core: {asked} CPUs asked, the machine has {cores} cores", .placement.name())]
+    TooFewCores {
+        placement: Placement,
+        asked: usize,
+        cores: usize,
+    },
+    /// More CPUs asked than the machine has.
+    #[error("{asked} CPUs asked, the machine has {cpus}")]
+    TooFewCpus { asked: usize, cpus: usize },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
     Default,
@@ -56,47 +80,46 @@ impl Placement {
     }
 
     /// A name, or seed 003's (`split`, `mix`, `same_ccd`, `same_ccx`).
-    pub fn parse(s: &str) -> Result<Placement, String> {
+    pub fn parse(s: &str) -> Result<Placement, PlacementError> {
         let p = match s {
             "default" => Placement::Default,
             "spread" | "split" => Placement::Spread,
             "spread-smt" | "mix" => Placement::SpreadSmt,
             "packed" | "same_ccd" | "same-ccd" => Placement::Packed,
             "packed-smt" | "same_ccx" | "same-ccx" => Placement::PackedSmt,
-            _ => {
-                return Err(format!(
-                    "unknown placement {s:?}: use default, spread (split), spread-smt (mix), packed (same_ccd) or packed-smt (same_ccx)"
-                ))
-            }
+            _ => return Err(PlacementError::Unknown(s.to_string())),
         };
         Ok(p)
     }
 
     /// The `k` CPUs of this placement on `topo`, sorted; `None` for
     /// `default` (no affinity).
-    pub fn cpus(self, topo: &Topology, k: usize) -> Result<Option<Vec<u32>>, String> {
+    pub fn cpus(self, topo: &Topology, k: usize) -> Result<Option<Vec<u32>>, PlacementError> {
         if k == 0 {
-            return Err("a placement needs at least one CPU".into());
+            return Err(PlacementError::NoCpus);
         }
         let per_node = llc_groups(topo);
         let ncores = topo.core_count();
         let ncpus = topo.cpus.len();
         let smt = matches!(self, Placement::SpreadSmt | Placement::PackedSmt);
         if smt && !topo.smt() {
-            return Err(format!(
-                "{} needs SMT siblings and this machine has one thread per core",
-                self.name()
-            ));
+            return Err(PlacementError::NoSmt(self));
         }
         match self {
             Placement::Default => return Ok(None),
             Placement::Spread | Placement::Packed if k > ncores => {
-                return Err(format!(
-                "{} puts each task on its own core: {k} CPUs asked, the machine has {ncores} cores",
-                self.name()
-            ))
+                return Err(PlacementError::TooFewCores {
+                    placement: self,
+                    asked: k,
+                    cores: ncores,
+                })
             }
-            _ if k > ncpus => return Err(format!("{k} CPUs asked, the machine has {ncpus}")),
+            _ if k > ncpus => {
+                return Err(PlacementError::TooFewCpus {
+                    asked: k,
+                    cpus: ncpus,
+                })
+            }
             _ => {}
         }
         // The order in which cores are taken.
@@ -228,9 +251,9 @@ mod tests {
     #[test]
     fn impossible_sets_are_errors() {
         let t = Topology::regular(1, 2, 1, 1, 8 << 20, 1 << 30, None).unwrap();
-        let e = Placement::SpreadSmt.cpus(&t, 2).unwrap_err();
+        let e = Placement::SpreadSmt.cpus(&t, 2).unwrap_err().to_string();
         assert!(e.contains("SMT"), "{e}");
-        let e = Placement::Spread.cpus(&t, 3).unwrap_err();
+        let e = Placement::Spread.cpus(&t, 3).unwrap_err().to_string();
         assert!(e.contains("2 cores"), "{e}");
         assert!(Placement::Packed.cpus(&t, 0).is_err());
         assert!(Placement::parse("sideways").is_err());
