@@ -730,70 +730,91 @@ pub enum ConvergenceState {
     Trivial { reason: String },
 }
 
+/// Why a record that parsed is not consistent ([`RunRecord::check`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    /// A schema version this numalab does not read.
+    #[error("schema version {0} (this numalab reads {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION})")]
+    SchemaVersion(u32),
+    /// The id, or the name of a file beside the record, is not a safe name.
+    #[error(transparent)]
+    Name(#[from] crate::id::NameError),
+    /// A repetition index or count of 0.
+    #[error("repetition {index} of {of}: both count from 1")]
+    Repetition { index: u32, of: u32 },
+    /// An empty label, or one with control characters.
+    #[error("label {0:?} is empty or has control characters")]
+    Label(String),
+    /// A task's per-node times not aligned with the machine's nodes.
+    #[error("task {task} has {times} per-node times for {nodes} nodes")]
+    TaskNodeTimes {
+        task: u32,
+        times: usize,
+        nodes: usize,
+    },
+    /// A sample's memory not aligned with the machine's nodes.
+    #[error("sample at {0:.3} s has memory for the wrong number of nodes")]
+    SampleNodes(f64),
+    /// A sample's task memory not aligned with the machine's nodes.
+    #[error("sample at {0:.3} s has task memory for the wrong number of nodes")]
+    SampleTaskNodes(f64),
+    /// A sample with memory for more processes than the record lists.
+    #[error("sample at {0:.3} s has memory for more processes than listed")]
+    SampleProcesses(f64),
+    /// A metric whose value is NaN or infinite.
+    #[error("metric {0} is not a finite number")]
+    MetricNotFinite(String),
+}
+
 impl RunRecord {
     /// Consistency checks beyond what the types enforce.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), CheckError> {
         if !(MIN_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&self.schema_version) {
-            return Err(format!(
-                "schema version {} (this numalab reads {MIN_SCHEMA_VERSION} to {SCHEMA_VERSION})",
-                self.schema_version
-            ));
+            return Err(CheckError::SchemaVersion(self.schema_version));
         }
-        crate::RecordId::parse(&self.id).map_err(|e| e.to_string())?;
+        crate::RecordId::parse(&self.id)?;
         if self.repetition.index == 0 || self.repetition.of == 0 {
-            return Err(format!(
-                "repetition {} of {}: both count from 1",
-                self.repetition.index, self.repetition.of
-            ));
+            return Err(CheckError::Repetition {
+                index: self.repetition.index,
+                of: self.repetition.of,
+            });
         }
         if let Some(name) = self.sched.as_ref().and_then(|s| s.events_file.as_deref()) {
-            crate::id::plain_file_name("sched.events_file", name).map_err(|e| e.to_string())?;
+            crate::id::plain_file_name("sched.events_file", name)?;
         }
         // A label names table columns and lines of text: a record whose
         // label is empty or breaks a line would break them (`numalab run`
         // refuses such a `--label`; this catches records made otherwise).
         if self.label.trim().is_empty() || self.label.chars().any(char::is_control) {
-            return Err(format!(
-                "label {:?} is empty or has control characters",
-                self.label
-            ));
+            return Err(CheckError::Label(self.label.clone()));
         }
         let nodes = self.machine.topology.nodes.len();
         for t in &self.tasks {
             if !t.node_time_s.is_empty() && t.node_time_s.len() != nodes {
-                return Err(format!(
-                    "task {} has {} per-node times for {nodes} nodes",
-                    t.id,
-                    t.node_time_s.len()
-                ));
+                return Err(CheckError::TaskNodeTimes {
+                    task: t.id,
+                    times: t.node_time_s.len(),
+                    nodes,
+                });
             }
         }
         for s in &self.series.samples {
             if s.memory_bytes.iter().any(|m| m.len() != nodes) {
-                return Err(format!(
-                    "sample at {:.3} s has memory for the wrong number of nodes",
-                    s.t_s
-                ));
+                return Err(CheckError::SampleNodes(s.t_s));
             }
             if s.task_memory_bytes
                 .iter()
                 .any(|m| !m.is_empty() && m.len() != nodes)
             {
-                return Err(format!(
-                    "sample at {:.3} s has task memory for the wrong number of nodes",
-                    s.t_s
-                ));
+                return Err(CheckError::SampleTaskNodes(s.t_s));
             }
             if s.memory_bytes.len() > self.processes.len().max(1) {
-                return Err(format!(
-                    "sample at {:.3} s has memory for more processes than listed",
-                    s.t_s
-                ));
+                return Err(CheckError::SampleProcesses(s.t_s));
             }
         }
         for (name, m) in &self.metrics {
             if !m.value.is_finite() {
-                return Err(format!("metric {name} is not a finite number"));
+                return Err(CheckError::MetricNotFinite(name.clone()));
             }
         }
         Ok(())

@@ -15,6 +15,12 @@ pub enum RecordError {
     },
     #[error("{path}: not a numalab run record: {msg}")]
     Invalid { path: PathBuf, msg: String },
+    /// A record that parsed but failed [`RunRecord::check`].
+    #[error("{path}: not a numalab run record: {source}")]
+    Inconsistent {
+        path: PathBuf,
+        source: crate::schema::CheckError,
+    },
     #[error("{path}: schema version {found} is newer than this numalab reads ({SCHEMA_VERSION}); upgrade numalab")]
     Newer { path: PathBuf, found: u64 },
 }
@@ -254,7 +260,10 @@ fn parse_inner(path: &Path, text: &str) -> Result<RunRecord, RecordError> {
             found: record.schema_version.into(),
         });
     }
-    record.check().map_err(invalid)?;
+    record.check().map_err(|source| RecordError::Inconsistent {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(record)
 }
 
