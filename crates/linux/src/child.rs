@@ -207,6 +207,19 @@ pub fn signal(pid: i32, sig: i32) {
     }
 }
 
+/// Wait for any child of this process to end and reap it (`waitpid(-1)`):
+/// its pid and raw wait status (for `libc::WIFEXITED` and the like). An
+/// interrupted wait is an `Interrupted` error, for the caller to retry.
+pub fn wait_any() -> io::Result<(i32, i32)> {
+    let mut status = 0;
+    // SAFETY: a valid pointer to a local.
+    let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((pid, status))
+}
+
 /// Fork a child that exits at once with status 0, and reap it: the cost
 /// of a fork and an exit of the calling process (lmbench's `lat_proc
 /// fork`). The child calls only `_exit`, so this is safe in a process

@@ -17,14 +17,30 @@
 //! original value is read and handed to a guard process, and are written
 //! back on every way out: `restore`, drop, a failed write, and, when
 //! numalab is SIGKILLed, by the guard, which sees its stdin pipe close.
+//!
+//! This is the one crate of numalab with `unsafe` code: every other
+//! crate reaches the kernel through the safe wrappers here (memory
+//! mappings in [`mmap`], forked workers in [`fork`], terminals in
+//! [`tty`], ...) and forbids `unsafe` itself. Each `unsafe` block here
+//! says why it is sound in a `// SAFETY:` comment, which clippy checks.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod child;
+pub mod clock;
+pub mod fd;
+pub mod fork;
+pub mod fs;
 pub mod knobs;
+pub mod kvm;
 pub mod lock;
+pub mod mmap;
 pub mod numa;
 pub mod out;
 pub mod perf;
+pub mod process;
 pub mod procfs;
 pub mod sched_ext;
 pub mod shell;
 pub mod supervise;
+pub mod system;
+pub mod tty;

@@ -50,6 +50,30 @@ pub fn get_affinity(tid: i32) -> io::Result<Vec<u32>> {
     }
 }
 
+/// Restrict `cmd`'s process (and what it forks) to `cpus` before it
+/// execs; CPUs beyond a CPU set's range are left out.
+pub fn affinity_before_exec(cmd: &mut std::process::Command, cpus: Vec<u32>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sched_setaffinity is async-signal-safe; the closure touches
+    // only its own copy of the list (allocated before the fork, only read
+    // after it) and a set on the stack, which CPU_SET writes within.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            for &c in &cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c as usize, &mut set);
+                }
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 pub const MPOL_DEFAULT: i32 = 0;
 pub const MPOL_PREFERRED: i32 = 1;
 pub const MPOL_BIND: i32 = 2;
@@ -95,7 +119,7 @@ pub fn set_mempolicy(mode: i32, nodes: &[u32]) -> io::Result<()> {
 ///
 /// # Safety
 /// `addr..addr+len` must be a mapping owned by the caller, page aligned.
-pub unsafe fn mbind(
+pub(crate) unsafe fn mbind(
     addr: *mut u8,
     len: usize,
     mode: i32,

@@ -102,6 +102,7 @@ pub fn stdout_to_stderr<T>(f: impl FnOnce() -> T) -> std::io::Result<T> {
     let _ = std::io::stdout().flush();
     // SAFETY: dup and dup2 on the process's own standard descriptors.
     let saved = unsafe { libc::dup(1) };
+    // SAFETY: dup2 of the process's own standard error onto its output.
     if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -140,11 +140,14 @@ struct Ring {
     last_out: Option<(u32, u32)>,
 }
 
-// The mapping is only touched through &mut self.
+// SAFETY: the mapping is owned by the ring and only touched through
+// `&mut self`; nothing in it is tied to a thread.
 unsafe impl Send for Ring {}
 
 impl Drop for Ring {
     fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `attach` mapped for this ring,
+        // once; no pointer into it outlives the ring.
         unsafe {
             libc::munmap(self.base as *mut libc::c_void, self.len);
         }
@@ -272,7 +275,7 @@ impl Tracer {
     /// Attach to the calling thread, one event per CPU in `cpus`. Errors
     /// say why tracing is not allowed here.
     pub fn attach(cpus: &[u32]) -> Result<Tracer, TraceError> {
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = crate::numa::page_size();
         let (waking, why_not) = match waking_format() {
             Ok(f) => (Some(f), None),
             Err(e) => (None, Some(e)),
@@ -290,6 +293,8 @@ impl Tracer {
             let fd = open_dummy(cpu, switches == Switches::TaskTree)?;
             let (base, len) = loop {
                 let len = (1 + pages) * page;
+                // SAFETY: a new shared mapping of the event's ring at an
+                // address the kernel chooses; the result is checked below.
                 let base = unsafe {
                     libc::mmap(
                         std::ptr::null_mut(),
@@ -411,6 +416,8 @@ impl Tracer {
 static WAKING: std::sync::OnceLock<WakingFormat> = std::sync::OnceLock::new();
 
 fn ioctl(fd: &OwnedFd, req: u32) -> Result<(), TraceError> {
+    // SAFETY: the perf ioctls used here (enable, disable) take an integer
+    // argument, not a pointer; the descriptor is borrowed for the call.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, 0) };
     if r < 0 {
         return Err(TraceError(format!(
@@ -443,6 +450,8 @@ fn perf_open(
     cpu: u32,
     group: i32,
 ) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid perf_event_attr whose `size` is its own;
+    // the kernel only reads it (and may write its size back).
     let fd = unsafe {
         sys::perf_event_open(
             attr,
@@ -455,6 +464,8 @@ fn perf_open(
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: a descriptor the kernel just opened for us, owned by
+    // nothing else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -471,6 +482,8 @@ fn open_cpu_switches(cpu: u32) -> io::Result<OwnedFd> {
 }
 
 fn set_output(event: &OwnedFd, ring: &OwnedFd) -> io::Result<()> {
+    // SAFETY: PERF_EVENT_IOC_SET_OUTPUT takes a descriptor number as its
+    // argument; both descriptors are borrowed for the call.
     let r = unsafe {
         libc::ioctl(
             event.as_raw_fd(),
@@ -553,9 +566,10 @@ fn waking_format() -> Result<WakingFormat, String> {
         PathBuf::from("/sys/kernel/debug/tracing"),
     ];
     let mut found = roots.iter().find_map(|r| read(r));
-    if found.is_none() && unsafe { libc::geteuid() } == 0 {
+    if found.is_none() && crate::process::is_root() {
         let target = std::ffi::CString::new("/sys/kernel/tracing").expect("no NUL");
         let kind = std::ffi::CString::new("tracefs").expect("no NUL");
+        // SAFETY: NUL-terminated strings that outlive the call; no data.
         let r = unsafe {
             libc::mount(
                 kind.as_ptr(),
@@ -567,6 +581,7 @@ fn waking_format() -> Result<WakingFormat, String> {
         };
         if r == 0 {
             found = read(&roots[0]);
+            // SAFETY: a NUL-terminated path that outlives the call.
             unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
         }
     }
@@ -622,16 +637,22 @@ fn read_ring(
     wide: &mut Vec<Event>,
 ) {
     let meta = ring.base as *mut sys::bindings::perf_event_mmap_page;
+    // SAFETY: the ring's mapping is its metadata page followed by its
+    // data pages, `ring.len` bytes in all; the data starts a page in.
     let data = unsafe { ring.base.add(ring.page) };
     let size = (ring.len - ring.page) as u64;
+    // SAFETY: the metadata page is mapped for as long as the ring, which
+    // `&mut` holds; the kernel writes `data_head`, hence the volatile read.
     let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
     fence(Ordering::Acquire);
+    // SAFETY: as above; only this reader writes `data_tail`.
     let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
     while tail + 8 <= head {
         let at = |off: u64| (off % size) as usize;
         // The header may wrap like the rest: copy byte by byte.
         let mut hdr = [0u8; 8];
         for (i, b) in hdr.iter_mut().enumerate() {
+            // SAFETY: `at` reduces the offset modulo the data's size.
             *b = unsafe { *data.add(at(tail + i as u64)) };
         }
         let kind = u32::from_ne_bytes(hdr[0..4].try_into().expect("4"));
@@ -643,6 +664,9 @@ fn read_ring(
         buf.clear();
         let start = at(tail);
         let end = start + len as usize;
+        // SAFETY: the record lies in the data pages: [start, end) when it
+        // does not wrap, else [start, size) and [0, len - first); the
+        // kernel does not overwrite records before `data_tail` moves past.
         unsafe {
             if end <= size as usize {
                 buf.extend_from_slice(std::slice::from_raw_parts(data.add(start), len as usize));
@@ -660,6 +684,8 @@ fn read_ring(
         tail += len;
     }
     fence(Ordering::SeqCst);
+    // SAFETY: the metadata page is mapped and writable for as long as the
+    // ring; the kernel reads `data_tail`, hence the volatile write.
     unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
 }
 
@@ -810,6 +836,7 @@ pub fn monotonic_ns() -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: `ts` is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
