@@ -562,7 +562,9 @@ fn trace_export_format_perfetto_is_ftrace_text_perfettos_reader_takes() {
         .unwrap()
         .to_string();
     bad[at] = bad[at].replace(&format!("next_pid={next_pid} "), "next_pid=999999 ");
-    let err = systrace_check::check(&(bad.join("\n") + "\n")).unwrap_err();
+    let err = systrace_check::check(&(bad.join("\n") + "\n"))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains(&format!("line {}", at + 1)) || err.contains("999999"),
         "{err}"

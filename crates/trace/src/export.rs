@@ -517,16 +517,28 @@ fn write_json(title: &str, ev: &[TraceEvent]) -> String {
     out
 }
 
+/// A line of a `<id>.sched.tsv` file that is not an event: its number
+/// (from 1) and its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {text:?} is not an event")]
+pub struct NotAnEvent {
+    pub line: usize,
+    pub text: String,
+}
+
 /// Parse a `<id>.sched.tsv` file back into events (times relative to the
 /// run's start, so `start_ns` is 0 for them).
-pub fn read_events(text: &str) -> Result<Vec<Event>, String> {
+pub fn read_events(text: &str) -> Result<Vec<Event>, NotAnEvent> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.starts_with('#') || l.trim().is_empty() {
             continue;
         }
         let f: Vec<&str> = l.split('\t').collect();
-        let bad = || format!("line {}: {l:?} is not an event", i + 1);
+        let bad = || NotAnEvent {
+            line: i + 1,
+            text: l.to_string(),
+        };
         if f.len() < 7 {
             return Err(bad());
         }

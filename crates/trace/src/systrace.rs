@@ -546,7 +546,7 @@ mod tests {
             assert_ne!(t, text, "{what}: the edit changed nothing");
             match check(&t) {
                 Ok(_) => panic!("{what} was accepted:\n{t}"),
-                Err(e) => assert!(e.contains(why), "{what}: {e}"),
+                Err(e) => assert!(e.to_string().contains(why), "{what}: {e}"),
             }
         }
     }

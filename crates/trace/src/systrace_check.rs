@@ -57,9 +57,36 @@ struct Task {
     comm: String,
 }
 
-fn num<T: std::str::FromStr>(s: &str, what: &str, n: usize) -> Result<T, String> {
+/// Why a trace was refused: the line (from 1; none for the whole file)
+/// and what is wrong with it.
+#[derive(Debug)]
+pub struct Refused {
+    pub line: Option<usize>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self.line {
+            Some(n) => write!(f, "line {n}: {}", self.why),
+            None => f.write_str(&self.why),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A refusal of line `n`.
+fn at(n: usize, why: impl Into<String>) -> Refused {
+    Refused {
+        line: Some(n),
+        why: why.into(),
+    }
+}
+
+fn num<T: std::str::FromStr>(s: &str, what: &str, n: usize) -> Result<T, Refused> {
     s.parse()
-        .map_err(|_| format!("line {n}: {what} {s:?} is not a number"))
+        .map_err(|_| at(n, format!("{what} {s:?} is not a number")))
 }
 
 /// Whether `s` is a priority the kernel prints (0..=139).
@@ -114,15 +141,15 @@ impl<'a> Prefix<'a> {
     /// Line `l` (number `n`)'s prefix: the kernel's, and Perfetto's
     /// tokenizer reading the same task, pid, tgid, CPU, time and event; its
     /// task name one a kernel has, pid 0 `<idle>` and only it.
-    fn read(re: &Patterns, n: usize, l: &'a str) -> Result<Prefix<'a>, String> {
+    fn read(re: &Patterns, n: usize, l: &'a str) -> Result<Prefix<'a>, Refused> {
         let k = re
             .kernel
             .captures(l)
-            .ok_or_else(|| format!("line {n}: not a trace line: {l:?}"))?;
+            .ok_or_else(|| at(n, format!("not a trace line: {l:?}")))?;
         let p = re
             .perfetto
             .captures(l)
-            .ok_or_else(|| format!("line {n}: Perfetto's tokenizer rejects {l:?}"))?;
+            .ok_or_else(|| at(n, format!("Perfetto's tokenizer rejects {l:?}")))?;
         let task = l[..p.get(0).unwrap().start()].trim();
         let same = task == &k["task"]
             && p[1] == k["pid"]
@@ -131,9 +158,12 @@ impl<'a> Prefix<'a> {
             && p[5] == format!("{}.{}", &k["sec"], &k["usec"])
             && p[6] == k["event"];
         if !same {
-            return Err(format!(
-                "line {n}: Perfetto's tokenizer reads it otherwise ({task:?} {} {} {}): {l:?}",
-                &p[1], &p[3], &p[6]
+            return Err(at(
+                n,
+                format!(
+                    "Perfetto's tokenizer reads it otherwise ({task:?} {} {} {}): {l:?}",
+                    &p[1], &p[3], &p[6]
+                ),
             ));
         }
         let pid: u32 = num(&k["pid"], "pid", n)?;
@@ -142,10 +172,10 @@ impl<'a> Prefix<'a> {
             + num::<u64>(&k["usec"], "microseconds", n)? * 1000;
         let name = k.name("task").unwrap().as_str();
         if name.contains(char::is_whitespace) || name.len() > 15 {
-            return Err(format!("line {n}: task name {name:?}"));
+            return Err(at(n, format!("task name {name:?}")));
         }
         if (pid == 0) != (name == "<idle>") {
-            return Err(format!("line {n}: pid 0 is <idle>, and only it: {l:?}"));
+            return Err(at(n, format!("pid 0 is <idle>, and only it: {l:?}")));
         }
         Ok(Prefix {
             n,
@@ -174,46 +204,46 @@ struct Checker {
 
 impl Checker {
     /// Check line `l`, number `n`: a comment of the header, or an event.
-    fn line(&mut self, re: &Patterns, n: usize, l: &str) -> Result<(), String> {
+    fn line(&mut self, re: &Patterns, n: usize, l: &str) -> Result<(), Refused> {
         if l.starts_with('#') {
             if !self.in_header {
-                return Err(format!("line {n}: a comment after the events"));
+                return Err(at(n, "a comment after the events"));
             }
             self.columns |= l.contains("TASK-PID");
             return Ok(());
         }
         if !self.columns {
-            return Err(format!("line {n}: an event before the TASK-PID line"));
+            return Err(at(n, "an event before the TASK-PID line"));
         }
         self.in_header = false;
         let p = Prefix::read(re, n, l)?;
         if p.ns < self.last_ns {
-            return Err(format!("line {n}: time goes back in the file"));
+            return Err(at(n, "time goes back in the file"));
         }
         self.last_ns = p.ns;
         let cpu = p.cpu;
         if self.cpu_ns.get(&cpu).is_some_and(|&t| p.ns < t) {
-            return Err(format!("line {n}: time goes back on CPU {cpu}"));
+            return Err(at(n, format!("time goes back on CPU {cpu}")));
         }
         self.cpu_ns.insert(cpu, p.ns);
         match p.event {
             "sched_switch" => self.switch(re, &p),
             "sched_waking" => self.waking(re, &p),
             "sched_migrate_task" => self.migrate(re, &p),
-            other => Err(format!("line {n}: unknown event {other:?}")),
+            other => Err(at(n, format!("unknown event {other:?}"))),
         }
     }
 
     /// A `sched_switch`: its arguments, its idle task, its prev the line's
     /// task and the task the CPU ran, its next another task.
-    fn switch(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+    fn switch(&mut self, re: &Patterns, p: &Prefix) -> Result<(), Refused> {
         let (n, cpu, pid, name, args) = (p.n, p.cpu, p.pid, p.name, p.args);
         let a = re
             .switch
             .captures(args)
-            .ok_or_else(|| format!("line {n}: sched_switch arguments {args:?}"))?;
+            .ok_or_else(|| at(n, format!("sched_switch arguments {args:?}")))?;
         if !prio_ok(&a["ppr"]) || !prio_ok(&a["npr"]) {
-            return Err(format!("line {n}: a priority out of 0..=139"));
+            return Err(at(n, "a priority out of 0..=139"));
         }
         let prev = Task {
             pid: num(&a["pp"], "prev_pid", n)?,
@@ -225,22 +255,23 @@ impl Checker {
         };
         for t in [&prev, &next] {
             if t.pid == 0 && t.comm != format!("swapper/{cpu}") {
-                return Err(format!("line {n}: CPU {cpu}'s idle task is {:?}", t.comm));
+                return Err(at(n, format!("CPU {cpu}'s idle task is {:?}", t.comm)));
             }
         }
         if prev.pid != pid || (pid != 0 && prev.comm != name) {
-            return Err(format!(
-                "line {n}: the line's task {name}-{pid} is not prev {:?}",
-                prev
+            return Err(at(
+                n,
+                format!("the line's task {name}-{pid} is not prev {:?}", prev),
             ));
         }
         if prev.pid == next.pid {
-            return Err(format!("line {n}: {} switches to itself", prev.pid));
+            return Err(at(n, format!("{} switches to itself", prev.pid)));
         }
         if let Some(cur) = self.on_cpu.get(&cpu) {
             if *cur != prev {
-                return Err(format!(
-                    "line {n}: CPU {cpu} ran {cur:?}, this switch has prev {prev:?}"
+                return Err(at(
+                    n,
+                    format!("CPU {cpu} ran {cur:?}, this switch has prev {prev:?}"),
                 ));
             }
         }
@@ -257,18 +288,18 @@ impl Checker {
 
     /// A `sched_waking`: its arguments, its wakee not the idle task (that
     /// it runs afterwards is checked at the end).
-    fn waking(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+    fn waking(&mut self, re: &Patterns, p: &Prefix) -> Result<(), Refused> {
         let (n, args) = (p.n, p.args);
         let a = re
             .waking
             .captures(args)
-            .ok_or_else(|| format!("line {n}: sched_waking arguments {args:?}"))?;
+            .ok_or_else(|| at(n, format!("sched_waking arguments {args:?}")))?;
         if !prio_ok(&a["pr"]) {
-            return Err(format!("line {n}: a priority out of 0..=139"));
+            return Err(at(n, "a priority out of 0..=139"));
         }
         let wakee: u32 = num(&a["p"], "pid", n)?;
         if wakee == 0 {
-            return Err(format!("line {n}: a waking of the idle task"));
+            return Err(at(n, "a waking of the idle task"));
         }
         self.wakings.push((n, p.ns, wakee));
         self.out.wakings += 1;
@@ -276,17 +307,17 @@ impl Checker {
     }
 
     /// A `sched_migrate_task`: its arguments, to another CPU.
-    fn migrate(&mut self, re: &Patterns, p: &Prefix) -> Result<(), String> {
+    fn migrate(&mut self, re: &Patterns, p: &Prefix) -> Result<(), Refused> {
         let (n, args) = (p.n, p.args);
         let a = re
             .migrate
             .captures(args)
-            .ok_or_else(|| format!("line {n}: sched_migrate_task arguments {args:?}"))?;
+            .ok_or_else(|| at(n, format!("sched_migrate_task arguments {args:?}")))?;
         if !prio_ok(&a["pr"]) {
-            return Err(format!("line {n}: a priority out of 0..=139"));
+            return Err(at(n, "a priority out of 0..=139"));
         }
         if a["o"] == a["d"] {
-            return Err(format!("line {n}: a migration to the same CPU"));
+            return Err(at(n, "a migration to the same CPU"));
         }
         self.out.migrations += 1;
         Ok(())
@@ -294,12 +325,10 @@ impl Checker {
 
     /// The whole trace's result: every woken task switched in at or after
     /// its waking.
-    fn finish(self) -> Result<Checked, String> {
+    fn finish(self) -> Result<Checked, Refused> {
         for (n, ns, wakee) in self.wakings {
             if self.switched_in.get(&wakee).is_none_or(|&t| t < ns) {
-                return Err(format!(
-                    "line {n}: woken task {wakee} does not run afterwards"
-                ));
+                return Err(at(n, format!("woken task {wakee} does not run afterwards")));
             }
         }
         Ok(self.out)
@@ -307,15 +336,18 @@ impl Checker {
 }
 
 /// Check `text` (see the module's text).
-pub fn check(text: &str) -> Result<Checked, String> {
+pub fn check(text: &str) -> Result<Checked, Refused> {
     let re = Patterns::new();
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     match lines.next() {
         Some((_, l)) if l.starts_with("# tracer: ") => {}
-        other => return Err(format!("line 1: {other:?} is not `# tracer: `")),
+        other => return Err(at(1, format!("{other:?} is not `# tracer: `"))),
     }
     if !text.ends_with('\n') {
-        return Err("the last line has no newline".into());
+        return Err(Refused {
+            line: None,
+            why: "the last line has no newline".into(),
+        });
     }
     let mut c = Checker {
         in_header: true,
