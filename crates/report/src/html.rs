@@ -968,7 +968,31 @@ fn memory_figure(p: &mut Page, r: &RunRecord, view: Option<usize>, title: &str, 
     );
 }
 
+/// One run's section: its header, the memory and threads charts of each
+/// process (or of the whole run) and its residency chart.
 fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
+    run_header(p, case, cfg, r, path);
+    p.body.push_str("<div class=\"charts\">");
+    let title = format!("{case}, {cfg}, run {}", r.repetition.index);
+    for view in series::process_views(r) {
+        let who = series::process_name(r, view);
+        let t = match &who {
+            Some(w) => format!("{title}, {w}"),
+            None => title.clone(),
+        };
+        memory_figure(p, r, view, &t, who.as_deref());
+        if series::has_threads(r) && r.machine.topology.nodes.len() > 1 {
+            threads_figure(p, r, view, &t, who.as_deref());
+        }
+    }
+    residency_figure(p, r, &title);
+    p.body.push_str("</div></details>");
+}
+
+/// Opens a run's section: its summary line (case, configuration,
+/// repetition, status), the record's path and start, its measured
+/// metrics and its warnings.
+fn run_header(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     let status = if r.outcome.is_ok() { "ok" } else { "failed" };
     let _ = write!(
         p.body,
@@ -1001,43 +1025,41 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
     for w in &r.warnings {
         let _ = write!(p.body, "<p class=\"meta\">warning: {}</p>", esc(w));
     }
-    p.body.push_str("<div class=\"charts\">");
-    let title = format!("{case}, {cfg}, run {}", r.repetition.index);
-    for view in series::process_views(r) {
-        let who = series::process_name(r, view);
-        let t = match &who {
-            Some(w) => format!("{title}, {w}"),
-            None => title.clone(),
-        };
-        memory_figure(p, r, view, &t, who.as_deref());
-        if series::has_threads(r) && r.machine.topology.nodes.len() > 1 {
-            let lines = series::tasks_per_node_of(r, view);
-            let names: Vec<String> = lines.iter().map(|l| l.name.clone()).collect();
-            let svg_lines: Vec<SvgLine> = lines
-                .iter()
-                .enumerate()
-                .map(|(i, l)| SvgLine {
-                    series: i,
-                    points: l.points.clone(),
-                    tooltip: l.name.clone(),
-                })
-                .collect();
-            p.figure(
-                svg::line_chart(
-                    &format!("{t}: threads per node"),
-                    "Time (s)",
-                    "threads on the node",
-                    &names,
-                    &svg_lines,
-                ),
-                &format!(
-                    "How many threads of {} were on each node at each sample (one line per node).",
-                    who.as_deref().unwrap_or("the run")
-                ),
-                "",
-            );
-        }
-    }
+}
+
+/// The chart of how many threads of one process view (or the whole run)
+/// were on each node at each sample.
+fn threads_figure(p: &mut Page, r: &RunRecord, view: Option<usize>, t: &str, who: Option<&str>) {
+    let lines = series::tasks_per_node_of(r, view);
+    let names: Vec<String> = lines.iter().map(|l| l.name.clone()).collect();
+    let svg_lines: Vec<SvgLine> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| SvgLine {
+            series: i,
+            points: l.points.clone(),
+            tooltip: l.name.clone(),
+        })
+        .collect();
+    p.figure(
+        svg::line_chart(
+            &format!("{t}: threads per node"),
+            "Time (s)",
+            "threads on the node",
+            &names,
+            &svg_lines,
+        ),
+        &format!(
+            "How many threads of {} were on each node at each sample (one line per node).",
+            who.unwrap_or("the run")
+        ),
+        "",
+    );
+}
+
+/// The chart of each task's share of running time per node, or, past
+/// `MAX_RESIDENCY_BARS` tasks, one bar per main node with their mean.
+fn residency_figure(p: &mut Page, r: &RunRecord, title: &str) {
     let nodes: Vec<String> = r
         .machine
         .topology
@@ -1077,7 +1099,6 @@ fn run_section(p: &mut Page, case: &str, cfg: &str, r: &RunRecord, path: &str) {
         &caption,
         "This run recorded no per-task residency.",
     );
-    p.body.push_str("</div></details>");
 }
 
 #[cfg(test)]

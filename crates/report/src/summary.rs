@@ -227,8 +227,23 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
     let Some(first) = records.first() else {
         return String::new();
     };
+    let cases = cases_by_params(records);
+    let names = case_names(&cases, &first.benchmark);
+    let metrics = generic_metrics(records);
+    let rows: Vec<Vec<String>> = cases
+        .iter()
+        .map(|(_, rs)| case_cells(rs, &metrics))
+        .collect();
+    generic_text(&names, &metrics, rows)
+}
+
+/// The runs of one set of parameters, with those parameters.
+type ParamsCase<'a> = (&'a BTreeMap<String, serde_json::Value>, Vec<&'a RunRecord>);
+
+/// The records grouped by their parameters, in first-seen order.
+fn cases_by_params<'a>(records: &[&'a RunRecord]) -> Vec<ParamsCase<'a>> {
     let mut keys: Vec<String> = Vec::new();
-    let mut cases: Vec<(&BTreeMap<String, serde_json::Value>, Vec<&RunRecord>)> = Vec::new();
+    let mut cases: Vec<ParamsCase<'a>> = Vec::new();
     for r in records {
         let key = canonical_json(&serde_json::to_value(&r.params).unwrap_or_default());
         match keys.iter().position(|k| *k == key) {
@@ -239,6 +254,12 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
             }
         }
     }
+    cases
+}
+
+/// Each case's name: the parameters that vary between the cases, or the
+/// benchmark's name when none vary; names that read alike are numbered.
+fn case_names(cases: &[ParamsCase], benchmark: &str) -> Vec<String> {
     let maps: Vec<&BTreeMap<String, serde_json::Value>> = cases.iter().map(|(p, _)| *p).collect();
     let vary = varying_keys(&maps);
     let mut names: Vec<String> = cases
@@ -246,7 +267,7 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
         .map(|(p, _)| {
             let v = variant_text(p, &vary);
             if v.is_empty() {
-                first.benchmark.clone()
+                benchmark.to_string()
             } else {
                 v
             }
@@ -262,6 +283,12 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
             }
         }
     }
+    names
+}
+
+/// The table's metrics and their headers: elapsed, user and sys time, or
+/// for a bandwidth benchmark the bandwidths; hackbench time when recorded.
+fn generic_metrics(records: &[&RunRecord]) -> Vec<(&'static str, &'static str)> {
     let mut metrics = vec![
         ("elapsed_s", "elapsed(s)"),
         ("user_s", "user(s)"),
@@ -284,23 +311,27 @@ pub fn generic_table(records: &[&RunRecord]) -> String {
     {
         metrics.push(("hackbench_s", "hackbench(s)"));
     }
-    let rows: Vec<Vec<String>> = cases
-        .iter()
-        .map(|(_, rs)| {
-            let ok: Vec<&&RunRecord> = rs.iter().filter(|r| r.outcome.is_ok()).collect();
-            let mut cells = vec![format!("{}/{}", ok.len(), rs.len())];
-            for (m, _) in &metrics {
-                let v: Vec<f64> = ok.iter().filter_map(|r| r.metric(m)).collect();
-                cells.push(match numalab_stats::Summary::of(&v) {
-                    Ok(s) => num::mean_sd(s.mean, s.stddev),
-                    Err(_) => "-".into(),
-                });
-            }
-            cells
-        })
-        .collect();
-    // The case column gets what the values leave of 80 columns; a longer
-    // name continues on the next lines.
+    metrics
+}
+
+/// One case's cells: runs ok/all, then each metric's mean(stddev) over
+/// the successful runs (`-` when none recorded it).
+fn case_cells(rs: &[&RunRecord], metrics: &[(&str, &str)]) -> Vec<String> {
+    let ok: Vec<&&RunRecord> = rs.iter().filter(|r| r.outcome.is_ok()).collect();
+    let mut cells = vec![format!("{}/{}", ok.len(), rs.len())];
+    for (m, _) in metrics {
+        let v: Vec<f64> = ok.iter().filter_map(|r| r.metric(m)).collect();
+        cells.push(match numalab_stats::Summary::of(&v) {
+            Ok(s) => num::mean_sd(s.mean, s.stddev),
+            Err(_) => "-".into(),
+        });
+    }
+    cells
+}
+
+/// The table as text: the case column gets what the values leave of 80
+/// columns, a longer name continuing on the next lines.
+fn generic_text(names: &[String], metrics: &[(&str, &str)], rows: Vec<Vec<String>>) -> String {
     let mut headers = vec!["runs"];
     headers.extend(metrics.iter().map(|(_, h)| *h));
     let values_width: usize = (0..headers.len())
