@@ -357,86 +357,8 @@ pub struct BoundsPosition {
 /// `inverse-bind` (and `default`) there. Ordered by the sets' last case,
 /// then by configuration.
 pub fn bounds_positions(ds: &Dataset) -> Vec<BoundsPosition> {
-    let placement = Key::Param("placement".into());
-    let by_placement = ds.group_by.iter().position(|k| *k == placement);
-    let config_name = |k: usize| -> String {
-        match by_placement {
-            Some(i) => {
-                let c = &ds.configs[k];
-                c.values
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, v)| v.as_str())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            }
-            None => ds.configs[k].name.clone(),
-        }
-    };
-    struct Family<'a> {
-        benchmark: String,
-        others: BTreeMap<String, serde_json::Value>,
-        key: String,
-        config: String,
-        first_config: usize,
-        cases: BTreeSet<usize>,
-        records: Vec<&'a RunRecord>,
-    }
-    let mut fams: Vec<Family> = Vec::new();
-    for run in &ds.runs {
-        let r = &run.record;
-        let Some(p) = r.params.get("placement").and_then(|v| v.as_str()) else {
-            continue;
-        };
-        if !matches!(p, "bind" | "default" | "inverse-bind") {
-            continue;
-        }
-        let others: BTreeMap<String, serde_json::Value> = ds.cases[run.case]
-            .params
-            .iter()
-            .filter(|(k, _)| k.as_str() != "placement")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let key = canonical_json(&serde_json::to_value(&others).unwrap_or_default());
-        let config = config_name(run.config);
-        let i = match fams
-            .iter()
-            .position(|f| f.benchmark == r.benchmark && f.key == key && f.config == config)
-        {
-            Some(i) => i,
-            None => {
-                fams.push(Family {
-                    benchmark: r.benchmark.clone(),
-                    others,
-                    key,
-                    config,
-                    first_config: run.config,
-                    cases: BTreeSet::new(),
-                    records: Vec::new(),
-                });
-                fams.len() - 1
-            }
-        };
-        let f = &mut fams[i];
-        f.cases.insert(run.case);
-        f.records.push(r);
-        f.first_config = f.first_config.min(run.config);
-    }
-    // Per benchmark, the parameters that tell its sets apart.
-    let mut variants: BTreeMap<(String, String), String> = BTreeMap::new();
-    let benches: BTreeSet<&str> = fams.iter().map(|f| f.benchmark.as_str()).collect();
-    for b in benches {
-        let mut seen: BTreeMap<&str, &BTreeMap<String, serde_json::Value>> = BTreeMap::new();
-        for f in fams.iter().filter(|f| f.benchmark == b) {
-            seen.insert(f.key.as_str(), &f.others);
-        }
-        let maps: Vec<&BTreeMap<String, serde_json::Value>> = seen.values().copied().collect();
-        let vary = varying_keys(&maps);
-        for (k, p) in seen {
-            variants.insert((b.to_string(), k.to_string()), variant_text(p, &vary));
-        }
-    }
+    let fams = placement_families(ds);
+    let variants = family_variants(&fams);
     let mut out: Vec<(usize, usize, BoundsPosition)> = Vec::new();
     for f in fams {
         let Some(result) = family_position(&f.records) else {
@@ -465,6 +387,106 @@ pub fn bounds_positions(ds: &Dataset) -> Vec<BoundsPosition> {
     }
     out.sort_by_key(|(c, k, _)| (*c, *k));
     out.into_iter().map(|(_, _, p)| p).collect()
+}
+
+/// The runs of one benchmark under one configuration whose cases differ
+/// only in placement (`bind`, `default`, `inverse-bind`).
+struct Family<'a> {
+    benchmark: String,
+    /// The cases' parameters other than placement.
+    others: BTreeMap<String, serde_json::Value>,
+    /// `others` as canonical JSON.
+    key: String,
+    config: String,
+    first_config: usize,
+    cases: BTreeSet<usize>,
+    records: Vec<&'a RunRecord>,
+}
+
+/// A configuration's name in a position: when configurations are grouped
+/// by placement (`by_placement`, the index of that key), the values of the
+/// other `--group-by` keys joined by `/`; otherwise its name.
+fn bounds_config_name(ds: &Dataset, by_placement: Option<usize>, k: usize) -> String {
+    match by_placement {
+        Some(i) => {
+            let c = &ds.configs[k];
+            c.values
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join("/")
+        }
+        None => ds.configs[k].name.clone(),
+    }
+}
+
+/// The dataset's runs with a bound placement, grouped into families by
+/// benchmark, other parameters and configuration, in first-seen order.
+fn placement_families(ds: &Dataset) -> Vec<Family<'_>> {
+    let placement = Key::Param("placement".into());
+    let by_placement = ds.group_by.iter().position(|k| *k == placement);
+    let mut fams: Vec<Family> = Vec::new();
+    for run in &ds.runs {
+        let r = &run.record;
+        let Some(p) = r.params.get("placement").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if !matches!(p, "bind" | "default" | "inverse-bind") {
+            continue;
+        }
+        let others: BTreeMap<String, serde_json::Value> = ds.cases[run.case]
+            .params
+            .iter()
+            .filter(|(k, _)| k.as_str() != "placement")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let key = canonical_json(&serde_json::to_value(&others).unwrap_or_default());
+        let config = bounds_config_name(ds, by_placement, run.config);
+        let i = match fams
+            .iter()
+            .position(|f| f.benchmark == r.benchmark && f.key == key && f.config == config)
+        {
+            Some(i) => i,
+            None => {
+                fams.push(Family {
+                    benchmark: r.benchmark.clone(),
+                    others,
+                    key,
+                    config,
+                    first_config: run.config,
+                    cases: BTreeSet::new(),
+                    records: Vec::new(),
+                });
+                fams.len() - 1
+            }
+        };
+        let f = &mut fams[i];
+        f.cases.insert(run.case);
+        f.records.push(r);
+        f.first_config = f.first_config.min(run.config);
+    }
+    fams
+}
+
+/// Per benchmark and family key, the parameters that tell the
+/// benchmark's families apart (`threads=4`).
+fn family_variants(fams: &[Family]) -> BTreeMap<(String, String), String> {
+    let mut variants: BTreeMap<(String, String), String> = BTreeMap::new();
+    let benches: BTreeSet<&str> = fams.iter().map(|f| f.benchmark.as_str()).collect();
+    for b in benches {
+        let mut seen: BTreeMap<&str, &BTreeMap<String, serde_json::Value>> = BTreeMap::new();
+        for f in fams.iter().filter(|f| f.benchmark == b) {
+            seen.insert(f.key.as_str(), &f.others);
+        }
+        let maps: Vec<&BTreeMap<String, serde_json::Value>> = seen.values().copied().collect();
+        let vary = varying_keys(&maps);
+        for (k, p) in seen {
+            variants.insert((b.to_string(), k.to_string()), variant_text(p, &vary));
+        }
+    }
+    variants
 }
 
 /// One line (to be wrapped) for the positions of one set of cases:

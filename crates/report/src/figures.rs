@@ -183,73 +183,16 @@ pub fn figures(cmp: &CompareReport) -> Figures {
             singles.push(cases[0]);
             continue;
         }
-        let params: Vec<_> = cases.iter().map(|&i| &cmp.cases[i].params).collect();
-        let keys = varying_keys(&params);
-        let numeric = (keys.len() == 1)
-            .then(|| keys.iter().next().unwrap().clone())
-            .and_then(|k| {
-                let xs: Option<Vec<f64>> = cases
-                    .iter()
-                    .map(|&i| cmp.cases[i].params.get(&k).and_then(|v| v.as_f64()))
-                    .collect();
-                xs.map(|xs| (k, xs))
-            })
-            .filter(|(_, xs)| {
-                let mut d = xs.clone();
-                d.sort_by(f64::total_cmp);
-                d.dedup();
-                d.len() >= MIN_SCALING_POINTS
-            });
-        match numeric {
+        match numeric_param(cmp, &cases) {
             Some((param, xs)) => {
-                let x_of = |case: usize| xs[cases.iter().position(|&c| c == case).unwrap()];
-                let mut push =
-                    |metric: &str, unit: &str, better: Better, pts: Vec<(usize, usize, Stat)>| {
-                        let mut lines: Vec<ScalingLine> = Vec::new();
-                        for (case, config, s) in pts {
-                            let i = match lines.iter().position(|l| l.0 == config) {
-                                Some(i) => i,
-                                None => {
-                                    lines.push((
-                                        config,
-                                        cmp.configurations[config].name.clone(),
-                                        Vec::new(),
-                                    ));
-                                    lines.len() - 1
-                                }
-                            };
-                            lines[i].2.push((x_of(case), s));
-                        }
-                        lines.sort_by_key(|l| l.0);
-                        for l in &mut lines {
-                            l.2.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        }
-                        if !lines.is_empty() {
-                            figs.scaling.push(Scaling {
-                                benchmark: b.to_string(),
-                                param: param.clone(),
-                                metric: metric.to_string(),
-                                unit: unit.to_string(),
-                                better,
-                                lines,
-                            });
-                        }
-                    };
-                for t in &tables {
-                    let pts = t
-                        .rows
-                        .iter()
-                        .filter(|r| cases.contains(&r.case))
-                        .filter_map(|r| stat(r).map(|s| (r.case, r.config, s)))
-                        .collect();
-                    push(&t.metric, &t.unit, t.better, pts);
-                }
-                let pts = e_less_h
-                    .iter()
-                    .filter(|((case, _), _)| cases.contains(case))
-                    .map(|(&(case, config), s)| (case, config, *s))
-                    .collect();
-                push(ELAPSED_LESS_HACKBENCH, "s", Better::Lower, pts);
+                let sweep = Sweep {
+                    cmp,
+                    benchmark: b,
+                    cases: &cases,
+                    param,
+                    xs,
+                };
+                figs.scaling.extend(sweep.scalings(&tables, &e_less_h));
             }
             None => {
                 for t in &tables {
@@ -273,6 +216,111 @@ pub fn figures(cmp: &CompareReport) -> Figures {
         }
     }
     figs
+}
+
+/// The one parameter the cases differ in and its value in each case,
+/// when it is a number with at least [`MIN_SCALING_POINTS`] distinct
+/// values.
+fn numeric_param(cmp: &CompareReport, cases: &[usize]) -> Option<(String, Vec<f64>)> {
+    let params: Vec<_> = cases.iter().map(|&i| &cmp.cases[i].params).collect();
+    let keys = varying_keys(&params);
+    (keys.len() == 1)
+        .then(|| keys.iter().next().unwrap().clone())
+        .and_then(|k| {
+            let xs: Option<Vec<f64>> = cases
+                .iter()
+                .map(|&i| cmp.cases[i].params.get(&k).and_then(|v| v.as_f64()))
+                .collect();
+            xs.map(|xs| (k, xs))
+        })
+        .filter(|(_, xs)| {
+            let mut d = xs.clone();
+            d.sort_by(f64::total_cmp);
+            d.dedup();
+            d.len() >= MIN_SCALING_POINTS
+        })
+}
+
+/// A benchmark's cases along one numeric parameter, drawn as scaling
+/// lines.
+struct Sweep<'a> {
+    cmp: &'a CompareReport,
+    benchmark: &'a str,
+    cases: &'a [usize],
+    param: String,
+    /// The parameter's value in each of `cases`.
+    xs: Vec<f64>,
+}
+
+impl Sweep<'_> {
+    /// A scaling per time table, then one of elapsed less hackbench;
+    /// those with no line left out.
+    fn scalings(
+        &self,
+        tables: &[&MetricTable],
+        e_less_h: &BTreeMap<(usize, usize), Stat>,
+    ) -> Vec<Scaling> {
+        let mut out = Vec::new();
+        for t in tables {
+            let pts = t
+                .rows
+                .iter()
+                .filter(|r| self.cases.contains(&r.case))
+                .filter_map(|r| stat(r).map(|s| (r.case, r.config, s)))
+                .collect();
+            out.extend(self.scaling(&t.metric, &t.unit, t.better, pts));
+        }
+        let pts = e_less_h
+            .iter()
+            .filter(|((case, _), _)| self.cases.contains(case))
+            .map(|(&(case, config), s)| (case, config, *s))
+            .collect();
+        out.extend(self.scaling(ELAPSED_LESS_HACKBENCH, "s", Better::Lower, pts));
+        out
+    }
+
+    /// One metric's points `(case, configuration, stat)` as a line per
+    /// configuration (by index), each by x; `None` when there are none.
+    fn scaling(
+        &self,
+        metric: &str,
+        unit: &str,
+        better: Better,
+        pts: Vec<(usize, usize, Stat)>,
+    ) -> Option<Scaling> {
+        let mut lines: Vec<ScalingLine> = Vec::new();
+        for (case, config, s) in pts {
+            let i = match lines.iter().position(|l| l.0 == config) {
+                Some(i) => i,
+                None => {
+                    lines.push((
+                        config,
+                        self.cmp.configurations[config].name.clone(),
+                        Vec::new(),
+                    ));
+                    lines.len() - 1
+                }
+            };
+            lines[i].2.push((self.x_of(case), s));
+        }
+        lines.sort_by_key(|l| l.0);
+        for l in &mut lines {
+            l.2.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        (!lines.is_empty()).then(|| Scaling {
+            benchmark: self.benchmark.to_string(),
+            param: self.param.clone(),
+            metric: metric.to_string(),
+            unit: unit.to_string(),
+            better,
+            lines,
+        })
+    }
+
+    /// The parameter's value in `case`.
+    fn x_of(&self, case: usize) -> f64 {
+        self.xs[self.cases.iter().position(|&c| c == case).unwrap()]
+    }
 }
 
 /// Bars of table `t` over `cases`, normalised to the baseline when asked
