@@ -350,81 +350,14 @@ pub fn dataset(ds: &Dataset) -> String {
 /// baseline and metrics); none without it.
 pub fn dataset_with(ds: &Dataset, cmp: Option<&crate::CompareReport>) -> String {
     let mut out = String::new();
-    if !ds.default_grouping() || !ds.filters.is_empty() {
-        let mut s = String::new();
-        if !ds.default_grouping() {
-            s += &format!("Configurations by {} (--group-by)", ds.grouping());
-        }
-        if !ds.filters.is_empty() {
-            if !s.is_empty() {
-                s += "; ";
-            }
-            let f: Vec<String> = ds.filters.iter().map(|f| f.to_string()).collect();
-            s += &format!("only runs with {} (--filter)", f.join(", "));
-        }
-        push_wrapped(&mut out, &format!("{s}."));
-        out.push('\n');
-    }
+    selection_note(&mut out, ds);
     let positions = crate::autonuma::bounds_positions(ds);
     let families = positions_by_cases(&positions);
     let mut benches: Vec<&str> = ds.cases.iter().map(|c| c.benchmark.as_str()).collect();
     benches.dedup();
     for b in &benches {
-        for (k, cfg) in ds.configs.iter().enumerate() {
-            let groups: Vec<_> = ds
-                .groups
-                .iter()
-                .filter(|g| g.config == k && ds.cases[g.case].benchmark == *b)
-                .collect();
-            if groups.is_empty() {
-                continue;
-            }
-            let all: Vec<&RunRecord> = groups
-                .iter()
-                .flat_map(|g| g.ok.iter().chain(g.failed.iter()))
-                .map(|&i| &ds.runs[i].record)
-                .collect();
-            let ok: Vec<&RunRecord> = all.iter().copied().filter(|r| r.outcome.is_ok()).collect();
-            let who = if ds.default_grouping() {
-                format!("label {} ({}", cfg.label, cfg.backend)
-            } else {
-                format!(
-                    "{} {} (label {}, {}",
-                    ds.grouping(),
-                    cfg.name,
-                    cfg.label,
-                    cfg.backend
-                )
-            };
-            push_wrapped(
-                &mut out,
-                &format!(
-                    "{b}, {who}, {}): {} runs",
-                    MachineSummary::of(all[0]).describe(),
-                    all.len()
-                ),
-            );
-            if *b == "numa_test" {
-                out.push_str(&crate::text::numa_test_summary(&ok));
-            } else {
-                out.push_str(&summary_table(ds, b, k).to_text());
-            }
-            for r in all.iter().filter(|r| !r.outcome.is_ok()) {
-                push_wrapped(
-                    &mut out,
-                    &format!(
-                        "failed: run {} ({}): {}",
-                        r.repetition.index,
-                        r.id,
-                        r.outcome.reason.as_deref().unwrap_or("no reason recorded")
-                    ),
-                );
-            }
-            let common = ds.common_params(b);
-            if !common.is_empty() {
-                push_wrapped(&mut out, &format!("params: {}", common.join(" ")));
-            }
-            out.push('\n');
+        for k in 0..ds.configs.len() {
+            config_summary(&mut out, ds, b, k);
         }
         // position_between_bounds, derived from the runs above.
         let mine: Vec<&Vec<_>> = families.iter().filter(|ps| ps[0].benchmark == *b).collect();
@@ -451,9 +384,115 @@ pub fn dataset_with(ds: &Dataset, cmp: Option<&crate::CompareReport>) -> String 
     out
 }
 
+/// The line saying how configurations are grouped (`--group-by`) and
+/// which runs are kept (`--filter`), when either is not the default.
+fn selection_note(out: &mut String, ds: &Dataset) {
+    if !ds.default_grouping() || !ds.filters.is_empty() {
+        let mut s = String::new();
+        if !ds.default_grouping() {
+            s += &format!("Configurations by {} (--group-by)", ds.grouping());
+        }
+        if !ds.filters.is_empty() {
+            if !s.is_empty() {
+                s += "; ";
+            }
+            let f: Vec<String> = ds.filters.iter().map(|f| f.to_string()).collect();
+            s += &format!("only runs with {} (--filter)", f.join(", "));
+        }
+        push_wrapped(out, &format!("{s}."));
+        out.push('\n');
+    }
+}
+
+/// The runs of benchmark `b` under configuration `k`: a heading with the
+/// machine and the number of runs, the summary table, the failed runs and
+/// the parameters common to the benchmark's runs; nothing when it has
+/// none.
+fn config_summary(out: &mut String, ds: &Dataset, b: &str, k: usize) {
+    let cfg = &ds.configs[k];
+    let groups: Vec<_> = ds
+        .groups
+        .iter()
+        .filter(|g| g.config == k && ds.cases[g.case].benchmark == b)
+        .collect();
+    if groups.is_empty() {
+        return;
+    }
+    let all: Vec<&RunRecord> = groups
+        .iter()
+        .flat_map(|g| g.ok.iter().chain(g.failed.iter()))
+        .map(|&i| &ds.runs[i].record)
+        .collect();
+    let ok: Vec<&RunRecord> = all.iter().copied().filter(|r| r.outcome.is_ok()).collect();
+    let who = if ds.default_grouping() {
+        format!("label {} ({}", cfg.label, cfg.backend)
+    } else {
+        format!(
+            "{} {} (label {}, {}",
+            ds.grouping(),
+            cfg.name,
+            cfg.label,
+            cfg.backend
+        )
+    };
+    push_wrapped(
+        out,
+        &format!(
+            "{b}, {who}, {}): {} runs",
+            MachineSummary::of(all[0]).describe(),
+            all.len()
+        ),
+    );
+    if b == "numa_test" {
+        out.push_str(&crate::text::numa_test_summary(&ok));
+    } else {
+        out.push_str(&summary_table(ds, b, k).to_text());
+    }
+    for r in all.iter().filter(|r| !r.outcome.is_ok()) {
+        push_wrapped(
+            out,
+            &format!(
+                "failed: run {} ({}): {}",
+                r.repetition.index,
+                r.id,
+                r.outcome.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+        );
+    }
+    let common = ds.common_params(b);
+    if !common.is_empty() {
+        push_wrapped(out, &format!("params: {}", common.join(" ")));
+    }
+    out.push('\n');
+}
+
 /// Charts of one case with a line per configuration.
 fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
     let mut out = String::new();
+    let (typical, short) = typical_runs(ds, case);
+    if typical.is_empty() {
+        return out;
+    }
+    migrated_chart(&mut out, name, &typical);
+    progress_chart(&mut out, name, &typical);
+    for ((_, r), n) in typical.iter().zip(&short) {
+        if r.machine.topology.nodes.len() < 2 {
+            continue;
+        }
+        node_charts(&mut out, &format!("{name}, {n}"), r);
+    }
+    out
+}
+
+/// Whether a chart's lines have enough points to be drawn over time.
+fn long(ls: &[Line]) -> bool {
+    ls.iter().any(|l| enough(l.points.len()))
+}
+
+/// Per configuration of a case with a successful run, its typical run
+/// named for the charts' legend (`B (median elapsed_s)`), and the same
+/// run's short name (`B run 3`).
+fn typical_runs(ds: &Dataset, case: usize) -> (Vec<(String, &RunRecord)>, Vec<String>) {
     let mut typical: Vec<(String, &RunRecord)> = Vec::new();
     let mut short: Vec<String> = Vec::new();
     for g in ds.groups.iter().filter(|g| g.case == case) {
@@ -464,18 +503,21 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
             short.push(format!("{cfg} run {}", r.repetition.index));
         }
     }
-    if typical.is_empty() {
-        return out;
-    }
+    (typical, short)
+}
+
+/// The chart of pages migrated over time in the typical runs, or the line
+/// saying it is 0 throughout; nothing when no run recorded it or the
+/// runs are too short.
+fn migrated_chart(out: &mut String, name: &str, typical: &[(String, &RunRecord)]) {
     let migrated: Vec<Line> = typical
         .iter()
         .filter_map(|(n, r)| series::vmstat(r, PAGES_MIGRATED).map(|p| Line::new(n.clone(), p)))
         .collect();
-    let long = |ls: &[Line]| ls.iter().any(|l| enough(l.points.len()));
     if !migrated.is_empty() {
         if migrated.iter().all(|l| l.points.iter().all(|p| p.1 == 0.0)) {
             push_wrapped(
-                &mut out,
+                out,
                 &format!("{name}: pages migrated ({PAGES_MIGRATED}) is 0 throughout every run shown; no chart"),
             );
             out.push('\n');
@@ -492,6 +534,12 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
             out.push('\n');
         }
     }
+}
+
+/// The chart of the typical runs' progress over time (in % of the work
+/// when every run gives it so), or the line saying the runs are too short
+/// for charts over time.
+fn progress_chart(out: &mut String, name: &str, typical: &[(String, &RunRecord)]) {
     let mut pct = true;
     let progress: Vec<Line> = typical
         .iter()
@@ -515,43 +563,42 @@ fn case_charts(ds: &Dataset, case: usize, name: &str) -> String {
         out.push('\n');
     } else if !progress.is_empty() {
         push_wrapped(
-            &mut out,
+            out,
             &format!("{name}: the runs shown have fewer than 2 samples each, so no charts over time (a longer run or a smaller --interval gives more)"),
         );
         out.push('\n');
     }
-    for ((_, r), n) in typical.iter().zip(&short) {
-        if r.machine.topology.nodes.len() < 2 {
-            continue;
+}
+
+/// Per process of run `r` (or the whole run), the charts of its memory
+/// and its threads per node over time, titled `title, process`.
+fn node_charts(out: &mut String, title: &str, r: &RunRecord) {
+    for view in series::process_views(r) {
+        let who = match series::process_name(r, view) {
+            Some(w) => format!("{title}, {w}"),
+            None => title.to_string(),
+        };
+        let mem = series::memory_per_node_of(r, view);
+        if mem.first().is_some_and(|l| enough(l.points.len())) {
+            out.push_str(
+                &Chart::new(format!("{who}: memory per node"), "Time (s)", "MiB", mem).render(),
+            );
+            out.push('\n');
         }
-        for view in series::process_views(r) {
-            let who = match series::process_name(r, view) {
-                Some(w) => format!("{name}, {n}, {w}"),
-                None => format!("{name}, {n}"),
-            };
-            let mem = series::memory_per_node_of(r, view);
-            if mem.first().is_some_and(|l| enough(l.points.len())) {
-                out.push_str(
-                    &Chart::new(format!("{who}: memory per node"), "Time (s)", "MiB", mem).render(),
-                );
-                out.push('\n');
-            }
-            let threads = series::tasks_per_node_of(r, view);
-            if series::has_threads(r) && threads.first().is_some_and(|l| enough(l.points.len())) {
-                out.push_str(
-                    &Chart::new(
-                        format!("{who}: threads per node"),
-                        "Time (s)",
-                        "threads",
-                        threads,
-                    )
-                    .render(),
-                );
-                out.push('\n');
-            }
+        let threads = series::tasks_per_node_of(r, view);
+        if series::has_threads(r) && threads.first().is_some_and(|l| enough(l.points.len())) {
+            out.push_str(
+                &Chart::new(
+                    format!("{who}: threads per node"),
+                    "Time (s)",
+                    "threads",
+                    threads,
+                )
+                .render(),
+            );
+            out.push('\n');
         }
     }
-    out
 }
 
 #[cfg(test)]
