@@ -176,6 +176,15 @@ impl Drop for Mapping {
     }
 }
 
+/// Set every byte of `words` to `byte` with one `memset` (a fill of
+/// `u64`s is a loop of stores; the benchmarks time the C library's
+/// `memset`).
+pub fn fill_bytes(words: &mut [u64], byte: u8) {
+    // SAFETY: the slice's own pointer and length in bytes; any byte
+    // pattern is a valid u64, and `&mut` excludes every other access.
+    unsafe { std::ptr::write_bytes(words.as_mut_ptr(), byte, words.len()) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +207,9 @@ mod tests {
         assert_eq!(v[512], 65, "word 64 holds 65");
         assert_eq!(m.page_addrs(page).len(), 4);
         assert_eq!(m.page_addrs(page)[1] as usize, m.addr() + page);
+        let mut w = [0u64; 3];
+        fill_bytes(&mut w, 0xab);
+        assert_eq!(w, [0xabab_abab_abab_abab; 3]);
         assert!(m.bind(0, 8 * page, crate::numa::MPOL_BIND, &[0]).is_err());
         m.bind(0, page, crate::numa::MPOL_DEFAULT, &[]).unwrap();
         let _ = m.no_huge_pages();

@@ -618,12 +618,9 @@ pub(crate) fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> 
 
 /// CPU time (user + system) of this process so far, its threads included.
 fn own_cpu_s() -> f64 {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let (user, sys) =
+        numalab_linux::clock::cpu_times(numalab_linux::clock::Who::Process).unwrap_or((0.0, 0.0));
+    user + sys
 }
 
 /// Bytes per second of a first touch: one thread zeroing `bytes` it has
@@ -674,8 +671,8 @@ pub fn measure_zeroing_bandwidth(
                 let mut k = 0u8;
                 while t0.elapsed() < duration {
                     k = k.wrapping_add(1);
-                    // SAFETY: the whole of our own buffer.
-                    unsafe { std::ptr::write_bytes(buf.as_mut_ptr(), k, per) };
+                    // The whole buffer with one memset (`fill` of bytes is one).
+                    buf.fill(k);
                     bytes += per as u64;
                 }
                 std::hint::black_box(&mut buf);

@@ -26,6 +26,8 @@
 
 use crate::randupdt::Residency;
 use numalab_bench::autonuma::{MemPlan, ProcPlan};
+use numalab_linux::clock::Who;
+use numalab_linux::mmap::Mapping;
 use numalab_linux::numa;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -71,80 +73,8 @@ pub struct ProcessReport {
     pub threads: Vec<ThreadReport>,
 }
 
-/// An anonymous private mapping, unmapped on drop.
-pub struct Buffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain memory; threads write disjoint or
-// whole ranges with memset and nobody reads it.
-unsafe impl Send for Buffer {}
-unsafe impl Sync for Buffer {}
-
-impl Buffer {
-    pub fn map(len: usize) -> std::io::Result<Buffer> {
-        // SAFETY: a fresh anonymous mapping; the result is checked.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Buffer {
-            ptr: ptr as *mut u8,
-            len,
-        })
-    }
-    pub fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-    /// Set `[off, off + len)` (clipped to the mapping) to `value` with one
-    /// `memset` call, as the original's one `bzero`: never split it (see
-    /// the module's comment). Returns the bytes set.
-    pub fn fill(&self, off: usize, len: usize, value: u8) -> usize {
-        let end = off.saturating_add(len).min(self.len);
-        let a = off.min(end);
-        // SAFETY: [a, end) lies within the mapping.
-        unsafe { std::ptr::write_bytes(self.ptr.add(a), value, end - a) };
-        end - a
-    }
-    /// Apply a memory policy to `[off, off + len)`.
-    pub fn bind(&self, off: usize, len: usize, mode: i32, nodes: &[u32]) -> std::io::Result<()> {
-        if len == 0 {
-            return Ok(());
-        }
-        // SAFETY: page-aligned sub-range of our own mapping.
-        unsafe { numa::mbind(self.ptr.add(off), len, mode, nodes, 0) }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what map() mapped.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
-}
-
-fn gettid() -> i32 {
-    // SAFETY: gettid has no arguments.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-}
-
 fn thread_rusage() -> (f64, f64) {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    numalab_linux::clock::cpu_times(Who::Thread).unwrap_or((0.0, 0.0))
 }
 
 fn nodes_text(nodes: &[u32]) -> String {
@@ -171,10 +101,11 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
     if let Some(cpus) = &plan.process_cpus {
         numa::set_affinity(0, cpus).map_err(|e| format!("pinning to CPUs {cpus:?}: {e}"))?;
     }
-    let buf = Arc::new(Buffer::map(len).map_err(|e| format!("mapping {len} bytes: {e}"))?);
+    let buf =
+        Arc::new(Mapping::new_noreserve(len).map_err(|e| format!("mapping {len} bytes: {e}"))?);
     place(&buf, &plan.memory, &regions, len)?;
     for (r, &(off, l)) in regions.iter().enumerate() {
-        say(out, &format!("region {r} {} {l}", buf.addr() + off));
+        say(out, &format!("region {r} {} {l}", buf.addr() as u64 + off));
     }
 
     let n = plan.threads as usize;
@@ -203,7 +134,12 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
 
 /// Place and first-touch the buffer (`len` bytes, in `regions`) as the
 /// plan's memory says.
-fn place(buf: &Buffer, memory: &MemPlan, regions: &[(u64, u64)], len: usize) -> Result<(), String> {
+fn place(
+    buf: &Mapping,
+    memory: &MemPlan,
+    regions: &[(u64, u64)],
+    len: usize,
+) -> Result<(), String> {
     match memory {
         MemPlan::FirstTouchThenDefault { node } => {
             buf.bind(0, len, numa::MPOL_BIND, &[*node])
@@ -251,7 +187,7 @@ type Started = (usize, i32, Result<(), String>);
 /// they start at.
 #[derive(Clone)]
 struct Shared {
-    buf: Arc<Buffer>,
+    buf: Arc<Mapping>,
     progress: Arc<Vec<AtomicU64>>,
     finished: Arc<AtomicUsize>,
     barrier: Arc<Barrier>,
@@ -319,7 +255,7 @@ impl Worker {
             Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
             None => Ok(()),
         };
-        let _ = tx.send((t, gettid(), pinned));
+        let _ = tx.send((t, numalab_linux::process::tid(), pinned));
         barrier.wait();
         let t0 = Instant::now();
         let mut res = Residency::start();
@@ -332,7 +268,7 @@ impl Worker {
         }
         let loops_s = t0.elapsed().as_secs_f64();
         let (user_s, sys_s) = thread_rusage();
-        let tid = gettid();
+        let tid = numalab_linux::process::tid();
         let sched = numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
         finished.fetch_add(1, Ordering::Release);
         ThreadReport {
@@ -440,7 +376,7 @@ pub fn hold_main(args: &[String]) -> i32 {
         numalab_linux::errln!("numalab: internal: usage: __task hold BYTES");
         return 2;
     };
-    let buf = match Buffer::map(bytes as usize) {
+    let buf = match Mapping::new_noreserve(bytes as usize) {
         Ok(b) => b,
         Err(e) => {
             numalab_linux::errln!("numalab: hold: mapping {bytes} bytes: {e}");
@@ -448,7 +384,7 @@ pub fn hold_main(args: &[String]) -> i32 {
         }
     };
     buf.fill(0, bytes as usize, 1);
-    numalab_linux::outln!("ready {} {bytes}", buf.addr());
+    numalab_linux::outln!("ready {} {bytes}", buf.addr() as u64);
     let _ = std::io::stdout().flush();
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
@@ -520,14 +456,13 @@ mod tests {
     #[test]
     fn fill_sets_exactly_the_range_in_one_call() {
         let page = numa::page_size();
-        let buf = Buffer::map(4 * page).unwrap();
+        let mut buf = Mapping::new_noreserve(4 * page).unwrap();
         assert_eq!(buf.fill(0, 4 * page, 7), 4 * page);
         assert_eq!(buf.fill(page, 2 * page, 0), 2 * page);
         // Clipped to the mapping.
         assert_eq!(buf.fill(3 * page, 2 * page, 0), page);
         assert_eq!(buf.fill(5 * page, page, 0), 0);
-        // SAFETY: the whole mapping, read after the writes above.
-        let mem = unsafe { std::slice::from_raw_parts(buf.ptr, 4 * page) };
+        let mem = buf.to_vec();
         assert!(mem[..page].iter().all(|&b| b == 7));
         assert!(mem[page..].iter().all(|&b| b == 0));
     }

@@ -110,16 +110,11 @@ fn drive(exe: &Path, p: &Params, out: &mut dyn Write) -> std::io::Result<DriverR
         if running.is_empty() {
             break;
         }
-        let mut status = 0;
-        // SAFETY: a valid pointer to a local.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let (pid, status) = match child::wait_any() {
+            Ok(ended) => ended,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         let Some(t) = running.remove(&pid) else {
             continue;
         };

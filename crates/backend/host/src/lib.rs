@@ -56,6 +56,7 @@
 //! of [`numalab_bench::Calibration`] by measuring this machine (zeroing
 //! bandwidth, spin rate, free memory per node). Inside a `numalab vm`
 //! guest the same backend runs, and the guest backend retags its records.
+#![forbid(unsafe_code)]
 
 pub mod autonuma_run;
 pub mod autonuma_task;

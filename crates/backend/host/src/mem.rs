@@ -69,9 +69,8 @@ pub fn sweep(v: &mut [u64], op: Op, k: u64) -> u64 {
         }
         Op::Memset => {
             // memset with a byte pattern (Rust's fill of u64 is a loop of
-            // stores; write_bytes is the C library's memset).
-            // SAFETY: the pointer and length are the slice's own.
-            unsafe { std::ptr::write_bytes(v.as_mut_ptr(), (k & 0xff) as u8, v.len()) };
+            // stores; a fill of its bytes is the C library's memset).
+            numalab_linux::mmap::fill_bytes(v, (k & 0xff) as u8);
             std::hint::black_box(&mut *v);
         }
     }
@@ -87,8 +86,8 @@ fn share_on_node(v: &[u64], node: u32) -> f64 {
     let base = v.as_ptr() as *const u8;
     let ptrs: Vec<*const u8> = (0..pages)
         .step_by(step)
-        // SAFETY: offsets stay within the slice.
-        .map(|i| unsafe { base.add((i * page).min(bytes - 1)) })
+        // Addresses within the slice, for the kernel to look up.
+        .map(|i| base.wrapping_add((i * page).min(bytes - 1)))
         .collect();
     match numa::page_nodes(0, &ptrs) {
         Ok(st) if !st.is_empty() => {

@@ -87,13 +87,7 @@ impl Pacer {
 
 /// CPU time of the calling thread, in seconds.
 pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    numalab_linux::clock::thread_cpu().as_secs_f64()
 }
 
 #[cfg(test)]

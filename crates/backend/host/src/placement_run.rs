@@ -27,7 +27,6 @@ use numalab_topology::MachineInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,23 +34,7 @@ use std::time::{Duration, Instant};
 /// Restrict `cmd`'s process (and what it forks) to `cpus` before it execs.
 fn with_affinity(cmd: &mut Command, cpus: &Option<Vec<u32>>) {
     let Some(cpus) = cpus.clone() else { return };
-    // SAFETY: sched_setaffinity is async-signal-safe; the closure touches
-    // only its own copy of the list and a stack-allocated set.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_ZERO(&mut set);
-            for &c in &cpus {
-                if (c as usize) < libc::CPU_SETSIZE as usize {
-                    libc::CPU_SET(c as usize, &mut set);
-                }
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    numalab_linux::numa::affinity_before_exec(cmd, cpus);
 }
 
 // ----- the spinning task -----

@@ -37,13 +37,7 @@ pub struct TaskReport {
 }
 
 pub(crate) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    numalab_linux::clock::thread_cpu().as_nanos() as u64
 }
 
 /// CPU time charged to the CPU a thread was seen on, reading by reading.
@@ -93,13 +87,10 @@ pub fn run_task(elements: usize, passes: u32, seed: u64, progress: &mut dyn Writ
         let mut start = 0;
         while start < elements {
             let end = (start + CHUNK).min(elements);
-            for i in start..end {
-                // SAFETY: every ix value is < elements = a.len() by
-                // construction above, and i < elements = b.len() = ix.len().
-                unsafe {
-                    let j = *ix.get_unchecked(i) as usize;
-                    *a.get_unchecked_mut(j) += *b.get_unchecked(i);
-                }
+            // Every ix value is < elements = a.len() by construction
+            // above: the index check of `a` is never taken.
+            for (&j, &bi) in ix[start..end].iter().zip(&b[start..end]) {
+                a[j as usize] += bi;
             }
             res.tick();
             start = end;
