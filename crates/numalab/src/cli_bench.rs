@@ -399,60 +399,10 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
     let r = cmd.runner();
     let runs = r.runs()?;
     if cmd.is_command() {
-        if let Some(why) = backend.unsupported(&numalab_bench::Case::Command(
-            numalab_bench::command::Params {
-                name: String::new(),
-                argv: Vec::new(),
-                cwd: None,
-            },
-        )) {
-            bail!("{why}");
-        }
+        refuse_unsupported_command(backend)?;
     }
-    // Sizes an earlier invocation chose for the same benchmark, flags and
-    // machine in this results directory are reused, so A/B across
-    // invocations lands in one case (numalab_runner::sizes).
-    let memo = (!cmd.is_command()).then(|| {
-        numalab_runner::sizes::key(
-            backend.kind(),
-            backend.machine(),
-            &format!("{:?}", cmd.spec()),
-        )
-    });
-    let recalled = match &memo {
-        Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k),
-        _ => None,
-    };
-    let reused = recalled.is_some();
-    let resolved = match recalled {
-        Some(x) => x,
-        None => cmd.spec().resolve(backend)?,
-    };
-    // A command's log lands beside its record whatever --cwd says.
-    let results = if cmd.is_command() {
-        std::path::absolute(&r.results)
-            .with_context(|| format!("results directory {}", r.results.display()))?
-    } else {
-        r.results.clone()
-    };
-    // The hooks run where the command does (--cwd), else here.
-    let mut config = r.configuration();
-    if let BenchCmd::Command { bench, .. } = cmd {
-        config.hook_dir = bench.cwd.clone();
-    }
-    let plan = Plan {
-        configs: vec![config],
-        cases: resolved.cases,
-        runs,
-        warmup: r.warmup,
-        interval: r.interval,
-        results,
-        notes: resolved.notes.clone(),
-        guard: Some(Guard::this_executable()),
-        wait: r.wait,
-        output: r.output(),
-        trace: r.trace,
-    };
+    let (sizes, resolved) = Sizes::choose(cmd, backend)?;
+    let plan = plan_of(cmd, runs, resolved.cases, &resolved.notes)?;
     numalab_runner::check(&plan, backend)?;
     if plan.output != Output::Quiet {
         say(&format!("on {}", backend.describe()));
@@ -470,47 +420,10 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         }
     }
     let out = numalab_runner::run(&plan, backend)?;
-    if let (Some(k), false, false) = (&memo, reused, out.records.is_empty()) {
-        let kept = numalab_bench::Resolved {
-            cases: plan.cases.clone(),
-            notes: resolved.notes.clone(),
-            warnings: Vec::new(),
-        };
-        if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept) {
-            say(&format!(
-                "warning: keeping the sizes for later invocations: {e}"
-            ));
-        }
-    }
+    sizes.keep(&plan, &resolved.notes, &out);
     let refs: Vec<&numalab_record::RunRecord> = out.records.iter().map(|(_, r)| r).collect();
     if !refs.is_empty() {
-        numalab_linux::outln!();
-        crate::print_stdout(&numalab_report::summary::invocation(&refs))?;
-        // numa_test's signature output, seed 000's per-task table: of the
-        // last run, or of every run with --verbose.
-        let tables: Vec<&&numalab_record::RunRecord> = refs
-            .iter()
-            .filter(|r| r.benchmark == "numa_test" && !r.tasks.is_empty())
-            .collect();
-        let shown = match plan.output {
-            Output::Quiet => &tables[..0],
-            Output::Verbose => &tables[..],
-            _ => &tables[tables.len().saturating_sub(1)..],
-        };
-        for r in shown {
-            numalab_linux::outln!();
-            numalab_linux::outln!(
-                "per task, run {} of {} ({}): % of running time per node",
-                r.repetition.index,
-                r.repetition.of,
-                r.params
-                    .get("tasks")
-                    .map(|t| format!("tasks={t}"))
-                    .unwrap_or_default()
-            );
-            crate::print_stdout(&numalab_report::show::task_table(r))?;
-        }
-        numalab_linux::outln!("records: {}", plan.results.display());
+        print_summary(&refs, &plan)?;
     }
     if out.interrupted {
         return Ok(ExitCode::from(130));
@@ -526,4 +439,142 @@ pub fn execute(cmd: &BenchCmd, backend: &mut dyn Backend) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses `run command` on a backend that cannot run a command, with
+/// the backend's reason.
+fn refuse_unsupported_command(backend: &dyn Backend) -> Result<()> {
+    if let Some(why) = backend.unsupported(&numalab_bench::Case::Command(
+        numalab_bench::command::Params {
+            name: String::new(),
+            argv: Vec::new(),
+            cwd: None,
+        },
+    )) {
+        bail!("{why}");
+    }
+    Ok(())
+}
+
+/// Where a benchmark's sizes came from: sizes an earlier invocation
+/// chose for the same benchmark, flags and machine in this results
+/// directory are reused, so A/B across invocations lands in one case
+/// (numalab_runner::sizes).
+struct Sizes {
+    /// The key the sizes are kept under (none for a command).
+    memo: Option<String>,
+    /// Whether they were recalled rather than chosen now.
+    reused: bool,
+}
+
+impl Sizes {
+    /// The sizes recalled for `cmd` on this machine (unless --resize), or
+    /// resolved on the backend's machine.
+    fn choose(cmd: &BenchCmd, backend: &dyn Backend) -> Result<(Sizes, numalab_bench::Resolved)> {
+        let r = cmd.runner();
+        let memo = (!cmd.is_command()).then(|| {
+            numalab_runner::sizes::key(
+                backend.kind(),
+                backend.machine(),
+                &format!("{:?}", cmd.spec()),
+            )
+        });
+        let recalled = match &memo {
+            Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k),
+            _ => None,
+        };
+        let reused = recalled.is_some();
+        let resolved = match recalled {
+            Some(x) => x,
+            None => cmd.spec().resolve(backend)?,
+        };
+        Ok((Sizes { memo, reused }, resolved))
+    }
+
+    /// Keeps sizes chosen now for later invocations, once a run was
+    /// recorded with them; a failure to write them is a warning.
+    fn keep(&self, plan: &Plan, notes: &[String], out: &numalab_runner::Outcome) {
+        if let (Some(k), false, false) = (&self.memo, self.reused, out.records.is_empty()) {
+            let kept = numalab_bench::Resolved {
+                cases: plan.cases.clone(),
+                notes: notes.to_vec(),
+                warnings: Vec::new(),
+            };
+            if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept) {
+                say(&format!(
+                    "warning: keeping the sizes for later invocations: {e}"
+                ));
+            }
+        }
+    }
+}
+
+/// The plan of one invocation: its one configuration, the resolved
+/// cases and the runner's flags.
+fn plan_of(
+    cmd: &BenchCmd,
+    runs: Runs,
+    cases: Vec<numalab_bench::Case>,
+    notes: &[String],
+) -> Result<Plan> {
+    let r = cmd.runner();
+    // A command's log lands beside its record whatever --cwd says.
+    let results = if cmd.is_command() {
+        std::path::absolute(&r.results)
+            .with_context(|| format!("results directory {}", r.results.display()))?
+    } else {
+        r.results.clone()
+    };
+    // The hooks run where the command does (--cwd), else here.
+    let mut config = r.configuration();
+    if let BenchCmd::Command { bench, .. } = cmd {
+        config.hook_dir = bench.cwd.clone();
+    }
+    Ok(Plan {
+        configs: vec![config],
+        cases,
+        runs,
+        warmup: r.warmup,
+        interval: r.interval,
+        results,
+        notes: notes.to_vec(),
+        guard: Some(Guard::this_executable()),
+        wait: r.wait,
+        output: r.output(),
+        trace: r.trace,
+    })
+}
+
+/// The invocation's summary on standard output, numa_test's per-task
+/// table (of the last run, or of every run with --verbose), and where the
+/// records are.
+fn print_summary(refs: &[&numalab_record::RunRecord], plan: &Plan) -> Result<()> {
+    numalab_linux::outln!();
+    crate::print_stdout(&numalab_report::summary::invocation(refs))?;
+    // numa_test's signature output, seed 000's per-task table: of the
+    // last run, or of every run with --verbose.
+    let tables: Vec<&&numalab_record::RunRecord> = refs
+        .iter()
+        .filter(|r| r.benchmark == "numa_test" && !r.tasks.is_empty())
+        .collect();
+    let shown = match plan.output {
+        Output::Quiet => &tables[..0],
+        Output::Verbose => &tables[..],
+        _ => &tables[tables.len().saturating_sub(1)..],
+    };
+    for r in shown {
+        numalab_linux::outln!();
+        numalab_linux::outln!(
+            "per task, run {} of {} ({}): % of running time per node",
+            r.repetition.index,
+            r.repetition.of,
+            r.params
+                .get("tasks")
+                .map(|t| format!("tasks={t}"))
+                .unwrap_or_default()
+        );
+        crate::print_stdout(&numalab_report::show::task_table(r))?;
+    }
+    numalab_linux::outln!("records: {}", plan.results.display());
+    Ok(())
 }
