@@ -49,58 +49,19 @@ enum Format {
 
 pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
     let all = studies();
-    let chosen: Vec<&Study> = if a.names.iter().any(|n| n == "all") {
-        all.iter().collect()
-    } else {
-        let mut v = Vec::new();
-        for n in &a.names {
-            match all.iter().find(|s| s.name == n) {
-                Some(s) if !v.iter().any(|x: &&Study| x.name == s.name) => v.push(s),
-                Some(_) => {}
-                None => bail!(
-                    "no study {n:?}: the studies are {}, or all",
-                    all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-                ),
-            }
-        }
-        v
-    };
+    let chosen = chosen_studies(&all, &a.names)?;
     std::fs::create_dir_all(&a.results)
         .with_context(|| format!("creating {}", a.results.display()))?;
     let root = std::path::absolute(&a.results).context("the results directory")?;
     let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
-    let mut verdicts: Vec<(&str, String, bool, bool)> = Vec::new();
+    let mut verdicts: Vec<Verdict> = Vec::new();
     let mut json: Vec<serde_json::Value> = Vec::new();
     let json_out = a.format == Format::Json;
     for s in &chosen {
         let runs = a.runs.unwrap_or(s.default_runs);
-        let dir = root.join(format!("{}-r{runs}", s.name));
-        // The fitted parameters first (each point a campaign of its own
-        // under DIR-fit/SPEC, apart from the study's records, which a
-        // report over DIR draws alone), then the study on the fitted
-        // machine.
-        let fit_dir = root.join(format!("{}-r{runs}-fit", s.name));
-        let Some(fitted) = fit_study(s, runs, &fit_dir, json_out, &interrupt)? else {
+        let Some((f, fitted, main)) = run_study(s, runs, &root, json_out, &interrupt)? else {
             return Ok(interrupted());
         };
-        let sets: Vec<(String, f64)> = fitted.iter().map(|f| (f.key.clone(), f.value)).collect();
-        let spec = numalab_reproduce::machine_spec(s.machine, &sets);
-        let main = if fitted.is_empty() {
-            dir.clone()
-        } else {
-            dir.join(dir_name(&spec))
-        };
-        let Some(records) = run_plan(
-            s,
-            &s.plan_text(runs, &main, &spec),
-            Output::Progress,
-            json_out,
-            &interrupt,
-        )?
-        else {
-            return Ok(interrupted());
-        };
-        let f = (s.evaluate)(&records).with_fits(&fitted);
         if json_out {
             let mut j = numalab_reproduce::to_json(s, runs, &f, &fitted);
             j["records"] = main.display().to_string().into();
@@ -114,27 +75,120 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
             verdicts.push((s.name, cl.text, cl.verdict.reproduced(), cl.quantitative));
         }
     }
-    let ok = verdicts.iter().filter(|v| v.2).count();
+    if a.format == Format::Json {
+        print_json(&verdicts, json, a.strict)
+    } else {
+        print_verdicts(&verdicts, a.strict)
+    }
+}
+
+/// A claim's verdict: (study, claim, reproduced, quantitative: on the
+/// seed's numbers rather than a qualitative finding).
+type Verdict<'a> = (&'a str, String, bool, bool);
+
+/// The studies named (each once, in the order given), or all of them;
+/// an unknown name is refused with the list.
+fn chosen_studies<'a>(all: &'a [Study], names: &[String]) -> Result<Vec<&'a Study>> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(all.iter().collect());
+    }
+    let mut v = Vec::new();
+    for n in names {
+        match all.iter().find(|s| s.name == n) {
+            Some(s) if !v.iter().any(|x: &&Study| x.name == s.name) => v.push(s),
+            Some(_) => {}
+            None => bail!(
+                "no study {n:?}: the studies are {}, or all",
+                all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+    Ok(v)
+}
+
+/// One study with `runs` repetitions under `root`: its fitted parameters
+/// first (each point a campaign of its own under DIR-fit/SPEC, apart from
+/// the study's records, which a report over DIR draws alone), then the
+/// study on the fitted machine. Its findings, the fits and the directory
+/// of its records; `None` when interrupted.
+fn run_study(
+    s: &Study,
+    runs: u32,
+    root: &Path,
+    json_out: bool,
+    interrupt: &Interrupt,
+) -> Result<
+    Option<(
+        numalab_reproduce::Findings,
+        Vec<numalab_reproduce::Fitted>,
+        PathBuf,
+    )>,
+> {
+    let dir = root.join(format!("{}-r{runs}", s.name));
+    let fit_dir = root.join(format!("{}-r{runs}-fit", s.name));
+    let Some(fitted) = fit_study(s, runs, &fit_dir, json_out, interrupt)? else {
+        return Ok(None);
+    };
+    let sets: Vec<(String, f64)> = fitted.iter().map(|f| (f.key.clone(), f.value)).collect();
+    let spec = numalab_reproduce::machine_spec(s.machine, &sets);
+    let main = if fitted.is_empty() {
+        dir.clone()
+    } else {
+        dir.join(dir_name(&spec))
+    };
+    let Some(records) = run_plan(
+        s,
+        &s.plan_text(runs, &main, &spec),
+        Output::Progress,
+        json_out,
+        interrupt,
+    )?
+    else {
+        return Ok(None);
+    };
+    let f = (s.evaluate)(&records).with_fits(&fitted);
+    Ok(Some((f, fitted, main)))
+}
+
+/// The claims reproduced of all: (reproduced, claims) of the qualitative
+/// findings, then of the studies' numbers.
+fn tally(verdicts: &[Verdict]) -> ((usize, usize), (usize, usize)) {
     let count = |numbers: bool| {
         let of: Vec<_> = verdicts.iter().filter(|v| v.3 == numbers).collect();
         (of.iter().filter(|v| v.2).count(), of.len())
     };
-    let ((q_ok, q_all), (n_ok, n_all)) = (count(false), count(true));
-    if a.format == Format::Json {
-        let out = serde_json::json!({
-            "claims": verdicts.len(),
-            "reproduced": ok,
-            "qualitative": { "claims": q_all, "reproduced": q_ok },
-            "numbers": { "claims": n_all, "reproduced": n_ok },
-            "studies": json,
-        });
-        crate::print_stdout(&(serde_json::to_string_pretty(&out)? + "\n"))?;
-        return Ok(if a.strict && ok < verdicts.len() {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        });
-    }
+    (count(false), count(true))
+}
+
+/// The JSON document: the counts of claims and reproduced ones, and every
+/// study's; with `strict`, status 1 when a claim does not reproduce.
+fn print_json(
+    verdicts: &[Verdict],
+    json: Vec<serde_json::Value>,
+    strict: bool,
+) -> Result<ExitCode> {
+    let ok = verdicts.iter().filter(|v| v.2).count();
+    let ((q_ok, q_all), (n_ok, n_all)) = tally(verdicts);
+    let out = serde_json::json!({
+        "claims": verdicts.len(),
+        "reproduced": ok,
+        "qualitative": { "claims": q_all, "reproduced": q_ok },
+        "numbers": { "claims": n_all, "reproduced": n_ok },
+        "studies": json,
+    });
+    crate::print_stdout(&(serde_json::to_string_pretty(&out)? + "\n"))?;
+    Ok(if strict && ok < verdicts.len() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The table of verdicts, a claim a line; with `strict`, status 1 (and a
+/// line saying why) when a claim does not reproduce.
+fn print_verdicts(verdicts: &[Verdict], strict: bool) -> Result<ExitCode> {
+    let ok = verdicts.iter().filter(|v| v.2).count();
+    let ((q_ok, q_all), (n_ok, n_all)) = tally(verdicts);
     let mut t = Table::new(
         format!(
             "Verdicts: {q_ok} of {q_all} findings reproduced, and the numbers of {n_ok} of {n_all} studies"
@@ -145,7 +199,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
             Column::left("verdict"),
         ],
     );
-    for (study, text, good, _) in &verdicts {
+    for (study, text, good, _) in verdicts {
         let short: String = if text.chars().count() > 36 {
             text.chars().take(35).collect::<String>() + "~"
         } else {
@@ -164,7 +218,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode> {
     }
     numalab_linux::outln!();
     crate::print_stdout(&t.to_text())?;
-    if a.strict && ok < verdicts.len() {
+    if strict && ok < verdicts.len() {
         numalab_linux::errln!(
             "numalab: {} claim(s) not reproduced (--strict)",
             verdicts.len() - ok
