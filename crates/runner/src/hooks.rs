@@ -546,15 +546,14 @@ impl Service {
 fn stop_plain(child: &mut std::process::Child, grace: Duration) {
     let pid = child.id() as i32;
     if matches!(child.try_wait(), Ok(None)) {
-        // SAFETY: kill of the service's own process group, unreaped.
-        unsafe { libc::kill(-pid, libc::SIGTERM) };
+        // The service's own process group, unreaped.
+        numalab_linux::child::signal(-pid, libc::SIGTERM);
         let deadline = std::time::Instant::now() + grace;
         while std::time::Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(5));
         }
         if matches!(child.try_wait(), Ok(None)) {
-            // SAFETY: as above.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            numalab_linux::child::signal(-pid, libc::SIGKILL);
         }
     }
     let _ = child.wait();
@@ -650,8 +649,8 @@ fn unsupervised(
     let pid = child.id() as i32;
     loop {
         if interrupt.is_set() {
-            // SAFETY: kill of the hook's own process group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            // The hook's own process group.
+            numalab_linux::child::signal(-pid, libc::SIGKILL);
             let _ = child.wait();
             return Err(HookError::Interrupted { which });
         }

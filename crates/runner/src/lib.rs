@@ -50,6 +50,7 @@
 //!   polls: it kills and reaps every task and returns; the runner keeps
 //!   every finished record, restores the settings, says how many runs were
 //!   kept and reports [`Outcome::interrupted`].
+#![forbid(unsafe_code)]
 
 pub mod backend;
 pub mod hooks;
