@@ -30,6 +30,7 @@
 //!   last line, with the counters a program keeps (`nest`: the placements
 //!   each step of its policy made). The runner starts it, and any other scheduler
 //!   (`--scx-exec`), the same way: numalab-linux's `sched_ext` module.
+#![deny(unsafe_code)]
 
 use numalab_linux::sched_ext::Scx;
 use numalab_sim::params::{Params, PolicySpec};

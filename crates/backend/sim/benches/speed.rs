@@ -13,6 +13,7 @@
 //!
 //! The machine this runs on is shared, so wall times are noisy; CPU time
 //! (CLOCK_PROCESS_CPUTIME_ID around the run) is printed beside them.
+#![forbid(unsafe_code)]
 
 use numalab_bench::autonuma::{Kind, Params as AutoParams, Placement};
 use numalab_bench::numa_test::{Disturb, Params as NumaTestParams};
@@ -33,13 +34,7 @@ fn numa01(ncpus: u32) -> Case {
 use std::time::Instant;
 
 fn cpu_time() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    numalab_linux::clock::process_cpu().as_secs_f64()
 }
 
 /// Best wall and CPU seconds of `reps` runs, and the simulated seconds.
