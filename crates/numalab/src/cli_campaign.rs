@@ -128,6 +128,9 @@ fn run_plan(a: RunArgs) -> Result<ExitCode> {
     run_plan_with(a, true)
 }
 
+/// `campaign run`: checks the plan and its results directory, holds it,
+/// pins the sizes, then submits the cells not done to Slurm or runs them
+/// here; with `summarise`, the campaign's tables after.
 fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
     let out = output(a.quiet, a.verbose);
     let plan = plan::load(&a.plan)?;
@@ -158,62 +161,87 @@ fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
         }
     }
     let scan = c.scan()?;
-    let n = Counts::of(&c, &scan);
-    let mut todo = local::not_done(&c, &scan);
-    let total = c.cells.len();
+    let todo = local::not_done(&c, &scan);
     if a.executor == Executor::Slurm {
-        let view = slurm::view(&c.plan.results)?;
-        let queued: BTreeSet<usize> = todo
-            .iter()
-            .copied()
-            .filter(|&i| {
-                view.cells
-                    .get(&c.cells[i].key)
-                    .is_some_and(|(_, s)| s.is_queued())
-            })
-            .collect();
-        todo = todo.difference(&queued).copied().collect();
-        say(&format!(
-            "campaign {}: {total} cells: {} done, {} failed, {} queued in Slurm, {} to submit",
-            c.plan.name,
-            n.done,
-            n.failed,
-            queued.len(),
-            todo.len()
-        ));
-        if todo.is_empty() {
-            return Ok(ExitCode::SUCCESS);
-        }
-        let exe = match a.numalab {
-            Some(p) => p,
-            None => std::env::current_exe().context("locating the numalab executable")?,
-        };
-        let opts = SubmitOptions {
-            partition: a.partition,
-            nodes_per_config: a.nodes_per_config,
-            numalab: std::path::absolute(&exe).context("the numalab path")?,
-        };
-        for s in slurm::submit(&c, &todo, &opts)? {
-            numalab_linux::outln!(
-                "submitted job array {} ({:?}): {} cell(s), tasks 0-{}",
-                s.job_id,
-                s.config,
-                s.cells.len(),
-                s.cells.len() - 1
-            );
-        }
-        numalab_linux::outln!(
-            "progress: numalab campaign status {}",
-            numalab_linux::shell::quote(&a.plan.to_string_lossy())
-        );
-        return Ok(ExitCode::SUCCESS);
+        return submit_to_slurm(&c, &scan, todo, a);
     }
     let (scan, interrupted) = run_here(&c, scan, &todo, out, &interrupt)?;
-    let after = Counts::of(&c, &scan);
+    finish_here(&c, &scan, interrupted, summarise, &a.plan)
+}
+
+/// Submits the cells `todo` not already queued in Slurm as job arrays,
+/// saying how many cells are in which state first.
+fn submit_to_slurm(
+    c: &Campaign,
+    scan: &numalab_campaign::state::Scan,
+    todo: BTreeSet<usize>,
+    a: RunArgs,
+) -> Result<ExitCode> {
+    let n = Counts::of(c, scan);
+    let total = c.cells.len();
+    let view = slurm::view(&c.plan.results)?;
+    let queued: BTreeSet<usize> = todo
+        .iter()
+        .copied()
+        .filter(|&i| {
+            view.cells
+                .get(&c.cells[i].key)
+                .is_some_and(|(_, s)| s.is_queued())
+        })
+        .collect();
+    let todo: BTreeSet<usize> = todo.difference(&queued).copied().collect();
+    say(&format!(
+        "campaign {}: {total} cells: {} done, {} failed, {} queued in Slurm, {} to submit",
+        c.plan.name,
+        n.done,
+        n.failed,
+        queued.len(),
+        todo.len()
+    ));
+    if todo.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let exe = match a.numalab {
+        Some(p) => p,
+        None => std::env::current_exe().context("locating the numalab executable")?,
+    };
+    let opts = SubmitOptions {
+        partition: a.partition,
+        nodes_per_config: a.nodes_per_config,
+        numalab: std::path::absolute(&exe).context("the numalab path")?,
+    };
+    for s in slurm::submit(c, &todo, &opts)? {
+        numalab_linux::outln!(
+            "submitted job array {} ({:?}): {} cell(s), tasks 0-{}",
+            s.job_id,
+            s.config,
+            s.cells.len(),
+            s.cells.len() - 1
+        );
+    }
+    numalab_linux::outln!(
+        "progress: numalab campaign status {}",
+        numalab_linux::shell::quote(&a.plan.to_string_lossy())
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After the cells ran here: the campaign's tables (with `summarise`),
+/// its counts, and the status: 130 when interrupted, an error when cells
+/// failed.
+fn finish_here(
+    c: &Campaign,
+    scan: &numalab_campaign::state::Scan,
+    interrupted: bool,
+    summarise: bool,
+    plan_path: &std::path::Path,
+) -> Result<ExitCode> {
+    let total = c.cells.len();
+    let after = Counts::of(c, scan);
     let records: Vec<&numalab_record::RunRecord> = scan.records.iter().map(|(_, r)| r).collect();
     if !records.is_empty() && summarise {
         numalab_linux::outln!();
-        crate::print_stdout(&summary(&c, &scan)?)?;
+        crate::print_stdout(&summary(c, scan)?)?;
         numalab_linux::outln!("records: {}", c.plan.results.display());
     }
     numalab_linux::outln!(
@@ -234,7 +262,7 @@ fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
         bail!(
             "{} cell(s) failed (numalab campaign status {} names them); running the plan again retries them",
             after.failed,
-            a.plan.display()
+            plan_path.display()
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -352,82 +380,19 @@ fn load_pinned(path: &std::path::Path) -> Result<Option<Campaign>> {
 
 fn status(a: StatusArgs) -> Result<ExitCode> {
     let Some(c) = load_pinned(&a.plan)? else {
-        let plan = plan::load(&a.plan)?;
-        let line = format!(
-            "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) under {} configuration(s), {} pair(s), x {} run(s)",
-            plan.name,
-            plan.results.display(),
-            plan.benchmarks.len(),
-            plan.configs.len(),
-            plan.benchmarks
-                .iter()
-                .map(|b| plan.configs.iter().filter(|c| b.runs_under(&c.label)).count())
-                .sum::<usize>(),
-            plan.runs
-        );
-        crate::print_stdout(&(numalab_report::table::wrap(&line, 80).join("\n") + "\n"))?;
-        return Ok(ExitCode::SUCCESS);
+        return not_started(&a.plan);
     };
     let scan = c.scan()?;
-    let view = if slurm::submissions(&c.plan.results)?.is_empty() {
-        None
-    } else {
-        match slurm::view(&c.plan.results) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                numalab_linux::errln!("numalab: warning: {e}");
-                None
-            }
-        }
-    };
+    let view = slurm_view(&c)?;
     for u in &scan.unreadable {
         numalab_linux::errln!("numalab: warning: {u}");
     }
     let mut text = String::new();
-    let (mut done, mut failed, mut queued, mut missing) = (0, 0, 0, 0);
+    let mut n = Tally::default();
     for i in c.order() {
         let cell = &c.cells[i];
         let slurm_state = view.as_ref().and_then(|v| v.cells.get(&cell.key));
-        let (word, more) = match scan.state(&cell.key) {
-            CellState::Done(_) => {
-                done += 1;
-                ("done", String::new())
-            }
-            CellState::Failed(why) => {
-                failed += 1;
-                ("failed", why)
-            }
-            CellState::Missing => match slurm_state {
-                Some((task, TaskState::Queued { state, reason })) => {
-                    queued += 1;
-                    let r = if reason.is_empty() || reason == "None" {
-                        String::new()
-                    } else {
-                        format!(" ({reason})")
-                    };
-                    (
-                        if state == "RUNNING" {
-                            "running"
-                        } else {
-                            "pending"
-                        },
-                        format!("slurm {task} {state}{r}"),
-                    )
-                }
-                Some((task, TaskState::Ended(state))) => {
-                    failed += 1;
-                    ("failed", format!("slurm {task} {state}, no record"))
-                }
-                Some((task, TaskState::Unknown)) => {
-                    missing += 1;
-                    ("missing", format!("slurm {task}: no longer known"))
-                }
-                None => {
-                    missing += 1;
-                    ("missing", String::new())
-                }
-            },
-        };
+        let (word, more) = n.cell(scan.state(&cell.key), slurm_state);
         if a.cells || word != "done" {
             let line = format!("{:<8} {}  {}", word, cell.key, c.cell_title(cell));
             let line = if more.is_empty() {
@@ -443,14 +408,111 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
     }
     let total = c.cells.len();
     text.push_str(&format!(
-        "campaign {}: {done} of {total} done, {failed} failed, {queued} queued, {missing} missing\n",
-        c.plan.name
+        "campaign {}: {} of {total} done, {} failed, {} queued, {} missing\n",
+        c.plan.name, n.done, n.failed, n.queued, n.missing
     ));
     if let Some(v) = &view {
         text.push_str(&format!("slurm: ended tasks from {}\n", v.accounting));
     }
     crate::print_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The status of a plan nothing has run of yet (no pinned sizes): what it
+/// would run.
+fn not_started(path: &std::path::Path) -> Result<ExitCode> {
+    let plan = plan::load(path)?;
+    let line = format!(
+        "campaign {}: nothing has run yet (no pinned sizes in {}); {} benchmark(s) under {} configuration(s), {} pair(s), x {} run(s)",
+        plan.name,
+        plan.results.display(),
+        plan.benchmarks.len(),
+        plan.configs.len(),
+        plan.benchmarks
+            .iter()
+            .map(|b| plan.configs.iter().filter(|c| b.runs_under(&c.label)).count())
+            .sum::<usize>(),
+        plan.runs
+    );
+    crate::print_stdout(&(numalab_report::table::wrap(&line, 80).join("\n") + "\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Slurm's view of the campaign's cells when it was ever submitted there;
+/// a view that cannot be had is a warning and no view.
+fn slurm_view(c: &Campaign) -> Result<Option<slurm::View>> {
+    Ok(if slurm::submissions(&c.plan.results)?.is_empty() {
+        None
+    } else {
+        match slurm::view(&c.plan.results) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                numalab_linux::errln!("numalab: warning: {e}");
+                None
+            }
+        }
+    })
+}
+
+/// The cells of a status by what became of them.
+#[derive(Default)]
+struct Tally {
+    done: usize,
+    failed: usize,
+    queued: usize,
+    missing: usize,
+}
+
+impl Tally {
+    /// A cell's word (done, failed, pending, running, missing) and what
+    /// more there is to say, from its records and Slurm's state of its
+    /// task; counted.
+    fn cell(
+        &mut self,
+        state: CellState,
+        slurm_state: Option<&(String, TaskState)>,
+    ) -> (&'static str, String) {
+        match state {
+            CellState::Done(_) => {
+                self.done += 1;
+                ("done", String::new())
+            }
+            CellState::Failed(why) => {
+                self.failed += 1;
+                ("failed", why)
+            }
+            CellState::Missing => match slurm_state {
+                Some((task, TaskState::Queued { state, reason })) => {
+                    self.queued += 1;
+                    let r = if reason.is_empty() || reason == "None" {
+                        String::new()
+                    } else {
+                        format!(" ({reason})")
+                    };
+                    (
+                        if state == "RUNNING" {
+                            "running"
+                        } else {
+                            "pending"
+                        },
+                        format!("slurm {task} {state}{r}"),
+                    )
+                }
+                Some((task, TaskState::Ended(state))) => {
+                    self.failed += 1;
+                    ("failed", format!("slurm {task} {state}, no record"))
+                }
+                Some((task, TaskState::Unknown)) => {
+                    self.missing += 1;
+                    ("missing", format!("slurm {task}: no longer known"))
+                }
+                None => {
+                    self.missing += 1;
+                    ("missing", String::new())
+                }
+            },
+        }
+    }
 }
 
 fn run_cell(a: CellArgs) -> Result<ExitCode> {
