@@ -10,10 +10,8 @@
 use crate::channel::{encode, sanitize_name, Kind};
 use crate::job::{sysctl_path, Job, GUEST_EXE, JOB_PATH};
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -61,8 +59,7 @@ impl Channel {
     /// Wait until the UART has sent everything.
     fn drain(&self) {
         let f = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: tcdrain on an open tty fd.
-        unsafe { libc::tcdrain(f.as_raw_fd()) };
+        let _ = numalab_linux::tty::drain(&*f);
     }
 }
 
@@ -75,21 +72,7 @@ impl crate::agent::Sender for Channel {
 /// No line discipline processing: bytes go out as written (no `\n` to
 /// `\r\n`, no echo, 8 bits).
 fn raw_mode(f: &File) -> std::io::Result<()> {
-    let fd = f.as_raw_fd();
-    // SAFETY: termios calls on an open tty fd with a zeroed struct that
-    // tcgetattr fills in.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        libc::cfmakeraw(&mut t);
-        libc::cfsetspeed(&mut t, libc::B115200);
-        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    numalab_linux::tty::make_raw(f)
 }
 
 fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
@@ -104,46 +87,25 @@ fn mount_with(
     data: &str,
 ) -> Result<(), String> {
     let _ = fs::create_dir_all(target);
-    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?}: a NUL byte in a mount argument"));
-    let (s, t, f, d) = (c(source)?, c(target)?, c(fstype)?, c(data)?);
-    let data_ptr = if data.is_empty() {
-        std::ptr::null()
-    } else {
-        d.as_ptr() as *const libc::c_void
-    };
-    // SAFETY: mount(2) with valid C strings (or a null data pointer).
-    let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, data_ptr) };
-    if r != 0 {
+    numalab_linux::fs::mount(source, target, fstype, flags, data).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput && e.raw_os_error().is_none() {
+            return e.to_string();
+        }
         let what = if fstype.is_empty() { source } else { fstype };
-        return Err(format!(
-            "mounting {what} on {target}: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+        format!("mounting {what} on {target}: {e}")
+    })
 }
 
 /// Load a kernel module from a file with `finit_module(2)`; one already
 /// loaded is fine.
 fn load_module(path: &str) -> Result<(), String> {
     let f = File::open(path).map_err(|e| format!("module {path}: {e}"))?;
-    let params = CString::default();
-    // SAFETY: finit_module on an open fd with an empty parameter string.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_finit_module,
-            f.as_raw_fd(),
-            params.as_ptr(),
-            0 as libc::c_int,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(format!("loading module {path}: {e}"));
+    match numalab_linux::system::load_module(&f) {
+        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => {
+            Err(format!("loading module {path}: {e}"))
         }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Where the new root is assembled before PID 1 switches into it.
@@ -215,12 +177,7 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
         "",
     )?;
     let chroot = |p: &str| -> Result<(), String> {
-        let c = CString::new(p).map_err(|e| e.to_string())?;
-        // SAFETY: chroot(2) with a valid C string.
-        if unsafe { libc::chroot(c.as_ptr()) } != 0 {
-            return Err(format!("chroot {p}: {}", std::io::Error::last_os_error()));
-        }
-        Ok(())
+        numalab_linux::fs::chroot(Path::new(p)).map_err(|e| format!("chroot {p}: {e}"))
     };
     std::env::set_current_dir(NEWROOT).map_err(|e| format!("{NEWROOT}: {e}"))?;
     mount_with(".", "/", "", libc::MS_MOVE, "")?;
@@ -236,21 +193,17 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
 }
 
 fn power_off() -> ! {
-    // SAFETY: sync and reboot take no pointers; as PID 1 in a guest this
-    // is the intended end. If reboot fails, exiting PID 1 panics the
-    // kernel, which panic=-1 and -no-reboot also turn into QEMU exiting.
-    unsafe {
-        libc::sync();
-        libc::reboot(libc::RB_POWER_OFF);
-    }
+    // As PID 1 in a guest this is the intended end. If reboot fails,
+    // exiting PID 1 panics the kernel, which panic=-1 and -no-reboot also
+    // turn into QEMU exiting.
+    let _ = numalab_linux::system::sync_and_power_off();
     std::process::exit(1)
 }
 
 /// Entry point of `numalab guest-init`. Refuses to run anywhere but as
 /// PID 1 with a job file: on a host it would power the machine off.
 pub fn init_main() -> Result<std::convert::Infallible, String> {
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } != 1 || !Path::new(JOB_PATH).exists() {
+    if std::process::id() != 1 || !Path::new(JOB_PATH).exists() {
         return Err("guest-init is the PID 1 of a `numalab vm` guest and runs nowhere else".into());
     }
     let channel = match setup() {
@@ -387,21 +340,13 @@ const CONSOLE_TTY: &str = "/dev/ttyS0";
 /// its own with the console as its controlling terminal, sized like the
 /// host's terminal; its exit status.
 fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, String> {
-    use std::os::unix::process::CommandExt;
     let tty = OpenOptions::new()
         .read(true)
         .write(true)
         .open(CONSOLE_TTY)
         .map_err(|e| format!("{CONSOLE_TTY}: {e}"))?;
     if sh.rows > 0 && sh.cols > 0 {
-        let ws = libc::winsize {
-            ws_row: sh.rows,
-            ws_col: sh.cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCSWINSZ with a winsize we own, on an open tty.
-        unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+        let _ = numalab_linux::tty::set_window_size(&tty, sh.rows, sh.cols);
     }
     let shell = ["/bin/bash", "/bin/sh"]
         .into_iter()
@@ -416,15 +361,7 @@ fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, String>
         .stdin(io(&tty)?)
         .stdout(io(&tty)?)
         .stderr(io(&tty)?);
-    // SAFETY: setsid and ioctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 1) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    numalab_linux::tty::own_session_on_stdin(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("--shell: starting {shell}: {e}"))?;

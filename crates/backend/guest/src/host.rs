@@ -105,13 +105,11 @@ fn failed(m: impl Into<String>) -> VmError {
 /// The host's terminal for `--shell`: `TERM` and the size of standard
 /// output's terminal (0x0 when it is not one).
 fn host_terminal() -> job::Shell {
-    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    let (rows, cols) = numalab_linux::tty::window_size(std::io::stdout()).unwrap_or((0, 0));
     job::Shell {
         term: std::env::var("TERM").unwrap_or_else(|_| "vt100".into()),
-        rows: if ok { ws.ws_row } else { 0 },
-        cols: if ok { ws.ws_col } else { 0 },
+        rows,
+        cols,
     }
 }
 
@@ -438,10 +436,7 @@ pub(crate) fn check_results_dir(dir: &Path) -> Result<(), String> {
             a
         };
         if a.exists() {
-            let c = std::ffi::CString::new(a.as_os_str().as_encoded_bytes())
-                .map_err(|e| e.to_string())?;
-            // SAFETY: access(2) on a path string we own.
-            let ok = a.is_dir() && unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+            let ok = a.is_dir() && numalab_linux::fs::writable(a);
             if !ok {
                 return Err(format!(
                     "results directory {}: cannot be created in {} ({})",

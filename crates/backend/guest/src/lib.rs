@@ -178,6 +178,7 @@
 //! to it except for `--share` directories; records travel at serial-port
 //! speed (a few MB/s under TCG), which is ample for records but not for
 //! bulk data.
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod backend;

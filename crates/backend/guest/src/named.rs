@@ -483,8 +483,7 @@ pub fn check_root(root: &Path) -> Result<(), String> {
         Err(e) => return Err(format!("{}: {e}", root.display())),
     }
     let m = fs::symlink_metadata(root).map_err(|e| format!("{}: {e}", root.display()))?;
-    // SAFETY: geteuid takes nothing and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = numalab_linux::process::euid();
     if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
         return Err(format!(
             "{}: not a directory of this user's that only it may write (a link, another owner, or group/other write); refusing it as numalab's kernel cache",
@@ -905,16 +904,8 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
     // power cut after the rename must not leave a complete-looking entry
     // of empty files): one syncfs for the filesystem holding it.
     {
-        use std::os::fd::AsRawFd;
         let d = fs::File::open(tree).map_err(|e| format!("{}: {e}", tree.display()))?;
-        // SAFETY: syncfs on a descriptor we own.
-        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-            return Err(format!(
-                "syncfs {}: {}",
-                tree.display(),
-                std::io::Error::last_os_error()
-            ));
-        }
+        numalab_linux::fd::syncfs(&d).map_err(|e| format!("syncfs {}: {e}", tree.display()))?;
     }
     let marker = Marker {
         name: k.name.to_string(),

@@ -12,6 +12,7 @@
 //! `from` to begin with, when it could not run on `to`, or when it did no
 //! passes over the memory, and it records what it saw either way.
 
+use numalab_linux::mmap::Mapping;
 use numalab_linux::{numa, procfs};
 use numalab_record::{
     Better, Metric, Outcome, ProcessInfo, Repetition, RunRecord, Sample, Series, TaskRecord,
@@ -52,69 +53,19 @@ pub struct MigrateResult {
     pub failure: Option<String>,
 }
 
-struct Region {
-    ptr: *mut u8,
-    len: usize,
+/// An anonymous mapping of `len` bytes in base pages only, so page
+/// counts mean what they say (best effort: a kernel without THP has
+/// nothing to turn off).
+fn region(len: usize) -> Result<Mapping, String> {
+    let m = Mapping::new(len).map_err(|e| format!("mmap of {len} bytes: {e}"))?;
+    let _ = m.no_huge_pages();
+    Ok(m)
 }
 
-impl Region {
-    fn new(len: usize) -> Result<Region, String> {
-        // SAFETY: anonymous private mapping; checked for MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(format!(
-                "mmap of {len} bytes: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        // Base pages only, so page counts mean what they say. Best effort:
-        // a kernel without THP has nothing to turn off.
-        // SAFETY: advice on our own mapping.
-        unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) };
-        Ok(Region {
-            ptr: ptr as *mut u8,
-            len,
-        })
-    }
-
-    /// Write one word in every 512 bytes: every page is touched several
-    /// times per pass, which is what hinting faults need to see.
-    fn pass(&self, value: u64) {
-        let words = self.ptr as *mut u64;
-        let step = 512 / 8;
-        let n = self.len / 8;
-        let mut i = 0;
-        while i < n {
-            // SAFETY: i < len/8, inside our mapping; volatile so the
-            // writes are not optimised away.
-            unsafe { std::ptr::write_volatile(words.add(i), value ^ i as u64) };
-            i += step;
-        }
-    }
-
-    fn pages(&self) -> Vec<*const u8> {
-        let ps = numa::page_size();
-        (0..self.len)
-            .step_by(ps)
-            .map(|o| self.ptr.wrapping_add(o) as *const u8)
-            .collect()
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
+/// Write one word in every 512 bytes: every page is touched several
+/// times per pass, which is what hinting faults need to see.
+fn pass(region: &mut Mapping, value: u64) {
+    region.write_words(512 / 8, |i| value ^ i as u64);
 }
 
 /// Pages on each node id.
@@ -164,7 +115,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     let t0 = Instant::now();
     let mut failure: Option<String> = None;
 
-    let (region, pages, touch_s) = first_touch(p, &from_cpus, t0)?;
+    let (mut region, pages, touch_s) = first_touch(p, &from_cpus, t0)?;
     let start_place = placement(&pages)?;
     let n_pages = pages.len() as u64;
     let on_from_start = start_place.get(&(p.from as i32)).copied().unwrap_or(0);
@@ -183,7 +134,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
         failure = Some(format!("pinned to node {} but running on CPU {cpu}", p.to));
     }
     let (passes, samples, worked_s) =
-        work_from(p, &machine, &region, &pages, n_pages, touch_s, &base)?;
+        work_from(p, &machine, &mut region, &pages, n_pages, touch_s, &base)?;
     let end_place = placement(&pages)?;
     let now = vmstat();
     let m = Measured {
@@ -239,18 +190,15 @@ fn first_touch(
     p: &MigrateParams,
     from_cpus: &[u32],
     t0: Instant,
-) -> Result<(Region, Vec<*const u8>, f64), String> {
+) -> Result<(Mapping, Vec<*const u8>, f64), String> {
     numa::set_affinity(0, from_cpus).map_err(|e| format!("pinning to node {}: {e}", p.from))?;
     numa::set_mempolicy(numa::MPOL_BIND, &[p.from])
         .map_err(|e| format!("binding memory to node {}: {e}", p.from))?;
-    let region = Region::new((p.mib as usize) << 20)?;
-    region.pass(1);
+    let mut region = region((p.mib as usize) << 20)?;
+    pass(&mut region, 1);
     // Touch every page even if a page is larger than the pass stride.
-    let pages = region.pages();
-    for &pg in &pages {
-        // SAFETY: each page address is inside the mapping.
-        unsafe { std::ptr::write_volatile(pg as *mut u8, 1) };
-    }
+    let pages = region.page_addrs(numa::page_size());
+    region.touch(numa::page_size(), 1);
     numa::set_mempolicy(numa::MPOL_DEFAULT, &[])
         .map_err(|e| format!("resetting the memory policy: {e}"))?;
     let touch_s = t0.elapsed().as_secs_f64();
@@ -263,7 +211,7 @@ fn first_touch(
 fn work_from(
     p: &MigrateParams,
     machine: &MachineInfo,
-    region: &Region,
+    region: &mut Mapping,
     pages: &[*const u8],
     n_pages: u64,
     touch_s: f64,
@@ -291,7 +239,7 @@ fn work_from(
         ..Default::default()
     };
     loop {
-        region.pass(passes + 2);
+        pass(region, passes + 2);
         passes += 1;
         let el = work_start.elapsed();
         if el >= next_sample || el >= limit {

@@ -145,44 +145,22 @@ pub fn kvm_status(cpuinfo: &str, dev: &Path) -> Result<(), String> {
     if !has("vmx") && !has("svm") {
         return Err("the CPU shows no vmx/svm flag (no hardware virtualisation here; nested KVM would hang or fail)".into());
     }
-    let c =
-        std::ffi::CString::new(dev.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-    // SAFETY: plain open(2) of a path we own the string of.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-    if fd < 0 {
+    let kvm = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dev)
+        .map_err(|e| format!("{}: {e}", dev.display()))?;
+    let version = numalab_linux::kvm::api_version(&kvm).unwrap_or(-1);
+    if version != 12 {
         return Err(format!(
-            "{}: {}",
-            dev.display(),
-            std::io::Error::last_os_error()
+            "{}: KVM API version {version}, expected 12",
+            dev.display()
         ));
     }
-    const KVM_GET_API_VERSION: libc::c_ulong = 0xAE00;
-    const KVM_CREATE_VM: libc::c_ulong = 0xAE01;
-    // SAFETY: ioctls on the fd we just opened, with integer arguments.
-    let result = unsafe {
-        let version = libc::ioctl(fd, KVM_GET_API_VERSION as _, 0);
-        if version != 12 {
-            Err(format!(
-                "{}: KVM API version {version}, expected 12",
-                dev.display()
-            ))
-        } else {
-            let vm = libc::ioctl(fd, KVM_CREATE_VM as _, 0);
-            if vm < 0 {
-                Err(format!(
-                    "{}: KVM_CREATE_VM failed: {}",
-                    dev.display(),
-                    std::io::Error::last_os_error()
-                ))
-            } else {
-                libc::close(vm);
-                Ok(())
-            }
-        }
-    };
-    // SAFETY: closing our own fd.
-    unsafe { libc::close(fd) };
-    result
+    // The VM is closed again at once: it only had to be possible.
+    numalab_linux::kvm::create_vm(&kvm)
+        .map(drop)
+        .map_err(|e| format!("{}: KVM_CREATE_VM failed: {e}", dev.display()))
 }
 
 /// Choose the accelerator. Returns it and a sentence saying why.

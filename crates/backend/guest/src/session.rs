@@ -439,14 +439,11 @@ pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
         else {
             continue;
         };
-        // SAFETY: kill with signal 0 only checks that the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let gone = numalab_linux::process::gone(pid);
         // Only a directory of ours: another user's is not ours to remove.
         let ours = e.metadata().is_ok_and(|m| {
             use std::os::unix::fs::MetadataExt;
-            // SAFETY: geteuid takes nothing and cannot fail.
-            m.is_dir() && m.uid() == unsafe { libc::geteuid() }
+            m.is_dir() && m.uid() == numalab_linux::process::euid()
         });
         if gone && ours && fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
@@ -924,26 +921,13 @@ pub(crate) fn describe_status(s: ExitStatus) -> String {
 /// from the thread that waits), and its own process group so a terminal
 /// Ctrl-C reaches only numalab, which then stops it in order.
 fn spawn_qemu(cmd: &mut Command, own_group: bool) -> std::io::Result<Child> {
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before prctl took effect.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            // Not with the console on the terminal: a background group
-            // reading from it would be stopped (SIGTTIN). QEMU puts the
-            // terminal in raw mode, so Ctrl-C goes to the guest anyway.
-            if own_group {
-                libc::setpgid(0, 0);
-            }
-            Ok(())
-        });
+    // SIGKILL when numalab dies, even between the fork and here.
+    numalab_linux::child::die_with_parent(cmd);
+    // Not with the console on the terminal: a background group reading
+    // from it would be stopped (SIGTTIN). QEMU puts the terminal in raw
+    // mode, so Ctrl-C goes to the guest anyway.
+    if own_group {
+        cmd.process_group(0);
     }
     cmd.spawn()
 }
