@@ -28,11 +28,12 @@
 //! `root` is `/` in production; the tests use a directory laid out like it
 //! (`proc/sys/...`, `sys/...`).
 
+use crate::fs::writable;
+use crate::process::is_root;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -524,21 +525,6 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Whether `path` is writable by this process (`access(W_OK)`; numalab is
-/// not set-uid, so real and effective ids are the same).
-fn writable(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
-}
-
 /// Whether something is mounted on `/sys/kernel/debug`.
 fn debugfs_mounted() -> bool {
     std::fs::read_to_string("/proc/self/mountinfo")
@@ -826,8 +812,7 @@ fn hold(
 
 /// Whether process `pid` exists.
 fn alive(pid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    crate::process::alive(pid as i32)
 }
 
 /// Apply `knobs` under `root` (`/` in production), in order.
