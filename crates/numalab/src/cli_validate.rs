@@ -166,85 +166,19 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let dir = &a.results;
     let machine_path = dir.join("machine.toml");
     let text = match &a.machine {
-        Some(m) => {
-            let t =
-                std::fs::read_to_string(m).with_context(|| format!("--machine {}", m.display()))?;
-            numalab_sim::machine::MachineFile::parse(&m.to_string_lossy(), &t)
-                .and_then(|f| f.build(&m.to_string_lossy()))
-                .with_context(|| format!("--machine {}", m.display()))?;
-            refuse_busy(a.force)?;
-            t
-        }
+        Some(m) => given_machine(m, a.force)?,
         // Without --machine, a file an earlier validation calibrated into
         // these results is used again, so running the same command
         // resumes its campaign rather than starting one on new figures.
-        None if machine_path.is_file() => {
-            let t = std::fs::read_to_string(&machine_path)
-                .with_context(|| format!("{}", machine_path.display()))?;
-            numalab_sim::machine::MachineFile::parse(&machine_path.to_string_lossy(), &t)
-                .and_then(|f| f.build(&machine_path.to_string_lossy()))
-                .with_context(|| format!("{}", machine_path.display()))?;
-            if !a.quiet {
-                numalab_linux::statusln!(
-                    "numalab validate: using {} from an earlier validation (remove it to calibrate again)",
-                    machine_path.display()
-                );
-            }
-            refuse_busy(a.force)?;
-            t
-        }
+        None if machine_path.is_file() => earlier_machine(&machine_path, a.quiet, a.force)?,
         None if a.guest.is_some() => {
             refuse_busy(a.force)?;
             let shape = a.guest.as_ref().expect("checked");
-            std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
-            let exe = std::env::current_exe().context("finding numalab's own binary")?;
-            let out = dir.join("machine.toml");
-            if !a.quiet {
-                numalab_linux::statusln!(
-                    "numalab validate: calibrating a {}-node guest first: numalab vm {} -- calibrate",
-                    shape.nodes,
-                    shape.vm_args().join(" ")
-                );
-            }
-            let mut cmd = std::process::Command::new(&exe);
-            cmd.arg("vm").args(shape.vm_args());
-            if a.quiet {
-                cmd.arg("--quiet");
-            }
-            cmd.args(["--results"])
-                .arg(dir)
-                .args(["--", "calibrate", "--output"])
-                .arg(&out);
-            if a.quiet {
-                cmd.arg("--quiet");
-            }
-            // SIGTERM: numalab vm stops its guest and cleans up before it goes.
-            numalab_linux::child::die_with_parent_by(&mut cmd, numalab_linux::child::SIGTERM);
-            let st = cmd.status().context("starting numalab vm")?;
-            if !st.success() {
-                bail!("calibrating the guest failed ({st})");
-            }
-            std::fs::read_to_string(&out).with_context(|| format!("{}", out.display()))?
+            calibrate_guest(shape, dir, a.quiet)?
         }
         None => {
             refuse_busy(a.force)?;
-            numalab_record::store::ensure_writable_dir(dir)
-                .with_context(|| format!("--results {}", dir.display()))?;
-            let exe = std::env::current_exe().context("finding numalab's own binary")?;
-            let mut o = numalab_calibrate::Options::new(exe);
-            o.force = a.force;
-            if !a.quiet {
-                o.progress = Box::new(|what, k, n, left| {
-                    numalab_linux::statusln!(
-                        "numalab validate: calibrating: [{k}/{n}] {what} (about {:.0} s left)",
-                        left.max(1.0)
-                    );
-                });
-            }
-            match numalab_calibrate::calibrate(o) {
-                Ok(c) => c.toml,
-                Err(e) => bail!("calibrate: {e}"),
-            }
+            calibrate_here(dir, a.quiet, a.force)?
         }
     };
     let sizing = Sizing::from_machine_file(&text, a.seconds)
@@ -277,6 +211,99 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     if code != ExitCode::SUCCESS {
         return Ok(code);
     }
+    print_errors(dir, a.format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text of the machine file given with --machine, once it builds a
+/// machine (then the busy check).
+fn given_machine(m: &Path, force: bool) -> Result<String> {
+    let t = std::fs::read_to_string(m).with_context(|| format!("--machine {}", m.display()))?;
+    numalab_sim::machine::MachineFile::parse(&m.to_string_lossy(), &t)
+        .and_then(|f| f.build(&m.to_string_lossy()))
+        .with_context(|| format!("--machine {}", m.display()))?;
+    refuse_busy(force)?;
+    Ok(t)
+}
+
+/// The text of the machine file an earlier validation calibrated into
+/// the results, once it builds a machine, said unless quiet (then the
+/// busy check).
+fn earlier_machine(machine_path: &Path, quiet: bool, force: bool) -> Result<String> {
+    let t = std::fs::read_to_string(machine_path)
+        .with_context(|| format!("{}", machine_path.display()))?;
+    numalab_sim::machine::MachineFile::parse(&machine_path.to_string_lossy(), &t)
+        .and_then(|f| f.build(&machine_path.to_string_lossy()))
+        .with_context(|| format!("{}", machine_path.display()))?;
+    if !quiet {
+        numalab_linux::statusln!(
+            "numalab validate: using {} from an earlier validation (remove it to calibrate again)",
+            machine_path.display()
+        );
+    }
+    refuse_busy(force)?;
+    Ok(t)
+}
+
+/// Calibrates a guest of `shape` (`numalab vm ... -- calibrate`, in a
+/// guest of its own) into DIR/machine.toml; its text.
+fn calibrate_guest(shape: &Shape, dir: &Path, quiet: bool) -> Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--results {}", dir.display()))?;
+    let exe = std::env::current_exe().context("finding numalab's own binary")?;
+    let out = dir.join("machine.toml");
+    if !quiet {
+        numalab_linux::statusln!(
+            "numalab validate: calibrating a {}-node guest first: numalab vm {} -- calibrate",
+            shape.nodes,
+            shape.vm_args().join(" ")
+        );
+    }
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg("vm").args(shape.vm_args());
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    cmd.args(["--results"])
+        .arg(dir)
+        .args(["--", "calibrate", "--output"])
+        .arg(&out);
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    // SIGTERM: numalab vm stops its guest and cleans up before it goes.
+    numalab_linux::child::die_with_parent_by(&mut cmd, numalab_linux::child::SIGTERM);
+    let st = cmd.status().context("starting numalab vm")?;
+    if !st.success() {
+        bail!("calibrating the guest failed ({st})");
+    }
+    std::fs::read_to_string(&out).with_context(|| format!("{}", out.display()))
+}
+
+/// Calibrates this machine (with progress lines unless quiet); the
+/// machine file's text.
+fn calibrate_here(dir: &Path, quiet: bool, force: bool) -> Result<String> {
+    numalab_record::store::ensure_writable_dir(dir)
+        .with_context(|| format!("--results {}", dir.display()))?;
+    let exe = std::env::current_exe().context("finding numalab's own binary")?;
+    let mut o = numalab_calibrate::Options::new(exe);
+    o.force = force;
+    if !quiet {
+        o.progress = Box::new(|what, k, n, left| {
+            numalab_linux::statusln!(
+                "numalab validate: calibrating: [{k}/{n}] {what} (about {:.0} s left)",
+                left.max(1.0)
+            );
+        });
+    }
+    match numalab_calibrate::calibrate(o) {
+        Ok(c) => Ok(c.toml),
+        Err(e) => bail!("calibrate: {e}"),
+    }
+}
+
+/// The error table of the records in `dir`, as text or JSON; refused when
+/// no case ran on both sides.
+fn print_errors(dir: &PathBuf, format: Format) -> Result<()> {
     let loaded = numalab_record::store::load_paths(std::slice::from_ref(dir));
     let records: Vec<_> = loaded.records.into_iter().map(|(_, r)| r).collect();
     let errors = validate::errors(&records);
@@ -286,7 +313,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             dir.display()
         );
     }
-    match a.format {
+    match format {
         Format::Text => {
             numalab_linux::outln!();
             crate::print_stdout(&validate::render(&errors))?;
@@ -295,5 +322,5 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             crate::print_stdout(&(serde_json::to_string_pretty(&errors)? + "\n"))?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
