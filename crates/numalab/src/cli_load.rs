@@ -29,7 +29,7 @@ pub struct SelectArgs {
     pub filter: Vec<Filter>,
 }
 
-fn parse_filter(s: &str) -> Result<Filter, String> {
+fn parse_filter(s: &str) -> Result<Filter, numalab_report::dataset::FilterError> {
     s.parse()
 }
 

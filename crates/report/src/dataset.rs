@@ -191,19 +191,33 @@ impl fmt::Display for Key {
 /// One `--group-by` key (the option's values are comma-separated).
 /// Whether a parameter name exists is checked against the records, by
 /// [`Dataset::with_options`].
-pub fn parse_group_key(s: &str) -> Result<Key, String> {
+pub fn parse_group_key(s: &str) -> Result<Key, GroupKeyError> {
     let s = s.trim();
     let valid = format!("{}, or a parameter name", GROUP_KEYS.join(", "));
     if s.is_empty() {
-        return Err(format!("an empty key; valid keys: {valid}"));
+        return Err(GroupKeyError::Empty { valid });
     }
     match Key::parse(s) {
-        Key::Benchmark => Err(format!(
-            "the benchmark is part of every case, not of a configuration (--filter benchmark=NAME picks one); valid keys: {valid}"
-        )),
+        Key::Benchmark => Err(GroupKeyError::Benchmark { valid }),
         k => Ok(k),
     }
 }
+
+/// Why a `--group-by` key is refused; `valid` lists the valid keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupKeyError {
+    /// An empty key (`--group-by label,`).
+    #[error("an empty key; valid keys: {valid}")]
+    Empty { valid: String },
+    /// `benchmark`, which is part of every case.
+    #[error("the benchmark is part of every case, not of a configuration (--filter benchmark=NAME picks one); valid keys: {valid}")]
+    Benchmark { valid: String },
+}
+
+/// A `--filter` that is not `KEY=VALUE` (the text given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not KEY=VALUE (e.g. placement=bind, kernel=6.1.0, benchmark=numa01)")]
+pub struct FilterError(pub String);
 
 /// `--filter KEY=VALUE`: keep the records whose `KEY` is `VALUE`. Numbers
 /// compare by value (`bytes=1e9` matches 1000000000).
@@ -229,16 +243,14 @@ impl Filter {
 }
 
 impl std::str::FromStr for Filter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Filter, String> {
+    type Err = FilterError;
+    fn from_str(s: &str) -> Result<Filter, FilterError> {
         match s.split_once('=') {
             Some((k, v)) if !k.trim().is_empty() => Ok(Filter {
                 key: Key::parse(k.trim()),
                 value: v.to_string(),
             }),
-            _ => Err(format!(
-                "{s:?} is not KEY=VALUE (e.g. placement=bind, kernel=6.1.0, benchmark=numa01)"
-            )),
+            _ => Err(FilterError(s.to_string())),
         }
     }
 }
