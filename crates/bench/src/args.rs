@@ -20,27 +20,98 @@ impl<T> std::ops::Deref for List<T> {
     }
 }
 
+/// Why a flag's value was refused (clap prints it after the flag).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A count that is a negative number.
+    #[error("{item:?} is not a {what} count: a count cannot be negative (e.g. 4 or 2,4,8)")]
+    NegativeCount { item: String, what: &'static str },
+    /// A count that is not a number.
+    #[error("{item:?} is not a {what} count (e.g. 4 or 2,4,8)")]
+    NotACount { item: String, what: &'static str },
+    /// A count of 0.
+    #[error("a run needs at least 1 {0}")]
+    ZeroCount(&'static str),
+    /// A count over what numalab runs at once.
+    #[error("{n} {what}s is more than numalab runs at once ({max})")]
+    TooMany {
+        n: u32,
+        what: &'static str,
+        max: u32,
+    },
+    /// Not one of the autonuma placements.
+    #[error("{0:?} is not a placement (default, bind, inverse-bind)")]
+    NotABindPlacement(String),
+    /// An autonuma placement given twice.
+    #[error("placement {0} is given twice")]
+    PlacementTwice(String),
+    /// Not one of the placement experiments.
+    #[error(transparent)]
+    Placement(#[from] numalab_topology::placement::PlacementError),
+    /// An empty CPU list.
+    #[error("the CPU list is empty (e.g. 0-3 or 0,2,4)")]
+    EmptyCpuList,
+    /// A CPU list that does not parse.
+    #[error("{text:?}: {source}")]
+    CpuList {
+        text: String,
+        source: numalab_topology::cpulist::CpuListError,
+    },
+    /// A size that does not parse (numalab's size parser's words).
+    #[error("{0}")]
+    Size(String),
+    /// A size of 0 bytes.
+    #[error("the size must be more than 0")]
+    ZeroSize,
+    /// Seconds of 0 or less.
+    #[error("must be more than 0 s")]
+    SecondsNotPositive,
+    /// Seconds over a day.
+    #[error("must be at most 86400 s (a day)")]
+    SecondsOverADay,
+    /// Not a number of seconds.
+    #[error("{0:?} is not a number of seconds")]
+    NotSeconds(String),
+    /// Not a number of microseconds from 0 to a second.
+    #[error("{0:?} is not a number of microseconds between 0 and 1000000")]
+    NotMicroseconds(String),
+    /// Not one of the memory operations.
+    #[error("{0:?} is not an operation (read, write, memset)")]
+    NotAnOp(String),
+    /// Not a node number.
+    #[error("{0:?} is not a node number (e.g. 0 or 0,1)")]
+    NotANode(String),
+}
+
+/// Why a benchmark's name or flags were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A name that is none of the benchmarks.
+    #[error("{name:?} is not a benchmark (one of {})", NAMES.join(", "))]
+    UnknownBenchmark { name: String },
+    /// Flags clap refused (an unknown flag, a bad value), as one line.
+    #[error("{}", clap_line(.0))]
+    Flags(clap::Error),
+}
+
 /// `4,8,16`: task or thread counts, each from 1 to `max`.
-fn counts(s: &str, what: &str, max: u32) -> Result<Vec<u32>, String> {
+fn counts(s: &str, what: &'static str, max: u32) -> Result<Vec<u32>, ValueError> {
     let mut v = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
         let n: u32 = item.parse().map_err(|_| {
+            let item = item.to_string();
             if item.starts_with('-') && item[1..].parse::<u64>().is_ok() {
-                format!(
-                    "{item:?} is not a {what} count: a count cannot be negative (e.g. 4 or 2,4,8)"
-                )
+                ValueError::NegativeCount { item, what }
             } else {
-                format!("{item:?} is not a {what} count (e.g. 4 or 2,4,8)")
+                ValueError::NotACount { item, what }
             }
         })?;
         if n == 0 {
-            return Err(format!("a run needs at least 1 {what}"));
+            return Err(ValueError::ZeroCount(what));
         }
         if n > max {
-            return Err(format!(
-                "{n} {what}s is more than numalab runs at once ({max})"
-            ));
+            return Err(ValueError::TooMany { n, what, max });
         }
         if !v.contains(&n) {
             v.push(n);
@@ -49,22 +120,22 @@ fn counts(s: &str, what: &str, max: u32) -> Result<Vec<u32>, String> {
     Ok(v)
 }
 
-pub fn parse_tasks(s: &str) -> Result<List<u32>, String> {
+pub fn parse_tasks(s: &str) -> Result<List<u32>, ValueError> {
     counts(s, "task", MAX_TASKS).map(List)
 }
 
-pub fn parse_threads(s: &str) -> Result<List<u32>, String> {
+pub fn parse_threads(s: &str) -> Result<List<u32>, ValueError> {
     counts(s, "thread", autonuma::MAX_THREADS).map(List)
 }
 
 /// `default,bind,inverse-bind`.
-pub fn parse_bind_placements(s: &str) -> Result<List<BindPlacement>, String> {
+pub fn parse_bind_placements(s: &str) -> Result<List<BindPlacement>, ValueError> {
     let mut v = Vec::new();
     for item in s.split(',') {
         let p = BindPlacement::from_name(item.trim())
-            .ok_or_else(|| format!("{item:?} is not a placement (default, bind, inverse-bind)"))?;
+            .ok_or_else(|| ValueError::NotABindPlacement(item.to_string()))?;
         if v.contains(&p) {
-            return Err(format!("placement {item} is given twice"));
+            return Err(ValueError::PlacementTwice(item.to_string()));
         }
         v.push(p);
     }
@@ -72,10 +143,10 @@ pub fn parse_bind_placements(s: &str) -> Result<List<BindPlacement>, String> {
 }
 
 /// `default,spread,packed,...` (the placement experiments).
-pub fn parse_placements(s: &str) -> Result<List<Placement>, String> {
+pub fn parse_placements(s: &str) -> Result<List<Placement>, ValueError> {
     let mut v = Vec::new();
     for p in s.split(',') {
-        let p = Placement::parse(p.trim()).map_err(|e| e.to_string())?;
+        let p = Placement::parse(p.trim())?;
         if !v.contains(&p) {
             v.push(p);
         }
@@ -83,32 +154,37 @@ pub fn parse_placements(s: &str) -> Result<List<Placement>, String> {
     Ok(List(v))
 }
 
-pub fn parse_cpus(s: &str) -> Result<List<u32>, String> {
+pub fn parse_cpus(s: &str) -> Result<List<u32>, ValueError> {
     if s.trim().is_empty() {
-        return Err("the CPU list is empty (e.g. 0-3 or 0,2,4)".into());
+        return Err(ValueError::EmptyCpuList);
     }
     numalab_topology::cpulist::parse(s)
         .map(List)
-        .map_err(|e| format!("{s:?}: {e}"))
+        .map_err(|source| ValueError::CpuList {
+            text: s.to_string(),
+            source,
+        })
 }
 
 /// A size in bytes: `512M`, `3G`, `65536`, by numalab's one size parser
 /// ([`numalab_topology::size`]), so `vm --mem-per-node` refuses a size in
 /// the same words.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    match numalab_topology::size::parse(s, numalab_topology::size::Bare::Bytes)? {
-        0 => Err("the size must be more than 0".into()),
+pub fn parse_bytes(s: &str) -> Result<u64, ValueError> {
+    match numalab_topology::size::parse(s, numalab_topology::size::Bare::Bytes)
+        .map_err(ValueError::Size)?
+    {
+        0 => Err(ValueError::ZeroSize),
         b => Ok(b),
     }
 }
 
 /// Seconds, more than 0 and at most a day.
-pub fn parse_seconds(s: &str) -> Result<f64, String> {
+pub fn parse_seconds(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86400.0 => Ok(v),
-        Ok(v) if v.is_finite() && v <= 0.0 => Err("must be more than 0 s".to_string()),
-        Ok(v) if v.is_finite() => Err("must be at most 86400 s (a day)".to_string()),
-        _ => Err(format!("{s:?} is not a number of seconds")),
+        Ok(v) if v.is_finite() && v <= 0.0 => Err(ValueError::SecondsNotPositive),
+        Ok(v) if v.is_finite() => Err(ValueError::SecondsOverADay),
+        _ => Err(ValueError::NotSeconds(s.to_string())),
     }
 }
 
@@ -276,12 +352,10 @@ impl HackbenchArgs {
 }
 
 /// Microseconds, at least 0 and at most a second.
-pub fn parse_us(s: &str) -> Result<f64, String> {
+pub fn parse_us(s: &str) -> Result<f64, ValueError> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=1e6).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a number of microseconds between 0 and 1000000"
-        )),
+        _ => Err(ValueError::NotMicroseconds(s.to_string())),
     }
 }
 
@@ -318,11 +392,11 @@ impl ForkExecArgs {
 }
 
 /// `read,memset`: memory sweeps (the mem benchmark).
-pub fn parse_ops(s: &str) -> Result<List<mem::Op>, String> {
+pub fn parse_ops(s: &str) -> Result<List<mem::Op>, ValueError> {
     let mut v = Vec::new();
     for item in s.split(',') {
-        let op = mem::Op::from_name(item.trim())
-            .ok_or_else(|| format!("{item:?} is not an operation (read, write, memset)"))?;
+        let op =
+            mem::Op::from_name(item.trim()).ok_or_else(|| ValueError::NotAnOp(item.to_string()))?;
         if !v.contains(&op) {
             v.push(op);
         }
@@ -331,13 +405,13 @@ pub fn parse_ops(s: &str) -> Result<List<mem::Op>, String> {
 }
 
 /// `0,1`: node ids.
-pub fn parse_nodes(s: &str) -> Result<List<u32>, String> {
+pub fn parse_nodes(s: &str) -> Result<List<u32>, ValueError> {
     let mut v = Vec::new();
     for item in s.split(',') {
         let item = item.trim();
         let n: u32 = item
             .parse()
-            .map_err(|_| format!("{item:?} is not a node number (e.g. 0 or 0,1)"))?;
+            .map_err(|_| ValueError::NotANode(item.to_string()))?;
         if !v.contains(&n) {
             v.push(n);
         }
@@ -446,7 +520,7 @@ fn with_args<T: clap::Args>(name: &'static str) -> clap::Command {
     T::augment_args(clap::Command::new(name).no_binary_name(true))
 }
 
-fn command_for(name: &str) -> Result<clap::Command, String> {
+fn command_for(name: &str) -> Result<clap::Command, SpecError> {
     Ok(match name {
         "numa_test" => with_args::<NumaTestArgs>("numa_test"),
         "twohalves" => with_args::<TwoHalvesArgs>("twohalves"),
@@ -459,10 +533,9 @@ fn command_for(name: &str) -> Result<clap::Command, String> {
             with_args::<AutonumaArgs>(Kind::from_name(n).expect("checked").name())
         }
         _ => {
-            return Err(format!(
-                "{name:?} is not a benchmark (one of {})",
-                NAMES.join(", ")
-            ))
+            return Err(SpecError::UnknownBenchmark {
+                name: name.to_string(),
+            })
         }
     })
 }
@@ -480,12 +553,12 @@ fn clap_line(e: &clap::Error) -> String {
 impl Spec {
     /// Parse `args` (flags as on the command line, program and its
     /// arguments after `--` for `command`) as benchmark `name`'s.
-    pub fn parse(name: &str, args: &[String]) -> Result<Spec, String> {
+    pub fn parse(name: &str, args: &[String]) -> Result<Spec, SpecError> {
         use clap::FromArgMatches;
         let m = command_for(name)?
             .try_get_matches_from(args)
-            .map_err(|e| clap_line(&e))?;
-        let e = |e: clap::Error| clap_line(&e);
+            .map_err(SpecError::Flags)?;
+        let e = SpecError::Flags;
         Ok(match name {
             "numa_test" => Spec::NumaTest(NumaTestArgs::from_arg_matches(&m).map_err(e)?),
             "twohalves" => Spec::TwoHalves(TwoHalvesArgs::from_arg_matches(&m).map_err(e)?),
@@ -502,7 +575,7 @@ impl Spec {
     }
 
     /// Benchmark `name`'s flags (for checking a plan's keys).
-    pub fn flags(name: &str) -> Result<Vec<Flag>, String> {
+    pub fn flags(name: &str) -> Result<Vec<Flag>, SpecError> {
         let cmd = command_for(name)?;
         Ok(cmd
             .get_arguments()
@@ -558,9 +631,11 @@ mod tests {
         assert!(parse_tasks("0").is_err());
         assert!(parse_tasks("-1")
             .unwrap_err()
+            .to_string()
             .contains("not a task count: a count cannot be negative"));
         assert!(parse_tasks("x")
             .unwrap_err()
+            .to_string()
             .contains("not a task count (e.g."));
         assert!(parse_threads("5000").is_err());
         assert_eq!(
@@ -573,9 +648,11 @@ mod tests {
         assert!(parse_cpus("").is_err());
         assert!(parse_bytes("-1G")
             .unwrap_err()
+            .to_string()
             .contains("cannot be negative"));
         assert!(parse_bytes("99999999999G")
             .unwrap_err()
+            .to_string()
             .contains("is too large"));
         assert_eq!(parse_bytes("2M").unwrap(), 2 << 20);
         assert!(parse_seconds("0").is_err());
@@ -593,13 +670,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let e = Spec::parse("numa02", &a(&["--thread", "2"])).unwrap_err();
+        let e = Spec::parse("numa02", &a(&["--thread", "2"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--thread"), "{e}");
         assert!(!e.contains('\n'));
-        let e = Spec::parse("numa02", &a(&["--bytes", "-1G"])).unwrap_err();
+        let e = Spec::parse("numa02", &a(&["--bytes", "-1G"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot be negative"), "{e}");
         assert!(Spec::parse("numa03", &[])
             .unwrap_err()
+            .to_string()
             .contains("not a benchmark"));
         let c = Spec::parse("command", &a(&["--name", "t", "--", "true", "-x"])).unwrap();
         assert!(c.is_command());

@@ -9,6 +9,55 @@ pub const LLC_FACTOR: u64 = 8;
 /// Share of available memory a run may use in all.
 pub const MEMORY_SHARE: f64 = 0.5;
 
+/// Why a benchmark's size was refused or could not be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizingError {
+    /// /proc/meminfo has no MemAvailable.
+    #[error("cannot tell how much memory is available (/proc/meminfo MemAvailable)")]
+    MemoryUnknown,
+    /// `--size 0`.
+    #[error("--size must be at least 1 element")]
+    NoElements,
+    /// A `--size` whose bytes overflow.
+    #[error("--size {elements}: far more memory than any machine has")]
+    Overflow { elements: u64 },
+    /// A `--size` that does not fit in the available memory.
+    #[error("--size {elements}: {tasks} tasks x {} = {} does not fit in the {} of available memory", human_bytes(*.per_task), human_bytes(*.need), human_bytes(*.available))]
+    ElementsDoNotFit {
+        elements: u64,
+        tasks: u32,
+        per_task: u64,
+        need: u64,
+        available: u64,
+    },
+    /// Less than [`MIN_BYTES`] for an autonuma benchmark.
+    #[error("too little free memory for {kind}: {} available, {} free on the first node", human_bytes(*.available), .first_node_free.map_or("?".into(), human_bytes))]
+    TooLittleMemory {
+        kind: &'static str,
+        available: u64,
+        first_node_free: Option<u64>,
+    },
+    /// `--bytes` giving each thread less than a page.
+    #[error("--bytes {}: {threads} threads would get less than a page each", human_bytes(*.bytes))]
+    LessThanAPage { bytes: u64, threads: u32 },
+    /// `--bytes` that does not fit in the available memory.
+    #[error("--bytes {}: {} in all does not fit in the {} of available memory", human_bytes(*.bytes), human_bytes(*.need), human_bytes(*.available))]
+    BytesDoNotFit {
+        bytes: u64,
+        need: u64,
+        available: u64,
+    },
+    /// `--bytes` that does not fit in the first node's free memory.
+    #[error("--bytes {}: {} in all does not fit in the {} free on the node the default placement puts it on", human_bytes(*.bytes), human_bytes(*.need), human_bytes(*.free))]
+    BytesDoNotFitNode { bytes: u64, need: u64, free: u64 },
+}
+
+impl From<SizingError> for crate::BenchError {
+    fn from(e: SizingError) -> crate::BenchError {
+        crate::BenchError(e.to_string())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
     pub elements: u64,
@@ -21,7 +70,7 @@ pub fn numa_test_elements(
     machine: &MachineInfo,
     max_tasks: u32,
     bytes_per_element: u64,
-) -> Result<Choice, String> {
+) -> Result<Choice, SizingError> {
     let llc = machine.topology.max_llc_bytes();
     let seed_size = 1_000_000u64;
     let latency_bound = (LLC_FACTOR * llc).div_ceil(bytes_per_element);
@@ -29,7 +78,7 @@ pub fn numa_test_elements(
     let avail = machine.memory_available_bytes.unwrap_or(0);
     let cap = ((avail as f64 * MEMORY_SHARE) as u64) / (bytes_per_element * max_tasks as u64);
     if cap == 0 {
-        return Err("cannot tell how much memory is available (/proc/meminfo MemAvailable)".into());
+        return Err(SizingError::MemoryUnknown);
     }
     let elements = want.min(cap);
     let per_task = elements * bytes_per_element;
@@ -69,22 +118,23 @@ pub fn check_fits(
     max_tasks: u32,
     elements: u64,
     bytes_per_element: u64,
-) -> Result<(), String> {
+) -> Result<(), SizingError> {
     if elements == 0 {
-        return Err("--size must be at least 1 element".into());
+        return Err(SizingError::NoElements);
     }
     let need = elements
         .checked_mul(bytes_per_element)
         .and_then(|b| b.checked_mul(max_tasks as u64))
-        .ok_or_else(|| format!("--size {elements}: far more memory than any machine has"))?;
+        .ok_or(SizingError::Overflow { elements })?;
     let avail = machine.memory_available_bytes.unwrap_or(u64::MAX);
     if need > avail {
-        return Err(format!(
-            "--size {elements}: {max_tasks} tasks x {} = {} does not fit in the {} of available memory",
-            human_bytes(elements * bytes_per_element),
-            human_bytes(need),
-            human_bytes(avail)
-        ));
+        return Err(SizingError::ElementsDoNotFit {
+            elements,
+            tasks: max_tasks,
+            per_task: elements * bytes_per_element,
+            need,
+            available: avail,
+        });
     }
     Ok(())
 }
@@ -106,11 +156,11 @@ pub fn autonuma_bytes(
     machine: &MachineInfo,
     kind: crate::autonuma::Kind,
     first_node_free: Option<u64>,
-) -> Result<Choice, String> {
+) -> Result<Choice, SizingError> {
     let parts = kind.total_bytes(1);
     let avail = machine
         .memory_available_bytes
-        .ok_or("cannot tell how much memory is available (/proc/meminfo MemAvailable)")?;
+        .ok_or(SizingError::MemoryUnknown)?;
     let orig = kind.original_bytes();
     let by_avail = (avail as f64 * MEMORY_SHARE) as u64 / parts;
     let by_node = first_node_free.map(|f| (f as f64 * NODE_SHARE) as u64 / parts);
@@ -118,12 +168,11 @@ pub fn autonuma_bytes(
     // Whole MiB, so sizes read well and slices stay page-aligned.
     let bytes = orig.min(cap) / (1 << 20) * (1 << 20);
     if bytes < MIN_BYTES {
-        return Err(format!(
-            "too little free memory for {}: {} available, {} free on the first node",
-            kind.name(),
-            human_bytes(avail),
-            first_node_free.map_or("?".into(), human_bytes)
-        ));
+        return Err(SizingError::TooLittleMemory {
+            kind: kind.name(),
+            available: avail,
+            first_node_free,
+        });
     }
     let unit = match (kind, parts) {
         (crate::autonuma::Kind::TwoHalves, _) => "in all".to_string(),
@@ -167,37 +216,30 @@ pub fn check_autonuma_fits(
     bytes: u64,
     total_threads: u32,
     first_node_free: Option<u64>,
-) -> Result<(), String> {
+) -> Result<(), SizingError> {
     let per_slice = if kind.shared() {
         bytes
     } else {
         kind.total_bytes(bytes) / total_threads.max(1) as u64
     };
     if per_slice < numalab_linux::numa::page_size() as u64 {
-        return Err(format!(
-            "--bytes {}: {} threads would get less than a page each",
-            human_bytes(bytes),
-            total_threads
-        ));
+        return Err(SizingError::LessThanAPage {
+            bytes,
+            threads: total_threads,
+        });
     }
     let need = kind.total_bytes(bytes);
     let avail = machine.memory_available_bytes.unwrap_or(u64::MAX);
     if need > avail {
-        return Err(format!(
-            "--bytes {}: {} in all does not fit in the {} of available memory",
-            human_bytes(bytes),
-            human_bytes(need),
-            human_bytes(avail)
-        ));
+        return Err(SizingError::BytesDoNotFit {
+            bytes,
+            need,
+            available: avail,
+        });
     }
     if let Some(free) = first_node_free {
         if need > free {
-            return Err(format!(
-                "--bytes {}: {} in all does not fit in the {} free on the node the default placement puts it on",
-                human_bytes(bytes),
-                human_bytes(need),
-                human_bytes(free)
-            ));
+            return Err(SizingError::BytesDoNotFitNode { bytes, need, free });
         }
     }
     Ok(())
@@ -249,6 +291,7 @@ mod tests {
         let tiny = machine(32 << 20, 1 << 20);
         assert!(autonuma_bytes(&tiny, Kind::Numa02, None)
             .unwrap_err()
+            .to_string()
             .contains("too little"));
     }
 
@@ -257,11 +300,17 @@ mod tests {
         use crate::autonuma::Kind;
         let m = machine(32 << 20, 1 << 30);
         assert!(check_autonuma_fits(&m, Kind::Numa01, 256 << 20, 2, Some(600 << 20)).is_ok());
-        let e = check_autonuma_fits(&m, Kind::Numa01, 768 << 20, 2, None).unwrap_err();
+        let e = check_autonuma_fits(&m, Kind::Numa01, 768 << 20, 2, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("available memory"), "{e}");
-        let e = check_autonuma_fits(&m, Kind::Numa01, 400 << 20, 2, Some(600 << 20)).unwrap_err();
+        let e = check_autonuma_fits(&m, Kind::Numa01, 400 << 20, 2, Some(600 << 20))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("free on the node"), "{e}");
-        let e = check_autonuma_fits(&m, Kind::Numa02, 8192, 4, None).unwrap_err();
+        let e = check_autonuma_fits(&m, Kind::Numa02, 8192, 4, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("less than a page"), "{e}");
     }
 
@@ -269,11 +318,12 @@ mod tests {
     fn refuses_what_does_not_fit() {
         let m = machine(32 << 20, 1 << 30);
         assert!(check_fits(&m, 2, 1000, 20).is_ok());
-        let e = check_fits(&m, 2, 100_000_000, 20).unwrap_err();
+        let e = check_fits(&m, 2, 100_000_000, 20).unwrap_err().to_string();
         assert!(e.contains("does not fit"), "{e}");
         assert!(check_fits(&m, 2, 0, 20).is_err());
         assert!(check_fits(&m, 2, u64::MAX / 2, 20)
             .unwrap_err()
+            .to_string()
             .contains("far more"));
     }
 }
