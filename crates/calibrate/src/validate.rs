@@ -38,18 +38,33 @@ pub struct Sizing {
     pub seconds: f64,
 }
 
+/// Why a validation set could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// A machine file that is not TOML.
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    /// A machine file without a key `numalab calibrate` writes.
+    #[error("no {table}.{key}: not a machine file numalab calibrate wrote")]
+    MissingKey {
+        table: &'static str,
+        key: &'static str,
+    },
+    /// A benchmark asked for that is not in the set; the set's names.
+    #[error("{name:?} is not in the validation set for this machine ({})", .set.join(", "))]
+    NotInSet { name: String, set: Vec<String> },
+}
+
 impl Sizing {
     /// From a machine file's text (the keys `numalab calibrate` writes).
-    pub fn from_machine_file(text: &str, seconds: f64) -> Result<Sizing, String> {
-        let v: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
-        let get = |table: &str, key: &str| -> Option<f64> {
+    pub fn from_machine_file(text: &str, seconds: f64) -> Result<Sizing, SetError> {
+        let v: toml::Table = text.parse()?;
+        let get = |table: &'static str, key: &'static str| -> Option<f64> {
             let x = v.get(table)?.get(key)?;
             x.as_float().or_else(|| x.as_integer().map(|i| i as f64))
         };
-        let need = |table: &str, key: &str| {
-            get(table, key).ok_or_else(|| {
-                format!("no {table}.{key}: not a machine file numalab calibrate wrote")
-            })
+        let need = |table: &'static str, key: &'static str| {
+            get(table, key).ok_or(SetError::MissingKey { table, key })
         };
         let nodes = need("topology", "nodes")? as usize;
         let cpus = nodes
@@ -84,7 +99,7 @@ pub struct Item {
 /// The validation set for a machine, restricted to `only` when given.
 /// What needs several nodes (placements, NUMA balancing) is left out of a
 /// machine with one.
-pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, String> {
+pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, SetError> {
     let cpus = s.cpus.max(1);
     let t = s.seconds;
     let mib = numa02_mib(s);
@@ -264,7 +279,7 @@ fn mem(s: &Sizing, cpus: usize, mib: u64) -> Vec<Item> {
 
 /// The set restricted to `only` when given: an error naming the set when
 /// one of `only` is not in it.
-fn restrict(mut v: Vec<Item>, only: &[String]) -> Result<Vec<Item>, String> {
+fn restrict(mut v: Vec<Item>, only: &[String]) -> Result<Vec<Item>, SetError> {
     if only.is_empty() {
         return Ok(v);
     }
@@ -272,10 +287,10 @@ fn restrict(mut v: Vec<Item>, only: &[String]) -> Result<Vec<Item>, String> {
     names.dedup();
     for o in only {
         if !names.contains(&o.as_str()) {
-            return Err(format!(
-                "{o:?} is not in the validation set for this machine ({})",
-                names.join(", ")
-            ));
+            return Err(SetError::NotInSet {
+                name: o.clone(),
+                set: names.iter().map(|n| n.to_string()).collect(),
+            });
         }
     }
     v.retain(|i| only.iter().any(|o| o == i.benchmark));
@@ -739,7 +754,9 @@ mod tests {
 
     #[test]
     fn a_benchmark_outside_the_set_is_refused() {
-        let e = set(&sizing(1), &["numa02_SMT".into()]).unwrap_err();
+        let e = set(&sizing(1), &["numa02_SMT".into()])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"numa02_SMT\" is not in the validation set"),
             "{e}"
