@@ -73,21 +73,55 @@ fn round4(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
+/// Why a fit could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    /// The study's machine file.
+    #[error(transparent)]
+    Machine(#[from] numalab_sim::machine::MachineError),
+    /// A fitted key without a cited range in the machine file.
+    #[error("{study}: machine {machine} has no cited range for {key} ([ranges] in its file)")]
+    NoRange {
+        study: &'static str,
+        machine: &'static str,
+        key: &'static str,
+    },
+    /// A designated cell the study's findings do not have; those they have.
+    #[error("{study}: no cell {cell:?} to fit {key} on (the study's cells: {})", .cells.join(", "))]
+    NoCell {
+        study: &'static str,
+        cell: &'static str,
+        key: &'static str,
+        cells: Vec<String>,
+    },
+    /// A point whose runs gave no figure for the designated cell.
+    #[error("{study}: {key} = {value}: the fit plan's runs gave no figure for {cell}")]
+    NoFigure {
+        study: &'static str,
+        key: &'static str,
+        value: f64,
+        cell: &'static str,
+    },
+    /// Running the fit plan at a point failed (the caller's words).
+    #[error("{0}")]
+    Run(String),
+}
+
 /// Fit each of `study.fits` in turn (a later one with the earlier ones
 /// set). `eval(spec)` runs the study's fit plan on machine `spec` and
-/// returns its records (`None`: interrupted, and so is this).
-pub fn fit(
+/// returns its records (`None`: interrupted, and so is this); its error
+/// becomes [`FitError::Run`].
+pub fn fit<E: std::fmt::Display>(
     study: &Study,
-    eval: &mut dyn FnMut(&str) -> Result<Option<Records>, String>,
-) -> Result<Option<Vec<Fitted>>, String> {
-    let machine = numalab_sim::Machine::load(study.machine).map_err(|e| e.to_string())?;
+    eval: &mut dyn FnMut(&str) -> Result<Option<Records>, E>,
+) -> Result<Option<Vec<Fitted>>, FitError> {
+    let machine = numalab_sim::Machine::load(study.machine)?;
     let mut done: Vec<Fitted> = Vec::new();
     for f in study.fits {
-        let (lowest, highest) = *machine.ranges.get(f.key).ok_or_else(|| {
-            format!(
-                "{}: machine {} has no cited range for {} ([ranges] in its file)",
-                study.name, study.machine, f.key
-            )
+        let (lowest, highest) = *machine.ranges.get(f.key).ok_or(FitError::NoRange {
+            study: study.name,
+            machine: study.machine,
+            key: f.key,
         })?;
         let source = machine
             .sources
@@ -95,33 +129,25 @@ pub fn fit(
             .cloned()
             .unwrap_or_default();
         let sets: Vec<(String, f64)> = done.iter().map(|d| (d.key.clone(), d.value)).collect();
-        let mut point = |v: f64| -> Result<Option<(f64, f64)>, String> {
+        let mut point = |v: f64| -> Result<Option<(f64, f64)>, FitError> {
             let mut s = sets.clone();
             s.push((f.key.to_string(), v));
             let spec = machine_spec(study.machine, &s);
-            let Some(records) = eval(&spec)? else {
+            let Some(records) = eval(&spec).map_err(|e| FitError::Run(e.to_string()))? else {
                 return Ok(None);
             };
             let found = (study.evaluate)(&records);
-            let cell = designated(&found, f.cell).ok_or_else(|| {
-                format!(
-                    "{}: no cell {:?} to fit {} on (the study's cells: {})",
-                    study.name,
-                    f.cell,
-                    f.key,
-                    found
-                        .cells
-                        .iter()
-                        .map(|c| c.what.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+            let cell = designated(&found, f.cell).ok_or_else(|| FitError::NoCell {
+                study: study.name,
+                cell: f.cell,
+                key: f.key,
+                cells: found.cells.iter().map(|c| c.what.clone()).collect(),
             })?;
-            let sim = cell.1.ok_or_else(|| {
-                format!(
-                    "{}: {} = {v}: the fit plan's runs gave no figure for {}",
-                    study.name, f.key, f.cell
-                )
+            let sim = cell.1.ok_or(FitError::NoFigure {
+                study: study.name,
+                key: f.key,
+                value: v,
+                cell: f.cell,
             })?;
             Ok(Some((cell.0, sim)))
         };
@@ -167,10 +193,10 @@ struct Bisected {
 fn bisect(
     lo: f64,
     hi: f64,
-    point: &mut dyn FnMut(f64) -> Result<Option<(f64, f64)>, String>,
-) -> Result<Option<Bisected>, String> {
+    point: &mut dyn FnMut(f64) -> Result<Option<(f64, f64)>, FitError>,
+) -> Result<Option<Bisected>, FitError> {
     let mut points = 0;
-    let mut at = |v: f64, points: &mut usize| -> Result<Option<(f64, f64)>, String> {
+    let mut at = |v: f64, points: &mut usize| -> Result<Option<(f64, f64)>, FitError> {
         *points += 1;
         point(v)
     };

@@ -26,7 +26,7 @@
 mod fit;
 mod studies;
 
-pub use fit::{fit, machine_spec, Fit, Fitted};
+pub use fit::{fit, machine_spec, Fit, FitError, Fitted};
 
 use numalab_record::{ConvergenceState, RunRecord};
 use numalab_report::table::{wrap, Table};
