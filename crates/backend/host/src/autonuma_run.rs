@@ -4,7 +4,7 @@
 
 use crate::autonuma_task::ProcessReport;
 use crate::observe::{push_final_sample, Observer, Region};
-use crate::pace::{thread_cpu_s, Pacer};
+use crate::pace::Pacer;
 use crate::run::{node_residency, progress_bar, Progress, RunSpec};
 use crate::{Error, Result};
 use numalab_bench::autonuma::{self, Params, Plan};
@@ -345,10 +345,10 @@ impl Running {
                 .collect();
             bar.set_position(progress.iter().sum());
             let running = self.procs.iter().any(|x| x.exit.is_none());
-            if pacer.due(now) && running {
-                let cpu = thread_cpu_s();
-                samples.push(self.sample(observer, &snap, now, progress));
-                pacer.sampled(now, thread_cpu_s() - cpu);
+            if running {
+                pacer.take(now, || {
+                    samples.push(self.sample(observer, &snap, now, progress))
+                });
             }
             if !running {
                 break;

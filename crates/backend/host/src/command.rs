@@ -32,7 +32,7 @@
 //! orphan or empty `<id>.log` is left in the results directory.
 
 use crate::observe::Observer;
-use crate::pace::{thread_cpu_s, Pacer};
+use crate::pace::Pacer;
 use crate::run::RunSpec;
 use crate::{Error, Result};
 use numalab_bench::command::Params;
@@ -181,13 +181,11 @@ fn wait_command(
             let _ = sup.stop();
             return Err(Error::Interrupted);
         }
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
+        pacer.take(now, || {
             rec.series
                 .samples
-                .push(observer.sample(now, &[], &[], Vec::new()));
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
+                .push(observer.sample(now, &[], &[], Vec::new()))
+        });
         on_tick(now);
         let mut wait = Duration::from_millis(50);
         if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {

@@ -5,7 +5,7 @@
 //! the run's elapsed time, and the storm's own elapsed time H.
 
 use crate::observe::{push_final_sample, Observer};
-use crate::pace::{thread_cpu_s, Pacer};
+use crate::pace::Pacer;
 use crate::randupdt::TaskReport;
 use crate::run::{node_residency, progress_bar, Progress, RunSpec, TaskProcess};
 use crate::{Error, Result};
@@ -154,10 +154,10 @@ impl Running<'_> {
             let progress: Vec<u64> = self.tasks.iter().map(|t| t.proc.done()).collect();
             bar.set_position(progress.iter().sum());
             let running = self.tasks.iter().any(|t| t.exit.is_none());
-            if pacer.due(now) && running {
-                let cpu = thread_cpu_s();
-                samples.push(self.sample(observer, &task_ids, now, progress));
-                pacer.sampled(now, thread_cpu_s() - cpu);
+            if running {
+                pacer.take(now, || {
+                    samples.push(self.sample(observer, &task_ids, now, progress))
+                });
             }
             if !running {
                 break;

@@ -56,6 +56,18 @@ impl Pacer {
         self.next_s = now;
     }
 
+    /// If a sample is due at `now`, take it (`sample`, which records it)
+    /// timed by this thread's CPU clock, and schedule the next one by what
+    /// it cost. The polling loops of every runner sample through this.
+    pub fn take(&mut self, now: f64, sample: impl FnOnce()) {
+        if !self.due(now) {
+            return;
+        }
+        let cpu = thread_cpu_s();
+        sample();
+        self.sampled(now, thread_cpu_s() - cpu);
+    }
+
     /// A sample was taken at `now` and cost `cpu_s` seconds of CPU time:
     /// schedule the next one.
     pub fn sampled(&mut self, now: f64, cpu_s: f64) {
@@ -131,6 +143,18 @@ mod tests {
         p.sampled(4.0, 0.002);
         assert!(p.due(5.0));
         assert!((p.longest_s() - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn take_samples_only_when_due_and_paces_by_the_cost() {
+        let mut p = Pacer::new(Interval::Fixed(0.5));
+        let mut taken = Vec::new();
+        for now in [0.0, 0.2, 0.5, 0.6, 1.2] {
+            p.take(now, || taken.push(now));
+        }
+        assert_eq!(taken, [0.0, 0.5, 1.2]);
+        let mut off = Pacer::new(Interval::Off);
+        off.take(0.0, || panic!("off takes no sample"));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!   own, first message to last exit, as hackbench reports it.
 
 use crate::observe::{push_final_sample, Observer};
-use crate::pace::{thread_cpu_s, Pacer};
+use crate::pace::Pacer;
 use crate::randupdt::Residency;
 use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
@@ -228,8 +228,7 @@ fn watch_spins(
         if !running {
             break;
         }
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
+        pacer.take(now, || {
             let live: Vec<i32> = tasks
                 .iter()
                 .map(|t| if t.exit.is_none() { t.pid } else { -1 })
@@ -241,8 +240,7 @@ fn watch_spins(
                 }
             }
             rec.series.samples.push(s);
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
+        });
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(pacer)
@@ -413,13 +411,11 @@ fn wait_hackbench(
         {
             break (e, now);
         }
-        if pacer.due(now) {
-            let cpu = thread_cpu_s();
+        pacer.take(now, || {
             rec.series
                 .samples
-                .push(observer.sample(now, &[], &[], Vec::new()));
-            pacer.sampled(now, thread_cpu_s() - cpu);
-        }
+                .push(observer.sample(now, &[], &[], Vec::new()))
+        });
         std::thread::sleep(Duration::from_millis(10));
     };
     Ok((exit, ended_s, pacer))

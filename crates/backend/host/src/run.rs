@@ -145,13 +145,11 @@ pub fn wait_sampling<R: serde::de::DeserializeOwned + Send + 'static>(
             break (e, now);
         }
         bar.set_position(proc.done());
-        if pacer.due(now) {
-            let cpu = crate::pace::thread_cpu_s();
+        pacer.take(now, || {
             rec.series
                 .samples
-                .push(observer.sample(now, &[], &[], vec![proc.done()]));
-            pacer.sampled(now, crate::pace::thread_cpu_s() - cpu);
-        }
+                .push(observer.sample(now, &[], &[], vec![proc.done()]))
+        });
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
     rec.series.interval_s = pacer.longest_s();
