@@ -8,7 +8,8 @@
 //!
 //! It runs as its own process (`numalab __hackbench GROUPS LOOPS [FDS
 //! SIZE]`), which is single-threaded, so `fork` without `exec` is safe
-//! there. Nothing of a storm outlives it, and it reaps what it forks:
+//! there ([`numalab_linux::fork::Workers`], which checks that it is).
+//! Nothing of a storm outlives it, and it reaps what it forks:
 //!
 //! - SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C reaches the whole
 //!   process group; numalab stops it with SIGTERM, and it is started with
