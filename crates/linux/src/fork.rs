@@ -24,24 +24,22 @@ use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The workers, for the stop handler: a slot per worker (its pid, 0
-/// once reaped), `FORKED` of them filled, `CAPACITY` of them allocated.
-/// The slots never move and are never freed.
-static SLOTS: AtomicPtr<AtomicI32> = AtomicPtr::new(std::ptr::null_mut());
+/// once reaped), `FORKED` of them filled. The slots (with their number)
+/// never move and are never freed.
+static SLOTS: AtomicPtr<Vec<AtomicI32>> = AtomicPtr::new(std::ptr::null_mut());
 static FORKED: AtomicUsize = AtomicUsize::new(0);
-static CAPACITY: AtomicUsize = AtomicUsize::new(0);
 
 /// The slots filled so far.
 fn recorded() -> &'static [AtomicI32] {
-    let base = SLOTS.load(Ordering::SeqCst);
-    let n = FORKED
-        .load(Ordering::SeqCst)
-        .min(CAPACITY.load(Ordering::SeqCst));
-    if base.is_null() {
+    let p = SLOTS.load(Ordering::SeqCst);
+    if p.is_null() {
         return &[];
     }
-    // SAFETY: SLOTS points at a leaked, never freed array of CAPACITY
-    // slots (stored before SLOTS, see `Workers::new`), and n <= CAPACITY.
-    unsafe { std::slice::from_raw_parts(base, n) }
+    // SAFETY: SLOTS is null or points at a leaked, never freed and never
+    // mutated Vec (see `Workers::new`), so a shared reference to it lives
+    // for ever.
+    let slots: &'static Vec<AtomicI32> = unsafe { &*p };
+    &slots[..FORKED.load(Ordering::SeqCst).min(slots.len())]
 }
 
 /// SIGKILL every worker not yet reaped, reap them, and `_exit(code)`.
@@ -135,13 +133,10 @@ impl Workers {
     /// Slots for `capacity` workers, allocated before the first fork and
     /// never moved or freed: the stop handler reads them.
     pub fn new(capacity: usize) -> Workers {
-        let slots: &'static [AtomicI32] =
-            Box::leak((0..capacity).map(|_| AtomicI32::new(0)).collect());
+        let slots: &'static Vec<AtomicI32> =
+            Box::leak(Box::new((0..capacity).map(|_| AtomicI32::new(0)).collect()));
         FORKED.store(0, Ordering::SeqCst);
-        // No slot is visible while the array and its size disagree.
-        SLOTS.store(std::ptr::null_mut(), Ordering::SeqCst);
-        CAPACITY.store(capacity, Ordering::SeqCst);
-        SLOTS.store(slots.as_ptr() as *mut AtomicI32, Ordering::SeqCst);
+        SLOTS.store(slots as *const Vec<AtomicI32> as *mut _, Ordering::SeqCst);
         Workers { slots }
     }
 
