@@ -77,6 +77,22 @@ pub enum SettingsSite {
     Unsupported(String),
 }
 
+/// A machine setting a backend refuses before anything runs
+/// ([`Backend::check_settings`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingRefused {
+    /// A value the backend does not take for this knob, and those it takes.
+    #[error("{knob} {value:?}: {takes}")]
+    Value {
+        knob: String,
+        value: String,
+        takes: String,
+    },
+    /// A knob the backend does not apply at all, and what to do instead.
+    #[error("{knob}: {why}")]
+    Knob { knob: String, why: String },
+}
+
 /// Why a run produced no record.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -117,7 +133,7 @@ pub trait Backend: Calibration {
     /// [`Backend::settings_site`] is [`SettingsSite::Backend`] and which
     /// knows before running which it refuses: the simulator models only
     /// `thp`). Checked before anything runs.
-    fn check_settings(&self, _knobs: &[Knob]) -> Result<(), String> {
+    fn check_settings(&self, _knobs: &[Knob]) -> Result<(), SettingRefused> {
         Ok(())
     }
 

@@ -59,9 +59,9 @@ pub mod interval;
 pub mod scx;
 pub mod sizes;
 
-pub use backend::{Backend, Backends, One, RunContext, RunError, SettingsSite};
+pub use backend::{Backend, Backends, One, RunContext, RunError, SettingRefused, SettingsSite};
 pub use interrupt::{Interrupt, Interrupted};
-pub use interval::Interval;
+pub use interval::{Interval, IntervalError};
 
 use numalab_bench::Case;
 use numalab_linux::knobs::{self, Knob};

@@ -237,12 +237,12 @@ impl Backend for SimBackend {
         )
     }
 
-    fn check_settings(&self, knobs: &[Knob]) -> Result<(), String> {
+    fn check_settings(&self, knobs: &[Knob]) -> Result<(), numalab_runner::SettingRefused> {
         crate::check_settings(knobs)
     }
 
     fn apply_settings(&mut self, knobs: &[Knob]) -> Result<BTreeMap<String, String>, RunError> {
-        crate::check_settings(knobs).map_err(RunError::Failed)?;
+        crate::check_settings(knobs).map_err(|e| RunError::Failed(e.to_string()))?;
         self.cfg.thp = self.default_thp.clone();
         for k in knobs {
             if let Knob::Thp(mode) = k {

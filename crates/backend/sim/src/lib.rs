@@ -278,17 +278,26 @@ impl SimConfig {
 
 /// The machine settings the simulator models: only `thp` (its pages).
 /// Anything else is refused in one line, naming the knob.
-pub fn check_settings(knobs: &[numalab_linux::knobs::Knob]) -> Result<(), String> {
+pub fn check_settings(
+    knobs: &[numalab_linux::knobs::Knob],
+) -> Result<(), numalab_runner::SettingRefused> {
     use numalab_linux::knobs::Knob;
+    use numalab_runner::SettingRefused;
     for k in knobs {
         match k {
             Knob::Thp(mode) if THP_MODES.contains(&mode.as_str()) => {}
-            Knob::Thp(mode) => return Err(format!("thp {mode:?}: always, madvise or never")),
+            Knob::Thp(mode) => {
+                return Err(SettingRefused::Value {
+                    knob: "thp".into(),
+                    value: mode.clone(),
+                    takes: "always, madvise or never".into(),
+                })
+            }
             other => {
-                return Err(format!(
-                    "{}: the simulator models no such setting (only thp); give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])",
-                    other.name()
-                ))
+                return Err(SettingRefused::Knob {
+                    knob: other.name(),
+                    why: "the simulator models no such setting (only thp); give its policies parameters instead (--scheduler NAME[k=v], --balancer NAME[k=v])".into(),
+                })
             }
         }
     }

@@ -1175,7 +1175,9 @@ fn without_huge_pages_each_4k_page_faults_and_migrates_on_its_own() {
 fn the_simulator_takes_thp_and_refuses_other_machine_settings_in_one_line() {
     use numalab_linux::knobs::Knob;
     assert!(crate::check_settings(&[Knob::thp("never").unwrap()]).is_ok());
-    let e = crate::check_settings(&[Knob::governor("performance").unwrap()]).unwrap_err();
+    let e = crate::check_settings(&[Knob::governor("performance").unwrap()])
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("governor: the simulator models no such setting"),
         "{e}"
