@@ -41,16 +41,16 @@ impl<'a> Pool<'a> {
         }
     }
 
-    fn start(&mut self, c: &ConfigSpec) -> Result<Box<dyn Backend>, String> {
+    fn start(&mut self, c: &ConfigSpec) -> Result<Box<dyn Backend>, StartError> {
         let b: Box<dyn Backend> = match &c.target {
             Target::Host => {
-                let exe = std::env::current_exe().map_err(|e| format!("numalab's path: {e}"))?;
-                Box::new(numalab_host::HostBackend::new(exe).map_err(|e| e.to_string())?)
+                let exe = std::env::current_exe().map_err(StartError::Exe)?;
+                Box::new(numalab_host::HostBackend::new(exe)?)
             }
             Target::Sim(s) => Box::new(sim_backend(s, self.interval)?),
             Target::Guest(g) => Box::new(
                 numalab_guest::GuestBackend::start(&vm_options(g, &self.results), &self.results)
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| StartError::Guest(e.to_string()))?,
             ),
         };
         // `Progress` (numalab reproduce) shows progress and failures only.
@@ -76,7 +76,7 @@ impl Backends for Pool<'_> {
             self.current = None;
             let b = self.start(c).map_err(|err| RunnerError::Backend {
                 what: format!("starting the backend of {:?}", c.label),
-                err,
+                err: err.to_string(),
             })?;
             self.current = Some((id, b));
         }
@@ -84,16 +84,32 @@ impl Backends for Pool<'_> {
     }
 }
 
+/// Why a configuration's backend could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// numalab's own path, which the host backend re-executes.
+    #[error("numalab's path: {0}")]
+    Exe(std::io::Error),
+    /// This machine's topology.
+    #[error(transparent)]
+    Host(#[from] numalab_topology::TopologyError),
+    /// The simulator's configuration.
+    #[error(transparent)]
+    Sim(#[from] numalab_sim::SimError),
+    /// The guest (numalab_guest's words).
+    #[error("{0}")]
+    Guest(String),
+}
+
 fn sim_backend(
     s: &SimSpec,
     interval: numalab_runner::Interval,
-) -> Result<numalab_sim::SimBackend, String> {
-    let mut cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)
-        .map_err(|e| e.to_string())?;
+) -> Result<numalab_sim::SimBackend, numalab_sim::SimError> {
+    let mut cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)?;
     cfg.tick_us = s.tick_us;
     cfg.max_sim_s = s.max_sim_s;
     cfg.sample_ms = numalab_sim::backend::sample_ms(interval);
-    cfg.check().map_err(|e| e.to_string())?;
+    cfg.check()?;
     Ok(numalab_sim::SimBackend::new(cfg))
 }
 
@@ -138,7 +154,9 @@ pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
 pub fn preflight(plan: &Plan, here: bool) -> Result<(), CampaignError> {
     for c in &plan.configs {
         if here && matches!(c.target, Target::Host) {
-            let conf = c.configuration().map_err(CampaignError::Other)?;
+            let conf = c
+                .configuration()
+                .map_err(|e| CampaignError::Other(e.to_string()))?;
             numalab_runner::check_config(&conf, &numalab_runner::SettingsSite::ThisMachine)
                 .map_err(|e| {
                     CampaignError::Plan(format!(

@@ -257,22 +257,54 @@ pub struct SlurmPlace {
     pub cpus_per_task: Option<u32>,
 }
 
+/// Why a configuration's settings could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A machine setting (sysctl, governor, thp, sysfs).
+    #[error(transparent)]
+    Knob(#[from] numalab_linux::knobs::KnobError),
+    /// The sched_ext scheduler's spec (numalab_scx's words).
+    #[error("{0}")]
+    Scx(String),
+}
+
+/// Why a guest's or a simulated machine's keys were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The guest's shape (numalab_guest's words).
+    #[error("{0}")]
+    GuestShape(String),
+    #[error("accel = {0:?}: auto, kvm or tcg")]
+    Accel(String),
+    #[error("rootfs = {0:?}: host or initramfs")]
+    Rootfs(String),
+    #[error("timeout_s = 0: at least 1 second")]
+    NoTimeout,
+    /// The simulator's machine, policies or limits.
+    #[error(transparent)]
+    Sim(#[from] numalab_sim::SimError),
+    #[error("tick_us = {0}: 1 to 100000")]
+    TickUs(u64),
+    #[error("max_sim_s = {0}: a positive number of seconds")]
+    MaxSimS(f64),
+}
+
 impl ConfigSpec {
     /// The configuration as the runner takes it.
-    pub fn configuration(&self) -> Result<numalab_runner::Configuration, String> {
+    pub fn configuration(&self) -> Result<numalab_runner::Configuration, ConfigError> {
         use numalab_linux::knobs::Knob;
         let mut knobs = Vec::new();
         for (k, v) in &self.sysctl {
-            knobs.push(Knob::parse_sysctl(&format!("{k}={v}")).map_err(|e| e.to_string())?);
+            knobs.push(Knob::parse_sysctl(&format!("{k}={v}"))?);
         }
         if let Some(g) = &self.governor {
-            knobs.push(Knob::governor(g).map_err(|e| e.to_string())?);
+            knobs.push(Knob::governor(g)?);
         }
         if let Some(t) = &self.thp {
-            knobs.push(Knob::thp(t).map_err(|e| e.to_string())?);
+            knobs.push(Knob::thp(t)?);
         }
         for (k, v) in &self.sysfs {
-            knobs.push(Knob::parse_sysfs(&format!("{k}={v}")).map_err(|e| e.to_string())?);
+            knobs.push(Knob::parse_sysfs(&format!("{k}={v}"))?);
         }
         Ok(numalab_runner::Configuration {
             label: self.label.clone(),
@@ -283,7 +315,11 @@ impl ConfigSpec {
             setup_bg: self.setup_bg.clone(),
             hook_dir: None,
             scx: match (&self.scx, &self.scx_exec) {
-                (Some(spec), _) => Some(numalab_scx::parse(spec)?.0),
+                (Some(spec), _) => Some(
+                    numalab_scx::parse(spec)
+                        .map_err(|e| ConfigError::Scx(e.to_string()))?
+                        .0,
+                ),
                 (None, Some(cmd)) => Some(numalab_linux::sched_ext::Scx::Exec { cmd: cmd.clone() }),
                 (None, None) => None,
             },
@@ -1400,20 +1436,21 @@ impl ConfigTable<'_> {
     }
 }
 
-fn check_guest(g: &GuestSpec) -> Result<(), String> {
-    numalab_guest::VmSpec::parse(&guest_spec_input(g)).map_err(|e| e.to_string())?;
+fn check_guest(g: &GuestSpec) -> Result<(), TargetError> {
+    numalab_guest::VmSpec::parse(&guest_spec_input(g))
+        .map_err(|e| TargetError::GuestShape(e.to_string()))?;
     if let Some(a) = &g.accel {
         if !["auto", "kvm", "tcg"].contains(&a.as_str()) {
-            return Err(format!("accel = {a:?}: auto, kvm or tcg"));
+            return Err(TargetError::Accel(a.clone()));
         }
     }
     if let Some(r) = &g.rootfs {
         if !["host", "initramfs"].contains(&r.as_str()) {
-            return Err(format!("rootfs = {r:?}: host or initramfs"));
+            return Err(TargetError::Rootfs(r.clone()));
         }
     }
     if g.timeout_s == Some(0) {
-        return Err("timeout_s = 0: at least 1 second".into());
+        return Err(TargetError::NoTimeout);
     }
     Ok(())
 }
@@ -1429,19 +1466,15 @@ pub fn guest_spec_input(g: &GuestSpec) -> numalab_guest::SpecInput {
     }
 }
 
-fn check_sim(s: &SimSpec) -> Result<(), String> {
-    let cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)
-        .map_err(|e| e.to_string())?;
+fn check_sim(s: &SimSpec) -> Result<(), TargetError> {
+    let cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)?;
     if !(1..=100_000).contains(&s.tick_us) {
-        return Err(format!("tick_us = {}: 1 to 100000", s.tick_us));
+        return Err(TargetError::TickUs(s.tick_us));
     }
     if !(s.max_sim_s.is_finite() && s.max_sim_s > 0.0) {
-        return Err(format!(
-            "max_sim_s = {}: a positive number of seconds",
-            s.max_sim_s
-        ));
+        return Err(TargetError::MaxSimS(s.max_sim_s));
     }
-    cfg.check().map_err(|e| e.to_string())
+    Ok(cfg.check()?)
 }
 
 #[cfg(test)]

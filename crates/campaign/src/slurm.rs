@@ -102,17 +102,29 @@ fn batch_script(
     ))
 }
 
-fn run(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| e.to_string())?;
+/// Why a Slurm command gave no output.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// It could not be started.
+    #[error("{0}")]
+    Spawn(#[from] std::io::Error),
+    /// It failed: the first line of its standard error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn run(cmd: &mut Command) -> Result<String, CommandError> {
+    let out = cmd.output()?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).to_string())
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        Err(err
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("failed")
-            .to_string())
+        Err(CommandError::Failed(
+            err.lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("failed")
+                .to_string(),
+        ))
     }
 }
 
