@@ -270,8 +270,10 @@ impl SimConfig {
     /// The scheduler and the balancer, built for the machine.
     fn policies(&self) -> Result<Policies, SimError> {
         // The builders' messages name the policy already.
-        let s = sched::build(&self.scheduler, &self.machine).map_err(SimError::Policy)?;
-        let b = balance::build(&self.balancer, &self.machine).map_err(SimError::Policy)?;
+        let s = sched::build(&self.scheduler, &self.machine)
+            .map_err(|e| SimError::Policy(e.to_string()))?;
+        let b = balance::build(&self.balancer, &self.machine)
+            .map_err(|e| SimError::Policy(e.to_string()))?;
         Ok((s, b))
     }
 }
@@ -317,7 +319,7 @@ pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
     );
     workload::populate(case, &mut w)
         .map(|_| ())
-        .map_err(SimError::Case)
+        .map_err(|e| SimError::Case(e.to_string()))
 }
 
 /// The result of one simulated run.
@@ -358,7 +360,7 @@ pub fn run(
         rng,
         cfg.trace,
     );
-    let mut meta = workload::populate(case, &mut w).map_err(SimError::Case)?;
+    let mut meta = workload::populate(case, &mut w).map_err(|e| SimError::Case(e.to_string()))?;
     let mut eng = engine::Engine::new(w, sched, bal);
     let sample_ns = cfg.sample_ms.max(1) * 1_000_000;
     let limit_ns = (cfg.max_sim_s * 1e9) as u64;

@@ -128,8 +128,21 @@ fn num(v: f64) -> String {
     }
 }
 
+/// A machine file's number outside its physically plausible range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key} = {}: must be between {} and {} {unit}{}", num(*.value), num(*.lo), num(*.hi), if *.inf { ", or inf (unlimited)" } else { "" })]
+pub struct OutOfRange {
+    pub key: String,
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub unit: &'static str,
+    /// Whether `inf` (unlimited) is allowed too.
+    pub inf: bool,
+}
+
 /// `key = value: must be between LO and HI UNIT`, or Ok.
-fn check_range(key: &str, v: f64) -> Result<(), String> {
+fn check_range(key: &str, v: f64) -> Result<(), OutOfRange> {
     let base = key.split('[').next().unwrap_or(key);
     let &(_, lo, hi, unit, inf) = RANGES
         .iter()
@@ -138,13 +151,14 @@ fn check_range(key: &str, v: f64) -> Result<(), String> {
     if (lo..=hi).contains(&v) || (inf && v == f64::INFINITY) {
         return Ok(());
     }
-    let or_inf = if inf { ", or inf (unlimited)" } else { "" };
-    Err(format!(
-        "{key} = {}: must be between {} and {} {unit}{or_inf}",
-        num(v),
-        num(lo),
-        num(hi)
-    ))
+    Err(OutOfRange {
+        key: key.to_string(),
+        value: v,
+        lo,
+        hi,
+        unit,
+        inf,
+    })
 }
 
 /// Errors in a machine file, one line each.
@@ -608,8 +622,9 @@ impl MachineFile {
         // Every value within a physically plausible range, so that a
         // typo or a hostile file cannot make a run crawl to the
         // simulation's time limit (or divide by zero).
-        let within =
-            |k: &str, v: f64| -> Result<(), MachineError> { check_range(k, v).map_err(&err) };
+        let within = |k: &str, v: f64| -> Result<(), MachineError> {
+            check_range(k, v).map_err(|e| err(e.to_string()))
+        };
         within("topology.memory_per_node_gib", t.memory_per_node_gib)?;
         within("memory.local_latency_ns", self.memory.local_latency_ns)?;
         within("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
@@ -749,7 +764,8 @@ impl MachineFile {
                 }
                 for (i, row) in l.iter().enumerate() {
                     for (j, &v) in row.iter().enumerate() {
-                        check_range(&format!("memory.latency_ns[{i}][{j}]"), v).map_err(&err)?;
+                        check_range(&format!("memory.latency_ns[{i}][{j}]"), v)
+                            .map_err(|e| err(e.to_string()))?;
                     }
                 }
                 l.clone()

@@ -3,6 +3,75 @@
 
 use std::collections::BTreeMap;
 
+/// Why a policy's `NAME[k=v,...]` text did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{0:?}: missing closing ']'")]
+    MissingBracket(String),
+    #[error("{0:?}: empty policy name")]
+    EmptyName(String),
+    #[error("{policy}: parameter {item:?} is not key=value")]
+    NotKeyValue { policy: String, item: String },
+    #[error("{policy}: parameter {key} given twice")]
+    Twice { policy: String, key: String },
+}
+
+/// Why a policy or one of its parameters was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    /// A name the registry does not have; the names it has.
+    #[error("unknown {kind} {name:?} (valid: {})", .valid.join(", "))]
+    UnknownPolicy {
+        kind: String,
+        name: String,
+        valid: Vec<&'static str>,
+    },
+    /// A key the policy does not read; the keys it reads.
+    #[error("{policy}: unknown parameter {key:?} (valid: {})", if .valid.is_empty() { "none".to_string() } else { .valid.join(", ") })]
+    UnknownKey {
+        policy: String,
+        key: String,
+        valid: Vec<&'static str>,
+    },
+    #[error("{policy}: parameter {key}={value:?} must be a non-negative number")]
+    NotANumber {
+        policy: String,
+        key: &'static str,
+        value: String,
+    },
+    #[error("{policy}: parameter {key}={value} must be between {lo} and {hi}")]
+    OutOfRange {
+        policy: String,
+        key: &'static str,
+        value: f64,
+        lo: f64,
+        hi: f64,
+    },
+    #[error("{policy}: parameter {key}={value:?} must be a non-negative integer")]
+    NotAnInteger {
+        policy: String,
+        key: &'static str,
+        value: String,
+    },
+    #[error("{policy}: parameter {key}={value:?} must be true or false")]
+    NotABool {
+        policy: String,
+        key: &'static str,
+        value: String,
+    },
+    /// Values that are each valid but not together (the policy's words).
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// For callers whose errors are still lines of text (numalab-scx's
+/// policies read their parameters with [`Params`]).
+impl From<ParamError> for String {
+    fn from(e: ParamError) -> String {
+        e.to_string()
+    }
+}
+
 /// A parsed `NAME[k=v,...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySpec {
@@ -11,11 +80,11 @@ pub struct PolicySpec {
 }
 
 impl PolicySpec {
-    pub fn parse(text: &str) -> Result<PolicySpec, String> {
+    pub fn parse(text: &str) -> Result<PolicySpec, SpecError> {
         let t = text.trim();
         let (name, rest) = if let Some(i) = t.find('[') {
             if !t.ends_with(']') {
-                return Err(format!("{t:?}: missing closing ']'"));
+                return Err(SpecError::MissingBracket(t.to_string()));
             }
             (&t[..i], &t[i + 1..t.len() - 1])
         } else if let Some((n, r)) = t.split_once(':') {
@@ -24,18 +93,22 @@ impl PolicySpec {
             (t, "")
         };
         if name.is_empty() {
-            return Err(format!("{t:?}: empty policy name"));
+            return Err(SpecError::EmptyName(t.to_string()));
         }
         let mut args = BTreeMap::new();
         for kv in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("{name}: parameter {kv:?} is not key=value"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| SpecError::NotKeyValue {
+                policy: name.to_string(),
+                item: kv.to_string(),
+            })?;
             if args
                 .insert(k.trim().to_string(), v.trim().to_string())
                 .is_some()
             {
-                return Err(format!("{name}: parameter {k} given twice"));
+                return Err(SpecError::Twice {
+                    policy: name.to_string(),
+                    key: k.trim().to_string(),
+                });
             }
         }
         Ok(PolicySpec {
@@ -82,18 +155,17 @@ impl Params {
         key: &'static str,
         default: f64,
         help: &'static str,
-    ) -> Result<f64, String> {
+    ) -> Result<f64, ParamError> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
             Some(v) => v
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: parameter {key}={v:?} must be a non-negative number",
-                        self.policy
-                    )
+                .ok_or_else(|| ParamError::NotANumber {
+                    policy: self.policy.clone(),
+                    key,
+                    value: v.clone(),
                 }),
         }
     }
@@ -106,13 +178,16 @@ impl Params {
         default: f64,
         (lo, hi): (f64, f64),
         help: &'static str,
-    ) -> Result<f64, String> {
+    ) -> Result<f64, ParamError> {
         let v = self.f64(key, default, help)?;
         if v < lo || v > hi {
-            return Err(format!(
-                "{}: parameter {key}={v} must be between {lo} and {hi}",
-                self.policy
-            ));
+            return Err(ParamError::OutOfRange {
+                policy: self.policy.clone(),
+                key,
+                value: v,
+                lo,
+                hi,
+            });
         }
         Ok(v)
     }
@@ -122,14 +197,13 @@ impl Params {
         key: &'static str,
         default: u64,
         help: &'static str,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, ParamError> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
-            Some(v) => v.parse::<u64>().map_err(|_| {
-                format!(
-                    "{}: parameter {key}={v:?} must be a non-negative integer",
-                    self.policy
-                )
+            Some(v) => v.parse::<u64>().map_err(|_| ParamError::NotAnInteger {
+                policy: self.policy.clone(),
+                key,
+                value: v.clone(),
             }),
         }
     }
@@ -139,34 +213,30 @@ impl Params {
         key: &'static str,
         default: bool,
         help: &'static str,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ParamError> {
         match self.raw(key, default.to_string(), help) {
             None => Ok(default),
             Some(v) => match v.as_str() {
                 "true" | "1" | "yes" | "on" => Ok(true),
                 "false" | "0" | "no" | "off" => Ok(false),
-                _ => Err(format!(
-                    "{}: parameter {key}={v:?} must be true or false",
-                    self.policy
-                )),
+                _ => Err(ParamError::NotABool {
+                    policy: self.policy.clone(),
+                    key,
+                    value: v,
+                }),
             },
         }
     }
 
     /// Fail on keys no getter asked for.
-    pub fn finish(self) -> Result<(), String> {
+    pub fn finish(self) -> Result<(), ParamError> {
         for k in self.args.keys() {
             if !self.known.iter().any(|(n, _, _)| n == k) {
-                let valid: Vec<&str> = self.known.iter().map(|(n, _, _)| *n).collect();
-                return Err(format!(
-                    "{}: unknown parameter {k:?} (valid: {})",
-                    self.policy,
-                    if valid.is_empty() {
-                        "none".to_string()
-                    } else {
-                        valid.join(", ")
-                    }
-                ));
+                return Err(ParamError::UnknownKey {
+                    policy: self.policy.clone(),
+                    key: k.clone(),
+                    valid: self.known.iter().map(|(n, _, _)| *n).collect(),
+                });
             }
         }
         Ok(())
@@ -188,7 +258,7 @@ impl Params {
 pub struct Entry<P: ?Sized> {
     pub name: &'static str,
     pub summary: &'static str,
-    pub build: fn(&mut Params, &crate::machine::Machine) -> Result<Box<P>, String>,
+    pub build: fn(&mut Params, &crate::machine::Machine) -> Result<Box<P>, ParamError>,
 }
 
 /// Build the policy `spec` names from `registry` (`kind` is "scheduler"
@@ -198,14 +268,13 @@ pub fn build_from<P: ?Sized>(
     registry: &[Entry<P>],
     spec: &PolicySpec,
     m: &crate::machine::Machine,
-) -> Result<Box<P>, String> {
+) -> Result<Box<P>, ParamError> {
     let Some(e) = registry.iter().find(|e| e.name == spec.name) else {
-        let names: Vec<&str> = registry.iter().map(|e| e.name).collect();
-        return Err(format!(
-            "unknown {kind} {:?} (valid: {})",
-            spec.name,
-            names.join(", ")
-        ));
+        return Err(ParamError::UnknownPolicy {
+            kind: kind.to_string(),
+            name: spec.name.clone(),
+            valid: registry.iter().map(|e| e.name).collect(),
+        });
     };
     let mut p = Params::new(e.name, &spec.args);
     let built = (e.build)(&mut p, m)?;
@@ -248,7 +317,7 @@ mod tests {
         let mut p = Params::new("p", &spec.args);
         p.u64("a", 1, "").unwrap();
         p.bool("b", true, "").unwrap();
-        let e = p.finish().unwrap_err();
+        let e = p.finish().unwrap_err().to_string();
         assert!(e.contains("unknown parameter \"zz\" (valid: a, b)"), "{e}");
     }
 }

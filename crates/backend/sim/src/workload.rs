@@ -425,17 +425,42 @@ fn add_hackbench(
     ids
 }
 
-fn cpu_mask(w: &mut World, cpus: &Option<Vec<u32>>) -> Result<Option<usize>, String> {
+/// Why a case cannot be simulated on the machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaseError {
+    /// A CPU list naming a CPU the machine does not have.
+    #[error("CPU {cpu} is not on this machine (it has CPUs 0-{})", .ncpus - 1)]
+    NoSuchCpu { cpu: u32, ncpus: usize },
+    /// An external command, which the simulator cannot run.
+    #[error("{}", COMMAND_UNSUPPORTED)]
+    Command,
+    /// numa_test without tasks or elements.
+    #[error("numa_test needs at least 1 task and size > 0")]
+    EmptyNumaTest,
+    /// The benchmark's parameters or placement (numalab-bench's words).
+    #[error("{0}")]
+    Params(String),
+    /// More memory than the machine has.
+    #[error("{benchmark} needs {} of memory but machine {machine} has {}", numalab_topology::human_bytes(*.need), numalab_topology::human_bytes(*.have))]
+    OutOfMemory {
+        benchmark: String,
+        need: u64,
+        machine: String,
+        have: u64,
+    },
+}
+
+fn cpu_mask(w: &mut World, cpus: &Option<Vec<u32>>) -> Result<Option<usize>, CaseError> {
     match cpus {
         None => Ok(None),
         Some(list) => {
             let mut mask = vec![false; w.m.ncpus];
             for &c in list {
                 if c as usize >= w.m.ncpus {
-                    return Err(format!(
-                        "CPU {c} is not on this machine (it has CPUs 0-{})",
-                        w.m.ncpus - 1
-                    ));
+                    return Err(CaseError::NoSuchCpu {
+                        cpu: c,
+                        ncpus: w.m.ncpus,
+                    });
                 }
                 mask[c as usize] = true;
             }
@@ -451,7 +476,7 @@ fn node_ix(w: &World, id: u32) -> usize {
 
 /// Create the tasks and memory of `case` in `w`: the benchmark's shared
 /// definition (numalab-bench), with its costs modelled here.
-pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
+pub fn populate(case: &Case, w: &mut World) -> Result<Meta, CaseError> {
     let mut meta = Meta {
         benchmark: case.benchmark(),
         params: case.params(),
@@ -473,18 +498,17 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, String> {
         Case::Hackbench(p) => add_hackbench_case(w, &mut meta, p)?,
         Case::ForkExec(p) => add_forkexec(w, &mut meta, p)?,
         Case::Mem(p) => add_mem(w, &mut meta, p)?,
-        Case::Command(_) => return Err(COMMAND_UNSUPPORTED.into()),
+        Case::Command(_) => return Err(CaseError::Command),
     }
     let need = w.mem.chunks.len() as u64 * w.mem.chunk_bytes;
     let have: u64 = w.m.memory_bytes.iter().sum();
     if need > have {
-        return Err(format!(
-            "{} needs {} of memory but machine {} has {}",
-            meta.benchmark,
-            numalab_topology::human_bytes(need),
-            w.m.name,
-            numalab_topology::human_bytes(have)
-        ));
+        return Err(CaseError::OutOfMemory {
+            benchmark: meta.benchmark.clone(),
+            need,
+            machine: w.m.name.clone(),
+            have,
+        });
     }
     launch_times(w, &mut meta);
     if let Case::Mem(p) = case {
@@ -499,9 +523,9 @@ fn add_numa_test(
     w: &mut World,
     meta: &mut Meta,
     p: &numalab_bench::numa_test::Params,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     if p.tasks == 0 || p.size == 0 {
-        return Err("numa_test needs at least 1 task and size > 0".into());
+        return Err(CaseError::EmptyNumaTest);
     }
     let n = p.size as f64;
     for i in 0..p.tasks as usize {
@@ -561,8 +585,8 @@ fn add_autonuma(
     w: &mut World,
     meta: &mut Meta,
     p: &numalab_bench::autonuma::Params,
-) -> Result<(), String> {
-    let plan = p.plan(&w.m.topology)?;
+) -> Result<(), CaseError> {
+    let plan = p.plan(&w.m.topology).map_err(CaseError::Params)?;
     meta.bytes_zeroed = Some(p.bytes_zeroed());
     let nprocs = plan.procs.len();
     for pp in &plan.procs {
@@ -644,7 +668,7 @@ fn add_spin(
     w: &mut World,
     meta: &mut Meta,
     p: &numalab_bench::placement::SpinParams,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     let mask = cpu_mask(w, &p.set.cpus)?;
     for i in 0..p.tasks as usize {
         let pi = meta.processes.len();
@@ -673,7 +697,7 @@ fn add_hackbench_case(
     w: &mut World,
     meta: &mut Meta,
     p: &numalab_bench::placement::HackbenchParams,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     let mask = cpu_mask(w, &p.set.cpus)?;
     meta.processes
         .push(format!("hackbench {} groups x {} fds", p.groups, p.fds));
@@ -687,8 +711,8 @@ fn add_forkexec(
     w: &mut World,
     meta: &mut Meta,
     p: &numalab_bench::forkexec::Params,
-) -> Result<(), String> {
-    p.check().map_err(|e| e.to_string())?;
+) -> Result<(), CaseError> {
+    p.check().map_err(|e| CaseError::Params(e.to_string()))?;
     meta.processes.push("forkexec parent".into());
     let _ = add_region(w, 0, 1);
     let c = w.m.costs;
@@ -721,9 +745,16 @@ fn add_forkexec(
 /// mem: a thread pinned to each of its CPUs, each with its own buffer
 /// bound to the memory node, swept `loops` times (read: a line in per
 /// line; write: in and back out; memset: out).
-fn add_mem(w: &mut World, meta: &mut Meta, p: &numalab_bench::mem::Params) -> Result<(), String> {
-    p.check(&w.m.topology).map_err(|e| e.to_string())?;
-    let cpus = p.cpus(&w.m.topology).map_err(|e| e.to_string())?;
+fn add_mem(
+    w: &mut World,
+    meta: &mut Meta,
+    p: &numalab_bench::mem::Params,
+) -> Result<(), CaseError> {
+    p.check(&w.m.topology)
+        .map_err(|e| CaseError::Params(e.to_string()))?;
+    let cpus = p
+        .cpus(&w.m.topology)
+        .map_err(|e| CaseError::Params(e.to_string()))?;
     meta.processes.push(format!("mem, {} threads", p.threads));
     meta.bytes_zeroed = Some(p.bytes_swept());
     meta.task_bytes = Some(p.bytes.saturating_mul(p.loops));

@@ -71,11 +71,11 @@ pub struct AutoNuma {
     alias: Alias,
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, crate::params::ParamError> {
     Ok(Box::new(new(p, m)?))
 }
 
-fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, String> {
+fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, crate::params::ParamError> {
     let scan_delay = p.f64(
         "scan_delay_ms",
         1000.0,
@@ -113,10 +113,10 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, String> {
         "should_numa_migrate_memory (two-reference filter, shared-page rules); false migrates every misplaced page on its fault",
     )?;
     if size <= 0.0 || pmin <= 0.0 || pmax < pmin {
-        return Err(
+        return Err(crate::params::ParamError::Inconsistent(
             "autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms"
                 .into(),
-        );
+        ));
     }
     Ok(AutoNuma {
         common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true),

@@ -30,7 +30,10 @@ pub const REGISTRY: &[Entry] = &[
     },
 ];
 
-pub fn build(spec: &PolicySpec, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+pub fn build(
+    spec: &PolicySpec,
+    m: &Machine,
+) -> Result<Box<dyn Balancer>, crate::params::ParamError> {
     crate::params::build_from("balancer", REGISTRY, spec, m)
 }
 
@@ -45,6 +48,9 @@ impl Balancer for NoBalancer {
     fn tick(&mut self, _w: &mut World, _s: &mut dyn Scheduler) {}
 }
 
-fn build_none(_p: &mut Params, _m: &Machine) -> Result<Box<dyn Balancer>, String> {
+fn build_none(
+    _p: &mut Params,
+    _m: &Machine,
+) -> Result<Box<dyn Balancer>, crate::params::ParamError> {
     Ok(Box::new(NoBalancer))
 }

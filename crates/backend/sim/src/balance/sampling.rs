@@ -45,7 +45,7 @@ pub struct Sampling {
     hw_delay: Vec<Option<u64>>,
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, crate::params::ParamError> {
     let period = p.f64_in(
         "period",
         10000.0,
@@ -99,12 +99,14 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, String> {
         "should_numa_migrate_memory (two-reference filter, shared-page rules); false migrates every misplaced page on its sample",
     )?;
     if !(period_min <= period && period <= period_max) {
-        return Err(format!(
+        return Err(crate::params::ParamError::Inconsistent(format!(
             "sampling: period = {period}: must be between period_min ({period_min}) and period_max ({period_max})"
-        ));
+        )));
     }
     if threshold == 0 {
-        return Err("sampling: threshold = 0: must be at least 1".into());
+        return Err(crate::params::ParamError::Inconsistent(
+            "sampling: threshold = 0: must be at least 1".into(),
+        ));
     }
     let mut common = NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, false);
     common.set_hw_hints(HwHints {

@@ -61,7 +61,7 @@ pub struct Linux {
     in_newidle: bool,
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, crate::params::ParamError> {
     Ok(Box::new(Linux::new(p, m)?))
 }
 
@@ -85,7 +85,7 @@ pub struct Tunables {
 }
 
 impl Tunables {
-    pub fn read(p: &mut Params) -> Result<Tunables, String> {
+    pub fn read(p: &mut Params) -> Result<Tunables, crate::params::ParamError> {
         let busy_factor = p.u64(
             "busy_factor",
             16,
@@ -113,7 +113,7 @@ impl Tunables {
 }
 
 impl Linux {
-    pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, String> {
+    pub fn new(p: &mut Params, m: &Machine) -> Result<Linux, crate::params::ParamError> {
         let Tunables {
             busy_factor,
             numa_imbalance,
@@ -518,7 +518,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn numa_pct(args: &[(&str, &str)]) -> Result<f64, String> {
+    fn numa_pct(args: &[(&str, &str)]) -> Result<f64, crate::params::ParamError> {
         let args: BTreeMap<String, String> = args
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -596,7 +596,9 @@ mod tests {
     fn the_numa_level_imbalance_pct_is_a_parameter() {
         assert_eq!(numa_pct(&[]), Ok(125.0));
         assert_eq!(numa_pct(&[("numa_imbalance_pct", "117")]), Ok(117.0));
-        let e = numa_pct(&[("numa_imbalance_pct", "90")]).unwrap_err();
+        let e = numa_pct(&[("numa_imbalance_pct", "90")])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("numa_imbalance_pct=90 must be between 100 and 1000"),
             "{e}"

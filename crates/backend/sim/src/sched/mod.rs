@@ -36,7 +36,10 @@ pub const REGISTRY: &[Entry] = &[
 ];
 
 /// Build a scheduler from `NAME[k=v,...]`.
-pub fn build(spec: &PolicySpec, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+pub fn build(
+    spec: &PolicySpec,
+    m: &Machine,
+) -> Result<Box<dyn Scheduler>, crate::params::ParamError> {
     crate::params::build_from("scheduler", REGISTRY, spec, m)
 }
 

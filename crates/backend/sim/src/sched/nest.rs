@@ -83,7 +83,7 @@ pub struct NestParams {
 }
 
 impl NestParams {
-    pub fn read(p: &mut Params) -> Result<NestParams, String> {
+    pub fn read(p: &mut Params) -> Result<NestParams, crate::params::ParamError> {
         let reserve_max = p.u64("reserve_max", 5, "largest reserve nest (cores)")?;
         let compact_ms = p.f64(
             "compact_ms",
@@ -91,9 +91,9 @@ impl NestParams {
             "idle time after which a primary core leaves the nest",
         )?;
         if !(compact_ms.is_finite() && compact_ms >= 0.0) {
-            return Err(format!(
+            return Err(crate::params::ParamError::Inconsistent(format!(
                 "scheduler nest: compact_ms must be 0 or more, not {compact_ms}"
-            ));
+            )));
         }
         Ok(NestParams {
             reserve_max: reserve_max.min(usize::MAX as u64) as usize,
@@ -102,7 +102,7 @@ impl NestParams {
     }
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, crate::params::ParamError> {
     let NestParams {
         reserve_max,
         compact_ns,

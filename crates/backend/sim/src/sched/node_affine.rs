@@ -39,7 +39,7 @@ pub struct NodeAffine {
     next_dynamic: u64,
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, String> {
+pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, crate::params::ParamError> {
     let dynamic = p.bool(
         "dynamic",
         false,

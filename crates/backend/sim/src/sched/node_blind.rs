@@ -47,7 +47,10 @@ pub fn tick_order(ncpus: usize) -> Vec<CpuId> {
     order
 }
 
-pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn crate::engine::Scheduler>, String> {
+pub fn build(
+    p: &mut Params,
+    m: &Machine,
+) -> Result<Box<dyn crate::engine::Scheduler>, crate::params::ParamError> {
     let busy_ms = p.f64("busy_ms", 200.0, "balance interval of a busy CPU")?;
     let idle_ms = p.f64("idle_ms", 1.0, "balance interval of an idle CPU")?;
     let slice_ms = p.f64("slice_ms", O1_SLICE_MS as f64, "time slice")?;
