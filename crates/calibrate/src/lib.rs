@@ -48,6 +48,8 @@
 //! Not measured (the file says so): idle states, write bandwidth per
 //! node pair.
 
+#![forbid(unsafe_code)]
+
 pub mod busy;
 pub mod costs;
 pub mod figure;

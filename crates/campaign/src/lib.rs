@@ -43,6 +43,8 @@
 //!   Slurm's own view (squeue, sacct or scontrol); a resubmission runs only
 //!   what is neither done nor queued.
 
+#![forbid(unsafe_code)]
+
 pub mod local;
 pub mod plan;
 pub mod slurm;

@@ -25,6 +25,8 @@
 //! - **Honest.** A failed run is still recorded (status `failed` with the
 //!   reason); downstream tools skip it in statistics but can show it.
 
+#![forbid(unsafe_code)]
+
 pub mod convergence;
 pub mod id;
 pub mod schema;

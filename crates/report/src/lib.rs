@@ -34,6 +34,8 @@
 //! No output uses colour or terminal control sequences, so `NO_COLOR` and
 //! output to a pipe or file need no special handling.
 
+#![forbid(unsafe_code)]
+
 pub mod autonuma;
 pub mod axis;
 pub mod compare;

@@ -23,6 +23,8 @@
 //! reproduce says why, from the figures, and names the model gap known to
 //! cause it when there is one (docs/simulator.md).
 
+#![forbid(unsafe_code)]
+
 mod fit;
 mod studies;
 

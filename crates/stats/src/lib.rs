@@ -78,6 +78,7 @@
 //! `docs/statistics.md` at the repository root explains each method, its
 //! reference and why it was chosen.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod basic;

@@ -30,6 +30,8 @@
 //! trace file: Chrome trace-event JSON, or ftrace text ([`systrace`]) for
 //! Perfetto's scheduler views.
 
+#![forbid(unsafe_code)]
+
 pub mod export;
 pub mod systrace;
 #[cfg(test)]
