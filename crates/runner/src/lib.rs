@@ -1052,7 +1052,7 @@ fn start_scx(
             let root = numalab_linux::sched_ext::root();
             scx::Loaded::start(want, &exe, &root, Some(hook_log))
                 .map(|l| ActiveScx::Here(Box::new(l)))
-                .map_err(RunnerError::Scheduler)
+                .map_err(|e| RunnerError::Scheduler(e.to_string()))
         }
         SettingsSite::Backend => backend
             .start_scx(want)

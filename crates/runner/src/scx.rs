@@ -25,6 +25,36 @@ const WHICH: &str = "scx";
 /// up to 5 s for the kernel's exit record).
 pub const EXIT_WAIT: Duration = Duration::from_secs(6);
 
+/// Why a scheduler did not load; each message begins with its flag
+/// (`--scx NAME`), but a command numalab cannot run and a process that
+/// did not start, which say so in their own words.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// This kernel has no sched_ext (why not, as sysfs shows it).
+    #[error("{flag}: {why}")]
+    Unsupported { flag: String, why: String },
+    /// `/sys/kernel/sched_ext` could not be read.
+    #[error("{flag}: {why}")]
+    Status { flag: String, why: String },
+    /// Another scheduler is loaded (as sysfs describes it).
+    #[error("{flag}: a sched_ext scheduler is already loaded ({loaded})")]
+    AlreadyLoaded { flag: String, loaded: String },
+    /// The command holds a character a shell would read.
+    #[error(transparent)]
+    Command(#[from] numalab_linux::shell::ControlChar),
+    /// Its process did not start.
+    #[error(transparent)]
+    Spawn(#[from] hooks::HookError),
+    /// It started but the kernel did not enable it (what was last seen),
+    /// with the scheduler's last output.
+    #[error("{flag}: {why}{}", hooks::tail_text(tail))]
+    NotEnabled {
+        flag: String,
+        why: String,
+        tail: Vec<String>,
+    },
+}
+
 /// A scheduler running, as loaded.
 pub struct Loaded {
     pub scx: Scx,
@@ -43,24 +73,26 @@ impl Loaded {
         exe: &Path,
         root: &Path,
         log: Option<&HookLog>,
-    ) -> Result<Loaded, String> {
+    ) -> Result<Loaded, StartError> {
         let flag = scx.flag();
         if let Some(why) = sched_ext::unsupported(root) {
-            return Err(format!("{flag}: {why}"));
+            return Err(StartError::Unsupported { flag, why });
         }
-        let before = Status::read(root).map_err(|e| format!("{flag}: {e}"))?;
+        let before = Status::read(root).map_err(|e| StartError::Status {
+            flag: flag.clone(),
+            why: e.to_string(),
+        })?;
         if before.state != "disabled" {
-            return Err(format!(
-                "{flag}: a sched_ext scheduler is already loaded ({})",
-                before.describe()
-            ));
+            return Err(StartError::AlreadyLoaded {
+                flag,
+                loaded: before.describe(),
+            });
         }
-        let cmd = scx.command(exe).map_err(|e| e.to_string())?;
+        let cmd = scx.command(exe)?;
         let mut service = match scx.argv(exe) {
             Some(argv) => Service::start_argv(WHICH, &cmd, &argv, None, log),
             None => Service::start_as(WHICH, &cmd, None, log),
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         let waited = sched_ext::wait_enabled(
             root,
             before.enable_seq,
@@ -76,8 +108,12 @@ impl Loaded {
                 root: root.to_path_buf(),
             }),
             Err(e) => {
-                let lines = service.stop(hooks::STOP_GRACE);
-                Err(format!("{flag}: {e}{}", hooks::tail_text(&lines)))
+                let tail = service.stop(hooks::STOP_GRACE);
+                Err(StartError::NotEnabled {
+                    flag,
+                    why: e.to_string(),
+                    tail,
+                })
             }
         }
     }

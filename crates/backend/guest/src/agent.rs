@@ -207,7 +207,7 @@ fn load_scx(
             *loaded = Some(l);
             Reply::Ok(status)
         }
-        Err(e) => Reply::Error(e),
+        Err(e) => Reply::Error(e.to_string()),
     }
 }
 
