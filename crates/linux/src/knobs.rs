@@ -84,6 +84,9 @@ pub enum KnobError {
     /// The file (or every CPU's cpufreq) is missing.
     #[error("{knob}: {what}")]
     Missing { knob: String, what: String },
+    /// A `--sysctl` whose file is not there.
+    #[error("{knob}: {source}")]
+    NoSysctl { knob: String, source: NoSysctl },
     /// numalab is not root and cannot write the file.
     #[error("{knob}: needs root (cannot write {path})")]
     NeedsRoot { knob: String, path: String },
@@ -554,21 +557,46 @@ fn mount_debugfs() -> io::Result<()> {
     }
 }
 
+/// Why a `--sysctl` has no file.
+#[derive(Debug, thiserror::Error)]
+pub enum NoSysctl {
+    /// Not under `/proc/sys`, and not a scan tunable.
+    #[error("no such sysctl ({})", .path.display())]
+    NoFile { path: PathBuf },
+    /// A `kernel.numa_balancing_*` scan tunable in neither `/proc/sys`
+    /// nor debugfs (`mount` says why debugfs was not mounted, if tried).
+    #[error("no such sysctl ({}, nor {}{})", .path.display(), .debugfs.display(), .mount.as_ref().map_or(String::new(), |m| format!("; {m}")))]
+    NoTunable {
+        path: PathBuf,
+        debugfs: PathBuf,
+        mount: Option<DebugfsUnmounted>,
+    },
+}
+
+/// Why debugfs could not be mounted for a scan tunable.
+#[derive(Debug, thiserror::Error)]
+pub enum DebugfsUnmounted {
+    #[error("debugfs is not mounted on {DEBUGFS} and mounting it needs root")]
+    NeedsRoot,
+    #[error("mounting debugfs on {DEBUGFS}: {0}")]
+    Mount(io::Error),
+}
+
 /// The file behind a `--sysctl`, mounting debugfs for the scan tunables
-/// when allowed. `what` says what is missing when it is.
-fn resolve_sysctl(root: &Path, real_root: bool, key: &str) -> Result<PathBuf, String> {
+/// when allowed. The error says what is missing.
+fn resolve_sysctl(root: &Path, real_root: bool, key: &str) -> Result<PathBuf, NoSysctl> {
     let path = sysctl_path(root, key);
     if path.is_file() {
         return Ok(path);
     }
     let Some(t) = key.strip_prefix("kernel.numa_balancing_") else {
-        return Err(format!("no such sysctl ({})", path.display()));
+        return Err(NoSysctl::NoFile { path });
     };
-    let dbg = root.join("sys/kernel/debug/sched/numa_balancing").join(t);
-    let mut why = String::new();
+    let debugfs = root.join("sys/kernel/debug/sched/numa_balancing").join(t);
+    let mut mount = None;
     if real_root && !debugfs_mounted() {
         if !is_root() {
-            why = format!("; debugfs is not mounted on {DEBUGFS} and mounting it needs root");
+            mount = Some(DebugfsUnmounted::NeedsRoot);
         } else {
             match mount_debugfs() {
                 Ok(()) => {
@@ -577,15 +605,15 @@ fn resolve_sysctl(root: &Path, real_root: bool, key: &str) -> Result<PathBuf, St
                         return Ok(path);
                     }
                 }
-                Err(e) => why = format!("; mounting debugfs on {DEBUGFS}: {e}"),
+                Err(e) => mount = Some(DebugfsUnmounted::Mount(e)),
             }
         }
     }
-    Err(format!(
-        "no such sysctl ({}, nor {}{why})",
-        path.display(),
-        dbg.display()
-    ))
+    Err(NoSysctl::NoTunable {
+        path,
+        debugfs,
+        mount,
+    })
 }
 
 /// The cpuN directories under `<root>/sys/devices/system/cpu`, by number.
@@ -624,7 +652,10 @@ fn resolve(knob: &Knob, root: &Path, real_root: bool) -> Result<Vec<(String, Pat
         Knob::Sysctl { key, .. } => {
             vec![(
                 String::new(),
-                resolve_sysctl(root, real_root, key).map_err(missing)?,
+                resolve_sysctl(root, real_root, key).map_err(|source| KnobError::NoSysctl {
+                    knob: label.clone(),
+                    source,
+                })?,
             )]
         }
         Knob::Sysfs { path, .. } => {

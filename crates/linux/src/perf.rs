@@ -357,7 +357,7 @@ impl Tracer {
         }
         let waking_note = match (waking_ok, why_not) {
             (true, _) => None,
-            (false, Some(e)) => Some(e),
+            (false, Some(e)) => Some(e.to_string()),
             (false, None) => Some("sched_waking could not be opened".to_string()),
         };
         Ok(Tracer {
@@ -547,10 +547,21 @@ fn open_waking(w: WakingFormat, cpu: u32, ring: &OwnedFd) -> io::Result<OwnedFd>
     Ok(fd)
 }
 
+/// Why `sched_waking`'s format could not be read from tracefs.
+#[derive(Debug, thiserror::Error)]
+enum WakingError {
+    #[error("tracefs is not mounted and could not be mounted (sched_waking's id and format are read there)")]
+    NoTracefs,
+    #[error("sched_waking id {0:?}")]
+    BadId(String),
+    #[error("sched_waking has no {0} field")]
+    NoField(&'static str),
+}
+
 /// The tracepoint's id and field offsets, from tracefs; mounted for the
 /// moment of reading (and unmounted again) when it is not mounted and
 /// numalab may mount it.
-fn waking_format() -> Result<WakingFormat, String> {
+fn waking_format() -> Result<WakingFormat, WakingError> {
     if let Some(w) = WAKING.get() {
         return Ok(*w);
     }
@@ -585,13 +596,8 @@ fn waking_format() -> Result<WakingFormat, String> {
             unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
         }
     }
-    let (id, format) = found.ok_or_else(|| {
-        "tracefs is not mounted and could not be mounted (sched_waking's id and format are read there)".to_string()
-    })?;
-    let id: u64 = id
-        .trim()
-        .parse()
-        .map_err(|_| format!("sched_waking id {id:?}"))?;
+    let (id, format) = found.ok_or(WakingError::NoTracefs)?;
+    let id: u64 = id.trim().parse().map_err(|_| WakingError::BadId(id))?;
     let offset = |name: &str| -> Option<usize> {
         format.lines().find_map(|l| {
             let l = l.trim();
@@ -607,8 +613,8 @@ fn waking_format() -> Result<WakingFormat, String> {
     };
     let w = WakingFormat {
         id,
-        pid: offset("pid").ok_or("sched_waking has no pid field")?,
-        target_cpu: offset("target_cpu").ok_or("sched_waking has no target_cpu field")?,
+        pid: offset("pid").ok_or(WakingError::NoField("pid"))?,
+        target_cpu: offset("target_cpu").ok_or(WakingError::NoField("target_cpu"))?,
     };
     let _ = WAKING.set(w);
     Ok(w)

@@ -104,24 +104,46 @@ pub struct Status {
     pub enable_seq: u64,
 }
 
+/// Why `/sys/kernel/sched_ext` could not be read; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("{}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `enable_seq` is not a number.
+    #[error("{}: {value:?} is not a count", .path.display())]
+    NotACount { path: PathBuf, value: String },
+}
+
+/// Why no scheduler was seen loaded: what was last seen.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// The process that loads it ended first (its reason).
+    #[error("it ended before sched_ext was enabled ({why}); sched_ext is {}", .last.describe())]
+    Ended { why: String, last: Status },
+    #[error("sched_ext still {} after {:.0} s (root/ops {:?}, enable_seq {})", .last.state, .timeout.as_secs_f64(), .last.ops, .last.enable_seq)]
+    TimedOut { timeout: Duration, last: Status },
+}
+
 impl Status {
     /// Read `root` (normally [`SYSFS`]); an error names the file.
-    pub fn read(root: &Path) -> Result<Status, String> {
-        let read = |rel: &str| -> Result<String, String> {
-            let p = root.join(rel);
-            std::fs::read_to_string(&p)
-                .map(|s| s.trim().to_string())
-                .map_err(|e| format!("{}: {e}", p.display()))
+    pub fn read(root: &Path) -> Result<Status, StatusError> {
+        let read = |rel: &str| -> Result<String, StatusError> {
+            let path = root.join(rel);
+            match std::fs::read_to_string(&path) {
+                Ok(s) => Ok(s.trim().to_string()),
+                Err(source) => Err(StatusError::Read { path, source }),
+            }
         };
         let state = read("state")?;
         // No root/ops while nothing is loaded on some kernels.
         let ops = read("root/ops").unwrap_or_default();
         let seq = read("enable_seq")?;
-        let enable_seq = seq.parse().map_err(|_| {
-            format!(
-                "{}: {seq:?} is not a count",
-                root.join("enable_seq").display()
-            )
+        let enable_seq = seq.parse().map_err(|_| StatusError::NotACount {
+            path: root.join("enable_seq"),
+            value: seq.clone(),
         })?;
         Ok(Status {
             state,
@@ -166,7 +188,7 @@ pub fn wait_enabled(
     ops: Option<&str>,
     timeout: Duration,
     gone: &mut dyn FnMut() -> Option<String>,
-) -> Result<Status, String> {
+) -> Result<Status, WaitError> {
     let start = Instant::now();
     let mut last = Status::default();
     loop {
@@ -181,19 +203,10 @@ pub fn wait_enabled(
             last = s;
         }
         if let Some(why) = gone() {
-            return Err(format!(
-                "it ended before sched_ext was enabled ({why}); sched_ext is {}",
-                last.describe()
-            ));
+            return Err(WaitError::Ended { why, last });
         }
         if start.elapsed() >= timeout {
-            return Err(format!(
-                "sched_ext still {} after {:.0} s (root/ops {:?}, enable_seq {})",
-                last.state,
-                timeout.as_secs_f64(),
-                last.ops,
-                last.enable_seq
-            ));
+            return Err(WaitError::TimedOut { timeout, last });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -306,7 +319,10 @@ mod tests {
         let short = Duration::from_millis(100);
         // Still disabled: a timeout that says so.
         let e = wait_enabled(r, 3, Some("numalab_fifo"), short, &mut || None).unwrap_err();
-        assert!(e.starts_with("sched_ext still disabled after"), "{e}");
+        assert!(
+            e.to_string().starts_with("sched_ext still disabled after"),
+            "{e}"
+        );
         // Enabled, but another scheduler, or an old enable: not ours.
         write(r, "enabled", "simple", 4);
         assert!(wait_enabled(r, 3, Some("numalab_fifo"), short, &mut || None).is_err());
@@ -328,11 +344,14 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "it ended before sched_ext was enabled (exit status: 2); sched_ext is disabled"
         );
         std::fs::write(r.join("enable_seq"), "many\n").unwrap();
-        assert!(Status::read(r).unwrap_err().contains("is not a count"));
+        assert!(Status::read(r)
+            .unwrap_err()
+            .to_string()
+            .contains("is not a count"));
     }
 
     #[test]
