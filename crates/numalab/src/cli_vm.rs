@@ -124,7 +124,7 @@ enum AccelArg {
 }
 
 fn parse_sysctl(s: &str) -> Result<(String, String), String> {
-    numalab_guest::job::parse_sysctl(s)
+    numalab_guest::job::parse_sysctl(s).map_err(|e| e.to_string())
 }
 
 pub fn run(a: VmArgs) -> Result<ExitCode> {

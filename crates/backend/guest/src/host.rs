@@ -98,8 +98,8 @@ pub enum VmError {
     Failed(String),
 }
 
-fn failed(m: impl Into<String>) -> VmError {
-    VmError::Failed(m.into())
+fn failed(m: impl std::fmt::Display) -> VmError {
+    VmError::Failed(m.to_string())
 }
 
 /// The host's terminal for `--shell`: `TERM` and the size of standard

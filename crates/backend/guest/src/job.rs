@@ -77,6 +77,46 @@ pub fn share_tag(i: usize) -> String {
 /// Subcommands that make no sense inside a guest.
 const NOT_IN_GUEST: [&str; 3] = ["vm", "guest-init", "help"];
 
+/// Why the guest's command line's `--results` or `calibrate --output`
+/// was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("--results after -- needs a directory")]
+    ResultsWithoutDir,
+    /// Two different directories.
+    #[error("--results given twice after -- ({} and {second})", first.display())]
+    ResultsTwice { first: PathBuf, second: String },
+    #[error("calibrate --output after -- needs a file")]
+    OutputWithoutFile,
+    /// The second file given.
+    #[error("calibrate --output given twice after -- ({0})")]
+    OutputTwice(String),
+}
+
+/// Why the command after `--` cannot run in the guest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("no numalab command after -- (e.g. `-- topology`)")]
+    Missing,
+    /// It begins with `numalab`.
+    #[error("give the numalab arguments after --, without the program name (e.g. `-- topology`)")]
+    ProgramName,
+    /// A subcommand that only makes sense on the host.
+    #[error("`{0}` cannot run inside the guest")]
+    NotInGuest(String),
+}
+
+/// Why a `--sysctl key=value` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SysctlError {
+    /// Not `key=value` or a key or value numalab refuses.
+    #[error(transparent)]
+    Invalid(#[from] numalab_linux::knobs::KnobError),
+    /// A setting that is not a sysctl (as written).
+    #[error("{0} is not a sysctl")]
+    NotASysctl(String),
+}
+
 /// Take `--results DIR` / `--results=DIR` out of the guest command line.
 ///
 /// The rule: the guest always writes to its own [`GUEST_RESULTS`]; the
@@ -86,7 +126,7 @@ const NOT_IN_GUEST: [&str; 3] = ["vm", "guest-init", "help"];
 /// `--results` after `--` is rewritten to point into the guest, so the
 /// command still sees the flag where the user put it. Giving two different
 /// directories is an error.
-pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), String> {
+pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), ArgsError> {
     let mut out = Vec::with_capacity(args.len());
     let mut found: Option<PathBuf> = None;
     let mut it = args.iter();
@@ -98,11 +138,7 @@ pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), 
             break;
         }
         let value = if a == "--results" {
-            Some(
-                it.next()
-                    .ok_or("--results after -- needs a directory")?
-                    .clone(),
-            )
+            Some(it.next().ok_or(ArgsError::ResultsWithoutDir)?.clone())
         } else {
             a.strip_prefix("--results=").map(str::to_string)
         };
@@ -110,10 +146,10 @@ pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), 
             Some(v) => {
                 if let Some(prev) = &found {
                     if prev != &PathBuf::from(&v) {
-                        return Err(format!(
-                            "--results given twice after -- ({} and {v})",
-                            prev.display()
-                        ));
+                        return Err(ArgsError::ResultsTwice {
+                            first: prev.clone(),
+                            second: v,
+                        });
                     }
                 }
                 found = Some(PathBuf::from(v));
@@ -130,7 +166,7 @@ pub fn split_results(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), 
 /// the file is the host's, so the flag is taken out of the guest's
 /// command (which then prints the machine file) and its path returned,
 /// for the host to write the command's standard output there.
-pub fn split_output(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), String> {
+pub fn split_output(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), ArgsError> {
     if args.first().map(String::as_str) != Some("calibrate") {
         return Ok((args.to_vec(), None));
     }
@@ -139,18 +175,12 @@ pub fn split_output(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), S
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let value = if a == "--output" || a == "-o" {
-            Some(
-                it.next()
-                    .ok_or("calibrate --output after -- needs a file")?
-                    .clone(),
-            )
+            Some(it.next().ok_or(ArgsError::OutputWithoutFile)?.clone())
         } else {
             a.strip_prefix("--output=").map(str::to_string)
         };
         match value {
-            Some(v) if found.is_some() => {
-                return Err(format!("calibrate --output given twice after -- ({v})"))
-            }
+            Some(v) if found.is_some() => return Err(ArgsError::OutputTwice(v)),
             Some(v) => found = Some(PathBuf::from(v)),
             None => out.push(a.clone()),
         }
@@ -159,29 +189,25 @@ pub fn split_output(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>), S
 }
 
 /// Check the command to run in the guest.
-pub fn check_command(args: &[String]) -> Result<(), String> {
+pub fn check_command(args: &[String]) -> Result<(), CommandError> {
     let Some(first) = args.first() else {
-        return Err("no numalab command after -- (e.g. `-- topology`)".into());
+        return Err(CommandError::Missing);
     };
     if first == "numalab" {
-        return Err(
-            "give the numalab arguments after --, without the program name (e.g. `-- topology`)"
-                .into(),
-        );
+        return Err(CommandError::ProgramName);
     }
     if NOT_IN_GUEST.contains(&first.as_str()) {
-        return Err(format!("`{first}` cannot run inside the guest"));
+        return Err(CommandError::NotInGuest(first.clone()));
     }
     Ok(())
 }
 
 /// Parse `--sysctl key=value`: the rules of `numalab run --sysctl`
 /// (`numalab_linux::knobs`), as (key, value).
-pub fn parse_sysctl(text: &str) -> Result<(String, String), String> {
-    match numalab_linux::knobs::Knob::parse_sysctl(text) {
-        Ok(numalab_linux::knobs::Knob::Sysctl { key, value }) => Ok((key, value)),
-        Ok(other) => Err(format!("{other} is not a sysctl")),
-        Err(e) => Err(e.to_string()),
+pub fn parse_sysctl(text: &str) -> Result<(String, String), SysctlError> {
+    match numalab_linux::knobs::Knob::parse_sysctl(text)? {
+        numalab_linux::knobs::Knob::Sysctl { key, value } => Ok((key, value)),
+        other => Err(SysctlError::NotASysctl(other.to_string())),
     }
 }
 
@@ -227,9 +253,14 @@ mod tests {
     fn commands() {
         assert!(check_command(&s(&["topology"])).is_ok());
         assert!(check_command(&[]).is_err());
-        assert!(check_command(&s(&["vm", "--nodes", "2"]))
-            .unwrap_err()
-            .contains("cannot run"));
+        assert_eq!(
+            check_command(&s(&["vm", "--nodes", "2"])),
+            Err(CommandError::NotInGuest("vm".into()))
+        );
+        assert_eq!(
+            check_command(&s(&["vm"])).unwrap_err().to_string(),
+            "`vm` cannot run inside the guest"
+        );
         assert!(check_command(&s(&["numalab", "topology"])).is_err());
     }
 

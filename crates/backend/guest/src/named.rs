@@ -888,7 +888,7 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
             modules.join("vmlinuz").display()
         )
     })?;
-    crate::qemu::check_kernel(&vmlinuz)?;
+    crate::qemu::check_kernel(&vmlinuz).map_err(|e| e.to_string())?;
     // The header beside it; linux-bpf-dev's include tree goes.
     let header = tree.join(format!("vmlinux-{release}.h"));
     fs::rename(tree.join(BPF_DEV_HEADER), &header).map_err(|e| {

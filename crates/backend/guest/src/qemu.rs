@@ -11,8 +11,71 @@ pub const QEMU_PACKAGE: &str = "qemu-system-x86";
 /// Debian package that provides a kernel in /boot (Ubuntu: linux-image-generic).
 pub const KERNEL_PACKAGE: &str = "linux-image-amd64";
 
+/// `qemu-system-x86_64` is not on `PATH`; the message names the package.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{QEMU} not found on PATH (install the {QEMU_PACKAGE} package: apt-get install {QEMU_PACKAGE})"
+)]
+pub struct QemuNotFound;
+
+/// Why there is no kernel to boot: none found, or the one given is not
+/// a kernel image.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// No readable `vmlinuz-*` in this directory (normally `/boot`).
+    #[error("no readable kernel image {}/vmlinuz-* (install the {KERNEL_PACKAGE} package: apt-get install {KERNEL_PACKAGE}, or pass --kernel PATH)", boot.display())]
+    NoneIn { boot: PathBuf },
+    /// `--kernel PATH` could not be opened.
+    #[error("--kernel {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--kernel {}: too short to be a kernel image", path.display())]
+    TooShort { path: PathBuf },
+    /// No x86 boot protocol header.
+    #[error("--kernel {}: not an x86 bzImage kernel (no boot protocol header)", path.display())]
+    NotBzImage { path: PathBuf },
+}
+
+/// Why KVM cannot be used here.
+#[derive(Debug, thiserror::Error)]
+pub enum KvmUnusable {
+    #[error("the CPU shows no vmx/svm flag (no hardware virtualisation here; nested KVM would hang or fail)")]
+    NoVirtFlag,
+    /// The device did not open.
+    #[error("{}: {source}", dev.display())]
+    Open {
+        dev: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not API version 12 (-1: the ioctl failed).
+    #[error("{}: KVM API version {version}, expected 12", dev.display())]
+    ApiVersion { dev: PathBuf, version: i32 },
+    #[error("{}: KVM_CREATE_VM failed: {source}", dev.display())]
+    CreateVm {
+        dev: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `--accel kvm` where KVM is not usable.
+#[derive(Debug, thiserror::Error)]
+#[error("--accel kvm: KVM is not usable here: {0}; use --accel tcg")]
+pub struct KvmRefused(pub KvmUnusable);
+
+/// Why `--append` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppendError {
+    /// A word that sets the guest's init, its arguments or console.
+    #[error("--append: {0:?} is numalab's to set (the guest's init, its arguments and console)")]
+    Reserved(String),
+    #[error("--append: no newlines or NUL bytes")]
+    ControlChar,
+}
+
 /// `qemu-system-x86_64` on `PATH`, or an error naming the package.
-pub fn find_qemu() -> Result<PathBuf, String> {
+pub fn find_qemu() -> Result<PathBuf, QemuNotFound> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
         let p = dir.join(QEMU);
@@ -20,9 +83,7 @@ pub fn find_qemu() -> Result<PathBuf, String> {
             return Ok(p);
         }
     }
-    Err(format!(
-        "{QEMU} not found on PATH (install the {QEMU_PACKAGE} package: apt-get install {QEMU_PACKAGE})"
-    ))
+    Err(QemuNotFound)
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -60,12 +121,9 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// The newest readable `vmlinuz-*` in `boot` (normally `/boot`).
-pub fn find_kernel_in(boot: &Path) -> Result<PathBuf, String> {
-    let missing = || {
-        format!(
-            "no readable kernel image {}/vmlinuz-* (install the {KERNEL_PACKAGE} package: apt-get install {KERNEL_PACKAGE}, or pass --kernel PATH)",
-            boot.display()
-        )
+pub fn find_kernel_in(boot: &Path) -> Result<PathBuf, KernelError> {
+    let missing = || KernelError::NoneIn {
+        boot: boot.to_path_buf(),
     };
     let entries = fs::read_dir(boot).map_err(|_| missing())?;
     let mut found: Vec<(String, PathBuf)> = entries
@@ -84,22 +142,19 @@ pub fn find_kernel_in(boot: &Path) -> Result<PathBuf, String> {
 }
 
 /// Check an explicitly given kernel image.
-pub fn check_kernel(path: &Path) -> Result<(), String> {
-    let mut f = fs::File::open(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
+pub fn check_kernel(path: &Path) -> Result<(), KernelError> {
+    let path_buf = || path.to_path_buf();
+    let mut f = fs::File::open(path).map_err(|source| KernelError::Open {
+        path: path_buf(),
+        source,
+    })?;
     let mut head = [0u8; 0x206];
     use std::io::Read;
-    f.read_exact(&mut head).map_err(|_| {
-        format!(
-            "--kernel {}: too short to be a kernel image",
-            path.display()
-        )
-    })?;
+    f.read_exact(&mut head)
+        .map_err(|_| KernelError::TooShort { path: path_buf() })?;
     // A bzImage has "HdrS" at 0x202 (the x86 boot protocol header).
     if &head[0x202..0x206] != b"HdrS" {
-        return Err(format!(
-            "--kernel {}: not an x86 bzImage kernel (no boot protocol header)",
-            path.display()
-        ));
+        return Err(KernelError::NotBzImage { path: path_buf() });
     }
     Ok(())
 }
@@ -135,7 +190,7 @@ impl Accel {
 /// hides vmx/svm may still have a `/dev/kvm` that opens, and on such
 /// machines a KVM guest can hang at the first instruction instead of
 /// failing; without the flag KVM is never tried.
-pub fn kvm_status(cpuinfo: &str, dev: &Path) -> Result<(), String> {
+pub fn kvm_status(cpuinfo: &str, dev: &Path) -> Result<(), KvmUnusable> {
     let flags = cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
@@ -143,28 +198,34 @@ pub fn kvm_status(cpuinfo: &str, dev: &Path) -> Result<(), String> {
         .unwrap_or("");
     let has = |f: &str| flags.split_whitespace().any(|w| w == f);
     if !has("vmx") && !has("svm") {
-        return Err("the CPU shows no vmx/svm flag (no hardware virtualisation here; nested KVM would hang or fail)".into());
+        return Err(KvmUnusable::NoVirtFlag);
     }
     let kvm = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(dev)
-        .map_err(|e| format!("{}: {e}", dev.display()))?;
+        .map_err(|source| KvmUnusable::Open {
+            dev: dev.to_path_buf(),
+            source,
+        })?;
     let version = numalab_linux::kvm::api_version(&kvm).unwrap_or(-1);
     if version != 12 {
-        return Err(format!(
-            "{}: KVM API version {version}, expected 12",
-            dev.display()
-        ));
+        return Err(KvmUnusable::ApiVersion {
+            dev: dev.to_path_buf(),
+            version,
+        });
     }
     // The VM is closed again at once: it only had to be possible.
     numalab_linux::kvm::create_vm(&kvm)
         .map(drop)
-        .map_err(|e| format!("{}: KVM_CREATE_VM failed: {e}", dev.display()))
+        .map_err(|source| KvmUnusable::CreateVm {
+            dev: dev.to_path_buf(),
+            source,
+        })
 }
 
 /// Choose the accelerator. Returns it and a sentence saying why.
-pub fn choose_accel(choice: AccelChoice) -> Result<(Accel, String), String> {
+pub fn choose_accel(choice: AccelChoice) -> Result<(Accel, String), KvmRefused> {
     let status = || {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         kvm_status(&cpuinfo, Path::new("/dev/kvm"))
@@ -173,9 +234,7 @@ pub fn choose_accel(choice: AccelChoice) -> Result<(Accel, String), String> {
         AccelChoice::Tcg => Ok((Accel::Tcg, "requested with --accel tcg".into())),
         AccelChoice::Kvm => match status() {
             Ok(()) => Ok((Accel::Kvm, "requested with --accel kvm".into())),
-            Err(why) => Err(format!(
-                "--accel kvm: KVM is not usable here: {why}; use --accel tcg"
-            )),
+            Err(why) => Err(KvmRefused(why)),
         },
         AccelChoice::Auto => match status() {
             Ok(()) => Ok((Accel::Kvm, "KVM is usable".into())),
@@ -249,20 +308,18 @@ pub fn kernel_cmdline(ld_library_path: &str, quiet: bool, extra: &str) -> String
 }
 
 /// Check `--append`: nothing that would take init's place or its arguments.
-pub fn check_append(extra: &str) -> Result<(), String> {
+pub fn check_append(extra: &str) -> Result<(), AppendError> {
     for w in extra.split_whitespace() {
         if w == "--"
             || w.starts_with("rdinit=")
             || w.starts_with("init=")
             || w.starts_with("console=")
         {
-            return Err(format!(
-                "--append: {w:?} is numalab's to set (the guest's init, its arguments and console)"
-            ));
+            return Err(AppendError::Reserved(w.to_string()));
         }
     }
     if extra.contains(['\n', '\0']) {
-        return Err("--append: no newlines or NUL bytes".into());
+        return Err(AppendError::ControlChar);
     }
     Ok(())
 }
@@ -397,7 +454,7 @@ mod tests {
     #[test]
     fn newest_readable_kernel() {
         let d = tempfile::tempdir().unwrap();
-        let e = find_kernel_in(d.path()).unwrap_err();
+        let e = find_kernel_in(d.path()).unwrap_err().to_string();
         assert!(e.contains("install the linux-image-amd64 package"), "{e}");
         for v in ["6.1.0-9-amd64", "6.1.0-56-amd64", "5.10.0-30-amd64"] {
             fs::write(d.path().join(format!("vmlinuz-{v}")), b"k").unwrap();
@@ -407,7 +464,9 @@ mod tests {
             find_kernel_in(d.path()).unwrap(),
             d.path().join("vmlinuz-6.1.0-56-amd64")
         );
-        let e = find_kernel_in(&d.path().join("nope")).unwrap_err();
+        let e = find_kernel_in(&d.path().join("nope"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("linux-image-amd64"));
     }
 
@@ -416,10 +475,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("k");
         fs::write(&p, b"short").unwrap();
-        assert!(check_kernel(&p).unwrap_err().contains("too short"));
+        assert!(check_kernel(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("too short"));
         let mut img = vec![0u8; 0x300];
         fs::write(&p, &img).unwrap();
-        assert!(check_kernel(&p).unwrap_err().contains("not an x86 bzImage"));
+        assert!(check_kernel(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("not an x86 bzImage"));
         img[0x202..0x206].copy_from_slice(b"HdrS");
         fs::write(&p, &img).unwrap();
         check_kernel(&p).unwrap();
@@ -428,9 +493,13 @@ mod tests {
 
     #[test]
     fn no_vmx_means_no_kvm() {
-        let e = kvm_status("flags\t: fpu sse2 hypervisor\n", Path::new("/dev/kvm")).unwrap_err();
+        let e = kvm_status("flags\t: fpu sse2 hypervisor\n", Path::new("/dev/kvm"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no vmx/svm"), "{e}");
-        let e = kvm_status("flags\t: fpu vmx\n", Path::new("/nonexistent/kvm")).unwrap_err();
+        let e = kvm_status("flags\t: fpu vmx\n", Path::new("/nonexistent/kvm"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/nonexistent/kvm"), "{e}");
     }
 

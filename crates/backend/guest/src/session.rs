@@ -63,8 +63,8 @@ fn silence_limit(accel: Accel) -> Duration {
     }
 }
 
-fn failed(m: impl Into<String>) -> VmError {
-    VmError::Failed(m.into())
+fn failed(m: impl std::fmt::Display) -> VmError {
+    VmError::Failed(m.to_string())
 }
 
 /// `NUMALAB_VM_DEBUG=1`: print the QEMU command line and keep the

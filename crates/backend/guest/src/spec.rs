@@ -79,8 +79,9 @@ fn err(flag: &'static str, msg: impl Into<String>) -> SpecError {
 /// refused: QEMU reads it as MiB, most people as bytes. numalab's one size
 /// parser ([`numalab_topology::size`]), so `--bytes` and `--mem-per-node`
 /// refuse a size in the same words.
-pub fn parse_mem_size(text: &str) -> Result<u64, String> {
+pub fn parse_mem_size(text: &str) -> Result<u64, SpecError> {
     numalab_topology::size::parse(text, numalab_topology::size::Bare::Refused)
+        .map_err(|m| err("--mem-per-node", m))
 }
 
 /// Parse `10,20;20,10` into rows. Only the syntax is checked here.
@@ -124,7 +125,7 @@ impl VmSpec {
                 "must be at least 1 (use --memory-only-nodes for nodes without CPUs)",
             ));
         }
-        let mem = parse_mem_size(&input.mem_per_node).map_err(|m| err("--mem-per-node", m))?;
+        let mem = parse_mem_size(&input.mem_per_node)?;
         if mem == 0 {
             return Err(err("--mem-per-node", "must be positive (e.g. 512M or 1G)"));
         }
@@ -377,12 +378,13 @@ mod tests {
         assert_eq!(parse_mem_size("2048K"), Ok(2 << 20));
         assert_eq!(parse_mem_size("1GiB"), Ok(1 << 30));
         assert_eq!(parse_mem_size("64mb"), Ok(64 << 20));
-        assert!(parse_mem_size("512").unwrap_err().contains("no unit"));
+        assert!(parse_mem_size("512").unwrap_err().msg.contains("no unit"));
         assert!(parse_mem_size("M").is_err());
         assert_eq!(parse_mem_size("1.5G"), Ok(1536 << 20));
         assert!(parse_mem_size("99999999999999999999G").is_err());
         assert!(parse_mem_size("18000000000000T")
             .unwrap_err()
+            .msg
             .contains("too large"));
     }
 
