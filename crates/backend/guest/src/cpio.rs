@@ -139,22 +139,56 @@ pub struct Entry {
     pub data: Vec<u8>,
 }
 
+/// Where a newc archive read back breaks the format (offsets in bytes
+/// from its start).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("truncated header at offset {0}")]
+    TruncatedHeader(usize),
+    #[error("bad magic at offset {0}")]
+    BadMagic(usize),
+    /// A header field that is not 8 hex digits (its index, its text, why).
+    #[error("field {index} {text:?}: {why}")]
+    Field {
+        index: usize,
+        text: String,
+        why: String,
+    },
+    #[error("bad name at offset {0}")]
+    BadName(usize),
+    /// A header field or a name that is not UTF-8 (why).
+    #[error("{0}")]
+    NotUtf8(String),
+    #[error("{0}: truncated data")]
+    TruncatedData(String),
+    #[error("{0}: non-zero name padding")]
+    NamePadding(String),
+    #[error("truncated data padding")]
+    TruncatedPadding,
+}
+
 /// Read a newc archive back, up to and excluding its trailer. Strict: any
 /// deviation from the format (bad magic, bad padding, no trailer) is an
 /// error, which is what makes it useful for testing the writer.
-pub fn read_all(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
+pub fn read_all(mut buf: &[u8]) -> Result<Vec<Entry>, ReadError> {
     let mut out = Vec::new();
     let mut offset = 0usize;
     loop {
         if buf.len() < 110 {
-            return Err(format!("truncated header at offset {offset}"));
+            return Err(ReadError::TruncatedHeader(offset));
         }
         if &buf[..6] != MAGIC.as_bytes() {
-            return Err(format!("bad magic at offset {offset}"));
+            return Err(ReadError::BadMagic(offset));
         }
-        let field = |i: usize| -> Result<u32, String> {
-            let s = std::str::from_utf8(&buf[6 + 8 * i..14 + 8 * i]).map_err(|e| e.to_string())?;
-            u32::from_str_radix(s, 16).map_err(|e| format!("field {i} {s:?}: {e}"))
+        let field = |i: usize| -> Result<u32, ReadError> {
+            let raw = &buf[6 + 8 * i..14 + 8 * i];
+            let bad = |why: String| ReadError::Field {
+                index: i,
+                text: String::from_utf8_lossy(raw).into_owned(),
+                why,
+            };
+            let s = std::str::from_utf8(raw).map_err(|e| ReadError::NotUtf8(e.to_string()))?;
+            u32::from_str_radix(s, 16).map_err(|e| bad(e.to_string()))
         };
         let mode = field(1)?;
         let size = field(6)? as usize;
@@ -162,16 +196,17 @@ pub fn read_all(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
         let namesize = field(11)? as usize;
         let name_end = 110 + namesize;
         if buf.len() < name_end || buf[name_end - 1] != 0 {
-            return Err(format!("bad name at offset {offset}"));
+            return Err(ReadError::BadName(offset));
         }
-        let name = String::from_utf8(buf[110..name_end - 1].to_vec()).map_err(|e| e.to_string())?;
+        let name = String::from_utf8(buf[110..name_end - 1].to_vec())
+            .map_err(|e| ReadError::NotUtf8(e.to_string()))?;
         let data_start = name_end.div_ceil(4) * 4;
         let data_end = data_start + size;
         if buf.len() < data_end {
-            return Err(format!("{name}: truncated data"));
+            return Err(ReadError::TruncatedData(name));
         }
         if buf[name_end..data_start].iter().any(|&b| b != 0) {
-            return Err(format!("{name}: non-zero name padding"));
+            return Err(ReadError::NamePadding(name));
         }
         if name == TRAILER {
             return Ok(out);
@@ -184,7 +219,7 @@ pub fn read_all(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
         });
         let next = data_end.div_ceil(4) * 4;
         if buf.len() < next {
-            return Err("truncated data padding".into());
+            return Err(ReadError::TruncatedPadding);
         }
         buf = &buf[next..];
         offset += next;

@@ -30,19 +30,55 @@ pub struct DynInfo {
     pub rpath: Vec<String>,
 }
 
+/// Why bytes are not an ELF file numalab reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error("not an ELF file")]
+    NotElf,
+    #[error("not a 64-bit little-endian ELF file")]
+    Not64Le,
+    /// goblin refused it.
+    #[error("not a valid ELF file: {0}")]
+    Invalid(goblin::error::Error),
+    /// A note header goblin could not read.
+    #[error("a note: {0}")]
+    Note(goblin::error::Error),
+}
+
+/// Why the files an executable needs were not all found.
+#[derive(Debug, thiserror::Error)]
+pub enum ClosureError {
+    /// The executable or a library could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The executable or a library is not an ELF file numalab reads.
+    #[error("{}: {source}", path.display())]
+    Elf { path: PathBuf, source: ElfError },
+    /// A library in none of the directories searched.
+    #[error("{} needs {name}, which is in none of {}", file.display(), dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NotFound {
+        file: PathBuf,
+        name: String,
+        dirs: Vec<PathBuf>,
+    },
+}
+
 /// A 64-bit little-endian ELF file (x86_64 and aarch64 hosts).
-fn elf64(bytes: &[u8]) -> Result<Elf<'_>, String> {
+fn elf64(bytes: &[u8]) -> Result<Elf<'_>, ElfError> {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        return Err("not an ELF file".into());
+        return Err(ElfError::NotElf);
     }
     if bytes[4] != 2 || bytes[5] != 1 {
-        return Err("not a 64-bit little-endian ELF file".into());
+        return Err(ElfError::Not64Le);
     }
-    Elf::parse(bytes).map_err(|e| format!("not a valid ELF file: {e}"))
+    Elf::parse(bytes).map_err(ElfError::Invalid)
 }
 
 /// The interpreter and dynamic entries of an ELF file.
-pub fn parse(bytes: &[u8]) -> Result<DynInfo, String> {
+pub fn parse(bytes: &[u8]) -> Result<DynInfo, ElfError> {
     let elf = elf64(bytes)?;
     let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     Ok(DynInfo {
@@ -68,13 +104,13 @@ const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
 
 /// Whether an ELF kernel has the PVH entry note (owner `Xen`, type 18) in
 /// a `PT_NOTE` segment, which is where QEMU looks for it.
-pub fn has_pvh_note(bytes: &[u8]) -> Result<bool, String> {
+pub fn has_pvh_note(bytes: &[u8]) -> Result<bool, ElfError> {
     let elf = elf64(bytes)?;
     let Some(notes) = elf.iter_note_headers(bytes) else {
         return Ok(false);
     };
     for n in notes {
-        let n = n.map_err(|e| format!("a note: {e}"))?;
+        let n = n.map_err(ElfError::Note)?;
         if n.n_type == XEN_ELFNOTE_PHYS32_ENTRY && n.name == "Xen" {
             return Ok(true);
         }
@@ -151,7 +187,7 @@ pub struct Closure {
 }
 
 /// Resolve the interpreter and the libraries `exe` needs, transitively.
-pub fn closure(exe: &Path) -> Result<Closure, String> {
+pub fn closure(exe: &Path) -> Result<Closure, ClosureError> {
     let ld_library_path: Vec<String> = std::env::var("LD_LIBRARY_PATH")
         .unwrap_or_default()
         .split(':')
@@ -165,11 +201,22 @@ pub fn closure_with(
     exe: &Path,
     ld_library_path: &[String],
     system: &[PathBuf],
-) -> Result<Closure, String> {
+) -> Result<Closure, ClosureError> {
     let mut out = Closure::default();
-    let read = |p: &Path| fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &Path| {
+        fs::read(p).map_err(|source| ClosureError::Read {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    let parse_at = |p: &Path, bytes: &[u8]| {
+        parse(bytes).map_err(|source| ClosureError::Elf {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
     let bytes = read(exe)?;
-    let info = parse(&bytes).map_err(|e| format!("{}: {e}", exe.display()))?;
+    let info = parse_at(exe, &bytes)?;
     if let Some(interp) = &info.interp {
         out.files.insert(interp.clone(), PathBuf::from(interp));
     }
@@ -199,14 +246,11 @@ pub fn closure_with(
                 dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())
             };
             let Some(path) = found else {
-                return Err(format!(
-                    "{} needs {name}, which is in none of {}",
-                    file.display(),
-                    dirs.iter()
-                        .map(|d| d.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(ClosureError::NotFound {
+                    file: file.clone(),
+                    name: name.clone(),
+                    dirs,
+                });
             };
             let dir = path
                 .parent()
@@ -218,7 +262,7 @@ pub fn closure_with(
                 out.extra_lib_dirs.push(dir);
             }
             let lib_bytes = read(&path)?;
-            let lib_info = parse(&lib_bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            let lib_info = parse_at(&path, &lib_bytes)?;
             out.files
                 .insert(path.to_string_lossy().to_string(), path.clone());
             queue.push((path, lib_info));
@@ -347,7 +391,9 @@ mod tests {
             tiny_elf("/lib64/ld.so", &["libnope.so"], None),
         )
         .unwrap();
-        let e = closure_with(&bin.join("broken"), &[], std::slice::from_ref(&sys)).unwrap_err();
+        let e = closure_with(&bin.join("broken"), &[], std::slice::from_ref(&sys))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs libnope.so"), "{e}");
     }
 

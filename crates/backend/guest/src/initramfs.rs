@@ -12,7 +12,7 @@ use crate::job::{Job, GUEST_EXE, JOB_PATH};
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What went into an initramfs.
 #[derive(Debug, Clone)]
@@ -25,6 +25,35 @@ pub struct Built {
     pub ld_library_path: String,
 }
 
+/// Why the initramfs was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// numalab's interpreter or a library it needs.
+    #[error("finding what numalab needs to run: {0}")]
+    Closure(crate::elf::ClosureError),
+    /// The archive could not be created.
+    #[error("{}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// numalab or a library could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Writing into the archive failed.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The job did not serialise.
+    #[error("{0}")]
+    Job(serde_json::Error),
+}
+
 /// Write an initramfs for `exe` running `job` to `out`, with `extra`
 /// files (guest path, contents: the kernel modules) besides.
 pub fn build(
@@ -32,12 +61,23 @@ pub fn build(
     job: &Job,
     extra: &[(String, Vec<u8>)],
     out: &Path,
-) -> Result<Built, String> {
-    let closure =
-        elf::closure(exe).map_err(|e| format!("finding what numalab needs to run: {e}"))?;
-    let file = fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+) -> Result<Built, BuildError> {
+    let closure = elf::closure(exe).map_err(BuildError::Closure)?;
+    let file = fs::File::create(out).map_err(|source| BuildError::Create {
+        path: out.to_path_buf(),
+        source,
+    })?;
     let mut w = CpioWriter::new(BufWriter::new(file));
-    let io = |e: std::io::Error| format!("writing {}: {e}", out.display());
+    let io = |source: std::io::Error| BuildError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    let read = |path: &Path| {
+        fs::read(path).map_err(|source| BuildError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
 
     let mut dirs: BTreeSet<String> = BTreeSet::new();
     for d in [
@@ -76,13 +116,13 @@ pub fn build(
 
     let exe_bytes = match stripped(exe, out) {
         Some(b) => b,
-        None => fs::read(exe).map_err(|e| format!("{}: {e}", exe.display()))?,
+        None => read(exe)?,
     };
     w.file(GUEST_EXE, 0o755, &exe_bytes).map_err(io)?;
     drop(exe_bytes);
     let mut files = vec![GUEST_EXE.to_string()];
     for (guest, host) in &closure.files {
-        let data = fs::read(host).map_err(|e| format!("{}: {e}", host.display()))?;
+        let data = read(host)?;
         w.file(guest, 0o755, &data).map_err(io)?;
         files.push(guest.clone());
     }
@@ -90,7 +130,7 @@ pub fn build(
         w.file(guest, 0o644, data).map_err(io)?;
         files.push(guest.clone());
     }
-    let job_json = serde_json::to_vec_pretty(job).map_err(|e| e.to_string())?;
+    let job_json = serde_json::to_vec_pretty(job).map_err(BuildError::Job)?;
     w.file(JOB_PATH, 0o644, &job_json).map_err(io)?;
     let bytes = w.len();
     let mut inner = w.finish().map_err(io)?;

@@ -59,18 +59,79 @@ impl Format {
     }
 }
 
+/// Why a bzImage's payload was not found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    #[error("not a bzImage (too short)")]
+    TooShort,
+    #[error("not a bzImage (no boot protocol header)")]
+    NoHeader,
+    /// A boot protocol before 2.08.
+    #[error("boot protocol {0:#x} has no payload fields (2.08+)")]
+    OldProtocol(u16),
+    #[error("payload outside the image")]
+    OutsideImage,
+    #[error("empty payload")]
+    Empty,
+    #[error("unknown payload compression")]
+    UnknownCompression,
+}
+
+/// Why a payload was not decompressed.
+#[derive(Debug, thiserror::Error)]
+pub enum DecompressError {
+    /// The tool did not start (its package named).
+    #[error("{tool} ({source}; install the {package} package)")]
+    Spawn {
+        tool: &'static str,
+        package: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{tool}: {source}")]
+    Wait {
+        tool: &'static str,
+        source: std::io::Error,
+    },
+    /// The tool failed (its command line and standard error).
+    #[error("{command} failed: {stderr}")]
+    Failed { command: String, stderr: String },
+    /// Not the size the image says.
+    #[error("{tool} gave {got} bytes, the image says {expected}")]
+    Size {
+        tool: &'static str,
+        got: usize,
+        expected: u32,
+    },
+}
+
+/// Why the kernel is booted compressed rather than as a PVH ELF.
+#[derive(Debug, thiserror::Error)]
+enum PvhError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Payload(#[from] PayloadError),
+    #[error(transparent)]
+    Decompress(#[from] DecompressError),
+    #[error(transparent)]
+    Elf(#[from] crate::elf::ElfError),
+    #[error("the kernel has no PVH entry point (CONFIG_PVH)")]
+    NoPvhNote,
+}
+
 /// The compressed payload of a bzImage and the uncompressed size its
 /// build appended (the last four bytes, little-endian).
-pub fn payload(image: &[u8]) -> Result<(&[u8], u32, Format), String> {
-    let h = |o: usize, n: usize| image.get(o..o + n).ok_or("not a bzImage (too short)");
+pub fn payload(image: &[u8]) -> Result<(&[u8], u32, Format), PayloadError> {
+    let h = |o: usize, n: usize| image.get(o..o + n).ok_or(PayloadError::TooShort);
     if h(0x202, 4)? != b"HdrS" {
-        return Err("not a bzImage (no boot protocol header)".into());
+        return Err(PayloadError::NoHeader);
     }
     let version = u16::from_le_bytes(h(0x206, 2)?.try_into().unwrap());
     if version < 0x0208 {
-        return Err(format!(
-            "boot protocol {version:#x} has no payload fields (2.08+)"
-        ));
+        return Err(PayloadError::OldProtocol(version));
     }
     let setup_sects = match image[0x1f1] {
         0 => 4,
@@ -81,17 +142,17 @@ pub fn payload(image: &[u8]) -> Result<(&[u8], u32, Format), String> {
     let start = (setup_sects + 1) * 512 + offset;
     let data = image
         .get(start..start + length)
-        .ok_or("payload outside the image")?;
+        .ok_or(PayloadError::OutsideImage)?;
     if data.len() < 8 {
-        return Err("empty payload".into());
+        return Err(PayloadError::Empty);
     }
-    let format = Format::detect(data).ok_or("unknown payload compression")?;
+    let format = Format::detect(data).ok_or(PayloadError::UnknownCompression)?;
     let size = u32::from_le_bytes(data[data.len() - 4..].try_into().unwrap());
     Ok((data, size, format))
 }
 
 /// Decompress a payload with its tool, checking the appended size.
-pub fn decompress(data: &[u8], size: u32, format: Format) -> Result<Vec<u8>, String> {
+pub fn decompress(data: &[u8], size: u32, format: Format) -> Result<Vec<u8>, DecompressError> {
     let (argv, package) = format.tool();
     // gzip carries its own size trailer; the others get one appended by
     // the kernel build, which is not part of the stream.
@@ -105,7 +166,11 @@ pub fn decompress(data: &[u8], size: u32, format: Format) -> Result<Vec<u8>, Str
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{} ({e}; install the {package} package)", argv[0]))?;
+        .map_err(|source| DecompressError::Spawn {
+            tool: argv[0],
+            package,
+            source,
+        })?;
     let mut stdin = child.stdin.take().expect("piped");
     let input = stream.to_vec();
     let writer = std::thread::spawn(move || {
@@ -113,21 +178,23 @@ pub fn decompress(data: &[u8], size: u32, format: Format) -> Result<Vec<u8>, Str
     });
     let out = child
         .wait_with_output()
-        .map_err(|e| format!("{}: {e}", argv[0]))?;
+        .map_err(|source| DecompressError::Wait {
+            tool: argv[0],
+            source,
+        })?;
     let _ = writer.join();
     if !out.status.success() {
-        return Err(format!(
-            "{} failed: {}",
-            argv.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(DecompressError::Failed {
+            command: argv.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     if out.stdout.len() as u64 != size as u64 {
-        return Err(format!(
-            "{} gave {} bytes, the image says {size}",
-            argv[0],
-            out.stdout.len()
-        ));
+        return Err(DecompressError::Size {
+            tool: argv[0],
+            got: out.stdout.len(),
+            expected: size,
+        });
     }
     Ok(out.stdout)
 }
@@ -179,8 +246,12 @@ pub fn prepare(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Prepared {
     }
 }
 
-fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf, String> {
-    let meta = fs::metadata(bzimage).map_err(|e| format!("{}: {e}", bzimage.display()))?;
+fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf, PvhError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PvhError::Io { path, source }
+    };
+    let meta = fs::metadata(bzimage).map_err(io(bzimage))?;
     let mtime = meta
         .modified()
         .ok()
@@ -198,11 +269,11 @@ fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf
             return Ok(p);
         }
     }
-    let image = fs::read(bzimage).map_err(|e| format!("{}: {e}", bzimage.display()))?;
+    let image = fs::read(bzimage).map_err(io(bzimage))?;
     let (data, size, format) = payload(&image)?;
     let elf = decompress(data, size, format)?;
     if !crate::elf::has_pvh_note(&elf)? {
-        return Err("the kernel has no PVH entry point (CONFIG_PVH)".into());
+        return Err(PvhError::NoPvhNote);
     }
     // Cache it if we can; otherwise keep it for this run only.
     if let Some(c) = cache {
@@ -219,7 +290,7 @@ fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf
         }
     }
     let p = tmp.join("vmlinux.elf");
-    fs::write(&p, &elf).map_err(|e| format!("{}: {e}", p.display()))?;
+    fs::write(&p, &elf).map_err(io(&p))?;
     Ok(p)
 }
 
