@@ -74,7 +74,7 @@ impl GuestBackend {
     /// it what machine it is. Records go to `results` (the console log,
     /// with `--quiet`, under it).
     pub fn start(opts: &VmOptions, results: &Path) -> Result<GuestBackend, VmError> {
-        check_results_dir(results).map_err(VmError::Failed)?;
+        check_results_dir(results).map_err(|e| VmError::Failed(e.to_string()))?;
         let job = Job {
             args: Vec::new(),
             sysctls: opts.sysctls.clone(),

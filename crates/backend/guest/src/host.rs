@@ -270,18 +270,50 @@ pub fn run(opts: &VmOptions) -> Result<VmReport, VmError> {
     Ok(report)
 }
 
+/// Why `calibrate --output FILE` cannot be written by the host.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputFileError {
+    /// Empty, a directory or ending in `..`.
+    #[error("--output {}: not a file name", .0.display())]
+    NotAFileName(PathBuf),
+    /// Its directory is missing or not writable.
+    #[error("--output {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: numalab_record::RecordError,
+    },
+}
+
+/// Why records could not be written to the results directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsDirError {
+    /// It exists and is not a writable directory.
+    #[error("results directory: {0}")]
+    Unwritable(numalab_record::RecordError),
+    /// It would be created in an ancestor that is not a writable
+    /// directory (`not_dir`: not a directory at all).
+    #[error("results directory {}: cannot be created in {} ({})", dir.display(), ancestor.display(), if *not_dir { "not a directory" } else { "not writable" })]
+    CannotCreate {
+        dir: PathBuf,
+        ancestor: PathBuf,
+        not_dir: bool,
+    },
+}
+
 /// A file the host will write for the guest's command: a name in a
 /// directory that exists and can be written, checked before the boot.
-fn check_output_file(out: &Path) -> Result<(), String> {
+fn check_output_file(out: &Path) -> Result<(), OutputFileError> {
     if out.as_os_str().is_empty() || out.file_name().is_none() || out.is_dir() {
-        return Err(format!("--output {}: not a file name", out.display()));
+        return Err(OutputFileError::NotAFileName(out.to_path_buf()));
     }
     let dir = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    numalab_record::store::ensure_writable_dir(dir)
-        .map_err(|e| format!("--output {}: {e}", out.display()))
+    numalab_record::store::ensure_writable_dir(dir).map_err(|source| OutputFileError::Dir {
+        path: out.to_path_buf(),
+        source,
+    })
 }
 
 /// The results directory: `numalab vm --results`, or the one given after
@@ -423,10 +455,9 @@ pub(crate) fn host_info() -> HostInfo {
 
 /// Fail before booting if records could not be written to `dir`, without
 /// creating it: a command that writes no records leaves nothing behind.
-pub(crate) fn check_results_dir(dir: &Path) -> Result<(), String> {
+pub(crate) fn check_results_dir(dir: &Path) -> Result<(), ResultsDirError> {
     if dir.exists() {
-        return numalab_record::ensure_writable_dir(dir)
-            .map_err(|e| format!("results directory: {e}"));
+        return numalab_record::ensure_writable_dir(dir).map_err(ResultsDirError::Unwritable);
     }
     let mut ancestor = dir.parent();
     while let Some(a) = ancestor {
@@ -438,16 +469,11 @@ pub(crate) fn check_results_dir(dir: &Path) -> Result<(), String> {
         if a.exists() {
             let ok = a.is_dir() && numalab_linux::fs::writable(a);
             if !ok {
-                return Err(format!(
-                    "results directory {}: cannot be created in {} ({})",
-                    dir.display(),
-                    a.display(),
-                    if a.is_dir() {
-                        "not writable"
-                    } else {
-                        "not a directory"
-                    }
-                ));
+                return Err(ResultsDirError::CannotCreate {
+                    dir: dir.to_path_buf(),
+                    ancestor: a.to_path_buf(),
+                    not_dir: !a.is_dir(),
+                });
             }
             return Ok(());
         }
@@ -474,7 +500,9 @@ mod tests {
         assert!(!d.path().join("a").exists());
         let file = d.path().join("file");
         fs::write(&file, b"x").unwrap();
-        let e = check_results_dir(&file.join("results")).unwrap_err();
+        let e = check_results_dir(&file.join("results"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a directory"), "{e}");
         check_results_dir(d.path()).unwrap();
     }

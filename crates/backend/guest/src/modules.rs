@@ -61,8 +61,55 @@ pub fn kernel_release(image: &Path) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
+/// Why the modules the host filesystem share needs were not found.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The kernel's release is neither in its header nor in its name.
+    #[error("cannot tell the kernel release of {} to find its modules (pass --modules DIR, or --rootfs initramfs)", kernel.display())]
+    NoRelease { kernel: PathBuf },
+    /// `modules.dep` could not be read.
+    #[error("{}: {source} (the guest kernel's modules are needed to share the host's filesystem: install them, pass --modules DIR, or use --rootfs initramfs)", path.display())]
+    NoDepFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A module neither built in nor in `modules.dep`.
+    #[error("module {name} not found in {} (neither built into the kernel nor in modules.dep; the host filesystem share needs it: pass --modules DIR, or use --rootfs initramfs)", dir.display())]
+    NotFound { name: String, dir: PathBuf },
+    /// In `modules.dep`, not on disk.
+    #[error("module {name}: {} is listed in modules.dep but missing", path.display())]
+    Missing { name: String, path: PathBuf },
+}
+
+/// Why a module file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadModuleError {
+    #[error("module {name}: {}: {source}", path.display())]
+    Read {
+        name: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Its decompressor did not start.
+    #[error("module {name}: decompressing {} with {tool}: {source}", path.display())]
+    Spawn {
+        name: String,
+        path: PathBuf,
+        tool: &'static str,
+        source: std::io::Error,
+    },
+    /// Its decompressor failed (its standard error).
+    #[error("module {name}: {tool} -dc {} failed: {stderr}", path.display())]
+    Decompress {
+        name: String,
+        path: PathBuf,
+        tool: &'static str,
+        stderr: String,
+    },
+}
+
 /// The module tree of `kernel`: `/lib/modules/<release>`.
-pub fn default_dir(kernel: &Path) -> Result<PathBuf, String> {
+pub fn default_dir(kernel: &Path) -> Result<PathBuf, PlanError> {
     let release = kernel_release(kernel)
         .or_else(|| {
             kernel
@@ -71,23 +118,18 @@ pub fn default_dir(kernel: &Path) -> Result<PathBuf, String> {
                 .strip_prefix("vmlinuz-")
                 .map(str::to_string)
         })
-        .ok_or_else(|| {
-            format!(
-                "cannot tell the kernel release of {} to find its modules (pass --modules DIR, or --rootfs initramfs)",
-                kernel.display()
-            )
+        .ok_or_else(|| PlanError::NoRelease {
+            kernel: kernel.to_path_buf(),
         })?;
     Ok(Path::new("/lib/modules").join(release))
 }
 
 /// Resolve [`NEEDED`] in the module tree `dir`.
-pub fn plan(dir: &Path) -> Result<Plan, String> {
+pub fn plan(dir: &Path) -> Result<Plan, PlanError> {
     let dep_file = dir.join("modules.dep");
-    let deps_text = fs::read_to_string(&dep_file).map_err(|e| {
-        format!(
-            "{}: {e} (the guest kernel's modules are needed to share the host's filesystem: install them, pass --modules DIR, or use --rootfs initramfs)",
-            dep_file.display()
-        )
+    let deps_text = fs::read_to_string(&dep_file).map_err(|source| PlanError::NoDepFile {
+        path: dep_file.clone(),
+        source,
     })?;
     let builtin: BTreeSet<String> = fs::read_to_string(dir.join("modules.builtin"))
         .unwrap_or_default()
@@ -112,15 +154,15 @@ pub fn plan(dir: &Path) -> Result<Plan, String> {
         builtin: &BTreeSet<String>,
         seen: &mut BTreeSet<String>,
         order: &mut Vec<Module>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PlanError> {
         if !seen.insert(name.to_string()) || builtin.contains(name) {
             return Ok(());
         }
         let Some((path, ds)) = deps.get(name) else {
-            return Err(format!(
-                "module {name} not found in {} (neither built into the kernel nor in modules.dep; the host filesystem share needs it: pass --modules DIR, or use --rootfs initramfs)",
-                dir.display()
-            ));
+            return Err(PlanError::NotFound {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+            });
         };
         for d in ds {
             visit(d, dir, deps, builtin, seen, order)?;
@@ -132,10 +174,10 @@ pub fn plan(dir: &Path) -> Result<Plan, String> {
             dir.join(p)
         };
         if !full.is_file() {
-            return Err(format!(
-                "module {name}: {} is listed in modules.dep but missing",
-                full.display()
-            ));
+            return Err(PlanError::Missing {
+                name: name.to_string(),
+                path: full,
+            });
         }
         order.push(Module {
             name: name.to_string(),
@@ -153,7 +195,7 @@ pub fn plan(dir: &Path) -> Result<Plan, String> {
 }
 
 /// A module file's contents, decompressed.
-pub fn read_module(m: &Module) -> Result<Vec<u8>, String> {
+pub fn read_module(m: &Module) -> Result<Vec<u8>, ReadModuleError> {
     let p = m.path.to_string_lossy();
     let tool = if p.ends_with(".ko.xz") {
         Some("xz")
@@ -165,19 +207,29 @@ pub fn read_module(m: &Module) -> Result<Vec<u8>, String> {
         None
     };
     let Some(tool) = tool else {
-        return fs::read(&m.path).map_err(|e| format!("module {}: {p}: {e}", m.name));
+        return fs::read(&m.path).map_err(|source| ReadModuleError::Read {
+            name: m.name.clone(),
+            path: m.path.clone(),
+            source,
+        });
     };
     let out = Command::new(tool)
         .args(["-dc"])
         .arg(&m.path)
         .output()
-        .map_err(|e| format!("module {}: decompressing {p} with {tool}: {e}", m.name))?;
+        .map_err(|source| ReadModuleError::Spawn {
+            name: m.name.clone(),
+            path: m.path.clone(),
+            tool,
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "module {}: {tool} -dc {p} failed: {}",
-            m.name,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ReadModuleError::Decompress {
+            name: m.name.clone(),
+            path: m.path.clone(),
+            tool,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(out.stdout)
 }
@@ -220,10 +272,10 @@ mod tests {
     #[test]
     fn a_missing_module_is_named() {
         let d = tree("kernel/net/9p/9pnet.ko:\n", "");
-        let e = plan(d.path()).unwrap_err();
+        let e = plan(d.path()).unwrap_err().to_string();
         assert!(e.starts_with("module virtio_pci not found in"), "{e}");
         assert!(!e.contains('\n'));
-        let e = plan(&d.path().join("nope")).unwrap_err();
+        let e = plan(&d.path().join("nope")).unwrap_err().to_string();
         assert!(e.contains("modules.dep"), "{e}");
     }
 

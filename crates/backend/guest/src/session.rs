@@ -313,6 +313,16 @@ fn canonical_dir(flag: &str, p: &Path) -> Result<PathBuf, VmError> {
     Ok(c)
 }
 
+/// Why the guest's root is the initramfs only.
+#[derive(Debug, thiserror::Error)]
+enum InitramfsOnly {
+    #[error("--rootfs initramfs")]
+    Asked,
+    /// `--rootfs auto` and the guest kernel's modules were not found.
+    #[error(transparent)]
+    NoModules(crate::modules::PlanError),
+}
+
 /// Decide the root filesystem: the host's (`Ok(Ok(plan))`) or the
 /// initramfs only (`Ok(Err(why))`, when `auto` found no modules or
 /// `--rootfs initramfs` was given).
@@ -320,7 +330,7 @@ fn plan_hostfs(
     o: &LaunchOptions,
     kernel: &Path,
     modules: Option<&Path>,
-) -> Result<Result<HostFsPlan, String>, VmError> {
+) -> Result<Result<HostFsPlan, InitramfsOnly>, VmError> {
     let asked_for_host = o.rootfs == Rootfs::Host || !o.shares.is_empty() || o.cwd.is_some();
     if o.rootfs == Rootfs::Initramfs {
         if !o.shares.is_empty() || o.cwd.is_some() {
@@ -328,7 +338,7 @@ fn plan_hostfs(
                 "--share and --cwd need the host's filesystem in the guest (--rootfs host)",
             ));
         }
-        return Ok(Err("--rootfs initramfs".into()));
+        return Ok(Err(InitramfsOnly::Asked));
     }
     let found = match modules {
         Some(d) => {
@@ -345,7 +355,7 @@ fn plan_hostfs(
     let plan = match found {
         Ok(p) => p,
         Err(e) if asked_for_host || modules.is_some() => return Err(failed(e)),
-        Err(e) => return Ok(Err(e)),
+        Err(e) => return Ok(Err(InitramfsOnly::NoModules(e))),
     };
     let mut modules = Vec::new();
     let mut module_paths = Vec::new();
@@ -465,16 +475,23 @@ fn host_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// A guest with more memory than this machine (both in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("--mem-per-node: the guest's {:.1} GiB in all is more than this machine's {:.1} GiB of memory", gib(*guest), gib(*host))]
+pub(crate) struct TooBigForHost {
+    guest: u64,
+    host: u64,
+}
+
+fn gib(b: u64) -> f64 {
+    b as f64 / (1u64 << 30) as f64
+}
+
 /// A guest bigger than this machine is refused before QEMU is started
 /// (QEMU would start, then fail or push the host into swap and OOM).
-pub(crate) fn check_host_memory(guest: u64, host: Option<u64>) -> Result<(), String> {
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+pub(crate) fn check_host_memory(guest: u64, host: Option<u64>) -> Result<(), TooBigForHost> {
     match host {
-        Some(h) if guest > h => Err(format!(
-            "--mem-per-node: the guest's {:.1} GiB in all is more than this machine's {:.1} GiB of memory",
-            gib(guest),
-            gib(h)
-        )),
+        Some(h) if guest > h => Err(TooBigForHost { guest, host: h }),
         _ => Ok(()),
     }
 }
@@ -1405,7 +1422,7 @@ mod tests {
         assert!(super::check_host_memory(2 * g, None).is_ok());
         let e = super::check_host_memory(128 * g, Some(24 * g)).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "--mem-per-node: the guest's 128.0 GiB in all is more than this machine's 24.0 GiB of memory"
         );
     }
