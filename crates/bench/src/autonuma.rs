@@ -338,6 +338,11 @@ pub struct Plan {
     pub degenerate: Option<String>,
 }
 
+/// A machine none of whose NUMA nodes has CPUs: nothing to place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("this machine has no NUMA node with CPUs")]
+pub struct NoCpuNode;
+
 /// Place `kind` on `topo`: `threads` per process (twohalves: per set),
 /// `bytes` per process (twohalves: in all), `loops` per thread.
 pub fn plan(
@@ -347,10 +352,10 @@ pub fn plan(
     threads: u32,
     bytes: u64,
     loops: u64,
-) -> Result<Plan, String> {
+) -> Result<Plan, NoCpuNode> {
     let nodes = cpu_nodes(topo);
     if nodes.is_empty() {
-        return Err("this machine has no NUMA node with CPUs".into());
+        return Err(NoCpuNode);
     }
     let first = nodes[0].1;
     let degenerate = (nodes.len() < 2 && placement != Placement::Default).then(|| {
@@ -580,7 +585,7 @@ impl Params {
     }
 
     /// The plan of this case on `topo`.
-    pub fn plan(&self, topo: &Topology) -> Result<Plan, String> {
+    pub fn plan(&self, topo: &Topology) -> Result<Plan, NoCpuNode> {
         plan(
             topo,
             self.kind,
@@ -816,7 +821,7 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
                 loops,
             };
             // The plan must exist on this machine before anything runs.
-            let plan = p.plan(topo).map_err(BenchError)?;
+            let plan = p.plan(topo).map_err(|e| BenchError(e.to_string()))?;
             if let Some(d) = plan.degenerate {
                 if !out.warnings.contains(&d) {
                     out.warnings.push(d);

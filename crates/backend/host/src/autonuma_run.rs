@@ -196,7 +196,7 @@ pub fn run_once(
     spec: &RunSpec,
 ) -> Result<RunRecord> {
     let topo = &machine.topology;
-    let plan = p.plan(topo).map_err(Error::Other)?;
+    let plan = p.plan(topo)?;
     let mut rec = spec.new_record(&Case::Autonuma(p.clone()), machine);
     rec.backend.details_mut().extend(plan_details(&plan));
     if let Some(d) = &plan.degenerate {

@@ -31,7 +31,7 @@ use numalab_linux::mmap::Mapping;
 use numalab_linux::numa;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -90,19 +90,60 @@ fn say(out: &mut impl Write, line: &str) {
     let _ = out.flush();
 }
 
+/// Why a benchmark process gives up (its `error` line).
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("nothing to do: no memory or no threads")]
+    NothingToDo,
+    #[error("pinning to CPUs {cpus:?}: {source}")]
+    PinProcess { cpus: Vec<u32>, source: io::Error },
+    #[error("mapping {len} bytes: {source}")]
+    Map { len: usize, source: io::Error },
+    /// First-touch: binding the buffer to the node that touches it.
+    #[error("binding the buffer to node {node}: {source}")]
+    BindBuffer { node: u32, source: io::Error },
+    #[error("resetting the buffer's policy: {0}")]
+    ResetPolicy(io::Error),
+    /// A bound plan with a node count other than its regions'.
+    #[error("{nodes} nodes for {regions} regions")]
+    NodesForRegions { nodes: usize, regions: usize },
+    #[error("binding memory to node {node}: {source}")]
+    Bind { node: u32, source: io::Error },
+    #[error("interleaving memory over nodes {}: {source}", nodes_text(.nodes))]
+    Interleave { nodes: Vec<u32>, source: io::Error },
+    #[error("binding memory to nodes {}: {source}", nodes_text(.nodes))]
+    BindSet { nodes: Vec<u32>, source: io::Error },
+    #[error("starting thread {t}: {source}")]
+    StartThread { t: usize, source: io::Error },
+    #[error("a thread died at start")]
+    ThreadDied,
+    /// The first thread that could not be pinned.
+    #[error("pinning thread {t} to CPUs {cpus:?}: {source}")]
+    PinThread {
+        t: usize,
+        cpus: Option<Vec<u32>>,
+        source: io::Error,
+    },
+    #[error("thread {t} panicked")]
+    Panicked { t: usize },
+}
+
 /// Run one process of the plan, writing the protocol lines to `out`.
-pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessReport, String> {
+pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessReport, TaskError> {
     let page = numa::page_size() as u64;
     let regions = plan.regions(page);
     let len = regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0) as usize;
     if len == 0 || plan.threads == 0 {
-        return Err("nothing to do: no memory or no threads".into());
+        return Err(TaskError::NothingToDo);
     }
     if let Some(cpus) = &plan.process_cpus {
-        numa::set_affinity(0, cpus).map_err(|e| format!("pinning to CPUs {cpus:?}: {e}"))?;
+        numa::set_affinity(0, cpus).map_err(|source| TaskError::PinProcess {
+            cpus: cpus.clone(),
+            source,
+        })?;
     }
     let buf =
-        Arc::new(Mapping::new_noreserve(len).map_err(|e| format!("mapping {len} bytes: {e}"))?);
+        Arc::new(Mapping::new_noreserve(len).map_err(|source| TaskError::Map { len, source })?);
     place(&buf, &plan.memory, &regions, len)?;
     for (r, &(off, l)) in regions.iter().enumerate() {
         say(out, &format!("region {r} {} {l}", buf.addr() as u64 + off));
@@ -124,7 +165,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
     report_progress(&shared, out);
     let mut threads = Vec::with_capacity(n);
     for (t, h) in handles.into_iter().enumerate() {
-        threads.push(h.join().map_err(|_| format!("thread {t} panicked"))?);
+        threads.push(h.join().map_err(|_| TaskError::Panicked { t })?);
     }
     Ok(ProcessReport {
         process: plan.process,
@@ -139,26 +180,31 @@ fn place(
     memory: &MemPlan,
     regions: &[(u64, u64)],
     len: usize,
-) -> Result<(), String> {
+) -> Result<(), TaskError> {
     match memory {
         MemPlan::FirstTouchThenDefault { node } => {
             buf.bind(0, len, numa::MPOL_BIND, &[*node])
-                .map_err(|e| format!("binding the buffer to node {node}: {e}"))?;
+                .map_err(|source| TaskError::BindBuffer {
+                    node: *node,
+                    source,
+                })?;
             buf.fill(0, len, 0);
             buf.bind(0, len, numa::MPOL_DEFAULT, &[])
-                .map_err(|e| format!("resetting the buffer's policy: {e}"))?;
+                .map_err(TaskError::ResetPolicy)?;
         }
         MemPlan::Bound { nodes } => {
             if nodes.len() != regions.len() {
-                return Err(format!(
-                    "{} nodes for {} regions",
-                    nodes.len(),
-                    regions.len()
-                ));
+                return Err(TaskError::NodesForRegions {
+                    nodes: nodes.len(),
+                    regions: regions.len(),
+                });
             }
             for (&(off, l), node) in regions.iter().zip(nodes) {
                 buf.bind(off as usize, l as usize, numa::MPOL_BIND, &[*node])
-                    .map_err(|e| format!("binding memory to node {node}: {e}"))?;
+                    .map_err(|source| TaskError::Bind {
+                        node: *node,
+                        source,
+                    })?;
             }
             buf.fill(0, len, 0);
         }
@@ -167,12 +213,17 @@ fn place(
             // spread over the set; the main thread does it here,
             // interleaved over the set, then binds it there (mbind
             // without MPOL_MF_MOVE leaves the pages where they are).
-            let list = nodes_text(nodes);
             buf.bind(0, len, numa::MPOL_INTERLEAVE, nodes)
-                .map_err(|e| format!("interleaving memory over nodes {list}: {e}"))?;
+                .map_err(|source| TaskError::Interleave {
+                    nodes: nodes.clone(),
+                    source,
+                })?;
             buf.fill(0, len, 0);
             buf.bind(0, len, numa::MPOL_BIND, nodes)
-                .map_err(|e| format!("binding memory to nodes {list}: {e}"))?;
+                .map_err(|source| TaskError::BindSet {
+                    nodes: nodes.clone(),
+                    source,
+                })?;
         }
     }
     Ok(())
@@ -180,7 +231,7 @@ fn place(
 
 /// What a worker thread says when it starts: its index, its kernel thread
 /// id, and whether it could be pinned.
-type Started = (usize, i32, Result<(), String>);
+type Started = (usize, i32, io::Result<()>);
 
 /// What the process and its worker threads share: the buffer, each
 /// thread's loops done, how many threads have finished, and the barrier
@@ -199,7 +250,7 @@ fn start_threads(
     regions: &[(u64, u64)],
     shared: &Shared,
     tx: std::sync::mpsc::Sender<Started>,
-) -> Result<Vec<std::thread::JoinHandle<ThreadReport>>, String> {
+) -> Result<Vec<std::thread::JoinHandle<ThreadReport>>, TaskError> {
     let n = plan.threads as usize;
     let mut handles = Vec::with_capacity(n);
     for t in 0..n {
@@ -215,7 +266,7 @@ fn start_threads(
         let h = std::thread::Builder::new()
             .name(format!("numalab-w{t}"))
             .spawn(move || w.run(shared, tx))
-            .map_err(|e| format!("starting thread {t}: {e}"))?;
+            .map_err(|source| TaskError::StartThread { t, source })?;
         handles.push(h);
     }
     drop(tx);
@@ -252,7 +303,7 @@ impl Worker {
         } = shared;
         numalab_linux::child::set_task_name(&format!("an-thread-{}", t + 1));
         let pinned = match &cpus {
-            Some(c) => numa::set_affinity(0, c).map_err(|e| e.to_string()),
+            Some(c) => numa::set_affinity(0, c),
             None => Ok(()),
         };
         let _ = tx.send((t, numalab_linux::process::tid(), pinned));
@@ -291,18 +342,19 @@ impl Worker {
 fn thread_ids(
     plan: &ProcPlan,
     rx: &std::sync::mpsc::Receiver<Started>,
-) -> Result<Vec<i32>, String> {
+) -> Result<Vec<i32>, TaskError> {
     let n = plan.threads as usize;
     let mut tids = vec![0; n];
     let mut pin_error = None;
     for _ in 0..n {
-        let (t, tid, pinned) = rx.recv().map_err(|_| "a thread died at start")?;
+        let (t, tid, pinned) = rx.recv().map_err(|_| TaskError::ThreadDied)?;
         tids[t] = tid;
-        if let Err(e) = pinned {
-            pin_error.get_or_insert(format!(
-                "pinning thread {t} to CPUs {:?}: {e}",
-                plan.thread_cpus[t]
-            ));
+        if let Err(source) = pinned {
+            pin_error.get_or_insert(TaskError::PinThread {
+                t,
+                cpus: plan.thread_cpus[t].clone(),
+                source,
+            });
         }
     }
     if let Some(e) = pin_error {
@@ -480,7 +532,7 @@ mod tests {
             memory: MemPlan::Bound { nodes: vec![999] },
         };
         let e = run_process(&plan, &mut Vec::new()).unwrap_err();
-        assert!(e.contains("node 999"), "{e}");
+        assert!(e.to_string().contains("node 999"), "{e}");
         // (The kernel drops nodes that do not exist from a set, so only a
         // set with none that does is refused.)
         let plan = ProcPlan {
@@ -490,6 +542,6 @@ mod tests {
             ..plan
         };
         let e = run_process(&plan, &mut Vec::new()).unwrap_err();
-        assert!(e.contains("nodes 998,999"), "{e}");
+        assert!(e.to_string().contains("nodes 998,999"), "{e}");
     }
 }

@@ -89,6 +89,9 @@ pub enum Error {
     Interrupted,
     #[error("{what}: {err}")]
     Io { what: String, err: std::io::Error },
+    /// An autonuma case with nothing to place on this machine.
+    #[error(transparent)]
+    NoCpuNode(#[from] numalab_bench::autonuma::NoCpuNode),
     #[error("{0}")]
     Other(String),
 }
@@ -345,7 +348,9 @@ impl Backend for HostBackend {
     fn run(&mut self, case: &Case, ctx: &RunContext) -> std::result::Result<RunRecord, RunError> {
         let m = &self.machine;
         let traced = match ctx.trace {
-            true => Some(trace::Session::start(&m.topology).map_err(RunError::Failed)?),
+            true => Some(
+                trace::Session::start(&m.topology).map_err(|e| RunError::Failed(e.to_string()))?,
+            ),
             false => None,
         };
         let numastat_before = node_numastat(&m.topology);
@@ -373,7 +378,7 @@ impl Backend for HostBackend {
         match (r, traced) {
             (Ok(mut rec), Some(t)) => {
                 t.finish(&mut rec, ctx.results, &m.topology)
-                    .map_err(RunError::Failed)?;
+                    .map_err(|e| RunError::Failed(e.to_string()))?;
                 Ok(rec)
             }
             (Ok(rec), None) => Ok(rec),

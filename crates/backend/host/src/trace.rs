@@ -6,11 +6,31 @@
 use numalab_linux::perf::{self, Event, Tracer};
 use numalab_record::RunRecord;
 use numalab_topology::Topology;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// Why `--trace` could not trace a run, or keep what it traced.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Tracing is not allowed here (perf's reason).
+    #[error("--trace: {0}")]
+    Attach(#[from] perf::TraceError),
+    /// The thread that drains the events could not be started.
+    #[error("--trace: starting its reader: {0}")]
+    StartReader(std::io::Error),
+    /// The thread that drains the events panicked.
+    #[error("--trace: its reader failed")]
+    ReaderFailed,
+    /// The raw events could not be written beside the record.
+    #[error("--trace: writing {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
 
 /// A traced run in progress.
 pub struct Session {
@@ -24,9 +44,9 @@ pub struct Session {
 impl Session {
     /// Attach to the calling thread: every task it starts from now on is
     /// traced. The error says why tracing is not allowed here.
-    pub fn start(topo: &Topology) -> Result<Session, String> {
+    pub fn start(topo: &Topology) -> Result<Session, TraceError> {
         let cpus: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
-        let mut tracer = Tracer::attach(&cpus).map_err(|e| format!("--trace: {e}"))?;
+        let mut tracer = Tracer::attach(&cpus)?;
         let waker = tracer.waker_cpu_unavailable().map(str::to_string);
         let switches = tracer.switches();
         let start_ns = perf::monotonic_ns();
@@ -42,7 +62,7 @@ impl Session {
                 }
                 (tracer, events)
             })
-            .map_err(|e| format!("--trace: starting its reader: {e}"))?;
+            .map_err(TraceError::StartReader)?;
         Ok(Session {
             stop,
             drainer,
@@ -59,12 +79,9 @@ impl Session {
         rec: &mut RunRecord,
         results: &Path,
         topo: &Topology,
-    ) -> Result<(), String> {
+    ) -> Result<(), TraceError> {
         self.stop.store(true, Ordering::Relaxed);
-        let (tracer, mut events) = self
-            .drainer
-            .join()
-            .map_err(|_| "--trace: its reader failed".to_string())?;
+        let (tracer, mut events) = self.drainer.join().map_err(|_| TraceError::ReaderFailed)?;
         tracer.stop(&mut events);
         let mut t = numalab_trace::analyse(
             &events,
@@ -81,7 +98,10 @@ impl Session {
             self.start_ns,
             std::process::id(),
         )
-        .map_err(|e| format!("--trace: writing {}: {e}", results.join(&name).display()))?;
+        .map_err(|source| TraceError::Write {
+            path: results.join(&name),
+            source,
+        })?;
         t.events_file = Some(name);
         if t.lost_events > 0 {
             rec.warnings.push(format!(

@@ -586,7 +586,9 @@ fn add_autonuma(
     meta: &mut Meta,
     p: &numalab_bench::autonuma::Params,
 ) -> Result<(), CaseError> {
-    let plan = p.plan(&w.m.topology).map_err(CaseError::Params)?;
+    let plan = p
+        .plan(&w.m.topology)
+        .map_err(|e| CaseError::Params(e.to_string()))?;
     meta.bytes_zeroed = Some(p.bytes_zeroed());
     let nprocs = plan.procs.len();
     for pp in &plan.procs {
