@@ -108,16 +108,27 @@ pub(crate) trait Sender: Clone + Send + 'static {
     fn send(&self, kind: Kind, name: &str, payload: &[u8]);
 }
 
+/// The channel from the host could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("reading the channel: {0}")]
+pub(crate) struct ChannelRead(std::io::Error);
+
+/// numalab did not start in the guest.
+#[derive(Debug, thiserror::Error)]
+#[error("starting {exe}: {source}")]
+pub(crate) struct SpawnError {
+    exe: String,
+    source: std::io::Error,
+}
+
 /// Answer requests until `Quit` or until the channel closes.
-pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), String> {
+pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), ChannelRead> {
     let mut parser = Parser::new();
     let mut applied: Option<knobs::Applied> = None;
     let mut scx: Option<numalab_runner::scx::Loaded> = None;
     let mut buf = vec![0u8; 16 << 10];
     loop {
-        let n = rx
-            .read(&mut buf)
-            .map_err(|e| format!("reading the channel: {e}"))?;
+        let n = rx.read(&mut buf).map_err(ChannelRead)?;
         if n == 0 {
             return Ok(());
         }
@@ -242,7 +253,7 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
     let mut child = match spawn(exe, &["__guest-op", REQUEST_PATH], None) {
         Ok(c) => c,
         Err(e) => {
-            send_reply(tx, &Reply::Error(e));
+            send_reply(tx, &Reply::Error(e.to_string()));
             return 2;
         }
     };
@@ -267,7 +278,7 @@ pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
     exe: &str,
     args: &[A],
     cwd: Option<&str>,
-) -> Result<std::process::Child, String> {
+) -> Result<std::process::Child, SpawnError> {
     let mut cmd = Command::new(exe);
     if let Some(c) = cwd {
         cmd.current_dir(c);
@@ -278,7 +289,10 @@ pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("starting {exe}: {e}"))
+        .map_err(|source| SpawnError {
+            exe: exe.to_string(),
+            source,
+        })
 }
 
 /// Send what `from` gives as `kind` frames, on a thread, until it ends.

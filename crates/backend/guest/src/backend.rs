@@ -116,7 +116,7 @@ impl GuestBackend {
         };
         let m: MachineReply = match link.request(&Request::Machine, &|_| {}) {
             Ok(a) => value(a)
-                .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+                .and_then(|v| serde_json::from_value(v).map_err(AnswerError::Decode))
                 .map_err(|e| VmError::Failed(format!("the guest's machine: {e}")))?,
             Err(Failure::Interrupted) => {
                 return Err(VmError::Interrupted(
@@ -238,7 +238,7 @@ impl Link {
                 Failure::Interrupted => "interrupted".to_string(),
                 Failure::Failed(m) => m,
             })
-            .and_then(value)
+            .and_then(|a| value(a).map_err(|e| e.to_string()))
             .and_then(|v| v.as_f64().ok_or_else(|| format!("not a number: {v}")));
         match r {
             Ok(v) if v > 0.0 => v,
@@ -294,15 +294,26 @@ fn answered_record(
     Ok(rec)
 }
 
+/// Why a request to the guest's numalab has no value.
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    /// It answered with an error (its text).
+    #[error("{0}")]
+    Refused(String),
+    /// It exited without answering.
+    #[error("the guest's numalab gave no answer (exit code {0})")]
+    NoAnswer(i32),
+    /// Its value is not what was asked for.
+    #[error("{0}")]
+    Decode(serde_json::Error),
+}
+
 /// The value of a successful answer.
-fn value(a: Answer) -> Result<serde_json::Value, String> {
+fn value(a: Answer) -> Result<serde_json::Value, AnswerError> {
     match a.reply {
         Some(Reply::Ok(v)) => Ok(v),
-        Some(Reply::Error(e)) => Err(e),
-        None => Err(format!(
-            "the guest's numalab gave no answer (exit code {})",
-            a.code
-        )),
+        Some(Reply::Error(e)) => Err(AnswerError::Refused(e)),
+        None => Err(AnswerError::NoAnswer(a.code)),
     }
 }
 
@@ -370,7 +381,7 @@ impl Backend for GuestBackend {
         };
         match self.link.request(&req, &|_| {}) {
             Ok(a) => {
-                let v = value(a).map_err(RunError::Failed)?;
+                let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
                 serde_json::from_value(v)
                     .map_err(|e| RunError::Failed(format!("the guest's settings: {e}")))
             }
@@ -392,7 +403,7 @@ impl Backend for GuestBackend {
             scx: Some(scx.clone()),
         };
         let a = self.link.request(&req, &|_| {})?;
-        let v = value(a).map_err(RunError::Failed)?;
+        let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
         serde_json::from_value(v)
             .map_err(|e| RunError::Failed(format!("the guest's sched_ext status: {e}")))
     }
@@ -401,7 +412,7 @@ impl Backend for GuestBackend {
         match self.link.request(&Request::ScxStatus, &|_| {}) {
             Ok(a) => match value(a) {
                 Ok(v) => v.as_str().map(str::to_string),
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
             },
             Err(f) => Some(RunError::from(f).to_string()),
         }
@@ -414,7 +425,7 @@ impl Backend for GuestBackend {
             self.link.session.borrow().has_ended() || self.link.broken.borrow().is_some();
         match self.link.request(&Request::Scx { scx: None }, &|_| {}) {
             Ok(a) => {
-                let v = value(a).map_err(RunError::Failed)?;
+                let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
                 serde_json::from_value(v)
                     .map_err(|e| RunError::Failed(format!("the guest's sched_ext exit: {e}")))
             }

@@ -288,7 +288,8 @@ fn run(channel: &Channel) -> Result<(), String> {
 
     fs::create_dir_all(&job.results_dir).map_err(|e| format!("{}: {e}", job.results_dir))?;
     if job.agent {
-        return crate::agent::serve(channel, channel.reader()?, GUEST_EXE);
+        return crate::agent::serve(channel, channel.reader()?, GUEST_EXE)
+            .map_err(|e| e.to_string());
     }
     if let Some(sh) = &job.shell {
         let status = run_shell(sh)?;
@@ -298,7 +299,8 @@ fn run(channel: &Channel) -> Result<(), String> {
     // A one-shot numalab command runs in `/`, so a relative default
     // `numalab-results` is the guest's results directory; `--cwd` is for
     // the programs that `run` requests start (the agent's children).
-    let mut child = crate::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
+    let mut child =
+        crate::agent::spawn(GUEST_EXE, &job.args, Some("/")).map_err(|e| e.to_string())?;
     let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
     let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
     let status = child

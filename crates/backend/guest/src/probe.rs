@@ -53,11 +53,46 @@ pub struct MigrateResult {
     pub failure: Option<String>,
 }
 
+/// Why the migration probe did not run to its record.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("reading the topology: {0}")]
+    Topology(numalab_topology::TopologyError),
+    /// `--from` or `--to` names no node (the machine's summary).
+    #[error("node {node} does not exist here ({summary})")]
+    NoSuchNode { node: u32, summary: String },
+    #[error("node {0} has no CPUs")]
+    NoCpus(u32),
+    #[error("--from and --to must be different nodes")]
+    SameNode,
+    #[error("--mib must be at least 1")]
+    NoMemory,
+    /// The results directory, or writing the record into it.
+    #[error("{0}")]
+    Record(numalab_record::RecordError),
+    #[error("mmap of {bytes} bytes: {source}")]
+    Mmap {
+        bytes: usize,
+        source: std::io::Error,
+    },
+    /// Where the region's pages are.
+    #[error("move_pages (query): {0}")]
+    Query(std::io::Error),
+    #[error("pinning to node {node}: {source}")]
+    Pin { node: u32, source: std::io::Error },
+    #[error("getcpu: {0}")]
+    GetCpu(std::io::Error),
+    #[error("binding memory to node {node}: {source}")]
+    Bind { node: u32, source: std::io::Error },
+    #[error("resetting the memory policy: {0}")]
+    ResetPolicy(std::io::Error),
+}
+
 /// An anonymous mapping of `len` bytes in base pages only, so page
 /// counts mean what they say (best effort: a kernel without THP has
 /// nothing to turn off).
-fn region(len: usize) -> Result<Mapping, String> {
-    let m = Mapping::new(len).map_err(|e| format!("mmap of {len} bytes: {e}"))?;
+fn region(len: usize) -> Result<Mapping, ProbeError> {
+    let m = Mapping::new(len).map_err(|source| ProbeError::Mmap { bytes: len, source })?;
     let _ = m.no_huge_pages();
     Ok(m)
 }
@@ -69,8 +104,8 @@ fn pass(region: &mut Mapping, value: u64) {
 }
 
 /// Pages on each node id.
-fn placement(pages: &[*const u8]) -> Result<BTreeMap<i32, u64>, String> {
-    let status = numa::page_nodes(0, pages).map_err(|e| format!("move_pages (query): {e}"))?;
+fn placement(pages: &[*const u8]) -> Result<BTreeMap<i32, u64>, ProbeError> {
+    let status = numa::page_nodes(0, pages).map_err(ProbeError::Query)?;
     let mut m = BTreeMap::new();
     for s in status {
         *m.entry(s).or_insert(0) += 1;
@@ -87,29 +122,31 @@ fn delta(now: &BTreeMap<String, u64>, base: &BTreeMap<String, u64>, k: &str) -> 
 }
 
 /// Run the probe and write its record to `p.results`.
-pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
-    let machine =
-        MachineInfo::probe(&Roots::host()).map_err(|e| format!("reading the topology: {e}"))?;
+pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, ProbeError> {
+    let machine = MachineInfo::probe(&Roots::host()).map_err(ProbeError::Topology)?;
     let topo = &machine.topology;
-    let cpus_of = |n: u32| -> Result<Vec<u32>, String> {
+    let cpus_of = |n: u32| -> Result<Vec<u32>, ProbeError> {
         let node = topo
             .nodes
             .iter()
             .find(|x| x.id == n)
-            .ok_or_else(|| format!("node {n} does not exist here ({})", topo.summary()))?;
+            .ok_or_else(|| ProbeError::NoSuchNode {
+                node: n,
+                summary: topo.summary(),
+            })?;
         if node.cpus.is_empty() {
-            return Err(format!("node {n} has no CPUs"));
+            return Err(ProbeError::NoCpus(n));
         }
         Ok(node.cpus.clone())
     };
     if p.from == p.to {
-        return Err("--from and --to must be different nodes".into());
+        return Err(ProbeError::SameNode);
     }
     let (from_cpus, to_cpus) = (cpus_of(p.from)?, cpus_of(p.to)?);
     if p.mib == 0 {
-        return Err("--mib must be at least 1".into());
+        return Err(ProbeError::NoMemory);
     }
-    numalab_record::ensure_writable_dir(&p.results).map_err(|e| e.to_string())?;
+    numalab_record::ensure_writable_dir(&p.results).map_err(ProbeError::Record)?;
 
     let started = chrono::Utc::now();
     let t0 = Instant::now();
@@ -128,8 +165,8 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
 
     // 2. Work from `to`.
     let base = vmstat();
-    numa::set_affinity(0, &to_cpus).map_err(|e| format!("pinning to node {}: {e}", p.to))?;
-    let cpu = numa::current_cpu().map_err(|e| format!("getcpu: {e}"))?;
+    numa::set_affinity(0, &to_cpus).map_err(|source| ProbeError::Pin { node: p.to, source })?;
+    let cpu = numa::current_cpu().map_err(ProbeError::GetCpu)?;
     if !to_cpus.contains(&cpu) && failure.is_none() {
         failure = Some(format!("pinned to node {} but running on CPU {cpu}", p.to));
     }
@@ -154,7 +191,7 @@ pub fn migrate(p: &MigrateParams) -> Result<MigrateResult, String> {
     }
     let record = probe_record(p, &machine, &started, &m, samples, &failure);
     let record_path =
-        numalab_record::write_atomic(&p.results, &record).map_err(|e| e.to_string())?;
+        numalab_record::write_atomic(&p.results, &record).map_err(ProbeError::Record)?;
     Ok(MigrateResult {
         pages: m.n_pages,
         on_from_start: m.on_from_start,
@@ -190,17 +227,21 @@ fn first_touch(
     p: &MigrateParams,
     from_cpus: &[u32],
     t0: Instant,
-) -> Result<(Mapping, Vec<*const u8>, f64), String> {
-    numa::set_affinity(0, from_cpus).map_err(|e| format!("pinning to node {}: {e}", p.from))?;
-    numa::set_mempolicy(numa::MPOL_BIND, &[p.from])
-        .map_err(|e| format!("binding memory to node {}: {e}", p.from))?;
+) -> Result<(Mapping, Vec<*const u8>, f64), ProbeError> {
+    numa::set_affinity(0, from_cpus).map_err(|source| ProbeError::Pin {
+        node: p.from,
+        source,
+    })?;
+    numa::set_mempolicy(numa::MPOL_BIND, &[p.from]).map_err(|source| ProbeError::Bind {
+        node: p.from,
+        source,
+    })?;
     let mut region = region((p.mib as usize) << 20)?;
     pass(&mut region, 1);
     // Touch every page even if a page is larger than the pass stride.
     let pages = region.page_addrs(numa::page_size());
     region.touch(numa::page_size(), 1);
-    numa::set_mempolicy(numa::MPOL_DEFAULT, &[])
-        .map_err(|e| format!("resetting the memory policy: {e}"))?;
+    numa::set_mempolicy(numa::MPOL_DEFAULT, &[]).map_err(ProbeError::ResetPolicy)?;
     let touch_s = t0.elapsed().as_secs_f64();
     Ok((region, pages, touch_s))
 }
@@ -216,7 +257,7 @@ fn work_from(
     n_pages: u64,
     touch_s: f64,
     base: &BTreeMap<String, u64>,
-) -> Result<(u64, Vec<Sample>, f64), String> {
+) -> Result<(u64, Vec<Sample>, f64), ProbeError> {
     let topo = &machine.topology;
     let work_start = Instant::now();
     let limit = Duration::from_secs_f64(p.seconds.max(0.0));
