@@ -145,7 +145,7 @@ fn parse_max_time(s: &str) -> Result<f64, String> {
 }
 
 fn parse_scx(s: &str) -> Result<numalab_linux::sched_ext::Scx, String> {
-    let (scx, _) = numalab_scx::parse(s)?;
+    let (scx, _) = numalab_scx::parse(s).map_err(|e| e.to_string())?;
     if !numalab_scx::BUILT {
         return Err(numalab_scx::not_built(&scx.flag()));
     }

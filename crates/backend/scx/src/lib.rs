@@ -33,7 +33,7 @@
 #![deny(unsafe_code)]
 
 use numalab_linux::sched_ext::Scx;
-use numalab_sim::params::{Params, PolicySpec};
+use numalab_sim::params::{ParamError, Params, PolicySpec, SpecError};
 
 #[cfg(feature = "bpf")]
 pub mod loader;
@@ -49,7 +49,41 @@ pub struct Policy {
     pub ops: &'static str,
     pub summary: &'static str,
     /// Its parameters, read and checked.
-    pub resolve: fn(&mut Params) -> Result<Resolved, String>,
+    pub resolve: fn(&mut Params) -> Result<Resolved, ResolveError>,
+}
+
+/// Why a scheduler's parameters are refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The simulator's reader refused one (unknown, not a number, ...).
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// `node-affine[dynamic=true]`, which needs NUMA balancing.
+    #[error("node-affine: dynamic=true is the simulator's only: NUMA balancing does not run for sched_ext tasks")]
+    DynamicHome,
+    /// `node-affine[alloc_home=false]`, a memory policy.
+    #[error("node-affine: alloc_home=false is the simulator's only: a BPF scheduler sets no memory policy (memory follows first touch, on the homenode)")]
+    NoAllocHome,
+    /// A `node-affine` bonus the BPF program's milli-units cannot hold.
+    #[error("node-affine: parameter bonus={0} must be at most 1000000")]
+    BonusTooLarge(f64),
+}
+
+/// Why `--scx NAME[k=v,...]` is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ScxError {
+    /// Not `NAME[k=v,...]`.
+    #[error("--scx {0}")]
+    Spec(#[from] SpecError),
+    /// Not one of [`REGISTRY`] (`known`).
+    #[error("--scx {name}: not one of numalab's sched_ext schedulers ({}); run any other with --scx-exec", .known.join(", "))]
+    Unknown {
+        name: String,
+        known: Vec<&'static str>,
+    },
+    /// Its parameters.
+    #[error("--scx {0}")]
+    Params(#[from] ResolveError),
 }
 
 /// A scheduler with its parameters, as its BPF program is given them.
@@ -100,7 +134,7 @@ pub const REGISTRY: &[Policy] = &[
 /// `node-affine`: the simulator's keys and defaults
 /// (crates/backend/sim/src/sched/node_affine.rs; a test holds them
 /// equal), what the BPF version does with each in docs/sched-ext.md.
-fn node_affine(p: &mut Params) -> Result<Resolved, String> {
+fn node_affine(p: &mut Params) -> Result<Resolved, ResolveError> {
     let dynamic = p.bool(
         "dynamic",
         false,
@@ -126,15 +160,13 @@ fn node_affine(p: &mut Params) -> Result<Resolved, String> {
         // NUMA balancing, which would tell where a task's memory is,
         // does not run for sched_ext tasks (task_tick_numa is called
         // only from task_tick_fair).
-        return Err("node-affine: dynamic=true is the simulator's only: NUMA balancing does not run for sched_ext tasks".into());
+        return Err(ResolveError::DynamicHome);
     }
     if !alloc_home {
-        return Err("node-affine: alloc_home=false is the simulator's only: a BPF scheduler sets no memory policy (memory follows first touch, on the homenode)".into());
+        return Err(ResolveError::NoAllocHome);
     }
     if bonus > 1e6 {
-        return Err(format!(
-            "node-affine: parameter bonus={bonus} must be at most 1000000"
-        ));
+        return Err(ResolveError::BonusTooLarge(bonus));
     }
     Ok(Resolved::NodeAffine {
         initial,
@@ -148,7 +180,7 @@ fn node_affine(p: &mut Params) -> Result<Resolved, String> {
 /// which the simulator's nest takes for its CFS fallback; here the
 /// fallback is the kernel's default idle-CPU choice, so they are accepted
 /// (the same spec text runs in both worlds) and have no effect.
-fn nest(p: &mut Params) -> Result<Resolved, String> {
+fn nest(p: &mut Params) -> Result<Resolved, ResolveError> {
     let n = numalab_sim::sched::nest::NestParams::read(p)?;
     numalab_sim::sched::linux::Tunables::read(p)?;
     Ok(Resolved::Nest {
@@ -161,19 +193,17 @@ fn nest(p: &mut Params) -> Result<Resolved, String> {
 pub const MAX_CPUS: usize = 1024;
 
 /// `--scx NAME[k=v,...]`: the scheduler and its parameters, checked.
-pub fn parse(text: &str) -> Result<(Scx, Resolved), String> {
-    let spec = PolicySpec::parse(text).map_err(|e| format!("--scx {e}"))?;
+pub fn parse(text: &str) -> Result<(Scx, Resolved), ScxError> {
+    let spec = PolicySpec::parse(text)?;
     let Some(p) = REGISTRY.iter().find(|p| p.name == spec.name) else {
-        let names: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
-        return Err(format!(
-            "--scx {}: not one of numalab's sched_ext schedulers ({}); run any other with --scx-exec",
-            spec.name,
-            names.join(", ")
-        ));
+        return Err(ScxError::Unknown {
+            name: spec.name,
+            known: REGISTRY.iter().map(|p| p.name).collect(),
+        });
     };
     let mut params = Params::new(p.name, &spec.args);
-    let r = (p.resolve)(&mut params).map_err(|e| format!("--scx {e}"))?;
-    params.finish().map_err(|e| format!("--scx {e}"))?;
+    let r = (p.resolve)(&mut params)?;
+    params.finish().map_err(ResolveError::from)?;
     Ok((
         Scx::Own {
             spec: spec.canonical(),
@@ -225,20 +255,23 @@ mod tests {
             parse("fifo:slice_ms=5").unwrap().0.name(),
             "fifo[slice_ms=5]"
         );
-        let e = parse("fifo[slice=5]").unwrap_err();
+        let e = parse("fifo[slice=5]").unwrap_err().to_string();
         assert_eq!(
             e,
             "--scx fifo: unknown parameter \"slice\" (valid: slice_ms)"
         );
-        let e = parse("fifo[slice_ms=0]").unwrap_err();
+        let e = parse("fifo[slice_ms=0]").unwrap_err().to_string();
         assert!(e.contains("slice_ms=0 must be between"), "{e}");
-        let e = parse("cfs").unwrap_err();
+        let e = parse("cfs").unwrap_err().to_string();
         assert!(
             e.contains("not one of numalab's sched_ext schedulers (fifo, node-affine, nest)"),
             "{e}"
         );
         assert!(e.contains("--scx-exec"), "{e}");
-        assert!(parse("fifo[slice_ms=1").unwrap_err().contains("closing"));
+        assert!(parse("fifo[slice_ms=1")
+            .unwrap_err()
+            .to_string()
+            .contains("closing"));
         // Every ops name is a valid BPF object name (letters, digits, _ .).
         for p in REGISTRY {
             assert!(p
@@ -278,12 +311,15 @@ mod tests {
         );
         for bad in ["node-affine[dynamic=true]", "node-affine[alloc_home=false]"] {
             assert!(
-                parse(bad).unwrap_err().contains("the simulator's only"),
+                parse(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("the simulator's only"),
                 "{bad}"
             );
         }
         // The simulator checks the same text the same way.
-        let e = parse("node-affine[delay=4]").unwrap_err();
+        let e = parse("node-affine[delay=4]").unwrap_err().to_string();
         assert!(e.contains("unknown parameter \"delay\""), "{e}");
     }
 
@@ -320,6 +356,7 @@ mod tests {
         );
         assert!(parse("nest[compact_ms=-1]")
             .unwrap_err()
+            .to_string()
             .contains("compact_ms=\"-1\" must be a non-negative number"));
         assert!(parse("nest[wake_affine=false]").is_ok());
     }

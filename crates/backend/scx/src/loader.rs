@@ -15,7 +15,7 @@ use numalab_linux::sched_ext::{self, exit_kind_name, ExitInfo, Status, ENABLED_L
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,14 +75,90 @@ struct Shape {
     cpu_llc: Vec<u32>,
 }
 
-fn shape() -> Result<Shape, String> {
-    let t = numalab_topology::Topology::from_sysfs(Path::new("/sys")).map_err(|e| e.to_string())?;
+/// Why the machine cannot be told to the BPF programs.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error(transparent)]
+    Topology(#[from] numalab_topology::TopologyError),
+    /// More nodes or CPUs than the programs' arrays hold.
+    #[error("{nodes} nodes and {cpus} CPUs: numalab's sched_ext schedulers take at most {MAX_NODES} and {MAX_CPUS}")]
+    TooLarge { nodes: u32, cpus: u32 },
+}
+
+/// Why a scheduler could not be loaded, or not held to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The spec (`--scx NAME[k=v,...]`).
+    #[error(transparent)]
+    Spec(#[from] crate::ScxError),
+    /// This kernel has no sched_ext (`why`).
+    #[error("{flag}: {why}")]
+    Unsupported { flag: String, why: String },
+    #[error(transparent)]
+    Status(#[from] sched_ext::StatusError),
+    /// Another scheduler is loaded (its status).
+    #[error("{flag}: a sched_ext scheduler is already loaded ({})", .status.describe())]
+    AlreadyLoaded { flag: String, status: Status },
+    #[error("signals: {0}")]
+    Signals(std::io::Error),
+    /// libbpf refused a step (`what`: opening, loading, attaching...).
+    #[error("{ops}: {what}: {source}")]
+    Bpf {
+        ops: String,
+        what: &'static str,
+        source: libbpf_rs::Error,
+    },
+    /// The object lacks a map the loader reads or writes.
+    #[error("{ops}: no {what} in the object")]
+    NoMap { ops: String, what: &'static str },
+    #[error("{ops}: {source}")]
+    Shape { ops: String, source: ShapeError },
+    /// The kernel did not enable it (what was last seen).
+    #[error("{ops}: {source}")]
+    NotEnabled {
+        ops: String,
+        source: sched_ext::WaitError,
+    },
+    #[error("{ops}: no exit record 5 s after unloading")]
+    NoExitRecord { ops: String },
+}
+
+impl LoadError {
+    /// libbpf's refusals of `ops`'s steps.
+    fn bpf(ops: &str) -> impl Fn(&'static str, libbpf_rs::Error) -> LoadError + '_ {
+        move |what, source| LoadError::Bpf {
+            ops: ops.to_string(),
+            what,
+            source,
+        }
+    }
+
+    /// The maps `ops`'s object lacks.
+    fn no_map(ops: &str) -> impl Fn(&'static str) -> LoadError + '_ {
+        move |what| LoadError::NoMap {
+            ops: ops.to_string(),
+            what,
+        }
+    }
+
+    /// Why the machine cannot be told to `ops`.
+    fn shape(ops: &str) -> impl Fn(ShapeError) -> LoadError + '_ {
+        move |source| LoadError::Shape {
+            ops: ops.to_string(),
+            source,
+        }
+    }
+}
+
+fn shape() -> Result<Shape, ShapeError> {
+    let t = numalab_topology::Topology::from_sysfs(Path::new("/sys"))?;
     let nr_nodes = t.nodes.iter().map(|n| n.id + 1).max().unwrap_or(1);
     let nr_cpus = t.cpus.iter().map(|c| c.id + 1).max().unwrap_or(1);
     if nr_nodes as usize > MAX_NODES || nr_cpus as usize > MAX_CPUS {
-        return Err(format!(
-            "{nr_nodes} nodes and {nr_cpus} CPUs: numalab's sched_ext schedulers take at most {MAX_NODES} and {MAX_CPUS}"
-        ));
+        return Err(ShapeError::TooLarge {
+            nodes: nr_nodes,
+            cpus: nr_cpus,
+        });
     }
     let mut cpu_node = vec![0u32; MAX_CPUS];
     let mut node_ncpus = vec![0u32; MAX_NODES];
@@ -193,6 +269,49 @@ macro_rules! open_load {
     }};
 }
 
+/// A scheduler ready to load: its ops name and values, sched_ext's
+/// directory and its status before (nothing loaded), and the flag SIGINT
+/// and SIGTERM set.
+struct Ready {
+    ops: String,
+    resolved: Resolved,
+    root: PathBuf,
+    before: Status,
+    stop: Arc<AtomicBool>,
+}
+
+/// Check the spec, that this kernel has sched_ext and that nothing is
+/// loaded; catch SIGINT and SIGTERM.
+fn ready(spec: &str) -> Result<Ready, LoadError> {
+    let (scx, resolved) = crate::parse(spec)?;
+    let ops = scx.expected_ops().unwrap_or_default().to_string();
+    let root = sched_ext::root();
+    if let Some(why) = sched_ext::unsupported(&root) {
+        return Err(LoadError::Unsupported {
+            flag: scx.flag(),
+            why,
+        });
+    }
+    let before = Status::read(&root)?;
+    if before.state != "disabled" {
+        return Err(LoadError::AlreadyLoaded {
+            flag: scx.flag(),
+            status: before,
+        });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(LoadError::Signals)?;
+    }
+    Ok(Ready {
+        ops,
+        resolved,
+        root,
+        before,
+        stop,
+    })
+}
+
 // The one exception to the crate's `deny(unsafe_code)`: the scheduler's
 // exit record and counters are read straight from the skeleton's mmapped
 // `.data` and `.bss` maps while the program runs (volatile loads: the
@@ -200,27 +319,16 @@ macro_rules! open_load {
 // whose skeleton gives no safe volatile view; each block says why it is
 // sound.
 #[allow(unsafe_code)]
-fn run(spec: &str) -> Result<i32, String> {
-    let (scx, resolved) = crate::parse(spec)?;
-    let ops = scx.expected_ops().unwrap_or_default().to_string();
-    let root = sched_ext::root();
-    if let Some(why) = sched_ext::unsupported(&root) {
-        return Err(format!("{}: {why}", scx.flag()));
-    }
-    let before = Status::read(&root)?;
-    if before.state != "disabled" {
-        return Err(format!(
-            "{}: a sched_ext scheduler is already loaded ({})",
-            scx.flag(),
-            before.describe()
-        ));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signals: {e}"))?;
-    }
-    let fail = |what: &str, e: libbpf_rs::Error| format!("{ops}: {what}: {e}");
-    let missing = |what: &str| format!("{ops}: no {what} in the object");
+fn run(spec: &str) -> Result<i32, LoadError> {
+    let Ready {
+        ops,
+        resolved,
+        root,
+        before,
+        stop,
+    } = ready(spec)?;
+    let (fail, missing) = (LoadError::bpf(&ops), LoadError::no_map(&ops));
+    let no_shape = LoadError::shape(&ops);
     match resolved {
         Resolved::Fifo { slice_ns } => {
             let mut storage = MaybeUninit::uninit();
@@ -254,7 +362,7 @@ fn run(spec: &str) -> Result<i32, String> {
             delay_ns,
             slice_ns,
         } => {
-            let m = shape().map_err(|e| format!("{ops}: {e}"))?;
+            let m = shape().map_err(no_shape)?;
             let mut storage = MaybeUninit::uninit();
             let (mut skel, read) = open_load!(
                 node_affine::NodeAffineSkelBuilder::default(),
@@ -300,7 +408,7 @@ fn run(spec: &str) -> Result<i32, String> {
             reserve_max,
             compact_ns,
         } => {
-            let m = shape().map_err(|e| format!("{ops}: {e}"))?;
+            let m = shape().map_err(no_shape)?;
             let mut storage = MaybeUninit::uninit();
             let (mut skel, read) = open_load!(
                 nest::NestSkelBuilder::default(),
@@ -388,7 +496,7 @@ fn hold(
     read: &dyn Fn() -> Option<ExitInfo>,
     stats: &dyn Fn() -> BTreeMap<String, u64>,
     links: Vec<libbpf_rs::Link>,
-) -> Result<i32, String> {
+) -> Result<i32, LoadError> {
     let enabled = sched_ext::wait_enabled(root, before, Some(ops), ENABLE_TIMEOUT, &mut || {
         read().map(|e| format!("the kernel ended it: {}", e.describe()))
     });
@@ -398,7 +506,10 @@ fn hold(
             if let Some(x) = read() {
                 print_exit(&x);
             }
-            return Err(format!("{ops}: {e}"));
+            return Err(LoadError::NotEnabled {
+                ops: ops.to_string(),
+                source: e,
+            });
         }
     };
     {
@@ -432,6 +543,8 @@ fn hold(
             print_exit(&e);
             Ok(0)
         }
-        None => Err(format!("{ops}: no exit record 5 s after unloading")),
+        None => Err(LoadError::NoExitRecord {
+            ops: ops.to_string(),
+        }),
     }
 }

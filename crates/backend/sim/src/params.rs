@@ -64,14 +64,6 @@ pub enum ParamError {
     Inconsistent(String),
 }
 
-/// For callers whose errors are still lines of text (numalab-scx's
-/// policies read their parameters with [`Params`]).
-impl From<ParamError> for String {
-    fn from(e: ParamError) -> String {
-        e.to_string()
-    }
-}
-
 /// A parsed `NAME[k=v,...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySpec {
