@@ -111,12 +111,12 @@ pub(crate) trait Sender: Clone + Send + 'static {
 /// The channel from the host could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("reading the channel: {0}")]
-pub(crate) struct ChannelRead(std::io::Error);
+pub struct ChannelRead(std::io::Error);
 
 /// numalab did not start in the guest.
 #[derive(Debug, thiserror::Error)]
 #[error("starting {exe}: {source}")]
-pub(crate) struct SpawnError {
+pub struct SpawnError {
     exe: String,
     source: std::io::Error,
 }

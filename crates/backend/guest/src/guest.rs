@@ -25,19 +25,77 @@ fn say(msg: &str) {
     numalab_linux::errln!("numalab-vm: {msg}");
 }
 
+/// Why PID 1 could not set the guest up or run its job.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("guest-init is the PID 1 of a `numalab vm` guest and runs nowhere else")]
+    NotPid1,
+    /// A file, directory or device (`what` names it and the step).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// A filesystem did not mount (`what`: its type, or its source).
+    #[error("mounting {what} on {target}: {source}")]
+    Mount {
+        what: String,
+        target: String,
+        source: std::io::Error,
+    },
+    /// A mount's arguments were refused before the call.
+    #[error("{0}")]
+    MountArgs(std::io::Error),
+    /// A 9p share did not mount in time (its tag, the last error).
+    #[error("9p share {tag}: {last}")]
+    Share9p { tag: String, last: Box<InitError> },
+    /// A `--share DIR` (its path) could not be set up.
+    #[error("--share {path}: {source}")]
+    Share {
+        path: String,
+        source: Box<InitError>,
+    },
+    #[error("module {path}: {source}")]
+    ModuleOpen {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("loading module {path}: {source}")]
+    ModuleLoad {
+        path: String,
+        source: std::io::Error,
+    },
+    /// The sysctls read back did not serialise.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    #[error("{JOB_PATH}: {0}")]
+    Job(serde_json::Error),
+    #[error("--shell: neither /bin/bash nor /bin/sh in the guest (is its root the host's?)")]
+    NoShell,
+    #[error(transparent)]
+    Spawn(#[from] crate::agent::SpawnError),
+    #[error(transparent)]
+    Channel(#[from] crate::agent::ChannelRead),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> InitError {
+    let what = what.into();
+    move |source| InitError::Io { what, source }
+}
+
 #[derive(Clone)]
 struct Channel(Arc<Mutex<File>>);
 
 impl Channel {
-    fn open() -> Result<Channel, String> {
+    fn open() -> Result<Channel, InitError> {
         use std::os::unix::fs::OpenOptionsExt;
         let f = OpenOptions::new()
             .read(true)
             .write(true)
             .custom_flags(libc::O_NOCTTY)
             .open(CHANNEL_TTY)
-            .map_err(|e| format!("{CHANNEL_TTY}: {e}"))?;
-        raw_mode(&f).map_err(|e| format!("{CHANNEL_TTY}: setting raw mode: {e}"))?;
+            .map_err(io(CHANNEL_TTY))?;
+        raw_mode(&f).map_err(io(format!("{CHANNEL_TTY}: setting raw mode")))?;
         Ok(Channel(Arc::new(Mutex::new(f))))
     }
 
@@ -50,10 +108,10 @@ impl Channel {
     }
 
     /// A second handle for reading what the host sends.
-    fn reader(&self) -> Result<File, String> {
+    fn reader(&self) -> Result<File, InitError> {
         let f = self.0.lock().unwrap_or_else(|e| e.into_inner());
         f.try_clone()
-            .map_err(|e| format!("{CHANNEL_TTY}: a second handle: {e}"))
+            .map_err(io(format!("{CHANNEL_TTY}: a second handle")))
     }
 
     /// Wait until the UART has sent everything.
@@ -75,7 +133,7 @@ fn raw_mode(f: &File) -> std::io::Result<()> {
     numalab_linux::tty::make_raw(f)
 }
 
-fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
+fn mount(source: &str, target: &str, fstype: &str) -> Result<(), InitError> {
     mount_with(source, target, fstype, 0, "")
 }
 
@@ -85,25 +143,33 @@ fn mount_with(
     fstype: &str,
     flags: libc::c_ulong,
     data: &str,
-) -> Result<(), String> {
+) -> Result<(), InitError> {
     let _ = fs::create_dir_all(target);
     numalab_linux::fs::mount(source, target, fstype, flags, data).map_err(|e| {
         if e.kind() == std::io::ErrorKind::InvalidInput && e.raw_os_error().is_none() {
-            return e.to_string();
+            return InitError::MountArgs(e);
         }
         let what = if fstype.is_empty() { source } else { fstype };
-        format!("mounting {what} on {target}: {e}")
+        InitError::Mount {
+            what: what.to_string(),
+            target: target.to_string(),
+            source: e,
+        }
     })
 }
 
 /// Load a kernel module from a file with `finit_module(2)`; one already
 /// loaded is fine.
-fn load_module(path: &str) -> Result<(), String> {
-    let f = File::open(path).map_err(|e| format!("module {path}: {e}"))?;
+fn load_module(path: &str) -> Result<(), InitError> {
+    let f = File::open(path).map_err(|source| InitError::ModuleOpen {
+        path: path.to_string(),
+        source,
+    })?;
     match numalab_linux::system::load_module(&f) {
-        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => {
-            Err(format!("loading module {path}: {e}"))
-        }
+        Err(source) if source.raw_os_error() != Some(libc::EEXIST) => Err(InitError::ModuleLoad {
+            path: path.to_string(),
+            source,
+        }),
         _ => Ok(()),
     }
 }
@@ -115,24 +181,29 @@ pub const GUEST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 
 /// Mount a 9p share, retrying briefly: the virtio device can still be
 /// binding to its driver just after the modules loaded.
-fn mount_9p(tag: &str, target: &str, flags: libc::c_ulong, cache: &str) -> Result<(), String> {
+fn mount_9p(tag: &str, target: &str, flags: libc::c_ulong, cache: &str) -> Result<(), InitError> {
     let opts = format!("trans=virtio,version=9p2000.L,msize=512000,cache={cache}");
-    let mut last = String::new();
-    for _ in 0..50 {
+    let mut tries = 0;
+    loop {
         match mount_with(tag, target, "9p", flags, &opts) {
             Ok(()) => return Ok(()),
-            Err(e) => last = e,
+            Err(e) if tries == 49 => {
+                return Err(InitError::Share9p {
+                    tag: tag.to_string(),
+                    last: Box::new(e),
+                })
+            }
+            Err(_) => tries += 1,
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    Err(format!("9p share {tag}: {last}"))
 }
 
 /// Switch root into the host's filesystem: the 9p root (read-only) under
 /// a tmpfs overlay, the read-write shares over it, `/proc`, `/sys`, `/dev`
 /// moved across, `/numalab` bound in and numalab linked into
 /// `/usr/local/bin`; then chdir to the command's directory.
-fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
+fn switch_to_host(h: &crate::job::HostFs) -> Result<(), InitError> {
     let lower = "/hostfs/lower";
     let rw = "/hostfs/rw";
     mount_9p(
@@ -145,7 +216,7 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
     )?;
     mount("tmpfs", rw, "tmpfs")?;
     for d in ["upper", "work"] {
-        fs::create_dir_all(format!("{rw}/{d}")).map_err(|e| format!("{rw}/{d}: {e}"))?;
+        fs::create_dir_all(format!("{rw}/{d}")).map_err(io(format!("{rw}/{d}")))?;
     }
     mount_with(
         "overlay",
@@ -156,15 +227,19 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
     )?;
     for (i, path) in h.shares.iter().enumerate() {
         let target = format!("{NEWROOT}{path}");
-        fs::create_dir_all(&target).map_err(|e| format!("--share {path}: {e}"))?;
+        fs::create_dir_all(&target).map_err(io(format!("--share {path}")))?;
         // Nothing set-uid runs, and no device node opens, from a share.
         let flags = if h.share_passthrough {
             0
         } else {
             libc::MS_NOSUID | libc::MS_NODEV
         };
-        mount_9p(&crate::job::share_tag(i), &target, flags, "mmap")
-            .map_err(|e| format!("--share {path}: {e}"))?;
+        mount_9p(&crate::job::share_tag(i), &target, flags, "mmap").map_err(|e| {
+            InitError::Share {
+                path: path.clone(),
+                source: Box::new(e),
+            }
+        })?;
     }
     for m in ["/proc", "/sys", "/dev"] {
         mount_with(m, &format!("{NEWROOT}{m}"), "", libc::MS_MOVE, "")?;
@@ -176,19 +251,19 @@ fn switch_to_host(h: &crate::job::HostFs) -> Result<(), String> {
         libc::MS_BIND,
         "",
     )?;
-    let chroot = |p: &str| -> Result<(), String> {
-        numalab_linux::fs::chroot(Path::new(p)).map_err(|e| format!("chroot {p}: {e}"))
+    let chroot = |p: &str| -> Result<(), InitError> {
+        numalab_linux::fs::chroot(Path::new(p)).map_err(io(format!("chroot {p}")))
     };
-    std::env::set_current_dir(NEWROOT).map_err(|e| format!("{NEWROOT}: {e}"))?;
+    std::env::set_current_dir(NEWROOT).map_err(io(NEWROOT))?;
     mount_with(".", "/", "", libc::MS_MOVE, "")?;
     chroot(".")?;
-    std::env::set_current_dir("/").map_err(|e| format!("/: {e}"))?;
+    std::env::set_current_dir("/").map_err(io("/"))?;
     let _ = mount("tmpfs", "/run", "tmpfs");
     let link = "/usr/local/bin/numalab";
     let _ = fs::create_dir_all("/usr/local/bin");
     let _ = fs::remove_file(link);
-    std::os::unix::fs::symlink(GUEST_EXE, link).map_err(|e| format!("{link}: {e}"))?;
-    std::env::set_current_dir(&h.cwd).map_err(|e| format!("--cwd {}: {e}", h.cwd))?;
+    std::os::unix::fs::symlink(GUEST_EXE, link).map_err(io(link))?;
+    std::env::set_current_dir(&h.cwd).map_err(io(format!("--cwd {}", h.cwd)))?;
     Ok(())
 }
 
@@ -202,13 +277,14 @@ fn power_off() -> ! {
 
 /// Entry point of `numalab guest-init`. Refuses to run anywhere but as
 /// PID 1 with a job file: on a host it would power the machine off.
-pub fn init_main() -> Result<std::convert::Infallible, String> {
+pub fn init_main() -> Result<std::convert::Infallible, InitError> {
     if std::process::id() != 1 || !Path::new(JOB_PATH).exists() {
-        return Err("guest-init is the PID 1 of a `numalab vm` guest and runs nowhere else".into());
+        return Err(InitError::NotPid1);
     }
     let channel = match setup() {
         Ok(c) => c,
         Err(e) => {
+            let e = e.to_string();
             say(&e);
             // Try to tell the host even if something above failed.
             if let Ok(c) = Channel::open() {
@@ -219,6 +295,7 @@ pub fn init_main() -> Result<std::convert::Infallible, String> {
         }
     };
     if let Err(e) = run(&channel) {
+        let e = e.to_string();
         say(&e);
         channel.send(Kind::Error, "-", e.as_bytes());
     }
@@ -226,7 +303,7 @@ pub fn init_main() -> Result<std::convert::Infallible, String> {
     power_off()
 }
 
-fn setup() -> Result<Channel, String> {
+fn setup() -> Result<Channel, InitError> {
     // The kernel starts init with HOME and TERM only; commands run in the
     // guest expect a PATH.
     std::env::set_var("PATH", GUEST_PATH);
@@ -243,10 +320,9 @@ fn setup() -> Result<Channel, String> {
     Channel::open()
 }
 
-fn run(channel: &Channel) -> Result<(), String> {
-    let job: Job =
-        serde_json::from_slice(&fs::read(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e}"))?)
-            .map_err(|e| format!("{JOB_PATH}: {e}"))?;
+fn run(channel: &Channel) -> Result<(), InitError> {
+    let job: Job = serde_json::from_slice(&fs::read(JOB_PATH).map_err(io(JOB_PATH))?)
+        .map_err(InitError::Job)?;
     for m in &job.modules {
         load_module(m)?;
     }
@@ -271,9 +347,9 @@ fn run(channel: &Channel) -> Result<(), String> {
     let mut applied = BTreeMap::new();
     for (k, v) in &job.sysctls {
         let p = sysctl_path(Path::new("/"), k);
-        fs::write(&p, v).map_err(|e| format!("sysctl {k}={v}: {}: {e}", p.display()))?;
+        fs::write(&p, v).map_err(io(format!("sysctl {k}={v}: {}", p.display())))?;
         let back = fs::read_to_string(&p)
-            .map_err(|e| format!("sysctl {k}: reading {} back: {e}", p.display()))?
+            .map_err(io(format!("sysctl {k}: reading {} back", p.display())))?
             .trim()
             .to_string();
         applied.insert(k.clone(), back);
@@ -282,14 +358,13 @@ fn run(channel: &Channel) -> Result<(), String> {
         Kind::Sysctls,
         "-",
         serde_json::to_string(&applied)
-            .map_err(|e| e.to_string())?
+            .map_err(InitError::Json)?
             .as_bytes(),
     );
 
-    fs::create_dir_all(&job.results_dir).map_err(|e| format!("{}: {e}", job.results_dir))?;
+    fs::create_dir_all(&job.results_dir).map_err(io(&job.results_dir))?;
     if job.agent {
-        return crate::agent::serve(channel, channel.reader()?, GUEST_EXE)
-            .map_err(|e| e.to_string());
+        return Ok(crate::agent::serve(channel, channel.reader()?, GUEST_EXE)?);
     }
     if let Some(sh) = &job.shell {
         let status = run_shell(sh)?;
@@ -299,13 +374,10 @@ fn run(channel: &Channel) -> Result<(), String> {
     // A one-shot numalab command runs in `/`, so a relative default
     // `numalab-results` is the guest's results directory; `--cwd` is for
     // the programs that `run` requests start (the agent's children).
-    let mut child =
-        crate::agent::spawn(GUEST_EXE, &job.args, Some("/")).map_err(|e| e.to_string())?;
+    let mut child = crate::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
     let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
     let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
-    let status = child
-        .wait()
-        .map_err(|e| format!("waiting for the command: {e}"))?;
+    let status = child.wait().map_err(io("waiting for the command"))?;
     let _ = out.join();
     let _ = err.join();
 
@@ -341,35 +413,35 @@ const CONSOLE_TTY: &str = "/dev/ttyS0";
 /// `numalab vm --shell`: bash (else sh) on the console, in a session of
 /// its own with the console as its controlling terminal, sized like the
 /// host's terminal; its exit status.
-fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, String> {
+fn run_shell(sh: &crate::job::Shell) -> Result<std::process::ExitStatus, InitError> {
     let tty = OpenOptions::new()
         .read(true)
         .write(true)
         .open(CONSOLE_TTY)
-        .map_err(|e| format!("{CONSOLE_TTY}: {e}"))?;
+        .map_err(io(CONSOLE_TTY))?;
     if sh.rows > 0 && sh.cols > 0 {
         let _ = numalab_linux::tty::set_window_size(&tty, sh.rows, sh.cols);
     }
     let shell = ["/bin/bash", "/bin/sh"]
         .into_iter()
         .find(|p| Path::new(p).exists())
-        .ok_or("--shell: neither /bin/bash nor /bin/sh in the guest (is its root the host's?)")?;
-    let io = |f: &File| f.try_clone().map_err(|e| format!("{CONSOLE_TTY}: {e}"));
+        .ok_or(InitError::NoShell)?;
+    let dup = |f: &File| f.try_clone().map_err(io(CONSOLE_TTY));
     let mut cmd = std::process::Command::new(shell);
     cmd.arg("-i")
         .env("TERM", &sh.term)
         .env("HOME", "/root")
         .env("NUMALAB_GUEST", "1")
-        .stdin(io(&tty)?)
-        .stdout(io(&tty)?)
-        .stderr(io(&tty)?);
+        .stdin(dup(&tty)?)
+        .stdout(dup(&tty)?)
+        .stderr(dup(&tty)?);
     numalab_linux::tty::own_session_on_stdin(&mut cmd);
     let mut child = cmd
         .spawn()
-        .map_err(|e| format!("--shell: starting {shell}: {e}"))?;
+        .map_err(io(format!("--shell: starting {shell}")))?;
     child
         .wait()
-        .map_err(|e| format!("--shell: waiting for {shell}: {e}"))
+        .map_err(io(format!("--shell: waiting for {shell}")))
 }
 
 fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) {
