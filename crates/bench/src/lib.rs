@@ -35,6 +35,8 @@
 //! [`numalab-host`]: ../numalab_host/index.html
 //! [`numalab-sim`]: ../numalab_sim/index.html
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod autonuma;
 pub mod command;

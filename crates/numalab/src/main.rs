@@ -1,6 +1,8 @@
 //! The `numalab` command: argument parsing and glue only. Each subcommand
 //! hands its work to the crate that owns it.
 
+#![forbid(unsafe_code)]
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

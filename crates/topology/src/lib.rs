@@ -26,6 +26,8 @@
 //! `kernel.numa_balancing` and its scan tunables, THP, governor and SMT.
 //! A value that cannot be read is absent, never guessed.
 
+#![forbid(unsafe_code)]
+
 pub mod cpulist;
 pub mod placement;
 pub mod probe;

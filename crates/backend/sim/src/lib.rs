@@ -121,6 +121,7 @@
 //! records get `started_at` and `id` from the seed and configuration, so
 //! the same command and seed give a byte-identical record.
 
+#![forbid(unsafe_code)]
 // Index loops over CPUs, nodes and chunks read more plainly than zipped
 // iterators in the engine's bookkeeping.
 #![allow(clippy::needless_range_loop)]
