@@ -95,16 +95,95 @@ pub enum KernelArg {
     Named(&'static Known),
 }
 
+/// Why `--kernel NAME` names no kernel.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// The name as escaped.
+    #[error("--kernel {0}: control characters in the name")]
+    ControlChars(String),
+    /// Neither a file nor a known name (the known ones listed).
+    #[error("--kernel {0}: no such file, and not a kernel name numalab knows (known: {known}); or give the path of a bzImage", known = known_names())]
+    Unknown(String),
+}
+
+/// Why a release of a known kernel was not chosen from an index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChooseError {
+    /// No `linux-binary-SERIES.N+DEBIAN-FLAVOUR` package.
+    #[error("{name}: no linux-binary-{series}.N+{debian}-{flavour} package in {suite}'s index")]
+    NoRelease {
+        name: &'static str,
+        series: &'static str,
+        debian: &'static str,
+        flavour: &'static str,
+        suite: &'static str,
+    },
+    #[error("{name}: odd release name {release:?} in the index")]
+    OddRelease { name: &'static str, release: String },
+    /// One of the four packages is not there at the binary's version.
+    #[error("{name}: {package} {version} is not in {suite}'s index (the four packages of {release} must come together)")]
+    Incomplete {
+        name: &'static str,
+        package: String,
+        version: String,
+        suite: &'static str,
+        release: String,
+    },
+    #[error("{name}: {package}: no valid SHA256 in the index")]
+    NoSha256 { name: &'static str, package: String },
+}
+
+/// A downloaded `.deb` and what the Packages file `index` lists it as.
+#[derive(Debug)]
+pub struct Listed {
+    pub deb: PathBuf,
+    pub index: PathBuf,
+    pub package: String,
+    pub version: String,
+}
+
+/// Why a downloaded `.deb` is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DebError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {len} bytes, but {} says {expected} for {} {}", l.deb.display(), l.index.display(), l.package, l.version)]
+    Size {
+        l: Box<Listed>,
+        len: u64,
+        expected: u64,
+    },
+    #[error("{}: SHA256 {got}, but {} says {expected} for {} {}", l.deb.display(), l.index.display(), l.package, l.version)]
+    Sha256 {
+        l: Box<Listed>,
+        got: String,
+        expected: String,
+    },
+}
+
+/// Why numalab's kernel cache directory is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A link, another owner's, or writable by group or others.
+    #[error("{}: not a directory of this user's that only it may write (a link, another owner, or group/other write); refusing it as numalab's kernel cache", .0.display())]
+    NotOurs(PathBuf),
+}
+
 /// A known name is a name (write `./debian-7.3` for a file of that
 /// name); anything with a `/`, or a file that exists, is a path; the rest
 /// is an unknown name, refused in one line that lists the known ones.
-pub fn classify(arg: &Path) -> Result<KernelArg, String> {
+pub fn classify(arg: &Path) -> Result<KernelArg, NameError> {
     let s = arg.to_string_lossy();
     if s.chars().any(char::is_control) {
-        return Err(format!(
-            "--kernel {}: control characters in the name",
-            s.escape_debug()
-        ));
+        return Err(NameError::ControlChars(s.escape_debug().to_string()));
     }
     if s.contains('/') {
         return Ok(KernelArg::Path(arg.to_path_buf()));
@@ -115,10 +194,7 @@ pub fn classify(arg: &Path) -> Result<KernelArg, String> {
     if arg.exists() {
         return Ok(KernelArg::Path(arg.to_path_buf()));
     }
-    Err(format!(
-        "--kernel {s}: no such file, and not a kernel name numalab knows (known: {}); or give the path of a bzImage",
-        known_names()
-    ))
+    Err(NameError::Unknown(s.into_owned()))
 }
 
 /// One stanza of a `Packages` index: the fields numalab uses.
@@ -209,7 +285,7 @@ pub struct Choice {
 
 /// The newest release of `k` in an index, with its four packages of one
 /// version (the highest, when the index has several).
-pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, String> {
+pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, ChooseError> {
     let best = stanzas
         .iter()
         .filter_map(|s| {
@@ -218,17 +294,18 @@ pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, String> {
         })
         .max_by_key(|(p, _)| *p)
         .map(|(_, r)| r.to_string())
-        .ok_or_else(|| {
-            format!(
-                "{}: no linux-binary-{}.N+{}-{} package in {}'s index",
-                k.name, k.series, k.debian, k.flavour, k.suite
-            )
+        .ok_or(ChooseError::NoRelease {
+            name: k.name,
+            series: k.series,
+            debian: k.debian,
+            flavour: k.flavour,
+            suite: k.suite,
         })?;
     if !valid_release(&best) {
-        return Err(format!(
-            "{}: odd release name {best:?} in the index",
-            k.name
-        ));
+        return Err(ChooseError::OddRelease {
+            name: k.name,
+            release: best,
+        });
     }
     let names = k.packages(&best);
     let binary: Vec<&Stanza> = stanzas.iter().filter(|s| s.package == names[1]).collect();
@@ -242,15 +319,19 @@ pub fn choose(k: &Known, stanzas: &[Stanza]) -> Result<Choice, String> {
         let s = stanzas
             .iter()
             .find(|s| &s.package == n && s.version == version)
-            .ok_or_else(|| {
-                format!(
-                    "{}: {n} {version} is not in {}'s index (the four packages of {best} must come together)",
-                    k.name, k.suite
-                )
+            .ok_or_else(|| ChooseError::Incomplete {
+                name: k.name,
+                package: n.clone(),
+                version: version.clone(),
+                suite: k.suite,
+                release: best.clone(),
             })?;
         let hex = s.sha256.len() == 64 && s.sha256.bytes().all(|b| b.is_ascii_hexdigit());
         if !hex {
-            return Err(format!("{}: {n}: no valid SHA256 in the index", k.name));
+            return Err(ChooseError::NoSha256 {
+                name: k.name,
+                package: n.clone(),
+            });
         }
         packages.push(s.clone());
     }
@@ -269,15 +350,17 @@ fn version_gt(a: &str, b: &str) -> bool {
 }
 
 /// The SHA256 of a file, in hex.
-pub fn sha256_file(path: &Path) -> Result<String, String> {
+pub fn sha256_file(path: &Path) -> Result<String, DebError> {
     use sha2::{Digest, Sha256};
-    let mut f = fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let io = |source| DebError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = fs::File::open(path).map_err(io)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let n = f.read(&mut buf).map_err(io)?;
         if n == 0 {
             break;
         }
@@ -288,30 +371,35 @@ pub fn sha256_file(path: &Path) -> Result<String, String> {
 
 /// Check a downloaded `.deb` against its stanza of `index` (the Packages
 /// file): size, then SHA256. The error is one line naming both files.
-pub fn check_deb(deb: &Path, s: &Stanza, index: &Path) -> Result<(), String> {
+pub fn check_deb(deb: &Path, s: &Stanza, index: &Path) -> Result<(), DebError> {
     let len = fs::metadata(deb)
-        .map_err(|e| format!("{}: {e}", deb.display()))?
+        .map_err(|source| DebError::Io {
+            path: deb.to_path_buf(),
+            source,
+        })?
         .len();
+    let listed = || {
+        Box::new(Listed {
+            deb: deb.to_path_buf(),
+            index: index.to_path_buf(),
+            package: s.package.clone(),
+            version: s.version.clone(),
+        })
+    };
     if len != s.size {
-        return Err(format!(
-            "{}: {len} bytes, but {} says {} for {} {}",
-            deb.display(),
-            index.display(),
-            s.size,
-            s.package,
-            s.version
-        ));
+        return Err(DebError::Size {
+            l: listed(),
+            len,
+            expected: s.size,
+        });
     }
     let got = sha256_file(deb)?;
     if !got.eq_ignore_ascii_case(&s.sha256) {
-        return Err(format!(
-            "{}: SHA256 {got}, but {} says {} for {} {}",
-            deb.display(),
-            index.display(),
-            s.sha256,
-            s.package,
-            s.version
-        ));
+        return Err(DebError::Sha256 {
+            l: listed(),
+            got,
+            expected: s.sha256.clone(),
+        });
     }
     Ok(())
 }
@@ -472,23 +560,24 @@ fn open_entry(k: &'static Known, dir: &Path, release: &str) -> Option<Entry> {
 
 /// Make `root` (mode 0700) and check it is ours alone: a real directory
 /// (not a link), owned by this user, writable by nobody else.
-pub fn check_root(root: &Path) -> Result<(), String> {
+pub fn check_root(root: &Path) -> Result<(), RootError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RootError::Io { path, source }
+    };
     if let Some(parent) = root.parent() {
-        fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        fs::create_dir_all(parent).map_err(io(parent))?;
     }
     match fs::DirBuilder::new().mode(0o700).create(root) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("{}: {e}", root.display())),
+        Err(e) => return Err(io(root)(e)),
     }
-    let m = fs::symlink_metadata(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let m = fs::symlink_metadata(root).map_err(io(root))?;
     let me = numalab_linux::process::euid();
     if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{}: not a directory of this user's that only it may write (a link, another owner, or group/other write); refusing it as numalab's kernel cache",
-            root.display()
-        ));
+        return Err(RootError::NotOurs(root.to_path_buf()));
     }
     Ok(())
 }
@@ -502,7 +591,7 @@ pub fn resolve(
     say: &dyn Fn(&str),
     apt_output: bool,
 ) -> Result<Entry, String> {
-    check_root(root)?;
+    check_root(root).map_err(|e| e.to_string())?;
     if let Some(e) = cached(k, root).into_iter().next() {
         return Ok(e);
     }
@@ -701,7 +790,7 @@ fn fetch(
     let opts = apt_options(&apt);
     let index = update_index(k, &apt, &opts, say, apt_output)?;
     let text = fs::read_to_string(&index).map_err(|e| format!("{}: {e}", index.display()))?;
-    let choice = choose(k, &parse_packages(&text))?;
+    let choice = choose(k, &parse_packages(&text)).map_err(|e| e.to_string())?;
     let part = tempfile::Builder::new()
         .prefix(".part-")
         .tempdir_in(root)
@@ -843,7 +932,7 @@ fn download_and_unpack(
         if !fs::symlink_metadata(&deb).is_ok_and(|m| m.is_file()) {
             return Err(format!("{}: not a regular file", deb.display()));
         }
-        check_deb(&deb, s, index)?;
+        check_deb(&deb, s, index).map_err(|e| e.to_string())?;
         let mut x = Command::new("dpkg-deb");
         x.arg("-x").arg(&deb).arg(&tree);
         run(&mut x, &format!("dpkg-deb -x {}", deb.display()), false)?;
@@ -1021,12 +1110,12 @@ Version: 7.3.4-1~bpo13+1
             classify(Path::new("/boot/vmlinuz")).unwrap(),
             KernelArg::Path("/boot/vmlinuz".into())
         );
-        let e = classify(Path::new("debian-9.9")).unwrap_err();
+        let e = classify(Path::new("debian-9.9")).unwrap_err().to_string();
         assert_eq!(
             e,
             "--kernel debian-9.9: no such file, and not a kernel name numalab knows (known: debian-7.3); or give the path of a bzImage"
         );
-        let e = classify(Path::new("deb\nian")).unwrap_err();
+        let e = classify(Path::new("deb\nian")).unwrap_err().to_string();
         assert!(e.contains("control characters") && !e.contains('\n'), "{e}");
     }
 
@@ -1056,7 +1145,7 @@ Version: 7.3.4-1~bpo13+1
             .filter(|p| !(p.package == BPF_DEV && p.version.starts_with("7.3.4")))
             .cloned()
             .collect();
-        let e = choose(&KNOWN[0], &other).unwrap_err();
+        let e = choose(&KNOWN[0], &other).unwrap_err().to_string();
         assert!(e.contains("linux-bpf-dev 7.3.4-1~bpo13+1 is not in"), "{e}");
         // Without the modules: refused, naming it.
         let partial: Vec<Stanza> = s
@@ -1064,10 +1153,10 @@ Version: 7.3.4-1~bpo13+1
             .filter(|p| !p.package.starts_with("linux-modules"))
             .cloned()
             .collect();
-        let e = choose(&KNOWN[0], &partial).unwrap_err();
+        let e = choose(&KNOWN[0], &partial).unwrap_err().to_string();
         assert!(e.contains("linux-modules-7.3.4+deb13-amd64"), "{e}");
         // No 7.3 at all.
-        let e = choose(&KNOWN[0], &s[2..3]).unwrap_err();
+        let e = choose(&KNOWN[0], &s[2..3]).unwrap_err().to_string();
         assert!(e.contains("no linux-binary-7.3.N+deb13-amd64"), "{e}");
     }
 
@@ -1100,7 +1189,7 @@ Version: 7.3.4-1~bpo13+1
         };
         check_deb(&deb, &s, &index).unwrap();
         s.sha256 = "0".repeat(64);
-        let e = check_deb(&deb, &s, &index).unwrap_err();
+        let e = check_deb(&deb, &s, &index).unwrap_err().to_string();
         assert_eq!(
             e,
             format!(
@@ -1111,7 +1200,7 @@ Version: 7.3.4-1~bpo13+1
             )
         );
         s.size = 7;
-        let e = check_deb(&deb, &s, &index).unwrap_err();
+        let e = check_deb(&deb, &s, &index).unwrap_err().to_string();
         assert!(e.contains("6 bytes, but") && e.contains("says 7"), "{e}");
     }
 
@@ -1214,7 +1303,7 @@ Version: 7.3.4-1~bpo13+1
         fs::create_dir(&real).unwrap();
         let link = d.path().join("kernels");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let e = check_root(&link).unwrap_err();
+        let e = check_root(&link).unwrap_err().to_string();
         assert!(e.contains("refusing it"), "{e}");
         fs::set_permissions(&real, fs::Permissions::from_mode(0o777)).unwrap();
         assert!(check_root(&real).is_err());
