@@ -177,6 +177,111 @@ pub enum RootError {
     NotOurs(PathBuf),
 }
 
+/// Why a named kernel is not in the cache: the cache, the lock, a tool
+/// or key missing, apt's index or download, a package, its contents.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// Any of these, for `--kernel NAME`.
+    #[error("--kernel {name}: {source}")]
+    Named {
+        name: &'static str,
+        source: Box<FetchError>,
+    },
+    #[error("--kernel {0}: no cache directory (set HOME or XDG_CACHE_HOME)")]
+    NoCache(&'static str),
+    #[error(transparent)]
+    Root(#[from] RootError),
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file one of the packages should have held.
+    #[error("{}: {source} (not in {package}?)", path.display())]
+    NotInPackage {
+        path: PathBuf,
+        source: std::io::Error,
+        package: &'static str,
+    },
+    #[error("syncfs {}: {source}", path.display())]
+    Syncfs {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Standard error could not be given to a command.
+    #[error("{0}")]
+    Stderr(std::io::Error),
+    /// A command did not start (what it is).
+    #[error("{what}: {source}")]
+    Start {
+        what: String,
+        source: std::io::Error,
+    },
+    /// A command failed: its status and its last lines of standard error.
+    #[error("{what} failed ({status}): {last}")]
+    Failed {
+        what: String,
+        status: std::process::ExitStatus,
+        last: String,
+    },
+    #[error("{name}: fetching it needs {tool} (Debian's apt, dpkg and kmod)")]
+    NoTool {
+        name: &'static str,
+        tool: &'static str,
+    },
+    #[error("{0}: {KEYRING} is missing: install debian-archive-keyring")]
+    NoKeyring(&'static str),
+    #[error("{name}: apt left no verified InRelease of {suite} in {}: refusing to go on", lists.display())]
+    NoInRelease {
+        name: &'static str,
+        suite: &'static str,
+        lists: PathBuf,
+    },
+    #[error("{name}: no Packages index of {suite} in {}", lists.display())]
+    NoPackages {
+        name: &'static str,
+        suite: &'static str,
+        lists: PathBuf,
+    },
+    #[error(transparent)]
+    Choose(#[from] ChooseError),
+    /// Not one `.deb` downloaded for a package.
+    #[error("{name}: {count} files for {package} in {}, expected one", debs.display())]
+    DebCount {
+        name: &'static str,
+        count: usize,
+        package: String,
+        debs: PathBuf,
+    },
+    #[error("{}: not a regular file", .0.display())]
+    NotRegular(PathBuf),
+    #[error(transparent)]
+    Deb(#[from] DebError),
+    /// The kernel's config lacks what numalab needs (listed).
+    #[error("{name} ({release}): its config lacks {}; not cached", missing.join(", "))]
+    ConfigLacks {
+        name: &'static str,
+        release: String,
+        missing: Vec<String>,
+    },
+    #[error("depmod made no {}", .0.display())]
+    NoModulesDep(PathBuf),
+    #[error(transparent)]
+    Kernel(#[from] crate::qemu::KernelError),
+    /// Something not complete is where the release goes.
+    #[error("{} is there but is not a complete kernel (no valid {MARKER}): remove it and try again", .0.display())]
+    InTheWay(PathBuf),
+    #[error("{}: incomplete right after fetching", .0.display())]
+    Incomplete(PathBuf),
+}
+
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> FetchError {
+    let path = path.to_path_buf();
+    move |source| FetchError::Io { path, source }
+}
+
 /// A known name is a name (write `./debian-7.3` for a file of that
 /// name); anything with a `/`, or a file that exists, is a path; the rest
 /// is an unknown name, refused in one line that lists the known ones.
@@ -590,8 +695,8 @@ pub fn resolve(
     root: &Path,
     say: &dyn Fn(&str),
     apt_output: bool,
-) -> Result<Entry, String> {
-    check_root(root).map_err(|e| e.to_string())?;
+) -> Result<Entry, FetchError> {
+    check_root(root)?;
     if let Some(e) = cached(k, root).into_iter().next() {
         return Ok(e);
     }
@@ -603,9 +708,9 @@ pub fn resolve(
                 "waiting for another numalab that is fetching into {}",
                 root.display()
             ));
-            lock::acquire(&lock_path, lock::Mode::Exclusive, true).map_err(|e| e.to_string())?
+            lock::acquire(&lock_path, lock::Mode::Exclusive, true)?
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     if let Some(e) = cached(k, root).into_iter().next() {
         return Ok(e);
@@ -619,15 +724,13 @@ pub fn resolve(
 /// vm:` status lines, apt's own lines too unless `quiet`; errors name
 /// `--kernel NAME`. The fetch says what it does even with `--quiet`: it
 /// is a one-off download of about 120 MiB.
-pub fn resolve_for_vm(k: &'static Known, quiet: bool) -> Result<Entry, String> {
-    let root = cache_root().ok_or_else(|| {
-        format!(
-            "--kernel {}: no cache directory (set HOME or XDG_CACHE_HOME)",
-            k.name
-        )
-    })?;
+pub fn resolve_for_vm(k: &'static Known, quiet: bool) -> Result<Entry, FetchError> {
+    let root = cache_root().ok_or(FetchError::NoCache(k.name))?;
     let say = |s: &str| numalab_linux::statusln!("numalab vm: {s}");
-    resolve(k, &root, &say, !quiet).map_err(|e| format!("--kernel {}: {e}", k.name))
+    resolve(k, &root, &say, !quiet).map_err(|e| FetchError::Named {
+        name: k.name,
+        source: Box::new(e),
+    })
 }
 
 /// Entries an older numalab cached without the kernel's `vmlinux.h`
@@ -705,7 +808,7 @@ pub fn apt_options(apt: &Path) -> Vec<String> {
     o.into_iter().flat_map(|v| ["-o".to_string(), v]).collect()
 }
 
-fn mkdirs(apt: &Path) -> Result<(), String> {
+fn mkdirs(apt: &Path) -> Result<(), FetchError> {
     for d in [
         "lists/partial",
         "archives/partial",
@@ -715,14 +818,14 @@ fn mkdirs(apt: &Path) -> Result<(), String> {
         "cache",
     ] {
         let p = apt.join(d);
-        fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        fs::create_dir_all(&p).map_err(io_at(&p))?;
     }
     Ok(())
 }
 
 /// Run a command, its output to standard error (or nowhere), one line
 /// on failure.
-fn run(cmd: &mut Command, what: &str, show: bool) -> Result<(), String> {
+fn run(cmd: &mut Command, what: &str, show: bool) -> Result<(), FetchError> {
     let out = cmd
         .stdin(Stdio::null())
         .stdout(if show {
@@ -730,14 +833,17 @@ fn run(cmd: &mut Command, what: &str, show: bool) -> Result<(), String> {
                 std::io::stderr()
                     .as_fd()
                     .try_clone_to_owned()
-                    .map_err(|e| e.to_string())?,
+                    .map_err(FetchError::Stderr)?,
             )
         } else {
             Stdio::null()
         })
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|source| FetchError::Start {
+            what: what.to_string(),
+            source,
+        })?;
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         let last: Vec<&str> = err
@@ -746,11 +852,11 @@ fn run(cmd: &mut Command, what: &str, show: bool) -> Result<(), String> {
             .rev()
             .take(2)
             .collect();
-        return Err(format!(
-            "{what} failed ({}): {}",
-            out.status,
-            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
-        ));
+        return Err(FetchError::Failed {
+            what: what.to_string(),
+            status: out.status,
+            last: last.into_iter().rev().collect::<Vec<_>>().join(" / "),
+        });
     }
     if show && !err.trim().is_empty() {
         numalab_linux::errln!("{}", err.trim_end());
@@ -768,38 +874,31 @@ fn fetch(
     root: &Path,
     say: &dyn Fn(&str),
     apt_output: bool,
-) -> Result<Entry, String> {
+) -> Result<Entry, FetchError> {
     for tool in ["apt-get", "dpkg-deb", "depmod"] {
         if !std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
             .any(|d| d.join(tool).is_file())
         {
-            return Err(format!(
-                "{}: fetching it needs {tool} (Debian's apt, dpkg and kmod)",
-                k.name
-            ));
+            return Err(FetchError::NoTool { name: k.name, tool });
         }
     }
     if !Path::new(KEYRING).is_file() {
-        return Err(format!(
-            "{}: {KEYRING} is missing: install debian-archive-keyring",
-            k.name
-        ));
+        return Err(FetchError::NoKeyring(k.name));
     }
     let apt = root.join("apt");
     let opts = apt_options(&apt);
     let index = update_index(k, &apt, &opts, say, apt_output)?;
-    let text = fs::read_to_string(&index).map_err(|e| format!("{}: {e}", index.display()))?;
-    let choice = choose(k, &parse_packages(&text)).map_err(|e| e.to_string())?;
+    let text = fs::read_to_string(&index).map_err(io_at(&index))?;
+    let choice = choose(k, &parse_packages(&text))?;
     let part = tempfile::Builder::new()
         .prefix(".part-")
         .tempdir_in(root)
-        .map_err(|e| format!("{}: {e}", root.display()))?;
+        .map_err(io_at(root))?;
     let tree = download_and_unpack(k, &choice, &index, &opts, part.path(), say, apt_output)?;
     let dest = finish(k, &choice, &tree, root)?;
     drop(part);
-    open_entry(k, &dest, &choice.release)
-        .ok_or_else(|| format!("{}: incomplete right after fetching", dest.display()))
+    open_entry(k, &dest, &choice.release).ok_or(FetchError::Incomplete(dest))
 }
 
 /// `apt-get update` of `k`'s suite with numalab's own sources; the
@@ -810,14 +909,14 @@ fn update_index(
     opts: &[String],
     say: &dyn Fn(&str),
     apt_output: bool,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, FetchError> {
     mkdirs(apt)?;
     let sources = format!("deb [signed-by={KEYRING}] {MIRROR} {} main\n", k.suite);
     numalab_record::store::write_file_atomic(&apt.join("sources.list"), sources.as_bytes())
-        .map_err(|e| format!("{}: {e}", apt.join("sources.list").display()))?;
+        .map_err(io_at(&apt.join("sources.list")))?;
     let status = apt.join("status");
     if !status.exists() {
-        numalab_record::create_new(&status).map_err(|e| format!("{}: {e}", status.display()))?;
+        numalab_record::create_new(&status).map_err(io_at(&status))?;
     }
     say(&format!(
         "fetching {}: the {} index of {MIRROR} (apt, verified with {KEYRING})",
@@ -837,21 +936,15 @@ fn update_index(
         })
     };
     let suite_tag = format!("_dists_{}", k.suite);
-    find(&format!("{suite_tag}_InRelease")).ok_or_else(|| {
-        format!(
-            "{}: apt left no verified InRelease of {} in {}: refusing to go on",
-            k.name,
-            k.suite,
-            lists.display()
-        )
+    find(&format!("{suite_tag}_InRelease")).ok_or_else(|| FetchError::NoInRelease {
+        name: k.name,
+        suite: k.suite,
+        lists: lists.clone(),
     })?;
-    find(&format!("{suite_tag}_main_binary-amd64_Packages")).ok_or_else(|| {
-        format!(
-            "{}: no Packages index of {} in {}",
-            k.name,
-            k.suite,
-            lists.display()
-        )
+    find(&format!("{suite_tag}_main_binary-amd64_Packages")).ok_or_else(|| FetchError::NoPackages {
+        name: k.name,
+        suite: k.suite,
+        lists: lists.clone(),
     })
 }
 
@@ -866,7 +959,7 @@ fn download_and_unpack(
     part: &Path,
     say: &dyn Fn(&str),
     apt_output: bool,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, FetchError> {
     let total: u64 = choice.packages.iter().map(|s| s.size).sum();
     say(&format!(
         "{} is {} ({} from {}): downloading {}, {} in all",
@@ -884,7 +977,7 @@ fn download_and_unpack(
     ));
 
     let debs = part.join("debs");
-    fs::create_dir(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+    fs::create_dir(&debs).map_err(io_at(&debs))?;
     let started = std::time::Instant::now();
     let mut download = Command::new("apt-get");
     download
@@ -906,11 +999,11 @@ fn download_and_unpack(
     ));
 
     let tree = part.join("tree");
-    fs::create_dir(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+    fs::create_dir(&tree).map_err(io_at(&tree))?;
     for s in &choice.packages {
         let prefix = format!("{}_", s.package);
         let mut files: Vec<PathBuf> = fs::read_dir(&debs)
-            .map_err(|e| format!("{}: {e}", debs.display()))?
+            .map_err(io_at(&debs))?
             .flatten()
             .filter(|e| {
                 let n = e.file_name().to_string_lossy().to_string();
@@ -921,18 +1014,18 @@ fn download_and_unpack(
         let deb = match files.len() {
             1 => files.remove(0),
             n => {
-                return Err(format!(
-                    "{}: {n} files for {} in {}, expected one",
-                    k.name,
-                    s.package,
-                    debs.display()
-                ))
+                return Err(FetchError::DebCount {
+                    name: k.name,
+                    count: n,
+                    package: s.package.clone(),
+                    debs,
+                })
             }
         };
         if !fs::symlink_metadata(&deb).is_ok_and(|m| m.is_file()) {
-            return Err(format!("{}: not a regular file", deb.display()));
+            return Err(FetchError::NotRegular(deb));
         }
-        check_deb(&deb, s, index).map_err(|e| e.to_string())?;
+        check_deb(&deb, s, index)?;
         let mut x = Command::new("dpkg-deb");
         x.arg("-x").arg(&deb).arg(&tree);
         run(&mut x, &format!("dpkg-deb -x {}", deb.display()), false)?;
@@ -945,46 +1038,44 @@ fn download_and_unpack(
 /// Check the unpacked `tree`'s config, make its modules.dep, put the
 /// kernel beside it, write the marker last and rename the tree to
 /// `root/RELEASE` (returned).
-fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBuf, String> {
+fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBuf, FetchError> {
     let release = &choice.release;
     let modules = tree.join("usr/lib/modules").join(release);
     let config_path = modules.join("config");
-    let config = fs::read_to_string(&config_path)
-        .map_err(|e| format!("{}: {e} (not in linux-base?)", config_path.display()))?;
+    let config = fs::read_to_string(&config_path).map_err(|source| FetchError::NotInPackage {
+        path: config_path.clone(),
+        source,
+        package: "linux-base",
+    })?;
     let missing = config_missing(&config);
     if !missing.is_empty() {
-        return Err(format!(
-            "{} ({release}): its config lacks {}; not cached",
-            k.name,
-            missing.join(", ")
-        ));
+        return Err(FetchError::ConfigLacks {
+            name: k.name,
+            release: release.clone(),
+            missing,
+        });
     }
     let mut depmod = Command::new("depmod");
     depmod.arg("-b").arg(tree.join("usr")).arg(release);
     run(&mut depmod, "depmod", false)?;
     if !modules.join("modules.dep").is_file() {
-        return Err(format!(
-            "depmod made no {}",
-            modules.join("modules.dep").display()
-        ));
+        return Err(FetchError::NoModulesDep(modules.join("modules.dep")));
     }
     // The kernel beside the tree, under a name of its own (the PVH cache
     // keys images by file name).
     let vmlinuz = tree.join(format!("vmlinuz-{release}"));
-    fs::rename(modules.join("vmlinuz"), &vmlinuz).map_err(|e| {
-        format!(
-            "{}: {e} (not in linux-binary?)",
-            modules.join("vmlinuz").display()
-        )
+    fs::rename(modules.join("vmlinuz"), &vmlinuz).map_err(|source| FetchError::NotInPackage {
+        path: modules.join("vmlinuz"),
+        source,
+        package: "linux-binary",
     })?;
-    crate::qemu::check_kernel(&vmlinuz).map_err(|e| e.to_string())?;
+    crate::qemu::check_kernel(&vmlinuz)?;
     // The header beside it; linux-bpf-dev's include tree goes.
     let header = tree.join(format!("vmlinux-{release}.h"));
-    fs::rename(tree.join(BPF_DEV_HEADER), &header).map_err(|e| {
-        format!(
-            "{}: {e} (not in {BPF_DEV}?)",
-            tree.join(BPF_DEV_HEADER).display()
-        )
+    fs::rename(tree.join(BPF_DEV_HEADER), &header).map_err(|source| FetchError::NotInPackage {
+        path: tree.join(BPF_DEV_HEADER),
+        source,
+        package: BPF_DEV,
     })?;
     let _ = fs::remove_dir_all(tree.join("usr/include"));
     let _ = fs::remove_dir_all(tree.join("usr/share/doc").join(BPF_DEV));
@@ -993,8 +1084,11 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
     // power cut after the rename must not leave a complete-looking entry
     // of empty files): one syncfs for the filesystem holding it.
     {
-        let d = fs::File::open(tree).map_err(|e| format!("{}: {e}", tree.display()))?;
-        numalab_linux::fd::syncfs(&d).map_err(|e| format!("syncfs {}: {e}", tree.display()))?;
+        let d = fs::File::open(tree).map_err(io_at(tree))?;
+        numalab_linux::fd::syncfs(&d).map_err(|source| FetchError::Syncfs {
+            path: tree.to_path_buf(),
+            source,
+        })?;
     }
     let marker = Marker {
         name: k.name.to_string(),
@@ -1010,23 +1104,20 @@ fn finish(k: &Known, choice: &Choice, tree: &Path, root: &Path) -> Result<PathBu
     {
         use std::io::Write;
         let p = tree.join(MARKER);
-        let mut f = numalab_record::create_new(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut f = numalab_record::create_new(&p).map_err(io_at(&p))?;
         f.write_all(
             serde_json::to_string_pretty(&marker)
                 .expect("a marker serialises")
                 .as_bytes(),
         )
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        .map_err(io_at(&p))?;
     }
     let dest = root.join(release);
     if fs::symlink_metadata(&dest).is_ok() {
-        return Err(format!(
-            "{} is there but is not a complete kernel (no valid {MARKER}): remove it and try again",
-            dest.display()
-        ));
+        return Err(FetchError::InTheWay(dest));
     }
-    fs::rename(tree, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    fs::rename(tree, &dest).map_err(io_at(&dest))?;
     let _ = fs::File::open(root).and_then(|d| d.sync_all());
     Ok(dest)
 }
