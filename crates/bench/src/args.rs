@@ -59,7 +59,7 @@ pub enum ValueError {
     },
     /// A size that does not parse (numalab's size parser's words).
     #[error("{0}")]
-    Size(String),
+    Size(numalab_topology::size::SizeError),
     /// A size of 0 bytes.
     #[error("the size must be more than 0")]
     ZeroSize,

@@ -22,15 +22,36 @@ pub enum Bare {
     Refused,
 }
 
-/// Parse a size. The error says what is wrong with the text, quoting it,
+/// Why a text is not a size; each says what is wrong, quoting the text,
 /// e.g. `"99999999999G" is too large (more than 2^64 bytes)`.
-pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// Not a number with a unit.
+    #[error("{0:?} is not a size (e.g. 512M or 3G)")]
+    NotASize(String),
+    /// A minus sign.
+    #[error("{0:?} is not a size: a size cannot be negative (e.g. 512M or 3G)")]
+    Negative(String),
+    /// A decimal comma.
+    #[error("{0:?} is not a size: write a decimal point, not a comma (e.g. 1.5G)")]
+    Comma(String),
+    /// A bare number where [`Bare::Refused`].
+    #[error("{text:?} has no unit (write e.g. {number}M or {number}G)")]
+    NoUnit { text: String, number: String },
+    /// More than 2^64 bytes.
+    #[error("{0:?} is too large (more than 2^64 bytes)")]
+    TooLarge(String),
+    /// A fraction that does not come to whole bytes.
+    #[error("{0:?} is not a whole number of bytes (e.g. 1.5G or 1536M)")]
+    NotWholeBytes(String),
+}
+
+/// Parse a size; the error says what is wrong with the text.
+pub fn parse(text: &str, bare: Bare) -> Result<u64, SizeError> {
     let t = text.trim();
-    let not_a_size = || format!("{text:?} is not a size (e.g. 512M or 3G)");
+    let not_a_size = || SizeError::NotASize(text.to_string());
     if t.starts_with('-') {
-        return Err(format!(
-            "{text:?} is not a size: a size cannot be negative (e.g. 512M or 3G)"
-        ));
+        return Err(SizeError::Negative(text.to_string()));
     }
     let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, rest) = t.split_at(digits_end);
@@ -49,18 +70,17 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
         None => ("", rest),
     };
     if rest.starts_with(',') {
-        return Err(format!(
-            "{text:?} is not a size: write a decimal point, not a comma (e.g. 1.5G)"
-        ));
+        return Err(SizeError::Comma(text.to_string()));
     }
     let unit = rest.trim().to_ascii_uppercase();
     let shift = match unit.as_str() {
         "" => match bare {
             Bare::Bytes => 0,
             Bare::Refused => {
-                return Err(format!(
-                    "{text:?} has no unit (write e.g. {num}M or {num}G)"
-                ))
+                return Err(SizeError::NoUnit {
+                    text: text.to_string(),
+                    number: num.to_string(),
+                })
             }
         },
         u => {
@@ -77,7 +97,7 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
             }
         }
     };
-    let too_large = || format!("{text:?} is too large (more than 2^64 bytes)");
+    let too_large = || SizeError::TooLarge(text.to_string());
     let n: u64 = num.parse().map_err(|_| too_large())?;
     let whole = n.checked_mul(1u64 << shift).ok_or_else(too_large)?;
     if frac.is_empty() {
@@ -88,9 +108,7 @@ pub fn parse(text: &str, bare: Bare) -> Result<u64, String> {
     let scaled = f << shift;
     let den = 10u128.pow(frac.len() as u32);
     if !scaled.is_multiple_of(den) {
-        return Err(format!(
-            "{text:?} is not a whole number of bytes (e.g. 1.5G or 1536M)"
-        ));
+        return Err(SizeError::NotWholeBytes(text.to_string()));
     }
     let part = u64::try_from(scaled / den).map_err(|_| too_large())?;
     whole.checked_add(part).ok_or_else(too_large)
@@ -121,7 +139,7 @@ mod tests {
 
     #[test]
     fn every_refusal_says_what_is_wrong() {
-        let e = |t: &str, bare| parse(t, bare).unwrap_err();
+        let e = |t: &str, bare| parse(t, bare).unwrap_err().to_string();
         assert_eq!(
             e("512", Bare::Refused),
             "\"512\" has no unit (write e.g. 512M or 512G)"

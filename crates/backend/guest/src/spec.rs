@@ -81,7 +81,7 @@ fn err(flag: &'static str, msg: impl Into<String>) -> SpecError {
 /// refuse a size in the same words.
 pub fn parse_mem_size(text: &str) -> Result<u64, SpecError> {
     numalab_topology::size::parse(text, numalab_topology::size::Bare::Refused)
-        .map_err(|m| err("--mem-per-node", m))
+        .map_err(|m| err("--mem-per-node", m.to_string()))
 }
 
 /// Parse `10,20;20,10` into rows. Only the syntax is checked here.
