@@ -506,20 +506,6 @@ mod tests {
     }
 
     #[test]
-    fn fill_sets_exactly_the_range_in_one_call() {
-        let page = numa::page_size();
-        let mut buf = Mapping::new_noreserve(4 * page).unwrap();
-        assert_eq!(buf.fill(0, 4 * page, 7), 4 * page);
-        assert_eq!(buf.fill(page, 2 * page, 0), 2 * page);
-        // Clipped to the mapping.
-        assert_eq!(buf.fill(3 * page, 2 * page, 0), page);
-        assert_eq!(buf.fill(5 * page, page, 0), 0);
-        let mem = buf.to_vec();
-        assert!(mem[..page].iter().all(|&b| b == 7));
-        assert!(mem[page..].iter().all(|&b| b == 0));
-    }
-
-    #[test]
     fn a_bad_node_is_an_error_not_a_crash() {
         let plan = ProcPlan {
             process: 0,
