@@ -16,6 +16,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Seconds of interrupt, softirq and steal time all CPUs have had since
+/// boot (/proc/stat's `cpu` line). Where the kernel accounts them apart,
+/// they fall inside a task's `sched_switch` intervals but outside its
+/// `sum_exec_runtime`, and so outside rusage: on a shared VM the
+/// hypervisor's steal alone put one run of a clean-clone CI 7% over.
+fn accounted_apart_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let cpu = stat.lines().next().unwrap();
+    let f: Vec<f64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let tick = numalab_linux::procfs::clock_ticks() as f64;
+    (f[5] + f[6] + f.get(7).copied().unwrap_or(0.0)) / tick
+}
+
 fn records(dir: &Path) -> Vec<Value> {
     let mut v: Vec<Value> = std::fs::read_dir(dir)
         .unwrap()
@@ -32,6 +49,7 @@ fn records(dir: &Path) -> Vec<Value> {
 fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
+    let apart_before = accounted_apart_s();
     let o = numalab_in(
         &[
             "run",
@@ -50,6 +68,10 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         dir.path(),
     );
     assert!(o.status.success(), "{}", show(&o));
+    // The time accounted apart during the whole invocation, plus a tick
+    // for /proc/stat's resolution: a bound for any one run's share.
+    let tick = 1.0 / numalab_linux::procfs::clock_ticks() as f64;
+    let apart = accounted_apart_s() - apart_before + tick;
     let recs = records(&dir.path().join("r"));
     assert_eq!(recs.len(), 3);
     let mut ratios = Vec::new();
@@ -81,8 +103,8 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         // records are allowed (root), each run within 5%: a shell that
         // starts commands with vfork (dash) is charged ~20 us per command
         // by the kernel outside its sched_switch intervals, and interrupt
-        // time the kernel accounts apart falls inside them (a loaded CI
-        // run saw one run 4.0% over; docs/trace.md).
+        // time the kernel accounts apart (interrupts, steal) falls inside
+        // them: allowed on top, as measured (docs/trace.md).
         // The tree's own records miss a few microseconds around every
         // switch of a millisecond-long process.
         let traced: f64 = tasks.iter().map(|t| t["run_s"].as_f64().unwrap()).sum();
@@ -91,10 +113,10 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         let method = s["method"].as_str().unwrap();
         if method.contains("CPU-wide") {
             assert!(
-                (traced - rusage).abs() <= rusage * 0.05,
-                "traced {traced} vs user+sys {rusage}"
+                traced - rusage <= rusage * 0.05 + apart && rusage - traced <= rusage * 0.05,
+                "traced {traced} vs user+sys {rusage}, {apart} s accounted apart"
             );
-            ratios.push(traced / rusage);
+            ratios.push((traced / rusage, apart / rusage));
         } else {
             assert!(
                 traced <= rusage * 1.02 && traced >= rusage * 0.75,
@@ -149,11 +171,11 @@ fn every_short_lived_task_of_a_command_is_traced_with_its_cpus_and_lifetime() {
         assert!(events.lines().filter(|l| l.contains("\texec\t")).count() >= 500);
     }
     if !ratios.is_empty() {
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios[ratios.len() / 2];
+        ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (median, apart) = ratios[ratios.len() / 2];
         assert!(
-            (median - 1.0).abs() <= 0.02,
-            "traced / user+sys: {ratios:?}"
+            median - 1.0 <= 0.02 + apart && 1.0 - median <= 0.02,
+            "traced / user+sys, time accounted apart / user+sys: {ratios:?}"
         );
     }
 }
