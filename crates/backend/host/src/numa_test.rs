@@ -133,8 +133,27 @@ struct Running<'a> {
 impl Running<'_> {
     /// Watch the tasks until every one has ended: reap them, move the
     /// progress bar, sample when the pacer says, and start the load peak
-    /// when it is due. An interruption kills the tasks and the peak.
+    /// when it is due. An interruption, or an error while watching (a
+    /// failed `wait4`, a load peak that cannot start), kills the tasks and
+    /// the peak: no task outlives the run.
     fn watch(
+        &mut self,
+        observer: &Observer,
+        bar: &Progress,
+        pacer: &mut Pacer,
+        samples: &mut Vec<Sample>,
+    ) -> Result<()> {
+        let r = self.watch_until_done(observer, bar, pacer, samples);
+        // An interruption has killed them already (and reaped the peak,
+        // whose pid must not be signalled again).
+        if matches!(r, Err(ref e) if !matches!(e, Error::Interrupted)) {
+            let h = self.hackbench.as_ref().map(|(c, _)| c.id() as i32);
+            kill_all(&mut self.tasks, h);
+        }
+        r
+    }
+
+    fn watch_until_done(
         &mut self,
         observer: &Observer,
         bar: &Progress,
