@@ -7,15 +7,12 @@
 //! command runs once in the guest as it would on a host.
 
 use anyhow::{anyhow, bail, Result};
-use numalab_bench::Calibration;
-use numalab_guest::agent::{op_line, MachineReply, Reply, Request};
 use numalab_guest::{
     AccelChoice, GuestBackend, GuestExit, Rootfs, SpecInput, VmError, VmOptions, VmSpec,
 };
-use numalab_runner::{Backend, Interrupt, RunContext, RunError};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 #[command(
@@ -257,131 +254,9 @@ fn run_benchmark(opts: VmOptions) -> Result<ExitCode> {
 }
 
 /// `numalab __guest-op REQUEST.json`, run by the guest's agent for one
-/// request: the host backend does the work, inside the guest. Answers on
-/// standard output in the agent's protocol lines.
+/// request: numalab-protocol's executor.
 pub fn guest_op(args: &[String]) -> i32 {
-    let req = match read_request(args) {
-        Ok(r) => r,
-        Err(e) => {
-            reply(Reply::Error(e));
-            return 2;
-        }
-    };
-    let backend = match std::env::current_exe()
-        .map_err(|e| e.to_string())
-        .and_then(|exe| numalab_host::HostBackend::new(exe).map_err(|e| e.to_string()))
-    {
-        Ok(b) => b,
-        Err(e) => {
-            reply(Reply::Error(format!("the guest's machine: {e}")));
-            return 2;
-        }
-    };
-    let value = |v: serde_json::Value| reply(Reply::Ok(v));
-    match req {
-        Request::Machine => value(machine_reply(&backend)),
-        Request::ZeroingBandwidth {
-            threads,
-            working_set,
-        } => value(backend.zeroing_bandwidth(threads, working_set).into()),
-        Request::SpinRate => value(backend.spin_rate().into()),
-        Request::FirstTouchRate => value(backend.first_touch_rate().into()),
-        Request::Run {
-            case,
-            label,
-            repetition,
-            interval,
-            trace,
-        } => {
-            let mut backend = backend;
-            let results = Path::new(numalab_guest::job::GUEST_RESULTS);
-            let interrupt = Interrupt::never();
-            // Progress at most twice a second: the serial line is slow.
-            let last = std::cell::Cell::new(Instant::now());
-            let progress = |f: f64| {
-                if last.get().elapsed() >= Duration::from_millis(500) {
-                    last.set(Instant::now());
-                    say("progress", &format!("{f:.4}"));
-                }
-            };
-            let ctx = RunContext {
-                label: &label,
-                repetition,
-                interval,
-                interrupt: &interrupt,
-                results,
-                progress: &progress,
-                trace,
-            };
-            reply_run(backend.run(&case, &ctx), results);
-        }
-        Request::Settings { .. } | Request::Scx { .. } | Request::ScxStatus | Request::Quit => {
-            reply(Reply::Error("the guest's init answers this itself".into()));
-            return 2;
-        }
-    }
-    0
-}
-
-/// One line of the agent's protocol on standard output.
-fn say(what: &str, arg: &str) {
-    numalab_linux::outln!("{}", op_line(what, arg));
-}
-
-/// The request's reply, as a protocol line.
-fn reply(r: Reply) {
-    say(
-        "reply",
-        &serde_json::to_string(&r).expect("a reply serialises"),
-    )
-}
-
-/// The request in the file named by the first argument.
-fn read_request(args: &[String]) -> std::result::Result<Request, String> {
-    args.first()
-        .ok_or_else(|| "usage: __guest-op REQUEST.json".to_string())
-        .and_then(|p| std::fs::read(p).map_err(|e| format!("{p}: {e}")))
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| format!("the request: {e}")))
-}
-
-/// The guest's machine and each node's free memory, as the reply's value.
-fn machine_reply(backend: &numalab_host::HostBackend) -> serde_json::Value {
-    let machine = backend.machine().clone();
-    let node_free = machine
-        .topology
-        .nodes
-        .iter()
-        .filter_map(|n| Some((n.id, backend.node_free_bytes(n.id)?)))
-        .collect();
-    let m = MachineReply { machine, node_free };
-    serde_json::to_value(m).expect("a machine serialises")
-}
-
-/// A run's answer: its record written to `results` (then its path and
-/// the files beside it said) and an empty reply, or the error.
-fn reply_run(run: std::result::Result<numalab_record::RunRecord, RunError>, results: &Path) {
-    match run {
-        Ok(rec) => match numalab_record::write_atomic(results, &rec) {
-            Ok(path) => {
-                say("record", &path.to_string_lossy());
-                // Files beside the record: a command's output, the
-                // raw scheduling events.
-                for extra in [format!("{}.log", rec.id), format!("{}.sched.tsv", rec.id)] {
-                    let f = results.join(extra);
-                    if f.exists() {
-                        say("log", &f.to_string_lossy());
-                    }
-                }
-                reply(Reply::Ok(serde_json::Value::Null));
-            }
-            Err(e) => {
-                numalab_record::remove_side_files(results, &rec.id);
-                reply(Reply::Error(format!("writing the record: {e}")))
-            }
-        },
-        Err(RunError::Failed(e)) => reply(Reply::Error(e)),
-        Err(RunError::Interrupted) => reply(Reply::Error("interrupted".into())),
-    }
+    numalab_protocol::op::main(args)
 }
 
 /// PID 1 of the guest. Never returns inside a guest.
