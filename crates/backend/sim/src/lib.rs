@@ -406,7 +406,12 @@ pub fn run(
     }
     meta.started_ns = started_ns;
     let finished = eng.finished();
-    let record = record::build(cfg, &eng, &meta, samples, label, repetition, finished);
+    let mut record = record::build(cfg, &eng, &meta, samples, label, repetition, finished);
+    if let Some(spans) = eng.w.trace.as_ref() {
+        let t = trace::sched(&eng.w, spans);
+        record.metrics.extend(numalab_trace::metrics(&t));
+        record.sched = Some(t);
+    }
     let trace = eng
         .w
         .trace

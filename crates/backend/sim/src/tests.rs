@@ -810,6 +810,42 @@ fn trace_has_a_track_per_cpu_and_spans_inside_the_run() {
     }
 }
 
+/// A traced run's record has the `sched` section a real traced run has,
+/// made by the same analysis: every task, its on-CPU time (at most the
+/// user + system time the model charged, which also books kernel work
+/// done outside the task's runs), the CPUs chosen for new tasks, and
+/// run-queue delays from the preemptions.
+#[test]
+fn a_traced_run_has_the_sched_section_of_a_real_one() {
+    let mut cfg = config(small_machine(2), "linux", "none", 1);
+    cfg.trace = true;
+    let b = hackbench(1, 4, 50, 100);
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    let s = r.sched.as_ref().expect("a sched section");
+    assert_eq!(s.method, crate::trace::METHOD);
+    assert_eq!(s.tasks.len(), r.tasks.len());
+    assert_eq!(s.new_task_cpus.len(), r.tasks.len());
+    assert!(s
+        .tasks
+        .iter()
+        .all(|t| t.run_s > 0.0 && t.exited_s.is_some()));
+    let run_s: f64 = s.tasks.iter().map(|t| t.run_s).sum();
+    let charged = r.metric("user_s").unwrap() + r.metric("sys_s").unwrap();
+    assert!(
+        run_s <= charged * (1.0 + 1e-9) && run_s >= 0.5 * charged,
+        "{run_s} {charged}"
+    );
+    assert_eq!(r.metric("sched_tasks"), Some(r.tasks.len() as f64));
+    // Untraced, none.
+    cfg.trace = false;
+    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record;
+    assert!(r.sched.is_none() && r.metric("sched_tasks").is_none());
+}
+
 #[test]
 fn hackbench_does_all_its_messages() {
     for s in ["node-blind", "linux", "node-affine", "nest"] {
