@@ -1,8 +1,12 @@
 //! Metric names, one table for every benchmark and backend: a real run
 //! and a simulated one that measure the same thing call it the same name,
-//! with the same unit and the same better direction.
+//! with the same unit and the same better direction. Each metric is one
+//! constant ([`ELAPSED_S`], ...): backends write it with
+//! [`MetricDef::put`] rather than spell its name, and each benchmark's
+//! registry entry lists the ones its records carry.
 
 use numalab_record::{Better, Metric};
+use std::collections::BTreeMap;
 
 /// One metric: its record name, unit, which direction is better, and what
 /// it means.
@@ -28,137 +32,205 @@ const fn def(
     }
 }
 
+/// Wall time from the first task's start to the last task's end.
+pub const ELAPSED_S: MetricDef = def(
+    "elapsed_s",
+    "s",
+    Better::Lower,
+    "wall time from the first task's start to the last task's end",
+);
+
+/// User CPU time of every task.
+pub const USER_S: MetricDef = def("user_s", "s", Better::Lower, "user CPU time of every task");
+
+/// System CPU time of every task.
+pub const SYS_S: MetricDef = def("sys_s", "s", Better::Lower, "system CPU time of every task");
+
+/// Numa_test: user time per task (numa_test's AverageUserTime).
+pub const AVG_USER_S: MetricDef = def(
+    "avg_user_s",
+    "s",
+    Better::Lower,
+    "numa_test: user time per task (numa_test's AverageUserTime)",
+);
+
+/// The message storm's own time, first message to last exit (H).
+pub const HACKBENCH_S: MetricDef = def(
+    "hackbench_s",
+    "s",
+    Better::Lower,
+    "the message storm's own time, first message to last exit (H)",
+);
+
+/// Forkexec: children forked, run and reaped per second of elapsed time.
+pub const CHILDREN_PER_S: MetricDef = def(
+    "children_per_s",
+    "1/s",
+    Better::Higher,
+    "forkexec: children forked, run and reaped per second of elapsed time",
+);
+
+/// Forkexec: mean time from a child's fork to its reaping by the parent.
+pub const CHILD_LATENCY_MS: MetricDef = def(
+    "child_latency_ms",
+    "ms",
+    Better::Lower,
+    "forkexec: mean time from a child's fork to its reaping by the parent",
+);
+
+/// When the benchmark's convergence rule first held.
+pub const CONVERGENCE_S: MetricDef = def(
+    "convergence_s",
+    "s",
+    Better::Lower,
+    "when the benchmark's convergence rule first held",
+);
+
+/// When every task had started with its memory placed.
+pub const STARTED_S: MetricDef = def(
+    "started_s",
+    "s",
+    Better::Lower,
+    "when every task had started with its memory placed",
+);
+
+/// Bytes zeroed by all threads over the elapsed time.
+pub const BANDWIDTH_GBS: MetricDef = def(
+    "bandwidth_gbs",
+    "GB/s",
+    Better::Higher,
+    "bytes zeroed by all threads over the elapsed time",
+);
+
+/// Mean over threads of the bytes each zeroed over the wall time of its loops.
+pub const THREAD_BANDWIDTH_GBS: MetricDef = def(
+    "thread_bandwidth_gbs",
+    "GB/s",
+    Better::Higher,
+    "mean over threads of the bytes each zeroed over the wall time of its loops",
+);
+
+/// The slowest thread's bytes zeroed over the wall time of its loops.
+pub const THREAD_BANDWIDTH_MIN_GBS: MetricDef = def(
+    "thread_bandwidth_min_gbs",
+    "GB/s",
+    Better::Higher,
+    "the slowest thread's bytes zeroed over the wall time of its loops",
+);
+
+/// Pages migrated by NUMA balancing (vmstat delta).
+pub const NUMA_PAGES_MIGRATED: MetricDef = def(
+    "numa_pages_migrated",
+    "pages",
+    Better::Lower,
+    "pages migrated by NUMA balancing (vmstat delta)",
+);
+
+/// NUMA hinting faults (vmstat delta).
+pub const NUMA_HINT_FAULTS: MetricDef = def(
+    "numa_hint_faults",
+    "faults",
+    Better::Lower,
+    "NUMA hinting faults (vmstat delta)",
+);
+
+/// Hinting faults on a page already on the faulting CPU's node.
+pub const NUMA_HINT_FAULTS_LOCAL: MetricDef = def(
+    "numa_hint_faults_local",
+    "faults",
+    Better::Higher,
+    "hinting faults on a page already on the faulting CPU's node",
+);
+
+/// PTEs marked for NUMA hinting (vmstat delta).
+pub const NUMA_PTE_UPDATES: MetricDef = def(
+    "numa_pte_updates",
+    "ptes",
+    Better::Lower,
+    "PTEs marked for NUMA hinting (vmstat delta)",
+);
+
+/// Pages promoted by memory tiering (vmstat delta).
+pub const PGPROMOTE_SUCCESS: MetricDef = def(
+    "pgpromote_success",
+    "pages",
+    Better::Lower,
+    "pages promoted by memory tiering (vmstat delta)",
+);
+
+/// Pages found worth promoting (vmstat delta).
+pub const PGPROMOTE_CANDIDATE: MetricDef = def(
+    "pgpromote_candidate",
+    "pages",
+    Better::Lower,
+    "pages found worth promoting (vmstat delta)",
+);
+
+/// CPU time numalab spent observing the run.
+pub const OBSERVER_CPU_S: MetricDef = def(
+    "observer_cpu_s",
+    "s",
+    Better::Lower,
+    "CPU time numalab spent observing the run",
+);
+
+/// Migrations of the benchmark's tasks between CPUs (the simulator counts them).
+pub const KERNEL_MIGRATIONS: MetricDef = def(
+    "kernel_migrations",
+    "migrations",
+    Better::Lower,
+    "migrations of the benchmark's tasks between CPUs (the simulator counts them)",
+);
+
 /// Every metric a benchmark record may carry.
 pub const ALL: &[MetricDef] = &[
-    def(
-        "elapsed_s",
-        "s",
-        Better::Lower,
-        "wall time from the first task's start to the last task's end",
-    ),
-    def("user_s", "s", Better::Lower, "user CPU time of every task"),
-    def("sys_s", "s", Better::Lower, "system CPU time of every task"),
-    def(
-        "avg_user_s",
-        "s",
-        Better::Lower,
-        "numa_test: user time per task (numa_test's AverageUserTime)",
-    ),
-    def(
-        "hackbench_s",
-        "s",
-        Better::Lower,
-        "the message storm's own time, first message to last exit (H)",
-    ),
-    def(
-        "children_per_s",
-        "1/s",
-        Better::Higher,
-        "forkexec: children forked, run and reaped per second of elapsed time",
-    ),
-    def(
-        "child_latency_ms",
-        "ms",
-        Better::Lower,
-        "forkexec: mean time from a child's fork to its reaping by the parent",
-    ),
-    def(
-        "convergence_s",
-        "s",
-        Better::Lower,
-        "when the benchmark's convergence rule first held",
-    ),
-    def(
-        "started_s",
-        "s",
-        Better::Lower,
-        "when every task had started with its memory placed",
-    ),
-    def(
-        "bandwidth_gbs",
-        "GB/s",
-        Better::Higher,
-        "bytes zeroed by all threads over the elapsed time",
-    ),
-    def(
-        "thread_bandwidth_gbs",
-        "GB/s",
-        Better::Higher,
-        "mean over threads of the bytes each zeroed over the wall time of its loops",
-    ),
-    def(
-        "thread_bandwidth_min_gbs",
-        "GB/s",
-        Better::Higher,
-        "the slowest thread's bytes zeroed over the wall time of its loops",
-    ),
-    def(
-        "numa_pages_migrated",
-        "pages",
-        Better::Lower,
-        "pages migrated by NUMA balancing (vmstat delta)",
-    ),
-    def(
-        "numa_hint_faults",
-        "faults",
-        Better::Lower,
-        "NUMA hinting faults (vmstat delta)",
-    ),
-    def(
-        "numa_hint_faults_local",
-        "faults",
-        Better::Higher,
-        "hinting faults on a page already on the faulting CPU's node",
-    ),
-    def(
-        "numa_pte_updates",
-        "ptes",
-        Better::Lower,
-        "PTEs marked for NUMA hinting (vmstat delta)",
-    ),
-    def(
-        "pgpromote_success",
-        "pages",
-        Better::Lower,
-        "pages promoted by memory tiering (vmstat delta)",
-    ),
-    def(
-        "pgpromote_candidate",
-        "pages",
-        Better::Lower,
-        "pages found worth promoting (vmstat delta)",
-    ),
-    def(
-        "observer_cpu_s",
-        "s",
-        Better::Lower,
-        "CPU time numalab spent observing the run",
-    ),
+    ELAPSED_S,
+    USER_S,
+    SYS_S,
+    AVG_USER_S,
+    HACKBENCH_S,
+    CHILDREN_PER_S,
+    CHILD_LATENCY_MS,
+    CONVERGENCE_S,
+    STARTED_S,
+    BANDWIDTH_GBS,
+    THREAD_BANDWIDTH_GBS,
+    THREAD_BANDWIDTH_MIN_GBS,
+    NUMA_PAGES_MIGRATED,
+    NUMA_HINT_FAULTS,
+    NUMA_HINT_FAULTS_LOCAL,
+    NUMA_PTE_UPDATES,
+    PGPROMOTE_SUCCESS,
+    PGPROMOTE_CANDIDATE,
+    OBSERVER_CPU_S,
+    KERNEL_MIGRATIONS,
 ];
 
 /// The /proc/vmstat counters every backend reports, as deltas over a run.
-pub const VMSTAT: [&str; 6] = [
-    "numa_pages_migrated",
-    "numa_hint_faults",
-    "numa_hint_faults_local",
-    "numa_pte_updates",
-    "pgpromote_success",
-    "pgpromote_candidate",
+pub const VMSTAT: [MetricDef; 6] = [
+    NUMA_PAGES_MIGRATED,
+    NUMA_HINT_FAULTS,
+    NUMA_HINT_FAULTS_LOCAL,
+    NUMA_PTE_UPDATES,
+    PGPROMOTE_SUCCESS,
+    PGPROMOTE_CANDIDATE,
 ];
+
+impl MetricDef {
+    /// `value` with this metric's unit and direction.
+    pub fn value(&self, value: f64) -> Metric {
+        Metric::new(value, self.unit, self.better)
+    }
+
+    /// Put `value` into a record's metrics under this metric's name.
+    pub fn put(&self, metrics: &mut BTreeMap<String, Metric>, value: f64) {
+        metrics.insert(self.name.to_string(), self.value(value));
+    }
+}
 
 /// The definition of `name`, if it is a known metric.
 pub fn find(name: &str) -> Option<&'static MetricDef> {
     ALL.iter().find(|d| d.name == name)
-}
-
-/// A metric value with its defined unit and direction.
-///
-/// # Panics
-/// Never for the names in [`ALL`]; an unknown name is a programming error
-/// caught by the tests of every backend.
-pub fn metric(name: &str, value: f64) -> Metric {
-    let d = find(name).unwrap_or_else(|| panic!("metric {name} is not defined in metrics::ALL"));
-    Metric::new(value, d.unit, d.better)
 }
 
 #[cfg(test)]
@@ -173,9 +245,12 @@ mod tests {
         names.dedup();
         assert_eq!(n, names.len());
         for v in VMSTAT {
-            assert!(find(v).is_some(), "{v}");
+            assert_eq!(find(v.name), Some(&v), "{}", v.name);
         }
-        assert_eq!(metric("user_s", 2.0).unit, "s");
-        assert_eq!(metric("bandwidth_gbs", 2.0).better, Better::Higher);
+        assert_eq!(USER_S.value(2.0).unit, "s");
+        assert_eq!(
+            find("bandwidth_gbs").unwrap().value(2.0).better,
+            Better::Higher
+        );
     }
 }

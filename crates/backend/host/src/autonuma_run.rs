@@ -8,7 +8,7 @@ use crate::pace::Pacer;
 use crate::run::{node_residency, progress_bar, Progress, RunSpec};
 use crate::{Error, Result};
 use numalab_bench::autonuma::{self, Params, Plan};
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
 use numalab_record::{convergence, Outcome, ProcessInfo, RunRecord, Sample, TaskRecord};
@@ -517,48 +517,34 @@ impl Running {
         observer_cpu: f64,
     ) {
         let elapsed = watched.elapsed;
-        rec.metrics
-            .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-        rec.metrics.insert(
-            "user_s".into(),
-            metric(
-                "user_s",
-                self.procs
-                    .iter()
-                    .filter_map(|x| x.exit)
-                    .map(|e| e.user_s)
-                    .sum(),
-            ),
+        ELAPSED_S.put(&mut rec.metrics, elapsed);
+        USER_S.put(
+            &mut rec.metrics,
+            self.procs
+                .iter()
+                .filter_map(|x| x.exit)
+                .map(|e| e.user_s)
+                .sum(),
         );
-        rec.metrics.insert(
-            "sys_s".into(),
-            metric(
-                "sys_s",
-                self.procs
-                    .iter()
-                    .filter_map(|x| x.exit)
-                    .map(|e| e.sys_s)
-                    .sum(),
-            ),
+        SYS_S.put(
+            &mut rec.metrics,
+            self.procs
+                .iter()
+                .filter_map(|x| x.exit)
+                .map(|e| e.sys_s)
+                .sum(),
         );
         crate::vmstat_metrics(rec, vm);
         if let Some(s) = watched.started_s {
-            rec.metrics
-                .insert("started_s".into(), metric("started_s", s));
+            STARTED_S.put(&mut rec.metrics, s);
         }
         if elapsed > 0.0 {
-            rec.metrics.insert(
-                "bandwidth_gbs".into(),
-                metric("bandwidth_gbs", p.bytes_zeroed() as f64 / elapsed / 1e9),
-            );
+            BANDWIDTH_GBS.put(&mut rec.metrics, p.bytes_zeroed() as f64 / elapsed / 1e9);
         }
-        for (name, value) in thread_bandwidth(thread_gbs) {
-            rec.metrics.insert(name.into(), metric(name, value));
+        for (m, value) in thread_bandwidth(thread_gbs) {
+            m.put(&mut rec.metrics, value);
         }
-        rec.metrics.insert(
-            "observer_cpu_s".into(),
-            metric("observer_cpu_s", observer_cpu),
-        );
+        OBSERVER_CPU_S.put(&mut rec.metrics, observer_cpu);
     }
 
     /// Each task's bytes: the length of its region, as its process said.
@@ -592,8 +578,7 @@ fn record_convergence(
     if let Some(numalab_record::ConvergenceState::Converged { at_s }) =
         rec.convergence.as_ref().map(|c| &c.state)
     {
-        rec.metrics
-            .insert("convergence_s".into(), metric("convergence_s", *at_s));
+        CONVERGENCE_S.put(&mut rec.metrics, *at_s);
     }
 }
 
@@ -601,7 +586,7 @@ fn record_convergence(
 /// thread speed: the mean of the threads' own GB/s
 /// (`thread_bandwidth_gbs`) and the slowest thread's
 /// (`thread_bandwidth_min_gbs`). None unless every thread reported one.
-pub(crate) fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> {
+pub(crate) fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(MetricDef, f64)> {
     let Some(v) = gbs.iter().copied().collect::<Option<Vec<f64>>>() else {
         return Vec::new();
     };
@@ -611,8 +596,8 @@ pub(crate) fn thread_bandwidth(gbs: &[Option<f64>]) -> Vec<(&'static str, f64)> 
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     let min = v.iter().copied().fold(f64::INFINITY, f64::min);
     vec![
-        ("thread_bandwidth_gbs", mean),
-        ("thread_bandwidth_min_gbs", min),
+        (THREAD_BANDWIDTH_GBS, mean),
+        (THREAD_BANDWIDTH_MIN_GBS, min),
     ]
 }
 
@@ -716,10 +701,7 @@ mod tests {
     fn thread_bandwidth_is_the_mean_and_the_slowest_of_every_thread() {
         assert_eq!(
             thread_bandwidth(&[Some(2.0), Some(4.0), Some(3.0)]),
-            vec![
-                ("thread_bandwidth_gbs", 3.0),
-                ("thread_bandwidth_min_gbs", 2.0)
-            ]
+            vec![(THREAD_BANDWIDTH_GBS, 3.0), (THREAD_BANDWIDTH_MIN_GBS, 2.0)]
         );
         assert!(thread_bandwidth(&[Some(2.0), None]).is_empty());
         assert!(thread_bandwidth(&[]).is_empty());

@@ -36,7 +36,7 @@ use crate::pace::Pacer;
 use crate::run::RunSpec;
 use crate::{Error, Result};
 use numalab_bench::command::Params;
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::Case;
 use numalab_linux::child::Exit;
 use numalab_linux::supervise::{Event, Supervisor};
@@ -99,8 +99,7 @@ pub fn run_once(
         ));
     }
 
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    ELAPSED_S.put(&mut rec.metrics, elapsed);
     rec.processes.push(ProcessInfo {
         index: 0,
         name: p.argv.join(" "),

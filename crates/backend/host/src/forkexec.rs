@@ -20,7 +20,7 @@ use crate::observe::Observer;
 use crate::run::{progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
 use numalab_bench::forkexec::Params;
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::Case;
 use numalab_linux::child;
 use numalab_record::{Outcome, ProcessInfo, RunRecord};
@@ -277,18 +277,11 @@ pub fn run_forkexec(
     );
     match report {
         Some(r) if exit.success() && r.succeeded == p.children as u64 => {
-            rec.metrics
-                .insert("elapsed_s".into(), metric("elapsed_s", r.elapsed_s));
+            ELAPSED_S.put(&mut rec.metrics, r.elapsed_s);
             if r.elapsed_s > 0.0 {
-                rec.metrics.insert(
-                    "children_per_s".into(),
-                    metric("children_per_s", r.succeeded as f64 / r.elapsed_s),
-                );
+                CHILDREN_PER_S.put(&mut rec.metrics, r.succeeded as f64 / r.elapsed_s);
             }
-            rec.metrics.insert(
-                "child_latency_ms".into(),
-                metric("child_latency_ms", r.mean_latency_s * 1e3),
-            );
+            CHILD_LATENCY_MS.put(&mut rec.metrics, r.mean_latency_s * 1e3);
         }
         Some(r) => {
             rec.outcome = Outcome::failed(format!(

@@ -188,24 +188,17 @@ pub fn record_end_only(
         exit: t.exit.describe(),
         kernel: kernel_counters(t.exit.sched),
     });
-    rec.metrics.insert(
-        "user_s".into(),
-        numalab_bench::metrics::metric("user_s", t.exit.user_s),
-    );
-    rec.metrics.insert(
-        "sys_s".into(),
-        numalab_bench::metrics::metric("sys_s", t.exit.sys_s),
-    );
+    numalab_bench::metrics::USER_S.put(&mut rec.metrics, t.exit.user_s);
+    numalab_bench::metrics::SYS_S.put(&mut rec.metrics, t.exit.sys_s);
     observe::push_final_sample(rec, sampled, ended_s, progress, vm);
     vmstat_metrics(rec, vm);
 }
 
 /// The /proc/vmstat deltas every record carries, by their metric names.
 pub fn vmstat_metrics(rec: &mut RunRecord, delta: &BTreeMap<String, i64>) {
-    for k in numalab_bench::metrics::VMSTAT {
-        if let Some(v) = delta.get(k) {
-            rec.metrics
-                .insert(k.into(), numalab_bench::metrics::metric(k, *v as f64));
+    for m in numalab_bench::metrics::VMSTAT {
+        if let Some(v) = delta.get(m.name) {
+            m.put(&mut rec.metrics, *v as f64);
         }
     }
 }

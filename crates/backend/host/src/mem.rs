@@ -15,7 +15,7 @@ use crate::observe::Observer;
 use crate::run::{progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
 use numalab_bench::mem::{Op, Params};
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::Case;
 use numalab_linux::numa;
 use numalab_record::{Outcome, ProcessInfo, RunRecord};
@@ -365,20 +365,16 @@ pub fn run_mem(exe: &Path, machine: &MachineInfo, p: &Params, spec: &RunSpec) ->
     );
     match report {
         Some(r) if exit.success() && r.thread_bytes.len() == p.threads as usize => {
-            rec.metrics
-                .insert("elapsed_s".into(), metric("elapsed_s", r.elapsed_s));
-            rec.metrics.insert(
-                "bandwidth_gbs".into(),
-                metric("bandwidth_gbs", r.bandwidth() / 1e9),
-            );
+            ELAPSED_S.put(&mut rec.metrics, r.elapsed_s);
+            BANDWIDTH_GBS.put(&mut rec.metrics, r.bandwidth() / 1e9);
             let per: Vec<Option<f64>> = r
                 .thread_bytes
                 .iter()
                 .zip(&r.thread_s)
                 .map(|(&b, &s)| (s > 0.0).then(|| b as f64 / s / 1e9))
                 .collect();
-            for (name, value) in crate::autonuma_run::thread_bandwidth(&per) {
-                rec.metrics.insert(name.into(), metric(name, value));
+            for (m, value) in crate::autonuma_run::thread_bandwidth(&per) {
+                m.put(&mut rec.metrics, value);
             }
             rec.backend
                 .details_mut()

@@ -9,7 +9,7 @@ use crate::pace::Pacer;
 use crate::randupdt::TaskReport;
 use crate::run::{node_residency, progress_bar, Progress, RunSpec, TaskProcess};
 use crate::{Error, Result};
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::numa_test::{Disturb, Params, PEAK_GROUPS, PEAK_LOOPS};
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
@@ -283,8 +283,7 @@ impl Running<'_> {
                 .find_map(|l| l.strip_prefix("H ")?.trim().parse::<f64>().ok());
             match (exit, h) {
                 (Some(e), Some(h)) if e.success() => {
-                    rec.metrics
-                        .insert("hackbench_s".into(), metric("hackbench_s", h));
+                    HACKBENCH_S.put(&mut rec.metrics, h);
                 }
                 (e, _) => failures.push(format!(
                     "the hackbench load peak failed ({})",
@@ -378,16 +377,8 @@ impl Running<'_> {
 fn record_times(rec: &mut RunRecord, elapsed: f64) {
     let users: Vec<f64> = rec.tasks.iter().map(|t| t.user_s).collect();
     let total_user: f64 = users.iter().sum();
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.metrics
-        .insert("user_s".into(), metric("user_s", total_user));
-    rec.metrics.insert(
-        "sys_s".into(),
-        metric("sys_s", rec.tasks.iter().map(|t| t.sys_s).sum()),
-    );
-    rec.metrics.insert(
-        "avg_user_s".into(),
-        metric("avg_user_s", total_user / users.len().max(1) as f64),
-    );
+    ELAPSED_S.put(&mut rec.metrics, elapsed);
+    USER_S.put(&mut rec.metrics, total_user);
+    SYS_S.put(&mut rec.metrics, rec.tasks.iter().map(|t| t.sys_s).sum());
+    AVG_USER_S.put(&mut rec.metrics, total_user / users.len().max(1) as f64);
 }

@@ -18,7 +18,7 @@ use crate::pace::Pacer;
 use crate::randupdt::Residency;
 use crate::run::{node_residency, progress_bar, RunSpec, TaskProcess};
 use crate::{Error, Result};
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_bench::placement::{HackbenchParams, SpinParams, SPIN_CHUNK};
 use numalab_bench::Case;
 use numalab_linux::child::{self, Exit};
@@ -168,10 +168,9 @@ pub fn run_spin(
     rec.series.interval_s = pacer.longest_s();
     let reports: Vec<Option<SpinReport>> = tasks.iter_mut().map(|t| t.proc.finish()).collect();
     let (elapsed, user, sys, failures) = record_spins(&mut rec, topo, p, &tasks, &reports);
-    rec.metrics
-        .insert("elapsed_s".into(), metric("elapsed_s", elapsed));
-    rec.metrics.insert("user_s".into(), metric("user_s", user));
-    rec.metrics.insert("sys_s".into(), metric("sys_s", sys));
+    ELAPSED_S.put(&mut rec.metrics, elapsed);
+    USER_S.put(&mut rec.metrics, user);
+    SYS_S.put(&mut rec.metrics, sys);
     let vm = observer.vmstat_delta();
     let work: Vec<u64> = rec.tasks.iter().map(|t| t.work_done).collect();
     push_final_sample(&mut rec, pacer.enabled(), elapsed, work, &vm);
@@ -426,10 +425,8 @@ fn wait_hackbench(
 fn hackbench_outcome(rec: &mut RunRecord, h: Option<f64>, exit: &Exit, errors: &str) {
     match h {
         Some(h) if exit.success() => {
-            rec.metrics
-                .insert("elapsed_s".into(), metric("elapsed_s", h));
-            rec.metrics
-                .insert("hackbench_s".into(), metric("hackbench_s", h));
+            ELAPSED_S.put(&mut rec.metrics, h);
+            HACKBENCH_S.put(&mut rec.metrics, h);
         }
         _ => {
             let why = errors.lines().last().unwrap_or("").trim().to_string();

@@ -3,7 +3,7 @@
 use crate::engine::{Engine, TaskState, Work, World};
 use crate::workload::Meta;
 use crate::SimConfig;
-use numalab_bench::metrics::metric;
+use numalab_bench::metrics::*;
 use numalab_record::convergence::{self, Tasks};
 use numalab_record::{
     Backend, Convergence, ConvergenceState, MachineInfo, Outcome, ProcessInfo, Repetition,
@@ -66,16 +66,10 @@ pub fn sample(w: &World, meta: &Meta) -> Sample {
         .iter()
         .map(|&t| w.tasks[t].progress.floor() as u64)
         .collect();
-    let s = &w.stats;
-    let vmstat = BTreeMap::from([
-        ("numa_hint_faults".to_string(), s.hint_faults as i64),
-        (
-            "numa_hint_faults_local".to_string(),
-            s.hint_faults_local as i64,
-        ),
-        ("numa_pages_migrated".to_string(), s.pages_migrated as i64),
-        ("numa_pte_updates".to_string(), s.pte_updates as i64),
-    ]);
+    let vmstat = vmstat_counts(w)
+        .into_iter()
+        .map(|(m, v)| (m.name.to_string(), v as i64))
+        .collect();
     Sample {
         t_s: w.now as f64 / 1e9,
         memory_bytes,
@@ -215,16 +209,13 @@ fn benchmark_metrics(
         .unwrap_or(w.now);
     let elapsed =
         (if finished { end } else { w.now }).saturating_sub(meta.timed_from_ns) as f64 / 1e9;
-    metrics.insert("elapsed_s".into(), metric("elapsed_s", elapsed));
+    ELAPSED_S.put(&mut metrics, elapsed);
     let user: f64 = tasks.iter().map(|t| t.user_s).sum();
     let sys: f64 = tasks.iter().map(|t| t.sys_s).sum();
-    metrics.insert("user_s".into(), metric("user_s", user));
-    metrics.insert("sys_s".into(), metric("sys_s", sys));
+    USER_S.put(&mut metrics, user);
+    SYS_S.put(&mut metrics, sys);
     if meta.benchmark == "numa_test" && !tasks.is_empty() {
-        metrics.insert(
-            "avg_user_s".into(),
-            metric("avg_user_s", user / tasks.len() as f64),
-        );
+        AVG_USER_S.put(&mut metrics, user / tasks.len() as f64);
     }
     let mut warnings = Vec::new();
     if !meta.disturb_tasks.is_empty() {
@@ -235,34 +226,25 @@ fn benchmark_metrics(
             .collect();
         if ends.iter().all(|e| e.is_some()) {
             let h = ends.iter().flatten().max().copied().unwrap_or(0) - meta.disturb_start_ns;
-            metrics.insert("hackbench_s".into(), metric("hackbench_s", h as f64 / 1e9));
+            HACKBENCH_S.put(&mut metrics, h as f64 / 1e9);
         } else {
             warnings.push("the hackbench disturbance had not finished when the benchmark tasks did; hackbench_s omitted".to_string());
         }
     }
     if meta.benchmark == "hackbench" {
-        metrics.insert("hackbench_s".into(), metric("hackbench_s", elapsed));
+        HACKBENCH_S.put(&mut metrics, elapsed);
     }
     // forkexec: children reaped per second, mean fork-to-reaping time.
     for &t in &meta.main_tasks {
         if let Work::Fork(f) = &w.tasks[t].work {
             if f.reaped > 0 && elapsed > 0.0 {
-                metrics.insert(
-                    "children_per_s".into(),
-                    metric("children_per_s", f.reaped as f64 / elapsed),
-                );
-                metrics.insert(
-                    "child_latency_ms".into(),
-                    metric("child_latency_ms", f.latency_ns / f.reaped as f64 / 1e6),
-                );
+                CHILDREN_PER_S.put(&mut metrics, f.reaped as f64 / elapsed);
+                CHILD_LATENCY_MS.put(&mut metrics, f.latency_ns / f.reaped as f64 / 1e6);
             }
         }
     }
     if let (Some(b), true) = (meta.bytes_zeroed, elapsed > 0.0) {
-        metrics.insert(
-            "bandwidth_gbs".into(),
-            metric("bandwidth_gbs", b as f64 / elapsed / 1e9),
-        );
+        BANDWIDTH_GBS.put(&mut metrics, b as f64 / elapsed / 1e9);
     }
     // Each thread's bytes over its own time from the barrier (mem).
     if let Some(b) = meta.task_bytes {
@@ -275,14 +257,8 @@ fn benchmark_metrics(
         if finished && per.len() == meta.main_tasks.len() && !per.is_empty() {
             let mean = per.iter().sum::<f64>() / per.len() as f64;
             let min = per.iter().copied().fold(f64::INFINITY, f64::min);
-            metrics.insert(
-                "thread_bandwidth_gbs".into(),
-                metric("thread_bandwidth_gbs", mean),
-            );
-            metrics.insert(
-                "thread_bandwidth_min_gbs".into(),
-                metric("thread_bandwidth_min_gbs", min),
-            );
+            THREAD_BANDWIDTH_GBS.put(&mut metrics, mean);
+            THREAD_BANDWIDTH_MIN_GBS.put(&mut metrics, min);
         }
     }
     (metrics, warnings)
@@ -301,31 +277,34 @@ fn counter_metrics(
     // and forkexec's trees are observed as one process there: left out).
     if !matches!(meta.benchmark.as_str(), "hackbench" | "forkexec") {
         let moves: u64 = meta.main_tasks.iter().map(|&t| w.tasks[t].migrations).sum();
-        metrics.insert(
-            "kernel_migrations".into(),
-            numalab_record::Metric::new(moves as f64, "migrations", numalab_record::Better::Lower),
-        );
+        KERNEL_MIGRATIONS.put(metrics, moves as f64);
     }
     // The vmstat counters real runs report, counted exactly.
-    let s = &w.stats;
-    for (k, v) in [
-        ("numa_pages_migrated", s.pages_migrated),
-        ("numa_hint_faults", s.hint_faults),
-        ("numa_hint_faults_local", s.hint_faults_local),
-        ("numa_pte_updates", s.pte_updates),
-    ] {
-        metrics.insert(k.into(), metric(k, v as f64));
+    for (m, v) in vmstat_counts(w) {
+        m.put(metrics, v as f64);
     }
     if let (Some(_), Some(ns)) = (meta.convergence, meta.started_ns) {
-        metrics.insert("started_s".into(), metric("started_s", ns as f64 / 1e9));
+        STARTED_S.put(metrics, ns as f64 / 1e9);
     }
     if let Some(Convergence {
         state: ConvergenceState::Converged { at_s },
         ..
     }) = conv
     {
-        metrics.insert("convergence_s".into(), metric("convergence_s", *at_s));
+        CONVERGENCE_S.put(metrics, *at_s);
     }
+}
+
+/// The vmstat counters the simulator counts exactly, as real runs
+/// report them.
+fn vmstat_counts(w: &World) -> [(MetricDef, u64); 4] {
+    let s = &w.stats;
+    [
+        (NUMA_HINT_FAULTS, s.hint_faults),
+        (NUMA_HINT_FAULTS_LOCAL, s.hint_faults_local),
+        (NUMA_PAGES_MIGRATED, s.pages_migrated),
+        (NUMA_PTE_UPDATES, s.pte_updates),
+    ]
 }
 
 /// The simulator's own facts of the run, for the record's backend.
