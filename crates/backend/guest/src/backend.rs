@@ -1,6 +1,9 @@
 //! The guest as a runner backend: `numalab vm [SHAPE] -- run BENCHMARK`
 //! boots one guest, keeps it up, and runs each case in it through the
-//! agent ([`crate::agent`]), while the runner stays on the host. So a
+//! agent ([`numalab_protocol::agent`]), while the runner stays on the
+//! host. The requests and the checks of their answers are
+//! [`numalab_protocol::client`]'s; here are the guest's session as its
+//! transport and how a guest that stopped is described. So a
 //! guest campaign has what every other campaign has: the same plan and
 //! order, progress with an ETA, one line per run, each record written on
 //! the host the moment its run ends (Ctrl-C, a timeout or a guest panic
@@ -11,28 +14,20 @@
 //! zeroing bandwidth and spin rate, measured inside it, so the default
 //! sizes fit the guest as they fit any machine.
 
-use crate::agent::{MachineReply, Reply, Request};
-use crate::channel::Kind;
 use crate::host::{check_results_dir, hello_kernel, host_info, Tag, VmError, VmOptions};
 use crate::job::{self, Job};
 use crate::session::{debug, describe_exited, End, Launcher, Next, Session};
 use numalab_bench::{Calibration, Case};
 use numalab_linux::knobs::Knob;
+use numalab_protocol::client::{self, Answer, Transport};
+use numalab_protocol::frame::{Frame, Kind};
+use numalab_protocol::request::{MachineReply, Request};
 use numalab_record::RunRecord;
 use numalab_runner::{Backend, RunContext, RunError, SettingsSite};
 use numalab_topology::MachineInfo;
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// What one request brought back.
-#[derive(Default)]
-struct Answer {
-    reply: Option<Reply>,
-    records: Vec<(String, Vec<u8>)>,
-    logs: Vec<(String, Vec<u8>)>,
-    code: i32,
-}
 
 /// Why a request got no answer.
 enum Failure {
@@ -115,8 +110,8 @@ impl GuestBackend {
             broken: RefCell::new(None),
         };
         let m: MachineReply = match link.request(&Request::Machine, &|_| {}) {
-            Ok(a) => value(a)
-                .and_then(|v| serde_json::from_value(v).map_err(AnswerError::Decode))
+            Ok(a) => a
+                .decode()
                 .map_err(|e| VmError::Failed(format!("the guest's machine: {e}")))?,
             Err(Failure::Interrupted) => {
                 return Err(VmError::Interrupted(
@@ -170,49 +165,11 @@ impl Link {
             return Err(Failure::Failed(why.clone()));
         }
         let mut s = self.session.borrow_mut();
-        let json = serde_json::to_vec(req).expect("a request serialises");
-        if let Err(e) = s.send(Kind::Request, "-", &json) {
-            // The guest may have just ended; say how, if it did.
-            return match s.next() {
-                Next::End(end) => Err(self.ended(&end, &s)),
-                Next::Frame(_) => Err(Failure::Failed(e.to_string())),
-            };
-        }
-        let mut a = Answer::default();
-        loop {
-            match s.next() {
-                Next::Frame(f) => match f.kind {
-                    Kind::Reply => {
-                        a.reply = Some(
-                            serde_json::from_slice(&f.payload)
-                                .unwrap_or_else(|e| Reply::Error(format!("a reply: {e}"))),
-                        )
-                    }
-                    Kind::Progress => {
-                        if let Some(v) = std::str::from_utf8(&f.payload)
-                            .ok()
-                            .and_then(|t| t.trim().parse::<f64>().ok())
-                        {
-                            progress(v.clamp(0.0, 1.0));
-                        }
-                    }
-                    Kind::Record => a.records.push((f.name, f.payload)),
-                    Kind::Log => a.logs.push((f.name, f.payload)),
-                    Kind::Exit => {
-                        let v: serde_json::Value =
-                            serde_json::from_slice(&f.payload).unwrap_or_default();
-                        a.code = v["code"].as_i64().unwrap_or(1) as i32;
-                        return Ok(a);
-                    }
-                    Kind::Error => {
-                        let e = String::from_utf8_lossy(&f.payload).to_string();
-                        return Err(Failure::Failed(format!("in the guest: {e}")));
-                    }
-                    _ => {}
-                },
-                Next::End(end) => return Err(self.ended(&end, &s)),
-            }
-        }
+        client::request(&mut *s, req, progress).map_err(|f| match f {
+            client::Failure::Send(e) => Failure::Failed(e),
+            client::Failure::Ended(end) => self.ended(&end, &s),
+            client::Failure::Error(e) => Failure::Failed(format!("in the guest: {e}")),
+        })
     }
 
     fn ended(&self, end: &End, s: &Session) -> Failure {
@@ -238,7 +195,7 @@ impl Link {
                 Failure::Interrupted => "interrupted".to_string(),
                 Failure::Failed(m) => m,
             })
-            .and_then(|a| value(a).map_err(|e| e.to_string()))
+            .and_then(|a| a.value().map_err(|e| e.to_string()))
             .and_then(|v| v.as_f64().ok_or_else(|| format!("not a number: {v}")));
         match r {
             Ok(v) if v > 0.0 => v,
@@ -255,65 +212,6 @@ impl Link {
 
     fn break_with(&self, why: String) {
         self.broken.borrow_mut().get_or_insert(why);
-    }
-}
-
-/// The one record a run request is answered with, checked to be the run
-/// that was asked for: a program in the guest can write frames too, so a
-/// record for another benchmark, label or repetition, or a second record,
-/// is refused with the frame's name.
-fn answered_record(
-    records: Vec<(String, Vec<u8>)>,
-    code: i32,
-    asked: (&str, &str, u32),
-) -> Result<RunRecord, RunError> {
-    let mut records = records.into_iter();
-    let Some((name, data)) = records.next() else {
-        return Err(RunError::Failed(format!(
-            "the guest's numalab sent no record (exit code {code})"
-        )));
-    };
-    if let Some((second, _)) = records.next() {
-        return Err(RunError::Failed(format!(
-            "the guest sent a second record frame {second:?} for one run: refused"
-        )));
-    }
-    let rec = numalab_record::parse(Path::new(&name), &String::from_utf8_lossy(&data))
-        .map_err(|e| RunError::Failed(format!("the guest's record frame: {e}")))?;
-    let got = (
-        rec.benchmark.as_str(),
-        rec.label.as_str(),
-        rec.repetition.index,
-    );
-    if asked != got {
-        return Err(RunError::Failed(format!(
-            "the guest's record frame {name:?} is {} {:?} #{}, not the run asked for ({} {:?} #{}): refused",
-            got.0, got.1, got.2, asked.0, asked.1, asked.2
-        )));
-    }
-    Ok(rec)
-}
-
-/// Why a request to the guest's numalab has no value.
-#[derive(Debug, thiserror::Error)]
-enum AnswerError {
-    /// It answered with an error (its text).
-    #[error("{0}")]
-    Refused(String),
-    /// It exited without answering.
-    #[error("the guest's numalab gave no answer (exit code {0})")]
-    NoAnswer(i32),
-    /// Its value is not what was asked for.
-    #[error("{0}")]
-    Decode(serde_json::Error),
-}
-
-/// The value of a successful answer.
-fn value(a: Answer) -> Result<serde_json::Value, AnswerError> {
-    match a.reply {
-        Some(Reply::Ok(v)) => Ok(v),
-        Some(Reply::Error(e)) => Err(AnswerError::Refused(e)),
-        None => Err(AnswerError::NoAnswer(a.code)),
     }
 }
 
@@ -381,7 +279,7 @@ impl Backend for GuestBackend {
         };
         match self.link.request(&req, &|_| {}) {
             Ok(a) => {
-                let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
+                let v = a.value().map_err(|e| RunError::Failed(e.to_string()))?;
                 serde_json::from_value(v)
                     .map_err(|e| RunError::Failed(format!("the guest's settings: {e}")))
             }
@@ -403,14 +301,14 @@ impl Backend for GuestBackend {
             scx: Some(scx.clone()),
         };
         let a = self.link.request(&req, &|_| {})?;
-        let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
+        let v = a.value().map_err(|e| RunError::Failed(e.to_string()))?;
         serde_json::from_value(v)
             .map_err(|e| RunError::Failed(format!("the guest's sched_ext status: {e}")))
     }
 
     fn scx_ended(&mut self) -> Option<String> {
         match self.link.request(&Request::ScxStatus, &|_| {}) {
-            Ok(a) => match value(a) {
+            Ok(a) => match a.value() {
                 Ok(v) => v.as_str().map(str::to_string),
                 Err(e) => Some(e.to_string()),
             },
@@ -425,7 +323,7 @@ impl Backend for GuestBackend {
             self.link.session.borrow().has_ended() || self.link.broken.borrow().is_some();
         match self.link.request(&Request::Scx { scx: None }, &|_| {}) {
             Ok(a) => {
-                let v = value(a).map_err(|e| RunError::Failed(e.to_string()))?;
+                let v = a.value().map_err(|e| RunError::Failed(e.to_string()))?;
                 serde_json::from_value(v)
                     .map_err(|e| RunError::Failed(format!("the guest's sched_ext exit: {e}")))
             }
@@ -442,31 +340,10 @@ impl Backend for GuestBackend {
             interval: ctx.interval,
             trace: ctx.trace,
         };
-        let Answer {
-            reply,
-            records,
-            logs,
-            code,
-        } = self.link.request(&req, ctx.progress)?;
-        if let Some(Reply::Error(e)) = reply {
-            return Err(RunError::Failed(e));
-        }
+        let answer = self.link.request(&req, ctx.progress)?;
         let benchmark = case.benchmark();
         let asked = (benchmark.as_str(), ctx.label, ctx.repetition.index);
-        let rec = answered_record(records, code, asked)?;
-        let id = numalab_record::RecordId::parse(&rec.id)
-            .map_err(|e| RunError::Failed(format!("the guest's record frame: {e}")))?;
-        for (name, data) in logs {
-            if !numalab_record::id::is_side_of(&id, &name) {
-                return Err(RunError::Failed(format!(
-                    "the guest's log frame {name:?} is not a file of record {id}: refused"
-                )));
-            }
-            let p = ctx.results.join(&name);
-            std::fs::create_dir_all(ctx.results)
-                .and_then(|_| numalab_record::write_file_atomic(&p, &data))
-                .map_err(|e| RunError::Failed(format!("{}: {e}", p.display())))?;
-        }
+        let rec = answer.run_record(asked, ctx.results)?;
         self.runs += 1;
         Ok(self.tagged(rec))
     }
@@ -478,55 +355,20 @@ impl Backend for GuestBackend {
     }
 }
 
-#[cfg(test)]
-mod frame_tests {
-    use super::answered_record;
-    use numalab_runner::RunError;
+/// The guest's session carries the protocol's frames: the second serial
+/// port, through QEMU's socket.
+impl Transport for Session {
+    type End = End;
+    type SendError = VmError;
 
-    fn frame(id: &str, bench: &str, label: &str, index: u32) -> (String, Vec<u8>) {
-        let mut r = numalab_record::example_record(bench, label, index, 1.0);
-        r.id = id.to_string();
-        (format!("{id}.json"), serde_json::to_vec(&r).unwrap())
+    fn send(&mut self, kind: Kind, name: &str, payload: &[u8]) -> Result<(), VmError> {
+        Session::send(self, kind, name, payload)
     }
 
-    fn refused(r: Result<numalab_record::RunRecord, RunError>, needle: &str) {
-        match r {
-            Err(RunError::Failed(e)) => assert!(e.contains(needle), "{needle:?} not in {e:?}"),
-            other => panic!("expected a refusal, got {other:?}"),
+    fn next_frame(&mut self) -> Result<Frame, End> {
+        match self.next() {
+            Next::Frame(f) => Ok(f),
+            Next::End(e) => Err(e),
         }
-    }
-
-    #[test]
-    fn the_run_asked_for_is_taken() {
-        let r = answered_record(vec![frame("ok-1", "numa02", "a", 2)], 0, ("numa02", "a", 2));
-        assert_eq!(r.unwrap().id, "ok-1");
-    }
-
-    /// A program in the guest wrote a record frame whose id climbed out
-    /// of the results directory; the host wrote it there as root.
-    #[test]
-    fn a_forged_id_is_refused() {
-        let f = frame("../../../../outside/escaped", "numa02", "a", 2);
-        refused(answered_record(vec![f], 0, ("numa02", "a", 2)), "record id");
-    }
-
-    #[test]
-    fn another_run_or_a_second_record_is_refused() {
-        let asked = ("numa02", "a", 2);
-        refused(
-            answered_record(vec![frame("x", "numa01", "a", 2)], 0, asked),
-            "not the run asked for",
-        );
-        refused(
-            answered_record(vec![frame("x", "numa02", "b", 2)], 0, asked),
-            "not the run asked for",
-        );
-        refused(
-            answered_record(vec![frame("x", "numa02", "a", 3)], 0, asked),
-            "not the run asked for",
-        );
-        let two = vec![frame("x", "numa02", "a", 2), frame("y", "numa02", "a", 2)];
-        refused(answered_record(two, 0, asked), "second record");
-        refused(answered_record(vec![], 1, asked), "sent no record");
     }
 }

@@ -7,8 +7,8 @@
 //! itself dies the kernel panics, which `panic=-1` and QEMU's `-no-reboot`
 //! turn into QEMU exiting. The guest therefore always ends.
 
-use crate::channel::{encode, sanitize_name, Kind};
 use crate::job::{sysctl_path, Job, GUEST_EXE, JOB_PATH};
+use numalab_protocol::frame::{encode, sanitize_name, Kind};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -73,9 +73,9 @@ pub enum InitError {
     #[error("--shell: neither /bin/bash nor /bin/sh in the guest (is its root the host's?)")]
     NoShell,
     #[error(transparent)]
-    Spawn(#[from] crate::agent::SpawnError),
+    Spawn(#[from] numalab_protocol::agent::SpawnError),
     #[error(transparent)]
-    Channel(#[from] crate::agent::ChannelRead),
+    Channel(#[from] numalab_protocol::agent::ChannelRead),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> InitError {
@@ -121,7 +121,7 @@ impl Channel {
     }
 }
 
-impl crate::agent::Sender for Channel {
+impl numalab_protocol::agent::Sender for Channel {
     fn send(&self, kind: Kind, name: &str, payload: &[u8]) {
         Channel::send(self, kind, name, payload)
     }
@@ -364,7 +364,11 @@ fn run(channel: &Channel) -> Result<(), InitError> {
 
     fs::create_dir_all(&job.results_dir).map_err(io(&job.results_dir))?;
     if job.agent {
-        return Ok(crate::agent::serve(channel, channel.reader()?, GUEST_EXE)?);
+        return Ok(numalab_protocol::agent::serve(
+            channel,
+            channel.reader()?,
+            GUEST_EXE,
+        )?);
     }
     if let Some(sh) = &job.shell {
         let status = run_shell(sh)?;
@@ -374,9 +378,11 @@ fn run(channel: &Channel) -> Result<(), InitError> {
     // A one-shot numalab command runs in `/`, so a relative default
     // `numalab-results` is the guest's results directory; `--cwd` is for
     // the programs that `run` requests start (the agent's children).
-    let mut child = crate::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
-    let out = crate::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
-    let err = crate::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
+    let mut child = numalab_protocol::agent::spawn(GUEST_EXE, &job.args, Some("/"))?;
+    let out =
+        numalab_protocol::agent::pump(child.stdout.take().expect("piped"), Kind::Stdout, channel);
+    let err =
+        numalab_protocol::agent::pump(child.stderr.take().expect("piped"), Kind::Stderr, channel);
     let status = child.wait().map_err(io("waiting for the command"))?;
     let _ = out.join();
     let _ = err.join();

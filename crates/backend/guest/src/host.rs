@@ -2,12 +2,12 @@
 //! the console, decode the channel, enforce the timeout, tear the guest
 //! down whatever happens, and store the records that come back.
 
-use crate::channel::{Frame, Kind};
 use crate::job::{self, Job};
 use crate::qemu::{Accel, AccelChoice};
 pub use crate::session::Rootfs;
 use crate::session::{debug, describe_exited, End, LaunchOptions, Launcher, Next};
 use crate::spec::VmSpec;
+use numalab_protocol::frame::{Frame, Kind};
 use numalab_record::Backend;
 use numalab_topology::{MachineInfo, Roots};
 use std::collections::BTreeMap;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Where the guest's numalab writes its records. Inside the guest only;
 /// the host decides where they land (see [`split_results`]).
-pub const GUEST_RESULTS: &str = "/numalab-results";
+pub const GUEST_RESULTS: &str = numalab_protocol::agent::RESULTS;
 /// The job file inside the initramfs.
 pub const JOB_PATH: &str = "/numalab/job.json";
 /// The numalab executable inside the initramfs (also `rdinit=`).
@@ -23,7 +23,7 @@ pub struct Job {
     /// Directory the command writes records to (cwd-relative default
     /// `./numalab-results` resolves here too: the command runs in `/`).
     pub results_dir: String,
-    /// Serve requests ([`crate::agent`]) instead of running `args`.
+    /// Serve requests ([`numalab_protocol::agent`]) instead of running `args`.
     #[serde(default)]
     pub agent: bool,
     /// Kernel modules to load first, guest paths in load order.

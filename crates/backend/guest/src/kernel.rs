@@ -260,7 +260,7 @@ fn pvh_image(bzimage: &Path, cache: Option<&Path>, tmp: &Path) -> Result<PathBuf
         .unwrap_or(0);
     let name = bzimage
         .file_name()
-        .map(|n| crate::channel::sanitize_name(&n.to_string_lossy()))
+        .map(|n| numalab_protocol::frame::sanitize_name(&n.to_string_lossy()))
         .unwrap_or_else(|| "kernel".into());
     let key = format!("{name}-{}-{mtime}.elf", meta.len());
     if let Some(c) = cache {

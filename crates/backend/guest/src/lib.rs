@@ -106,7 +106,8 @@
 //!
 //! `numalab vm ... -- run BENCHMARK` does not run the runner in the
 //! guest: [`GuestBackend`] implements the runner's `Backend` trait on the
-//! host. It boots one guest whose PID 1 is an agent ([`agent`]) instead of
+//! host. It boots one guest whose PID 1 is an agent
+//! ([`numalab_protocol::agent`]) instead of
 //! a one-shot command, asks it for its machine and calibration figures,
 //! then sends it one request per run (the resolved case, label,
 //! repetition, interval) and gets the record back as the run ends. So the
@@ -114,7 +115,9 @@
 //! are the same code for host, guest and simulator, and an interrupted or
 //! timed-out guest campaign keeps every run that finished. Configuration
 //! settings (`--sysctl` of the runner) are applied by the agent inside the
-//! guest.
+//! guest. The agent, its requests, the frames and the host's side of a
+//! request are numalab-protocol's, which knows nothing of QEMU: this crate
+//! is the transport (the serial port, the session) and the boot.
 //!
 //! ## The channel
 //!
@@ -125,7 +128,7 @@
 //! and waits for the host to connect before the guest starts, so nothing
 //! is lost. The sender (mostly the guest; the host sends requests to the
 //! agent) writes frames with a kind, a name, a length and a CRC-32
-//! ([`channel`]); they are decoded incrementally, so the command's output
+//! ([`numalab_protocol::frame`]); they are decoded incrementally, so the command's output
 //! streams as it is produced, and a frame cut short or damaged is
 //! reported instead of stored. The console (`ttyS0`: kernel messages, init's diagnostics) is
 //! QEMU's standard output, streamed to the host's standard error, or to a
@@ -180,9 +183,7 @@
 //! bulk data.
 #![forbid(unsafe_code)]
 
-pub mod agent;
 pub mod backend;
-pub mod channel;
 pub mod cpio;
 pub mod elf;
 pub mod guest;

@@ -9,13 +9,13 @@
 //! booted guest. `numalab vm -- CMD` reads a session to its end; the guest
 //! backend keeps one open and sends requests through it.
 
-use crate::channel::{self, Frame, Kind};
 use crate::initramfs;
 use crate::job::Job;
 use crate::kernel;
 use crate::qemu::{self, Accel, AccelChoice};
 use crate::spec::VmSpec;
 use crate::VmError;
+use numalab_protocol::frame::{self as channel, Frame, Kind};
 use std::collections::VecDeque;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -7,16 +7,17 @@
 //!
 //! A request that crashes takes only this child with it, never the agent.
 
+use crate::agent::op_line;
+use crate::request::{MachineReply, Reply, Request};
 use numalab_bench::Calibration;
-use numalab_guest::agent::{op_line, MachineReply, Reply, Request};
 use numalab_host::HostBackend;
 use numalab_record::RunRecord;
 use numalab_runner::{Backend, Interrupt, RunContext, RunError};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Where the executor writes a run's record in the guest.
-pub const RESULTS: &str = numalab_guest::job::GUEST_RESULTS;
+/// Where the executor writes a run's record: [`crate::agent::RESULTS`].
+pub use crate::agent::RESULTS;
 
 /// Why the request file gave no request.
 #[derive(Debug, thiserror::Error)]

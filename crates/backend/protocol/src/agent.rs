@@ -1,7 +1,9 @@
-//! The guest's agent: how the host runs benchmark cases one at a time in a
-//! guest that stays up, so the runner (repetitions, configurations,
-//! progress, Ctrl-C, writing records) stays on the host, as for every
-//! other backend.
+//! The agent: how the host runs benchmark cases one at a time on a
+//! machine that stays up (a `numalab vm` guest today, whose PID 1 runs
+//! [`serve`]), so the runner (repetitions, configurations, progress,
+//! Ctrl-C, writing records) stays on the host, as for every other
+//! backend. Nothing here knows about QEMU: the frames come in on any
+//! [`Read`] and go out through any [`Sender`].
 //!
 //! The host sends a [`Request`] frame; the guest's PID 1 answers it and
 //! ends every answer with an `exit` frame. Machine settings (`Settings`)
@@ -22,75 +24,15 @@
 //! starts.
 
 #[cfg(test)]
-use crate::channel::encode;
-use crate::channel::{Kind, Parser};
-use numalab_bench::Case;
+use crate::frame::encode;
+use crate::frame::{Kind, Parser};
+use crate::request::{Reply, Request};
 use numalab_linux::knobs::{self, Knob};
-use numalab_record::Repetition;
-use numalab_runner::Interval;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::fs::File;
 #[cfg(test)]
 use std::io::Write;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// What the host asks of the agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
-    /// The guest as a machine: [`MachineReply`].
-    Machine,
-    /// [`numalab_bench::Calibration::zeroing_bandwidth`] in the guest.
-    ZeroingBandwidth { threads: u32, working_set: u64 },
-    /// [`numalab_bench::Calibration::spin_rate`] in the guest.
-    SpinRate,
-    /// [`numalab_bench::Calibration::first_touch_rate`] in the guest.
-    FirstTouchRate,
-    /// Apply these settings, undoing the previous ones (none: undo only).
-    Settings { knobs: Vec<Knob> },
-    /// Load this sched_ext scheduler and wait until the kernel has
-    /// enabled it, unloading the previous one (none: unload only). The
-    /// reply: its [`numalab_linux::sched_ext::Status`] once enabled, or
-    /// (none) how the previous one ended, an
-    /// `Option<numalab_linux::sched_ext::ExitInfo>`.
-    Scx {
-        scx: Option<numalab_linux::sched_ext::Scx>,
-    },
-    /// Whether the scheduler [`Request::Scx`] loaded still runs: `null`,
-    /// or why not.
-    ScxStatus,
-    /// Run a case once; the record comes back as a `record` frame.
-    Run {
-        case: Case,
-        label: String,
-        repetition: Repetition,
-        interval: Interval,
-        /// Trace the run's scheduling events.
-        #[serde(default)]
-        trace: bool,
-    },
-    /// Power off.
-    Quit,
-}
-
-/// The answer to a request: a value, or why there is none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reply {
-    Ok(serde_json::Value),
-    Error(String),
-}
-
-/// The answer to [`Request::Machine`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MachineReply {
-    pub machine: numalab_topology::MachineInfo,
-    /// Free bytes per node, by node id.
-    pub node_free: BTreeMap<u32, u64>,
-}
 
 /// What starts a line of the op child's protocol on its standard output.
 pub const OP_PREFIX: &str = "@@op ";
@@ -100,11 +42,15 @@ pub fn op_line(what: &str, arg: &str) -> String {
     format!("{OP_PREFIX}{what} {arg}")
 }
 
+/// Where the agent's children write a run's record (and the files
+/// beside it) before the agent sends them: the guest's results directory.
+pub const RESULTS: &str = "/numalab-results";
+
 /// Where the agent writes a request for its child.
 const REQUEST_PATH: &str = "/tmp/numalab-request.json";
 
 /// Frames to the host, shared with the output pumps.
-pub(crate) trait Sender: Clone + Send + 'static {
+pub trait Sender: Clone + Send + 'static {
     fn send(&self, kind: Kind, name: &str, payload: &[u8]);
 }
 
@@ -122,7 +68,7 @@ pub struct SpawnError {
 }
 
 /// Answer requests until `Quit` or until the channel closes.
-pub(crate) fn serve<S: Sender>(tx: &S, mut rx: File, exe: &str) -> Result<(), ChannelRead> {
+pub fn serve<S: Sender>(tx: &S, mut rx: impl Read, exe: &str) -> Result<(), ChannelRead> {
     let mut parser = Parser::new();
     let mut applied: Option<knobs::Applied> = None;
     let mut scx: Option<numalab_runner::scx::Loaded> = None;
@@ -274,7 +220,7 @@ fn run_child<S: Sender>(tx: &S, exe: &str, request: &[u8]) -> i32 {
 
 /// numalab in the guest, its output piped: in `cwd`, or else in PID 1's
 /// working directory (`/`, or the `--cwd` of a host-filesystem guest).
-pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
+pub fn spawn<A: AsRef<std::ffi::OsStr>>(
     exe: &str,
     args: &[A],
     cwd: Option<&str>,
@@ -296,7 +242,7 @@ pub(crate) fn spawn<A: AsRef<std::ffi::OsStr>>(
 }
 
 /// Send what `from` gives as `kind` frames, on a thread, until it ends.
-pub(crate) fn pump<S: Sender>(
+pub fn pump<S: Sender>(
     mut from: impl Read + Send + 'static,
     kind: Kind,
     tx: &S,
@@ -321,7 +267,7 @@ fn relay<S: Sender>(tx: &S, line: &str) {
         "progress" => tx.send(Kind::Progress, "-", arg.as_bytes()),
         "record" | "log" => {
             let path = Path::new(arg);
-            let name = crate::channel::sanitize_name(
+            let name = crate::frame::sanitize_name(
                 &path
                     .file_name()
                     .map(|n| n.to_string_lossy().to_string())
@@ -369,24 +315,7 @@ impl Sender for FileSender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::Frame;
-
-    #[test]
-    fn requests_round_trip_as_tagged_json() {
-        let r = Request::ZeroingBandwidth {
-            threads: 2,
-            working_set: 1 << 20,
-        };
-        let j = serde_json::to_string(&r).unwrap();
-        assert_eq!(
-            j,
-            r#"{"op":"zeroing_bandwidth","threads":2,"working_set":1048576}"#
-        );
-        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
-        let q: Request = serde_json::from_str(r#"{"op":"quit"}"#).unwrap();
-        assert_eq!(q, Request::Quit);
-        assert!(serde_json::from_str::<Request>(r#"{"op":"reboot"}"#).is_err());
-    }
+    use crate::frame::Frame;
 
     fn frames(sink: &FileSender) -> Vec<Frame> {
         let data = sink.0.lock().unwrap().clone();
@@ -413,7 +342,7 @@ mod tests {
         bytes.extend(encode(Kind::Request, "-", br#"{"op":"spin_rate"}"#));
         std::fs::write(&input, bytes).unwrap();
         let sink = FileSender(Default::default());
-        serve(&sink, File::open(&input).unwrap(), "/nonexistent").unwrap();
+        serve(&sink, std::fs::File::open(&input).unwrap(), "/nonexistent").unwrap();
         let f = frames(&sink);
         let kinds: Vec<Kind> = f.iter().map(|f| f.kind).collect();
         assert_eq!(

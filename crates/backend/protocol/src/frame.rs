@@ -1,11 +1,15 @@
-//! The channel between host and guest: framed messages on the guest's
-//! second serial port (`ttyS1`), which QEMU connects to a Unix socket the
-//! host holds. Mostly guest to host (output, records); the host sends
-//! [`Kind::Request`] frames the other way to the guest's agent.
+//! Frames: the byte stream between numalab and the machine it drives.
+//! In a `numalab vm` guest the stream is the second serial port
+//! (`ttyS1`), which QEMU connects to a Unix socket the host holds; any
+//! other byte stream (a pipe, an SSH session's standard input and
+//! output) carries the same frames. Mostly guest to host (output,
+//! records); the host sends [`Kind::Request`] frames the other way to
+//! the agent ([`crate::agent`]).
 //!
-//! Why a serial port: Debian's kernel has the 8250 UART built in, while
-//! virtio-serial, virtio-vsock and 9p are modules, and the guest has no
-//! modules (the initramfs holds only numalab). A UART needs nothing.
+//! Why a serial port for the guest: Debian's kernel has the 8250 UART
+//! built in, while virtio-serial, virtio-vsock and 9p are modules, and
+//! the guest may have no modules (an initramfs holding only numalab). A
+//! UART needs nothing.
 //!
 //! A frame is a header line, the payload, and an end line:
 //!
@@ -46,7 +50,7 @@ pub enum Kind {
     /// The guest init failed before or around the command: a message.
     Error,
     /// Host to guest, to the agent ([`crate::agent`]): JSON of a
-    /// [`crate::agent::Request`].
+    /// [`crate::request::Request`].
     Request,
     /// The agent's answer to a request: JSON.
     Reply,
