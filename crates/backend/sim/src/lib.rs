@@ -193,21 +193,31 @@ pub struct SimConfig {
 type Policies = (Box<dyn engine::Scheduler>, Box<dyn engine::Balancer>);
 
 /// Why a simulation could not be configured or run. Every message is one
-/// line naming what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// line naming what is wrong; each cause keeps its own error, so a caller
+/// can tell a bad machine file from a bad policy or a case too big.
+#[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The machine file or preset.
-    #[error("{0}")]
-    Machine(String),
-    /// A scheduler or balancer name or parameter.
-    #[error("{0}")]
-    Policy(String),
-    /// The tick, the sampling period, the time limit.
-    #[error("{0}")]
-    Config(String),
+    #[error(transparent)]
+    Machine(#[from] machine::MachineError),
+    /// A scheduler's or balancer's `NAME[k=v,...]` text.
+    #[error("{which} {source}")]
+    PolicyText {
+        which: &'static str,
+        source: params::SpecError,
+    },
+    /// A scheduler or balancer name or parameter (the message names it).
+    #[error(transparent)]
+    Policy(#[from] params::ParamError),
+    /// `thp` not one of the modes the model knows.
+    #[error("thp {0:?}: always, madvise or never")]
+    Thp(String),
+    /// The tick outside 1 us to 100 ms.
+    #[error("tick must be between 1 us and 100 ms")]
+    Tick,
     /// The case does not fit the machine (sizes, CPU lists, nodes).
-    #[error("{0}")]
-    Case(String),
+    #[error(transparent)]
+    Case(#[from] workload::CaseError),
     /// `stop` said so (Ctrl-C or SIGTERM): no record.
     #[error("interrupted")]
     Interrupted,
@@ -221,9 +231,9 @@ impl SimConfig {
         balancer: &str,
         seed: u64,
     ) -> Result<SimConfig, SimError> {
-        let machine = Machine::load(machine_spec).map_err(|e| SimError::Machine(e.to_string()))?;
-        let policy = |which: &str, text: &str| {
-            PolicySpec::parse(text).map_err(|e| SimError::Policy(format!("{which} {e}")))
+        let machine = Machine::load(machine_spec)?;
+        let policy = |which: &'static str, text: &str| {
+            PolicySpec::parse(text).map_err(|source| SimError::PolicyText { which, source })
         };
         let cfg = SimConfig {
             machine,
@@ -246,15 +256,10 @@ impl SimConfig {
     pub fn check(&self) -> Result<(), SimError> {
         self.policies()?;
         if !THP_MODES.contains(&self.thp.as_str()) {
-            return Err(SimError::Config(format!(
-                "thp {:?}: always, madvise or never",
-                self.thp
-            )));
+            return Err(SimError::Thp(self.thp.clone()));
         }
         if self.tick_us == 0 || self.tick_us > 100_000 {
-            return Err(SimError::Config(
-                "tick must be between 1 us and 100 ms".into(),
-            ));
+            return Err(SimError::Tick);
         }
         Ok(())
     }
@@ -271,10 +276,8 @@ impl SimConfig {
     /// The scheduler and the balancer, built for the machine.
     fn policies(&self) -> Result<Policies, SimError> {
         // The builders' messages name the policy already.
-        let s = sched::build(&self.scheduler, &self.machine)
-            .map_err(|e| SimError::Policy(e.to_string()))?;
-        let b = balance::build(&self.balancer, &self.machine)
-            .map_err(|e| SimError::Policy(e.to_string()))?;
+        let s = sched::build(&self.scheduler, &self.machine)?;
+        let b = balance::build(&self.balancer, &self.machine)?;
         Ok((s, b))
     }
 }
@@ -318,9 +321,8 @@ pub fn validate(cfg: &SimConfig, case: &Case) -> Result<(), SimError> {
         rng,
         false,
     );
-    workload::populate(case, &mut w)
-        .map(|_| ())
-        .map_err(|e| SimError::Case(e.to_string()))
+    workload::populate(case, &mut w).map(|_| ())?;
+    Ok(())
 }
 
 /// The result of one simulated run.
@@ -361,7 +363,7 @@ pub fn run(
         rng,
         cfg.trace,
     );
-    let mut meta = workload::populate(case, &mut w).map_err(|e| SimError::Case(e.to_string()))?;
+    let mut meta = workload::populate(case, &mut w)?;
     let mut eng = engine::Engine::new(w, sched, bal);
     let sample_ns = cfg.sample_ms.max(1) * 1_000_000;
     let limit_ns = (cfg.max_sim_s * 1e9) as u64;

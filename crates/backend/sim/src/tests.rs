@@ -786,7 +786,7 @@ fn a_run_told_to_stop_ends_with_no_record() {
         asked.get() > 3
     };
     let e = run(&cfg, &b, "x", REP, &mut |_| {}, &stop).err().unwrap();
-    assert_eq!(e, crate::SimError::Interrupted);
+    assert!(matches!(e, crate::SimError::Interrupted), "{e}");
     assert_eq!(asked.get(), 4);
 }
 
