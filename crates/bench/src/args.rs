@@ -494,20 +494,8 @@ pub enum Spec {
     Command(CommandArgs),
 }
 
-/// Every benchmark name, as `numalab run` lists them.
-pub const NAMES: [&str; 11] = [
-    "numa_test",
-    "numa01",
-    "numa01_THREAD_ALLOC",
-    "numa02",
-    "numa02_SMT",
-    "twohalves",
-    "spin",
-    "hackbench",
-    "forkexec",
-    "mem",
-    "command",
-];
+/// Every benchmark name, as `numalab run` lists them (the registry's).
+pub use crate::registry::NAMES;
 
 /// One flag of a benchmark: its long name and whether it takes a value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -516,28 +504,12 @@ pub struct Flag {
     pub takes_value: bool,
 }
 
-fn with_args<T: clap::Args>(name: &'static str) -> clap::Command {
-    T::augment_args(clap::Command::new(name).no_binary_name(true))
-}
-
 fn command_for(name: &str) -> Result<clap::Command, SpecError> {
-    Ok(match name {
-        "numa_test" => with_args::<NumaTestArgs>("numa_test"),
-        "twohalves" => with_args::<TwoHalvesArgs>("twohalves"),
-        "spin" => with_args::<SpinArgs>("spin"),
-        "hackbench" => with_args::<HackbenchArgs>("hackbench"),
-        "forkexec" => with_args::<ForkExecArgs>("forkexec"),
-        "mem" => with_args::<MemArgs>("mem"),
-        "command" => with_args::<CommandArgs>("command"),
-        n if Kind::from_name(n).is_some() => {
-            with_args::<AutonumaArgs>(Kind::from_name(n).expect("checked").name())
-        }
-        _ => {
-            return Err(SpecError::UnknownBenchmark {
-                name: name.to_string(),
-            })
-        }
-    })
+    crate::registry::find(name)
+        .map(|b| b.command())
+        .ok_or_else(|| SpecError::UnknownBenchmark {
+            name: name.to_string(),
+        })
 }
 
 /// A clap error as one line: what is wrong, without usage or tips.
@@ -554,24 +526,11 @@ impl Spec {
     /// Parse `args` (flags as on the command line, program and its
     /// arguments after `--` for `command`) as benchmark `name`'s.
     pub fn parse(name: &str, args: &[String]) -> Result<Spec, SpecError> {
-        use clap::FromArgMatches;
         let m = command_for(name)?
             .try_get_matches_from(args)
             .map_err(SpecError::Flags)?;
-        let e = SpecError::Flags;
-        Ok(match name {
-            "numa_test" => Spec::NumaTest(NumaTestArgs::from_arg_matches(&m).map_err(e)?),
-            "twohalves" => Spec::TwoHalves(TwoHalvesArgs::from_arg_matches(&m).map_err(e)?),
-            "spin" => Spec::Spin(SpinArgs::from_arg_matches(&m).map_err(e)?),
-            "hackbench" => Spec::Hackbench(HackbenchArgs::from_arg_matches(&m).map_err(e)?),
-            "forkexec" => Spec::ForkExec(ForkExecArgs::from_arg_matches(&m).map_err(e)?),
-            "mem" => Spec::Mem(MemArgs::from_arg_matches(&m).map_err(e)?),
-            "command" => Spec::Command(CommandArgs::from_arg_matches(&m).map_err(e)?),
-            n => Spec::Autonuma(
-                Kind::from_name(n).expect("checked by command_for"),
-                AutonumaArgs::from_arg_matches(&m).map_err(e)?,
-            ),
-        })
+        let b = crate::registry::find(name).expect("found by command_for");
+        (b.spec)(&m).map_err(SpecError::Flags)
     }
 
     /// Benchmark `name`'s flags (for checking a plan's keys).

@@ -45,7 +45,7 @@ impl Kind {
     ];
 
     /// The benchmark's name, as in the original suite.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Kind::Numa01 => "numa01",
             Kind::Numa01ThreadAlloc => "numa01_THREAD_ALLOC",
@@ -831,6 +831,102 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
         }
     }
     Ok(out)
+}
+
+/// The registry's entry ([`crate::registry`]).
+pub const NUMA01: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: Kind::Numa01.name(),
+    about: "autonuma-benchmark numa01 (Arcangeli, 2012): 2 processes whose threads all zero their process's buffer",
+    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
+    spec: |m| spec(Kind::Numa01, m),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::STARTED_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS, crate::metrics::CONVERGENCE_S, crate::metrics::OBSERVER_CPU_S],
+    simulated: true,
+    placement_family: true,
+    runner_flags_first: false,
+};
+
+/// The registry's entry ([`crate::registry`]).
+pub const NUMA01_THREAD_ALLOC: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: Kind::Numa01ThreadAlloc.name(),
+    about: "autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread zeroing its own slice",
+    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
+    spec: |m| spec(Kind::Numa01ThreadAlloc, m),
+    metrics: &[
+        crate::metrics::ELAPSED_S,
+        crate::metrics::USER_S,
+        crate::metrics::SYS_S,
+        crate::metrics::STARTED_S,
+        crate::metrics::BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
+        crate::metrics::CONVERGENCE_S,
+        crate::metrics::OBSERVER_CPU_S,
+    ],
+    simulated: true,
+    placement_family: true,
+    runner_flags_first: false,
+};
+
+/// The registry's entry ([`crate::registry`]).
+pub const NUMA02: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: Kind::Numa02.name(),
+    about: "autonuma-benchmark numa02: 1 process, a thread per CPU, each zeroing its own slice",
+    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
+    spec: |m| spec(Kind::Numa02, m),
+    metrics: &[
+        crate::metrics::ELAPSED_S,
+        crate::metrics::USER_S,
+        crate::metrics::SYS_S,
+        crate::metrics::STARTED_S,
+        crate::metrics::BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
+        crate::metrics::CONVERGENCE_S,
+        crate::metrics::OBSERVER_CPU_S,
+    ],
+    simulated: true,
+    placement_family: true,
+    runner_flags_first: false,
+};
+
+/// The registry's entry ([`crate::registry`]).
+pub const NUMA02_SMT: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: Kind::Numa02Smt.name(),
+    about: "autonuma-benchmark numa02_SMT: numa02 with a thread per core",
+    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
+    spec: |m| spec(Kind::Numa02Smt, m),
+    metrics: &[
+        crate::metrics::ELAPSED_S,
+        crate::metrics::USER_S,
+        crate::metrics::SYS_S,
+        crate::metrics::STARTED_S,
+        crate::metrics::BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_GBS,
+        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
+        crate::metrics::CONVERGENCE_S,
+        crate::metrics::OBSERVER_CPU_S,
+    ],
+    simulated: true,
+    placement_family: true,
+    runner_flags_first: false,
+};
+
+/// The registry's entry ([`crate::registry`]).
+pub const TWOHALVES: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: Kind::TwoHalves.name(),
+    about: "The two-halves microbenchmark of IBS-driven NUMA balancing (2023): two thread sets on two nodes, all memory first touched on one",
+    args: <crate::args::TwoHalvesArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::TwoHalves(<crate::args::TwoHalvesArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::STARTED_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS, crate::metrics::CONVERGENCE_S, crate::metrics::OBSERVER_CPU_S],
+    simulated: true,
+    placement_family: true,
+    runner_flags_first: false,
+};
+
+/// An autonuma benchmark's parsed flags as a [`crate::args::Spec`].
+fn spec(kind: Kind, m: &clap::ArgMatches) -> Result<crate::args::Spec, clap::Error> {
+    let a = <crate::args::AutonumaArgs as clap::FromArgMatches>::from_arg_matches(m)?;
+    Ok(crate::args::Spec::Autonuma(kind, a))
 }
 
 #[cfg(test)]

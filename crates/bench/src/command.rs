@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// Names a command may not take: they are numalab's own benchmarks
 /// (every name `numalab run` knows, `command` included).
-pub const RESERVED: &[&str] = &crate::args::NAMES;
+pub const RESERVED: &[&str] = &crate::registry::NAMES;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Params {
@@ -256,6 +256,18 @@ fn resolve_one(a: One) -> Result<Params, BenchError> {
         cwd: a.cwd,
     })
 }
+
+/// The registry's entry ([`crate::registry`]).
+pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "command",
+    about: "Any command, e.g. a configure script: elapsed, user and sys time of its whole process tree per run (this machine and guests only)",
+    args: <CommandArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::Command(<CommandArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S],
+    simulated: false,
+    placement_family: false,
+    runner_flags_first: true,
+};
 
 #[cfg(test)]
 mod tests {

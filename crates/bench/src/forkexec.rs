@@ -126,6 +126,18 @@ pub fn resolve(a: &ForkExecArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
     Ok(out)
 }
 
+/// The registry's entry ([`crate::registry`]).
+pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "forkexec",
+    about: "A shell-like parent forking short-lived programs one at a time (configure's shape) or --jobs at a time (make -jJ's): where NEST's published gains are (NEST evaluation, 2022)",
+    args: <ForkExecArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::ForkExec(<ForkExecArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::CHILDREN_PER_S, crate::metrics::CHILD_LATENCY_MS],
+    simulated: true,
+    placement_family: false,
+    runner_flags_first: false,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,9 +28,18 @@
 //!   which node each process binds to and where each thread runs, the same
 //!   plan for a real machine and a modelled one.
 //!
-//! Adding a benchmark means: a module here (parameters, resolve, key), its
-//! arguments in [`args`], the host's run function and the simulator's
-//! workload model. docs/architecture.md lists the files.
+//! Every benchmark is one entry of the [`registry`], defined in its own
+//! module: its name, docs line, argument type (the same clap type parses
+//! `numalab run NAME ...`, `numalab sim NAME ...` and a campaign plan's
+//! `[[benchmark]]`), how those flags become a [`args::Spec`], and the
+//! [`metrics`] its records carry. Every list of benchmarks (the
+//! subcommands, [`args::NAMES`], the names a command may not take, the
+//! simulator's `--list`, the report's placement family) is derived from
+//! the registry, so adding a benchmark means: its module here (arguments,
+//! parameters, resolve, key, registry entry) with a line in
+//! [`registry::ALL`] and its `Spec` and `Case` variants, the host's run
+//! function and the simulator's workload model. docs/architecture.md lists
+//! the files.
 //!
 //! [`numalab-host`]: ../numalab_host/index.html
 //! [`numalab-sim`]: ../numalab_sim/index.html
@@ -45,6 +54,7 @@ pub mod mem;
 pub mod metrics;
 pub mod numa_test;
 pub mod placement;
+pub mod registry;
 pub mod sizing;
 
 use numalab_record::convergence::Rule;

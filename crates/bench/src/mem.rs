@@ -306,6 +306,18 @@ pub fn resolve(a: &MemArgs, cal: &dyn Calibration) -> Result<Resolved, BenchErro
     Ok(out)
 }
 
+/// The registry's entry ([`crate::registry`]).
+pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "mem",
+    about: "Memory bandwidth (as perf bench numa mem): pinned threads of one node reading, writing or zeroing memory bound to a node",
+    args: <MemArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::Mem(<MemArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS],
+    simulated: true,
+    placement_family: false,
+    runner_flags_first: false,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,3 +119,15 @@ pub fn resolve(a: &NumaTestArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
         .collect();
     Ok(out)
 }
+
+/// The registry's entry ([`crate::registry`]).
+pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "numa_test",
+    about: "Focht's numa_test (LKML, 2002): N tasks of random indirect updates, a hackbench load peak 3 s in",
+    args: <NumaTestArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::NumaTest(<NumaTestArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::AVG_USER_S, crate::metrics::HACKBENCH_S],
+    simulated: true,
+    placement_family: false,
+    runner_flags_first: false,
+};

@@ -229,3 +229,27 @@ pub fn resolve_hackbench(a: &HackbenchArgs, cal: &dyn Calibration) -> Result<Res
         .collect();
     Ok(out)
 }
+
+/// The registry's entry ([`crate::registry`]).
+pub const SPIN: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "spin",
+    about: "Placement experiment (NEST evaluation, 2022): N spinning tasks on CPU sets derived from the topology",
+    args: <SpinArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::Spin(<SpinArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S],
+    simulated: true,
+    placement_family: false,
+    runner_flags_first: false,
+};
+
+/// The registry's entry ([`crate::registry`]).
+pub const HACKBENCH: crate::registry::Benchmark = crate::registry::Benchmark {
+    name: "hackbench",
+    about: "Placement experiment (NEST evaluation, 2022): a hackbench message storm on CPU sets derived from the topology",
+    args: <HackbenchArgs as clap::Args>::augment_args,
+    spec: |m| Ok(crate::args::Spec::Hackbench(<HackbenchArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
+    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::HACKBENCH_S],
+    simulated: true,
+    placement_family: false,
+    runner_flags_first: false,
+};

@@ -4,11 +4,8 @@
 //! glue: flags to a plan, the plan to the runner, records to the summary.
 
 use anyhow::{bail, Context, Result};
-use numalab_bench::args::{
-    AutonumaArgs, CommandArgs, ForkExecArgs, HackbenchArgs, MemArgs, NumaTestArgs, Spec, SpinArgs,
-    TwoHalvesArgs,
-};
-use numalab_bench::autonuma::Kind;
+use numalab_bench::args::Spec;
+use numalab_bench::registry::{self, Benchmark};
 use numalab_linux::knobs::{Guard, Knob};
 use numalab_runner::{Auto, Backend, Configuration, Interval, Output, Plan, Runs};
 use std::path::PathBuf;
@@ -219,170 +216,93 @@ impl RunnerArgs {
     }
 }
 
-/// A benchmark and the runner's options.
-#[derive(clap::Subcommand)]
-pub enum BenchCmd {
-    /// Focht's numa_test (LKML, 2002): N tasks of random indirect updates,
-    /// a hackbench load peak 3 s in
-    #[command(name = "numa_test")]
-    NumaTest {
-        #[command(flatten)]
-        bench: NumaTestArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// autonuma-benchmark numa01 (Arcangeli, 2012): 2 processes whose
-    /// threads all zero their process's buffer
-    #[command(name = "numa01")]
-    Numa01 {
-        #[command(flatten)]
-        bench: AutonumaArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread
-    /// zeroing its own slice
-    #[command(name = "numa01_THREAD_ALLOC")]
-    Numa01ThreadAlloc {
-        #[command(flatten)]
-        bench: AutonumaArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// autonuma-benchmark numa02: 1 process, a thread per CPU, each zeroing
-    /// its own slice
-    #[command(name = "numa02")]
-    Numa02 {
-        #[command(flatten)]
-        bench: AutonumaArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// autonuma-benchmark numa02_SMT: numa02 with a thread per core
-    #[command(name = "numa02_SMT")]
-    Numa02Smt {
-        #[command(flatten)]
-        bench: AutonumaArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// The two-halves microbenchmark of IBS-driven NUMA balancing (2023):
-    /// two thread sets on two nodes, all memory first touched on one
-    #[command(name = "twohalves")]
-    Twohalves {
-        #[command(flatten)]
-        bench: TwoHalvesArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// Placement experiment (NEST evaluation, 2022): N spinning tasks on
-    /// CPU sets derived from the topology
-    #[command(name = "spin")]
-    Spin {
-        #[command(flatten)]
-        bench: SpinArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// Placement experiment (NEST evaluation, 2022): a hackbench message
-    /// storm on CPU sets derived from the topology
-    #[command(name = "hackbench")]
-    Hackbench {
-        #[command(flatten)]
-        bench: HackbenchArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// A shell-like parent forking short-lived programs one at a time
-    /// (configure's shape) or --jobs at a time (make -jJ's): where NEST's
-    /// published gains are (NEST evaluation, 2022)
-    #[command(name = "forkexec")]
-    ForkExec {
-        #[command(flatten)]
-        bench: ForkExecArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// Memory bandwidth (as perf bench numa mem): pinned threads of one
-    /// node reading, writing or zeroing memory bound to a node
-    #[command(name = "mem")]
-    Mem {
-        #[command(flatten)]
-        bench: MemArgs,
-        #[command(flatten)]
-        runner: RunnerArgs,
-    },
-    /// Any command, e.g. a configure script: elapsed, user and sys time of
-    /// its whole process tree per run (this machine and guests only)
-    #[command(name = "command")]
-    Command {
-        #[command(flatten)]
-        runner: RunnerArgs,
-        #[command(flatten)]
-        bench: CommandArgs,
-    },
+/// A benchmark and the runner's options: one subcommand per entry of
+/// the benchmark registry (numalab_bench::registry), its flags and then
+/// the runner's (or the other way round, as the entry says).
+#[derive(Clone, Debug)]
+pub struct BenchCmd {
+    spec: Spec,
+    runner: RunnerArgs,
+}
+
+/// Benchmark `b`'s subcommand: its docs line, its flags and the runner's.
+fn subcommand(b: &Benchmark) -> clap::Command {
+    use clap::Args;
+    let cmd = clap::Command::new(b.name);
+    let cmd = if b.runner_flags_first {
+        (b.args)(RunnerArgs::augment_args(cmd))
+    } else {
+        RunnerArgs::augment_args((b.args)(cmd))
+    };
+    // After the flags: an argument type's own doc comment is not the
+    // subcommand's.
+    cmd.about(b.about).long_about(None)
+}
+
+impl clap::FromArgMatches for BenchCmd {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingSubcommand,
+                "A subcommand is required but one was not provided.",
+            ));
+        };
+        let Some(b) = registry::find(name) else {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidSubcommand,
+                format!("The subcommand '{name}' wasn't recognized"),
+            ));
+        };
+        Ok(BenchCmd {
+            spec: (b.spec)(sub)?,
+            runner: RunnerArgs::from_arg_matches(sub)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = BenchCmd::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for BenchCmd {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        registry::ALL
+            .iter()
+            .fold(cmd, |cmd, b| cmd.subcommand(subcommand(b)))
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        BenchCmd::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        registry::find(name).is_some()
+    }
 }
 
 impl BenchCmd {
     /// The observation interval asked for.
     pub fn interval(&self) -> Interval {
-        self.runner().interval
+        self.runner.interval
     }
 
     /// Write the records to `dir` (`numalab vm` decides where they land).
     pub fn set_results(&mut self, dir: PathBuf) {
-        match self {
-            BenchCmd::NumaTest { runner, .. }
-            | BenchCmd::Numa01 { runner, .. }
-            | BenchCmd::Numa01ThreadAlloc { runner, .. }
-            | BenchCmd::Numa02 { runner, .. }
-            | BenchCmd::Numa02Smt { runner, .. }
-            | BenchCmd::Twohalves { runner, .. }
-            | BenchCmd::Spin { runner, .. }
-            | BenchCmd::Hackbench { runner, .. }
-            | BenchCmd::ForkExec { runner, .. }
-            | BenchCmd::Mem { runner, .. }
-            | BenchCmd::Command { runner, .. } => runner.results = dir,
-        }
+        self.runner.results = dir;
     }
 
     fn runner(&self) -> &RunnerArgs {
-        match self {
-            BenchCmd::NumaTest { runner, .. }
-            | BenchCmd::Numa01 { runner, .. }
-            | BenchCmd::Numa01ThreadAlloc { runner, .. }
-            | BenchCmd::Numa02 { runner, .. }
-            | BenchCmd::Numa02Smt { runner, .. }
-            | BenchCmd::Twohalves { runner, .. }
-            | BenchCmd::Spin { runner, .. }
-            | BenchCmd::Hackbench { runner, .. }
-            | BenchCmd::ForkExec { runner, .. }
-            | BenchCmd::Mem { runner, .. }
-            | BenchCmd::Command { runner, .. } => runner,
-        }
+        &self.runner
     }
 
     /// The benchmark and its flags, as numalab-bench defines them.
-    fn spec(&self) -> Spec {
-        match self {
-            BenchCmd::NumaTest { bench, .. } => Spec::NumaTest(bench.clone()),
-            BenchCmd::Numa01 { bench, .. } => Spec::Autonuma(Kind::Numa01, bench.clone()),
-            BenchCmd::Numa01ThreadAlloc { bench, .. } => {
-                Spec::Autonuma(Kind::Numa01ThreadAlloc, bench.clone())
-            }
-            BenchCmd::Numa02 { bench, .. } => Spec::Autonuma(Kind::Numa02, bench.clone()),
-            BenchCmd::Numa02Smt { bench, .. } => Spec::Autonuma(Kind::Numa02Smt, bench.clone()),
-            BenchCmd::Twohalves { bench, .. } => Spec::TwoHalves(bench.clone()),
-            BenchCmd::Spin { bench, .. } => Spec::Spin(bench.clone()),
-            BenchCmd::Hackbench { bench, .. } => Spec::Hackbench(bench.clone()),
-            BenchCmd::ForkExec { bench, .. } => Spec::ForkExec(bench.clone()),
-            BenchCmd::Mem { bench, .. } => Spec::Mem(bench.clone()),
-            BenchCmd::Command { bench, .. } => Spec::Command(bench.clone()),
-        }
+    fn spec(&self) -> &Spec {
+        &self.spec
     }
 
     fn is_command(&self) -> bool {
-        matches!(self, BenchCmd::Command { .. })
+        self.spec.is_command()
     }
 }
 
@@ -527,7 +447,7 @@ fn plan_of(
     };
     // The hooks run where the command does (--cwd), else here.
     let mut config = r.configuration();
-    if let BenchCmd::Command { bench, .. } = cmd {
+    if let Spec::Command(bench) = cmd.spec() {
         config.hook_dir = bench.cwd.clone();
     }
     Ok(Plan {
@@ -577,4 +497,66 @@ fn print_summary(refs: &[&numalab_record::RunRecord], plan: &Plan) -> Result<()>
     }
     numalab_linux::outln!("records: {}", plan.results.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[test]
+    fn run_and_sim_have_one_subcommand_per_registered_benchmark() {
+        let cli = crate::Cli::command();
+        for top in ["run", "sim"] {
+            let cmd = cli.find_subcommand(top).unwrap();
+            let names: Vec<&str> = cmd
+                .get_subcommands()
+                .map(|c| c.get_name())
+                .filter(|n| *n != "help")
+                .collect();
+            assert_eq!(names, registry::NAMES, "{top}");
+            for b in registry::ALL {
+                let sub = cmd.find_subcommand(b.name).unwrap();
+                assert_eq!(sub.get_about().unwrap().to_string(), b.about);
+                for f in Spec::flags(b.name).unwrap() {
+                    assert!(
+                        sub.get_arguments()
+                            .any(|a| a.get_long() == Some(f.long.as_str())),
+                        "{top} {}: --{}",
+                        b.name,
+                        f.long
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_subcommand_parses_into_the_benchmarks_spec_and_the_runners_flags() {
+        let cli = crate::Cli::try_parse_from([
+            "numalab",
+            "run",
+            "numa02",
+            "--threads",
+            "2",
+            "--label",
+            "x",
+        ])
+        .unwrap();
+        let crate::Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.benchmark.spec().name(), "numa02");
+        assert_eq!(run.benchmark.runner().label, "x");
+        let e = crate::Cli::try_parse_from(["numalab", "run", "numa02", "--tasks", "2"]);
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn the_reports_placement_family_is_the_registrys() {
+        assert_eq!(
+            numalab_report::autonuma::BENCHMARKS.to_vec(),
+            registry::placement_family().collect::<Vec<_>>()
+        );
+    }
 }

@@ -90,6 +90,9 @@ pub fn mean_elapsed_by_placement(records: &[&RunRecord]) -> BTreeMap<String, f64
 
 /// The benchmarks [`summary_table`] is made for: placements `default`,
 /// `bind` and `inverse-bind`, elapsed time, pages migrated, convergence.
+/// The benchmark registry's placement family
+/// (`numalab_bench::registry::placement_family`), which numalab's tests
+/// hold this list to (this crate does not depend on numalab-bench).
 pub const BENCHMARKS: [&str; 5] = [
     "numa01",
     "numa01_THREAD_ALLOC",
