@@ -19,6 +19,8 @@
 //! a placement and a topology into one [`ProcPlan`] per process, which is
 //! what the process is told (as JSON on its command line).
 
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{sizing, BenchError, Calibration, Case, Resolved};
 use numalab_record::convergence::{Capacity, Rule};
 use numalab_topology::{human_bytes, Topology};
@@ -833,95 +835,61 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
     Ok(out)
 }
 
-/// The registry's entry ([`crate::registry`]).
-pub const NUMA01: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: Kind::Numa01.name(),
-    about: "autonuma-benchmark numa01 (Arcangeli, 2012): 2 processes whose threads all zero their process's buffer",
-    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
-    spec: |m| spec(Kind::Numa01, m),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::STARTED_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS, crate::metrics::CONVERGENCE_S, crate::metrics::OBSERVER_CPU_S],
-    simulated: true,
-    placement_family: true,
-    runner_flags_first: false,
-};
+/// The metrics of every autonuma benchmark's records.
+const METRICS: &[metrics::MetricDef] = &[
+    metrics::ELAPSED_S,
+    metrics::USER_S,
+    metrics::SYS_S,
+    metrics::STARTED_S,
+    metrics::BANDWIDTH_GBS,
+    metrics::THREAD_BANDWIDTH_GBS,
+    metrics::THREAD_BANDWIDTH_MIN_GBS,
+    metrics::CONVERGENCE_S,
+    metrics::OBSERVER_CPU_S,
+];
 
-/// The registry's entry ([`crate::registry`]).
-pub const NUMA01_THREAD_ALLOC: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: Kind::Numa01ThreadAlloc.name(),
-    about: "autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread zeroing its own slice",
-    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
-    spec: |m| spec(Kind::Numa01ThreadAlloc, m),
-    metrics: &[
-        crate::metrics::ELAPSED_S,
-        crate::metrics::USER_S,
-        crate::metrics::SYS_S,
-        crate::metrics::STARTED_S,
-        crate::metrics::BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
-        crate::metrics::CONVERGENCE_S,
-        crate::metrics::OBSERVER_CPU_S,
-    ],
-    simulated: true,
-    placement_family: true,
-    runner_flags_first: false,
-};
+/// numa01's registry entry.
+pub const NUMA01: Benchmark = original(Kind::Numa01, |m| spec(Kind::Numa01, m), "autonuma-benchmark numa01 (Arcangeli, 2012): 2 processes whose threads all zero their process's buffer");
 
-/// The registry's entry ([`crate::registry`]).
-pub const NUMA02: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: Kind::Numa02.name(),
-    about: "autonuma-benchmark numa02: 1 process, a thread per CPU, each zeroing its own slice",
-    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
-    spec: |m| spec(Kind::Numa02, m),
-    metrics: &[
-        crate::metrics::ELAPSED_S,
-        crate::metrics::USER_S,
-        crate::metrics::SYS_S,
-        crate::metrics::STARTED_S,
-        crate::metrics::BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
-        crate::metrics::CONVERGENCE_S,
-        crate::metrics::OBSERVER_CPU_S,
-    ],
-    simulated: true,
-    placement_family: true,
-    runner_flags_first: false,
-};
+/// numa01_THREAD_ALLOC's, with numa01's flags.
+pub const NUMA01_THREAD_ALLOC: Benchmark = original(
+    Kind::Numa01ThreadAlloc,
+    |m| spec(Kind::Numa01ThreadAlloc, m),
+    "autonuma-benchmark numa01_THREAD_ALLOC: as numa01, each thread zeroing its own slice",
+);
 
-/// The registry's entry ([`crate::registry`]).
-pub const NUMA02_SMT: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: Kind::Numa02Smt.name(),
-    about: "autonuma-benchmark numa02_SMT: numa02 with a thread per core",
-    args: <crate::args::AutonumaArgs as clap::Args>::augment_args,
-    spec: |m| spec(Kind::Numa02Smt, m),
-    metrics: &[
-        crate::metrics::ELAPSED_S,
-        crate::metrics::USER_S,
-        crate::metrics::SYS_S,
-        crate::metrics::STARTED_S,
-        crate::metrics::BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_GBS,
-        crate::metrics::THREAD_BANDWIDTH_MIN_GBS,
-        crate::metrics::CONVERGENCE_S,
-        crate::metrics::OBSERVER_CPU_S,
-    ],
-    simulated: true,
-    placement_family: true,
-    runner_flags_first: false,
-};
+/// numa02's.
+pub const NUMA02: Benchmark = original(
+    Kind::Numa02,
+    |m| spec(Kind::Numa02, m),
+    "autonuma-benchmark numa02: 1 process, a thread per CPU, each zeroing its own slice",
+);
 
-/// The registry's entry ([`crate::registry`]).
-pub const TWOHALVES: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: Kind::TwoHalves.name(),
-    about: "The two-halves microbenchmark of IBS-driven NUMA balancing (2023): two thread sets on two nodes, all memory first touched on one",
-    args: <crate::args::TwoHalvesArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::TwoHalves(<crate::args::TwoHalvesArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::STARTED_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS, crate::metrics::CONVERGENCE_S, crate::metrics::OBSERVER_CPU_S],
-    simulated: true,
-    placement_family: true,
-    runner_flags_first: false,
-};
+/// numa02_SMT's.
+pub const NUMA02_SMT: Benchmark = original(
+    Kind::Numa02Smt,
+    |m| spec(Kind::Numa02Smt, m),
+    "autonuma-benchmark numa02_SMT: numa02 with a thread per core",
+);
+
+/// twohalves's: its own flags, the same metrics and placements.
+pub const TWOHALVES: Benchmark = Benchmark::new::<crate::args::TwoHalvesArgs>(
+    Kind::TwoHalves.name(),
+    "The two-halves microbenchmark of IBS-driven NUMA balancing (2023): two thread sets on two nodes, all memory first touched on one",
+    |m| crate::registry::parse_as(m, crate::args::Spec::TwoHalves),
+    METRICS,
+)
+.in_placement_family();
+
+/// An entry of autonuma-benchmark (its flags are [`crate::args::AutonumaArgs`]).
+const fn original(
+    kind: Kind,
+    spec: fn(&clap::ArgMatches) -> Result<crate::args::Spec, clap::Error>,
+    about: &'static str,
+) -> Benchmark {
+    Benchmark::new::<crate::args::AutonumaArgs>(kind.name(), about, spec, METRICS)
+        .in_placement_family()
+}
 
 /// An autonuma benchmark's parsed flags as a [`crate::args::Spec`].
 fn spec(kind: Kind, m: &clap::ArgMatches) -> Result<crate::args::Spec, clap::Error> {

@@ -6,6 +6,8 @@
 //! and in guests only.
 
 use crate::args::CommandArgs;
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -258,16 +260,13 @@ fn resolve_one(a: One) -> Result<Params, BenchError> {
 }
 
 /// The registry's entry ([`crate::registry`]).
-pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "command",
-    about: "Any command, e.g. a configure script: elapsed, user and sys time of its whole process tree per run (this machine and guests only)",
-    args: <CommandArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::Command(<CommandArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S],
-    simulated: false,
-    placement_family: false,
-    runner_flags_first: true,
-};
+pub const BENCHMARK: Benchmark = Benchmark::new::<CommandArgs>(
+    "command",
+    "Any command, e.g. a configure script: elapsed, user and sys time of its whole process tree per run (this machine and guests only)",
+    |m| crate::registry::parse_as(m, crate::args::Spec::Command),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S],
+)
+.host_only_program();
 
 #[cfg(test)]
 mod tests {

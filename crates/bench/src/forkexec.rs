@@ -26,6 +26,8 @@
 //! [`SPIN_CYCLES_PER_ITERATION`]: crate::placement::SPIN_CYCLES_PER_ITERATION
 
 use crate::args::ForkExecArgs;
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -127,16 +129,12 @@ pub fn resolve(a: &ForkExecArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
 }
 
 /// The registry's entry ([`crate::registry`]).
-pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "forkexec",
-    about: "A shell-like parent forking short-lived programs one at a time (configure's shape) or --jobs at a time (make -jJ's): where NEST's published gains are (NEST evaluation, 2022)",
-    args: <ForkExecArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::ForkExec(<ForkExecArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::CHILDREN_PER_S, crate::metrics::CHILD_LATENCY_MS],
-    simulated: true,
-    placement_family: false,
-    runner_flags_first: false,
-};
+pub const BENCHMARK: Benchmark = Benchmark::new::<ForkExecArgs>(
+    "forkexec",
+    "A shell-like parent forking short-lived programs one at a time (configure's shape) or --jobs at a time (make -jJ's): where NEST's published gains are (NEST evaluation, 2022)",
+    |m| crate::registry::parse_as(m, crate::args::Spec::ForkExec),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S, metrics::CHILDREN_PER_S, metrics::CHILD_LATENCY_MS],
+);
 
 #[cfg(test)]
 mod tests {

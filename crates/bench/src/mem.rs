@@ -28,6 +28,8 @@
 //! faults are system time).
 
 use crate::args::MemArgs;
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
 use numalab_topology::{human_bytes, Topology};
 use serde_json::Value;
@@ -307,16 +309,12 @@ pub fn resolve(a: &MemArgs, cal: &dyn Calibration) -> Result<Resolved, BenchErro
 }
 
 /// The registry's entry ([`crate::registry`]).
-pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "mem",
-    about: "Memory bandwidth (as perf bench numa mem): pinned threads of one node reading, writing or zeroing memory bound to a node",
-    args: <MemArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::Mem(<MemArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_GBS, crate::metrics::THREAD_BANDWIDTH_MIN_GBS],
-    simulated: true,
-    placement_family: false,
-    runner_flags_first: false,
-};
+pub const BENCHMARK: Benchmark = Benchmark::new::<MemArgs>(
+    "mem",
+    "Memory bandwidth (as perf bench numa mem): pinned threads of one node reading, writing or zeroing memory bound to a node",
+    |m| crate::registry::parse_as(m, crate::args::Spec::Mem),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S, metrics::BANDWIDTH_GBS, metrics::THREAD_BANDWIDTH_GBS, metrics::THREAD_BANDWIDTH_MIN_GBS],
+);
 
 #[cfg(test)]
 mod tests {

@@ -182,8 +182,18 @@ pub const KERNEL_MIGRATIONS: MetricDef = def(
     "migrations of the benchmark's tasks between CPUs (the simulator counts them)",
 );
 
-/// Every metric a benchmark record may carry.
-pub const ALL: &[MetricDef] = &[
+/// The /proc/vmstat counters every backend reports, as deltas over a run.
+pub const VMSTAT: [MetricDef; 6] = [
+    NUMA_PAGES_MIGRATED,
+    NUMA_HINT_FAULTS,
+    NUMA_HINT_FAULTS_LOCAL,
+    NUMA_PTE_UPDATES,
+    PGPROMOTE_SUCCESS,
+    PGPROMOTE_CANDIDATE,
+];
+
+/// The metrics a run measures itself (not counted by the kernel).
+const MEASURED: [MetricDef; 14] = [
     ELAPSED_S,
     USER_S,
     SYS_S,
@@ -196,25 +206,26 @@ pub const ALL: &[MetricDef] = &[
     BANDWIDTH_GBS,
     THREAD_BANDWIDTH_GBS,
     THREAD_BANDWIDTH_MIN_GBS,
-    NUMA_PAGES_MIGRATED,
-    NUMA_HINT_FAULTS,
-    NUMA_HINT_FAULTS_LOCAL,
-    NUMA_PTE_UPDATES,
-    PGPROMOTE_SUCCESS,
-    PGPROMOTE_CANDIDATE,
     OBSERVER_CPU_S,
     KERNEL_MIGRATIONS,
 ];
 
-/// The /proc/vmstat counters every backend reports, as deltas over a run.
-pub const VMSTAT: [MetricDef; 6] = [
-    NUMA_PAGES_MIGRATED,
-    NUMA_HINT_FAULTS,
-    NUMA_HINT_FAULTS_LOCAL,
-    NUMA_PTE_UPDATES,
-    PGPROMOTE_SUCCESS,
-    PGPROMOTE_CANDIDATE,
-];
+/// `a` then `b`.
+const fn concat<const A: usize, const B: usize, const N: usize>(
+    a: [MetricDef; A],
+    b: [MetricDef; B],
+) -> [MetricDef; N] {
+    let mut out = [ELAPSED_S; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < A { a[i] } else { b[i - A] };
+        i += 1;
+    }
+    out
+}
+
+/// Every metric a benchmark record may carry.
+pub const ALL: &[MetricDef] = &concat::<14, 6, 20>(MEASURED, VMSTAT);
 
 impl MetricDef {
     /// `value` with this metric's unit and direction.

@@ -7,6 +7,8 @@
 //! and the storm's own time H.
 
 use crate::args::NumaTestArgs;
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{sizing, BenchError, Calibration, Case, Resolved};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,13 +123,9 @@ pub fn resolve(a: &NumaTestArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
 }
 
 /// The registry's entry ([`crate::registry`]).
-pub const BENCHMARK: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "numa_test",
-    about: "Focht's numa_test (LKML, 2002): N tasks of random indirect updates, a hackbench load peak 3 s in",
-    args: <NumaTestArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::NumaTest(<NumaTestArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::AVG_USER_S, crate::metrics::HACKBENCH_S],
-    simulated: true,
-    placement_family: false,
-    runner_flags_first: false,
-};
+pub const BENCHMARK: Benchmark = Benchmark::new::<NumaTestArgs>(
+    "numa_test",
+    "Focht's numa_test (LKML, 2002): N tasks of random indirect updates, a hackbench load peak 3 s in",
+    |m| crate::registry::parse_as(m, crate::args::Spec::NumaTest),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S, metrics::AVG_USER_S, metrics::HACKBENCH_S],
+);

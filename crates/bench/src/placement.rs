@@ -17,6 +17,8 @@
 //! (named by the list).
 
 use crate::args::{HackbenchArgs, SpinArgs, Where};
+use crate::metrics;
+use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
 use numalab_topology::placement::Placement;
 use numalab_topology::{cpulist, Topology};
@@ -231,25 +233,17 @@ pub fn resolve_hackbench(a: &HackbenchArgs, cal: &dyn Calibration) -> Result<Res
 }
 
 /// The registry's entry ([`crate::registry`]).
-pub const SPIN: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "spin",
-    about: "Placement experiment (NEST evaluation, 2022): N spinning tasks on CPU sets derived from the topology",
-    args: <SpinArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::Spin(<SpinArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S],
-    simulated: true,
-    placement_family: false,
-    runner_flags_first: false,
-};
+pub const SPIN: Benchmark = Benchmark::new::<SpinArgs>(
+    "spin",
+    "Placement experiment (NEST evaluation, 2022): N spinning tasks on CPU sets derived from the topology",
+    |m| crate::registry::parse_as(m, crate::args::Spec::Spin),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S],
+);
 
 /// The registry's entry ([`crate::registry`]).
-pub const HACKBENCH: crate::registry::Benchmark = crate::registry::Benchmark {
-    name: "hackbench",
-    about: "Placement experiment (NEST evaluation, 2022): a hackbench message storm on CPU sets derived from the topology",
-    args: <HackbenchArgs as clap::Args>::augment_args,
-    spec: |m| Ok(crate::args::Spec::Hackbench(<HackbenchArgs as clap::FromArgMatches>::from_arg_matches(m)?)),
-    metrics: &[crate::metrics::ELAPSED_S, crate::metrics::USER_S, crate::metrics::SYS_S, crate::metrics::HACKBENCH_S],
-    simulated: true,
-    placement_family: false,
-    runner_flags_first: false,
-};
+pub const HACKBENCH: Benchmark = Benchmark::new::<HackbenchArgs>(
+    "hackbench",
+    "Placement experiment (NEST evaluation, 2022): a hackbench message storm on CPU sets derived from the topology",
+    |m| crate::registry::parse_as(m, crate::args::Spec::Hackbench),
+    &[metrics::ELAPSED_S, metrics::USER_S, metrics::SYS_S, metrics::HACKBENCH_S],
+);

@@ -39,6 +39,44 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
+    /// Benchmark `name` with flags of type `A`, parsed into a [`Spec`] by
+    /// `spec`: simulated, not of the placement family, its flags before
+    /// the runner's (the builders below say otherwise).
+    pub const fn new<A: clap::Args>(
+        name: &'static str,
+        about: &'static str,
+        spec: fn(&clap::ArgMatches) -> Result<Spec, clap::Error>,
+        metrics: &'static [MetricDef],
+    ) -> Benchmark {
+        Benchmark {
+            name,
+            about,
+            args: A::augment_args,
+            spec,
+            metrics,
+            simulated: true,
+            placement_family: false,
+            runner_flags_first: false,
+        }
+    }
+
+    /// Of the placement family (see [`Benchmark::placement_family`]).
+    pub const fn in_placement_family(self) -> Benchmark {
+        Benchmark {
+            placement_family: true,
+            ..self
+        }
+    }
+
+    /// Not run by the simulator, its flags after the runner's (a command).
+    pub const fn host_only_program(self) -> Benchmark {
+        Benchmark {
+            simulated: false,
+            runner_flags_first: true,
+            ..self
+        }
+    }
+
     /// A clap command named after the benchmark with its flags, parsing
     /// arguments without a program name (as a plan's keys come).
     pub fn command(&self) -> clap::Command {
@@ -52,6 +90,15 @@ impl std::fmt::Debug for Benchmark {
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
+}
+
+/// Flags parsed as argument type `A`, made a [`Spec`] by `wrap` (a
+/// [`Benchmark::spec`]: `|m| parse_as(m, Spec::Mem)`).
+pub fn parse_as<A: clap::FromArgMatches>(
+    m: &clap::ArgMatches,
+    wrap: fn(A) -> Spec,
+) -> Result<Spec, clap::Error> {
+    A::from_arg_matches(m).map(wrap)
 }
 
 /// Every benchmark, in the order `numalab run` lists them.

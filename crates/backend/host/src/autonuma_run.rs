@@ -518,22 +518,9 @@ impl Running {
     ) {
         let elapsed = watched.elapsed;
         ELAPSED_S.put(&mut rec.metrics, elapsed);
-        USER_S.put(
-            &mut rec.metrics,
-            self.procs
-                .iter()
-                .filter_map(|x| x.exit)
-                .map(|e| e.user_s)
-                .sum(),
-        );
-        SYS_S.put(
-            &mut rec.metrics,
-            self.procs
-                .iter()
-                .filter_map(|x| x.exit)
-                .map(|e| e.sys_s)
-                .sum(),
-        );
+        let exits = || self.procs.iter().filter_map(|x| x.exit);
+        USER_S.put(&mut rec.metrics, exits().map(|e| e.user_s).sum());
+        SYS_S.put(&mut rec.metrics, exits().map(|e| e.sys_s).sum());
         crate::vmstat_metrics(rec, vm);
         if let Some(s) = watched.started_s {
             STARTED_S.put(&mut rec.metrics, s);
