@@ -1,9 +1,12 @@
 //! Running a campaign's cells here: the backends of its configurations
-//! ([`Pool`]), pinning the sizes, and handing the steps to the runner.
+//! ([`Pool`], each built by numalab-backends from the configuration's
+//! options, as the CLI builds its own), pinning the sizes, and handing
+//! the steps to the runner.
 
 use crate::plan::{ConfigSpec, GuestSpec, Plan, SimSpec, Target};
 use crate::state::{Campaign, CellState, Lock, LockGroup, LockInstance, Scan};
 use crate::CampaignError;
+use numalab_backends::{BackendOptions, SimOptions, StartError};
 use numalab_runner::{Backend, Backends, Interrupt, Output, RunnerError};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,17 +45,12 @@ impl<'a> Pool<'a> {
     }
 
     fn start(&mut self, c: &ConfigSpec) -> Result<Box<dyn Backend>, StartError> {
-        let b: Box<dyn Backend> = match &c.target {
-            Target::Host => {
-                let exe = std::env::current_exe().map_err(StartError::Exe)?;
-                Box::new(numalab_host::HostBackend::new(exe)?)
-            }
-            Target::Sim(s) => Box::new(sim_backend(s, self.interval)?),
-            Target::Guest(g) => Box::new(
-                numalab_guest::GuestBackend::start(&vm_options(g, &self.results), &self.results)
-                    .map_err(|e| StartError::Guest(e.to_string()))?,
-            ),
+        let opts = match &c.target {
+            Target::Host => BackendOptions::Host,
+            Target::Sim(s) => BackendOptions::Sim(sim_options(s)),
+            Target::Guest(g) => BackendOptions::Guest(Box::new(vm_options(g, &self.results))),
         };
+        let b = numalab_backends::start(&opts, &self.results, self.interval)?;
         // `Progress` (numalab reproduce) shows progress and failures only.
         if !matches!(self.output, Output::Quiet | Output::Progress)
             && self.described.insert(c.backend_identity())
@@ -84,33 +82,17 @@ impl Backends for Pool<'_> {
     }
 }
 
-/// Why a configuration's backend could not be started.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// numalab's own path, which the host backend re-executes.
-    #[error("numalab's path: {0}")]
-    Exe(std::io::Error),
-    /// This machine's topology.
-    #[error(transparent)]
-    Host(#[from] numalab_topology::TopologyError),
-    /// The simulator's configuration.
-    #[error(transparent)]
-    Sim(#[from] numalab_sim::SimError),
-    /// The guest (numalab_guest's words).
-    #[error("{0}")]
-    Guest(String),
-}
-
-fn sim_backend(
-    s: &SimSpec,
-    interval: numalab_runner::Interval,
-) -> Result<numalab_sim::SimBackend, numalab_sim::SimError> {
-    let mut cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)?;
-    cfg.tick_us = s.tick_us;
-    cfg.max_sim_s = s.max_sim_s;
-    cfg.sample_ms = numalab_sim::backend::sample_ms(interval);
-    cfg.check()?;
-    Ok(numalab_sim::SimBackend::new(cfg))
+/// `numalab sim`'s options for a simulated configuration.
+pub fn sim_options(s: &SimSpec) -> SimOptions {
+    SimOptions {
+        machine: s.machine.clone(),
+        scheduler: s.scheduler.clone(),
+        balancer: s.balancer.clone(),
+        seed: s.seed,
+        tick_us: s.tick_us,
+        max_sim_s: s.max_sim_s,
+        ..SimOptions::new(&s.machine)
+    }
 }
 
 /// `numalab vm`'s options for a guest configuration (its console to a

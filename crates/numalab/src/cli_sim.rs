@@ -2,8 +2,8 @@
 //! (numalab-sim) and write the same run records as `numalab run`.
 
 use crate::cli_bench::{execute, BenchCmd};
-use anyhow::{bail, Result};
-use numalab_sim::{SimBackend, SimConfig};
+use anyhow::{anyhow, bail, Result};
+use numalab_backends::{SimOptions, SimOptionsError};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -27,7 +27,7 @@ pub struct SimArgs {
         global = true,
         help_heading = "Simulator",
         value_name = "NAME[k=v,...]",
-        default_value = "linux"
+        default_value = SimOptions::SCHEDULER
     )]
     scheduler: String,
     /// NUMA balancer and its parameters, e.g. autonuma[scan_size_mb=512]
@@ -36,17 +36,17 @@ pub struct SimArgs {
         global = true,
         help_heading = "Simulator",
         value_name = "NAME[k=v,...]",
-        default_value = "none"
+        default_value = SimOptions::BALANCER
     )]
     balancer: String,
     /// Seed of the simulator's random numbers (repetition r uses seed + r - 1)
     #[arg(long, global = true,
-        help_heading = "Simulator", default_value_t = 1, allow_negative_numbers = true,
+        help_heading = "Simulator", default_value_t = SimOptions::SEED, allow_negative_numbers = true,
           value_parser = parse_seed)]
     seed: u64,
     /// Length of the simulation tick in microseconds
     #[arg(long, global = true,
-        help_heading = "Simulator", value_name = "US", default_value_t = 1000,
+        help_heading = "Simulator", value_name = "US", default_value_t = SimOptions::TICK_US,
           allow_negative_numbers = true, value_parser = parse_tick_us)]
     tick_us: u64,
     /// Stop a run after this many simulated seconds (it is recorded as failed)
@@ -55,7 +55,7 @@ pub struct SimArgs {
         global = true,
         help_heading = "Simulator",
         value_name = "SECONDS",
-        default_value_t = 3600.0,
+        default_value_t = SimOptions::MAX_SIM_S,
         allow_negative_numbers = true
     )]
     max_sim_s: f64,
@@ -76,7 +76,7 @@ fn parse_seed(s: &str) -> Result<u64, String> {
 
 fn parse_tick_us(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
-        Ok(v) if (1..=100_000).contains(&v) => Ok(v),
+        Ok(v) if SimOptions::TICK_US_RANGE.contains(&v) => Ok(v),
         _ => Err(format!(
             "{s:?} is not a tick length: a whole number of microseconds from 1 to 100000"
         )),
@@ -137,15 +137,18 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
     let Some(machine) = args.machine.as_deref() else {
         bail!("sim needs --machine PRESET|FILE (presets: numalab sim --list)");
     };
-    let mut cfg = SimConfig::new(machine, &args.scheduler, &args.balancer, args.seed)?;
-    cfg.tick_us = args.tick_us;
-    if !(args.max_sim_s.is_finite() && args.max_sim_s > 0.0) {
-        bail!("--max-sim-s must be a positive number of seconds");
-    }
-    cfg.max_sim_s = args.max_sim_s;
-    cfg.trace_format = args.trace_format.into();
-    cfg.sample_ms = numalab_sim::backend::sample_ms(bench.interval());
-    cfg.check()?;
-    let mut backend = SimBackend::new(cfg);
+    let opts = SimOptions {
+        scheduler: args.scheduler.clone(),
+        balancer: args.balancer.clone(),
+        seed: args.seed,
+        tick_us: args.tick_us,
+        max_sim_s: args.max_sim_s,
+        trace_format: args.trace_format.into(),
+        ..SimOptions::new(machine)
+    };
+    let mut backend = opts.build(bench.interval()).map_err(|e| match e {
+        SimOptionsError::MaxSimS(_) => anyhow!("--max-sim-s must be a positive number of seconds"),
+        e => anyhow!(e),
+    })?;
     execute(&bench, &mut backend)
 }

@@ -23,13 +23,13 @@ use std::time::Duration;
 )]
 pub struct VmArgs {
     /// NUMA nodes in the guest
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = SpecInput::NODES)]
     nodes: u32,
     /// CPUs on each node that has CPUs
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = SpecInput::CPUS_PER_NODE)]
     cpus_per_node: u32,
     /// Memory on each node (512M, 1G, 2048K)
-    #[arg(long, value_name = "SIZE", default_value = "512M")]
+    #[arg(long, value_name = "SIZE", default_value = SpecInput::MEM_PER_NODE)]
     mem_per_node: String,
     /// Node distance matrix, rows separated by ';' (default: 10 local, 20 remote)
     #[arg(long, value_name = "MATRIX")]

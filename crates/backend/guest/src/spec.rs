@@ -31,6 +31,14 @@ pub struct SpecInput {
     pub memory_only_nodes: Option<String>,
 }
 
+impl SpecInput {
+    /// The default shape, `numalab vm`'s and a campaign's `[guest]`'s:
+    /// two nodes of one CPU and 512 MiB each.
+    pub const NODES: u32 = 2;
+    pub const CPUS_PER_NODE: u32 = 1;
+    pub const MEM_PER_NODE: &'static str = "512M";
+}
+
 /// One node of the guest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
