@@ -104,11 +104,10 @@ pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
             .expect("checked when the plan was read"),
         kernel: g.kernel.clone(),
         sysctls: Vec::new(),
-        accel: match g.accel.as_deref() {
-            Some("kvm") => AccelChoice::Kvm,
-            Some("tcg") => AccelChoice::Tcg,
-            _ => AccelChoice::Auto,
-        },
+        // The names were checked when the plan was read.
+        accel: (g.accel.as_deref())
+            .and_then(AccelChoice::from_name)
+            .unwrap_or(AccelChoice::Auto),
         timeout: Duration::from_secs(g.timeout_s.unwrap_or(24 * 3600)),
         quiet: true,
         verbose: false,
@@ -116,11 +115,9 @@ pub fn vm_options(g: &GuestSpec, results: &Path) -> numalab_guest::VmOptions {
         command: Vec::new(),
         append: g.append.clone().unwrap_or_default(),
         exe: None,
-        rootfs: match g.rootfs.as_deref() {
-            Some("host") => Rootfs::Host,
-            Some("initramfs") => Rootfs::Initramfs,
-            _ => Rootfs::Auto,
-        },
+        rootfs: (g.rootfs.as_deref())
+            .and_then(Rootfs::from_name)
+            .unwrap_or(Rootfs::Auto),
         modules: g.modules.clone(),
         shares: g.shares.clone(),
         share_passthrough: false,

@@ -167,6 +167,21 @@ pub enum AccelChoice {
     Tcg,
 }
 
+impl AccelChoice {
+    /// The names `--accel` and a campaign's `accel` take.
+    pub const NAMES: [&'static str; 3] = ["auto", "kvm", "tcg"];
+
+    /// The choice `name` (one of [`AccelChoice::NAMES`]) stands for.
+    pub fn from_name(name: &str) -> Option<AccelChoice> {
+        Some(match name {
+            "auto" => AccelChoice::Auto,
+            "kvm" => AccelChoice::Kvm,
+            "tcg" => AccelChoice::Tcg,
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
     Kvm,
@@ -435,6 +450,26 @@ pub fn args(l: &Launch) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accelerator_and_root_names_stand_for_their_choices() {
+        let accels: Vec<_> = AccelChoice::NAMES
+            .iter()
+            .map(|n| AccelChoice::from_name(n))
+            .collect();
+        use AccelChoice::*;
+        assert_eq!(accels, [Some(Auto), Some(Kvm), Some(Tcg)]);
+        assert_eq!(AccelChoice::from_name("KVM"), None);
+        let roots: Vec<_> = crate::Rootfs::NAMES
+            .iter()
+            .map(|n| crate::Rootfs::from_name(n))
+            .collect();
+        assert_eq!(
+            roots,
+            [Some(crate::Rootfs::Host), Some(crate::Rootfs::Initramfs)]
+        );
+        assert_eq!(crate::Rootfs::from_name("auto"), None);
+    }
     use crate::spec::{SpecInput, VmSpec};
     use std::cmp::Ordering;
 

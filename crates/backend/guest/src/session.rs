@@ -291,6 +291,21 @@ pub enum Rootfs {
     Initramfs,
 }
 
+impl Rootfs {
+    /// The names `--rootfs` and a campaign's `rootfs` take (`auto` is
+    /// leaving it out).
+    pub const NAMES: [&'static str; 2] = ["host", "initramfs"];
+
+    /// The root `name` (one of [`Rootfs::NAMES`]) stands for.
+    pub fn from_name(name: &str) -> Option<Rootfs> {
+        Some(match name {
+            "host" => Rootfs::Host,
+            "initramfs" => Rootfs::Initramfs,
+            _ => return None,
+        })
+    }
+}
+
 /// The host-filesystem part of a boot: modules for the initramfs, the
 /// job's [`crate::job::HostFs`], the 9p exports, and a sentence for the
 /// status line.
