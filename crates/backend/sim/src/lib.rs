@@ -448,9 +448,6 @@ pub fn list_text() -> String {
             let _ = writeln!(s, "  {:<12}   [{p}]", "");
         }
     }
-    let _ = writeln!(
-        s,
-        "\nbenchmarks: numa_test, numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT,\n  twohalves, spin, hackbench, forkexec, mem (their flags are numalab run's)"
-    );
+    let _ = writeln!(s, "\n{}", numalab_bench::registry::sim_list_text());
     s
 }
