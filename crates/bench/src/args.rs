@@ -83,16 +83,7 @@ pub enum ValueError {
     NotANode(String),
 }
 
-/// Why a benchmark's name or flags were refused.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    /// A name that is none of the benchmarks.
-    #[error("{name:?} is not a benchmark (one of {})", NAMES.join(", "))]
-    UnknownBenchmark { name: String },
-    /// Flags clap refused (an unknown flag, a bad value), as one line.
-    #[error("{}", clap_line(.0))]
-    Flags(clap::Error),
-}
+pub use crate::registry::{Flag, Spec, SpecError, NAMES};
 
 /// `4,8,16`: task or thread counts, each from 1 to `max`.
 fn counts(s: &str, what: &'static str, max: u32) -> Result<Vec<u32>, ValueError> {
@@ -510,108 +501,6 @@ pub struct CommandArgs {
 impl CommandArgs {
     pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
         command::resolve(self, cal)
-    }
-}
-
-/// A benchmark named with its arguments, as `numalab run NAME FLAGS...`
-/// and a campaign plan's `[[benchmark]]` both give it: one parser, one
-/// meaning for every flag.
-#[derive(Clone, Debug)]
-pub enum Spec {
-    NumaTest(NumaTestArgs),
-    /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT.
-    Autonuma(Kind, AutonumaArgs),
-    TwoHalves(TwoHalvesArgs),
-    Spin(SpinArgs),
-    Hackbench(HackbenchArgs),
-    ForkExec(ForkExecArgs),
-    Mem(MemArgs),
-    Command(CommandArgs),
-}
-
-/// Every benchmark name, as `numalab run` lists them (the registry's).
-pub use crate::registry::NAMES;
-
-/// One flag of a benchmark: its long name and whether it takes a value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flag {
-    pub long: String,
-    pub takes_value: bool,
-}
-
-fn command_for(name: &str) -> Result<clap::Command, SpecError> {
-    crate::registry::find(name)
-        .map(|b| b.command())
-        .ok_or_else(|| SpecError::UnknownBenchmark {
-            name: name.to_string(),
-        })
-}
-
-/// A clap error as one line: what is wrong, without usage or tips.
-fn clap_line(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    first.trim_start_matches("error: ").to_string()
-}
-
-impl Spec {
-    /// Parse `args` (flags as on the command line, program and its
-    /// arguments after `--` for `command`) as benchmark `name`'s.
-    pub fn parse(name: &str, args: &[String]) -> Result<Spec, SpecError> {
-        let m = command_for(name)?
-            .try_get_matches_from(args)
-            .map_err(SpecError::Flags)?;
-        let b = crate::registry::find(name).expect("found by command_for");
-        (b.spec)(&m).map_err(SpecError::Flags)
-    }
-
-    /// Benchmark `name`'s flags (for checking a plan's keys).
-    pub fn flags(name: &str) -> Result<Vec<Flag>, SpecError> {
-        let cmd = command_for(name)?;
-        Ok(cmd
-            .get_arguments()
-            .filter_map(|a| {
-                Some(Flag {
-                    long: a.get_long()?.to_string(),
-                    takes_value: a.get_action().takes_values(),
-                })
-            })
-            .collect())
-    }
-
-    /// The benchmark's name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Spec::NumaTest(_) => "numa_test",
-            Spec::Autonuma(k, _) => k.name(),
-            Spec::TwoHalves(_) => "twohalves",
-            Spec::Spin(_) => "spin",
-            Spec::Hackbench(_) => "hackbench",
-            Spec::ForkExec(_) => "forkexec",
-            Spec::Mem(_) => "mem",
-            Spec::Command(_) => "command",
-        }
-    }
-
-    /// The cases, every default resolved on `cal`'s machine.
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        match self {
-            Spec::NumaTest(a) => a.resolve(cal),
-            Spec::Autonuma(k, a) => a.resolve(*k, cal),
-            Spec::TwoHalves(a) => a.resolve(cal),
-            Spec::Spin(a) => a.resolve(cal),
-            Spec::Hackbench(a) => a.resolve(cal),
-            Spec::ForkExec(a) => a.resolve(cal),
-            Spec::Mem(a) => a.resolve(cal),
-            Spec::Command(a) => a.resolve(cal),
-        }
-    }
-
-    pub fn is_command(&self) -> bool {
-        matches!(self, Spec::Command(_))
     }
 }
 

@@ -36,10 +36,10 @@
 //! subcommands, [`args::NAMES`], the names a command may not take, the
 //! simulator's `--list`, the report's placement family) is derived from
 //! the registry, so adding a benchmark means: its module here (arguments,
-//! parameters, resolve, key, registry entry) with a line in
-//! [`registry::ALL`] and its `Spec` and `Case` variants, the host's run
-//! function and the simulator's workload model. docs/architecture.md lists
-//! the files.
+//! parameters, resolve, key, registry entry), a line in [`registry::ALL`]
+//! and a [`registry::Spec`] variant (registry.rs), its [`Case`] variant
+//! (here), the host's run function and the simulator's workload model.
+//! docs/architecture.md lists the files.
 //!
 //! [`numalab-host`]: ../numalab_host/index.html
 //! [`numalab-sim`]: ../numalab_sim/index.html

@@ -7,9 +7,18 @@
 //! `command` may not take ([`crate::command::RESERVED`]), the simulator's
 //! `--list` line ([`sim_list_text`]) and the placement family the report
 //! summarises ([`placement_family`]).
+//!
+//! [`Spec`], a benchmark named with its flags, lives here too: one variant
+//! per argument type, so that adding a benchmark touches this file, its
+//! module and `Case` in lib.rs, and nothing else in this crate.
 
-use crate::args::Spec;
+use crate::args::{
+    AutonumaArgs, CommandArgs, ForkExecArgs, HackbenchArgs, MemArgs, NumaTestArgs, SpinArgs,
+    TwoHalvesArgs,
+};
+use crate::autonuma::Kind;
 use crate::metrics::MetricDef;
+use crate::{BenchError, Calibration, Resolved};
 
 /// One benchmark: everything the command line, a campaign plan and the
 /// reports need to know of it before it runs.
@@ -163,6 +172,116 @@ pub fn sim_list_text() -> String {
     }
     out.push_str(&line);
     out
+}
+
+/// Why a benchmark's name or flags were refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A name that is none of the benchmarks.
+    #[error("{name:?} is not a benchmark (one of {})", NAMES.join(", "))]
+    UnknownBenchmark { name: String },
+    /// Flags clap refused (an unknown flag, a bad value), as one line.
+    #[error("{}", clap_line(.0))]
+    Flags(clap::Error),
+}
+
+/// A benchmark named with its arguments, as `numalab run NAME FLAGS...`
+/// and a campaign plan's `[[benchmark]]` both give it: one parser, one
+/// meaning for every flag.
+#[derive(Clone, Debug)]
+pub enum Spec {
+    NumaTest(NumaTestArgs),
+    /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT.
+    Autonuma(Kind, AutonumaArgs),
+    TwoHalves(TwoHalvesArgs),
+    Spin(SpinArgs),
+    Hackbench(HackbenchArgs),
+    ForkExec(ForkExecArgs),
+    Mem(MemArgs),
+    Command(CommandArgs),
+}
+
+/// One flag of a benchmark: its long name and whether it takes a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flag {
+    pub long: String,
+    pub takes_value: bool,
+}
+
+fn command_for(name: &str) -> Result<clap::Command, SpecError> {
+    crate::registry::find(name)
+        .map(|b| b.command())
+        .ok_or_else(|| SpecError::UnknownBenchmark {
+            name: name.to_string(),
+        })
+}
+
+/// A clap error as one line: what is wrong, without usage or tips.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    first.trim_start_matches("error: ").to_string()
+}
+
+impl Spec {
+    /// Parse `args` (flags as on the command line, program and its
+    /// arguments after `--` for `command`) as benchmark `name`'s.
+    pub fn parse(name: &str, args: &[String]) -> Result<Spec, SpecError> {
+        let m = command_for(name)?
+            .try_get_matches_from(args)
+            .map_err(SpecError::Flags)?;
+        let b = crate::registry::find(name).expect("found by command_for");
+        (b.spec)(&m).map_err(SpecError::Flags)
+    }
+
+    /// Benchmark `name`'s flags (for checking a plan's keys).
+    pub fn flags(name: &str) -> Result<Vec<Flag>, SpecError> {
+        let cmd = command_for(name)?;
+        Ok(cmd
+            .get_arguments()
+            .filter_map(|a| {
+                Some(Flag {
+                    long: a.get_long()?.to_string(),
+                    takes_value: a.get_action().takes_values(),
+                })
+            })
+            .collect())
+    }
+
+    /// The benchmark's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Spec::NumaTest(_) => "numa_test",
+            Spec::Autonuma(k, _) => k.name(),
+            Spec::TwoHalves(_) => "twohalves",
+            Spec::Spin(_) => "spin",
+            Spec::Hackbench(_) => "hackbench",
+            Spec::ForkExec(_) => "forkexec",
+            Spec::Mem(_) => "mem",
+            Spec::Command(_) => "command",
+        }
+    }
+
+    /// The cases, every default resolved on `cal`'s machine.
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        match self {
+            Spec::NumaTest(a) => a.resolve(cal),
+            Spec::Autonuma(k, a) => a.resolve(*k, cal),
+            Spec::TwoHalves(a) => a.resolve(cal),
+            Spec::Spin(a) => a.resolve(cal),
+            Spec::Hackbench(a) => a.resolve(cal),
+            Spec::ForkExec(a) => a.resolve(cal),
+            Spec::Mem(a) => a.resolve(cal),
+            Spec::Command(a) => a.resolve(cal),
+        }
+    }
+
+    pub fn is_command(&self) -> bool {
+        matches!(self, Spec::Command(_))
+    }
 }
 
 #[cfg(test)]
