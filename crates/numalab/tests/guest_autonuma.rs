@@ -2,7 +2,9 @@
 //! with kernel.numa_balancing=1 pages migrate and the benchmarks
 //! converge; with 0 nothing migrates and they do not converge; bind and
 //! inverse-bind put memory and threads where they say. Everything is
-//! checked in the records that come back to the host.
+//! checked in the records that come back to the host. The runs that need
+//! no boot-time setting share one guest (a campaign whose two
+//! configurations set `kernel.numa_balancing` in the running guest).
 //!
 //! These need `numalab vm` (qemu-system-x86, linux-image-amd64): they
 //! follow the guest tests of `numalab vm` (FAIL naming the package when
@@ -15,13 +17,8 @@ use std::time::Instant;
 mod common;
 use common::{guest_lock, guests_enabled, json_records, EXE};
 
-/// `numalab vm` with a 2 x 2-CPU, 2 x 1 GiB guest and the sysctl, then
-/// `numalab run ARGS`; the records that came back.
-fn guest_run(balancing: &str, args: &[&str]) -> (Output, Vec<Value>) {
-    guest_run_with(&[&format!("kernel.numa_balancing={balancing}")], args)
-}
-
-/// As [`guest_run`], with the sysctls `KEY=VALUE`.
+/// `numalab vm` with a 2 x 2-CPU, 2 x 1 GiB guest and the sysctls
+/// `KEY=VALUE`, then `numalab run ARGS`; the records that came back.
 fn guest_run_with(sysctls: &[&str], args: &[&str]) -> (Output, Vec<Value>) {
     let _g = guest_lock();
     let dir = tempfile::tempdir().unwrap();
@@ -142,13 +139,14 @@ fn balancing_on(bench: &str, sysctls: &[&str], args: &[&str]) -> Value {
     recs.into_iter().next().unwrap()
 }
 
-fn balancing_off(bench: &str, args: &[&str]) {
-    let (o, recs) = guest_run("0", args);
-    check_common(&o, &recs, bench, 1);
+/// With NUMA balancing off: nothing migrates, the run does not converge,
+/// and the benchmark's buffers never reach node 1.
+fn balancing_off(o: &Output, recs: &[Value], bench: &str) {
+    check_common(o, recs, bench, 1);
     let r = &recs[0];
     assert_eq!(r["machine"]["numa_balancing"], "0");
-    assert_eq!(metric(r, "numa_pages_migrated"), 0.0, "{}", text(&o));
-    assert_eq!(state(r), "not_converged", "{}", text(&o));
+    assert_eq!(metric(r, "numa_pages_migrated"), 0.0, "{}", text(o));
+    assert_eq!(state(r), "not_converged", "{}", text(o));
     // Nothing of the benchmark's buffers ever reached node 1: every
     // sampled page of every thread's working memory stayed on node 0.
     // (The processes' whole resident memory is not checked: a varying
@@ -165,12 +163,12 @@ fn balancing_off(bench: &str, args: &[&str]) {
                 .map(|v| v.as_u64().unwrap())
                 .collect();
             if m.iter().sum::<u64>() > 0 {
-                assert_eq!(m[1], 0, "buffer pages on node 1: {m:?}\n{}", text(&o));
+                assert_eq!(m[1], 0, "buffer pages on node 1: {m:?}\n{}", text(o));
                 seen += 1;
             }
         }
     }
-    assert!(seen > 0, "no sample of the buffers: {}", text(&o));
+    assert!(seen > 0, "no sample of the buffers: {}", text(o));
 }
 
 #[test]
@@ -207,24 +205,6 @@ fn numa01_with_numa_balancing_migrates_and_converges() {
 }
 
 #[test]
-fn numa01_without_numa_balancing_migrates_nothing() {
-    if guests_enabled("numa01_without_numa_balancing_migrates_nothing") {
-        balancing_off(
-            "numa01",
-            &[
-                "numa01",
-                "--bytes",
-                "64M",
-                "--duration",
-                "6",
-                "--interval",
-                "0.5",
-            ],
-        );
-    }
-}
-
-#[test]
 fn twohalves_with_numa_balancing_migrates_and_converges() {
     if guests_enabled("twohalves_with_numa_balancing_migrates_and_converges") {
         balancing_on(
@@ -236,24 +216,6 @@ fn twohalves_with_numa_balancing_migrates_and_converges() {
                 "128M",
                 "--duration",
                 "15",
-                "--interval",
-                "0.5",
-            ],
-        );
-    }
-}
-
-#[test]
-fn twohalves_without_numa_balancing_migrates_nothing() {
-    if guests_enabled("twohalves_without_numa_balancing_migrates_nothing") {
-        balancing_off(
-            "twohalves",
-            &[
-                "twohalves",
-                "--bytes",
-                "128M",
-                "--duration",
-                "6",
                 "--interval",
                 "0.5",
             ],
@@ -353,28 +315,97 @@ fn check_placed(r: &Value) {
     }
 }
 
+/// The plan of the guest that [`balancing_off_and_bind_placements`]
+/// shares: configuration `off` (kernel.numa_balancing=0, set in the
+/// running guest) runs numa01 and twohalves, `bind` (=1) runs numa01 and
+/// numa02 bound and inverse-bound; one 2 x 2-CPU, 2 x 1 GiB guest serves
+/// both (a campaign's configurations of one guest shape share a boot).
+const PLAN: &str = r#"name = "autonuma"
+results = "out"
+runs = 1
+warmup = 0
+order = "sequential"
+interval = 0.3
+
+[[benchmark]]
+name = "numa01"
+bytes = "64M"
+duration = 6
+configs = ["off"]
+
+[[benchmark]]
+name = "twohalves"
+bytes = "128M"
+duration = 6
+configs = ["off"]
+
+[[benchmark]]
+name = "numa01"
+bytes = "32M"
+placement = "bind,inverse-bind"
+duration = 4
+configs = ["bind"]
+
+[[benchmark]]
+name = "numa02"
+bytes = "32M"
+placement = "bind,inverse-bind"
+duration = 4
+configs = ["bind"]
+
+[[config]]
+label = "off"
+sysctl = { "kernel.numa_balancing" = "0" }
+guest = { nodes = 2, cpus_per_node = 2, mem_per_node = "1G", timeout_s = 400 }
+
+[[config]]
+label = "bind"
+sysctl = { "kernel.numa_balancing" = "1" }
+guest = { nodes = 2, cpus_per_node = 2, mem_per_node = "1G", timeout_s = 400 }
+"#;
+
+/// One guest for the runs that need no boot-time setting (a campaign of
+/// [`PLAN`]):
+///
+/// - numa01 and twohalves with NUMA balancing off migrate nothing and do
+///   not converge;
+/// - bind and inverse-bind (numa01, numa02) place memory where they say:
+///   every sample after the start has each thread's memory on the node
+///   the plan bound it to, and each thread on the node it was pinned to.
 #[test]
-fn bind_and_inverse_bind_place_memory_where_they_say() {
-    if !guests_enabled("bind_and_inverse_bind_place_memory_where_they_say") {
+fn balancing_off_and_bind_placements() {
+    if !guests_enabled("balancing_off_and_bind_placements") {
         return;
     }
-    for (bench, extra) in [
-        ("numa01", &["--bytes", "32M"][..]),
-        ("numa02", &["--bytes", "32M"][..]),
-    ] {
-        let mut args = vec![
-            bench,
-            "--placement",
-            "bind,inverse-bind",
-            "--duration",
-            "4",
-            "--interval",
-            "0.3",
-        ];
-        args.extend(extra);
-        let (o, recs) = guest_run("1", &args);
+    let _g = guest_lock();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("autonuma.toml"), PLAN).unwrap();
+    let t = Instant::now();
+    let o = Command::new(EXE)
+        .current_dir(dir.path())
+        .args(["campaign", "run", "autonuma.toml"])
+        .output()
+        .expect("running numalab campaign");
+    eprintln!("numalab campaign run: {:.1} s", t.elapsed().as_secs_f64());
+    let res = dir.path().join("out");
+    let boots = std::fs::read_dir(res.join("vm-logs")).map_or(0, |d| d.count());
+    // One guest sizes the benchmarks (`campaign run` pins them in a guest
+    // of its own), one runs both configurations.
+    assert!(boots <= 2, "{boots} guests: {}", text(&o));
+    let recs: Vec<Value> = json_records(&res).into_iter().map(|(_, r)| r).collect();
+    let of = |label: &str, bench: &str| -> Vec<Value> {
+        recs.iter()
+            .filter(|r| r["label"] == label && r["benchmark"] == bench)
+            .cloned()
+            .collect()
+    };
+    balancing_off(&o, &of("off", "numa01"), "numa01");
+    balancing_off(&o, &of("off", "twohalves"), "twohalves");
+    for bench in ["numa01", "numa02"] {
+        let recs = of("bind", bench);
         check_common(&o, &recs, bench, 2);
         for r in &recs {
+            assert_eq!(r["machine"]["numa_balancing"], "1");
             check_placed(r);
         }
     }
