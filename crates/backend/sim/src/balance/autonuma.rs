@@ -35,6 +35,11 @@
 //!   system time to the faulting task, a migration `migrate_us_per_mb`.
 //! - What a fault does (should_numa_migrate_memory, task_numa_fault,
 //!   task_numa_placement, task_numa_migrate) is in [`super::numa`].
+//! - With `autonuma25_exchange=true`, tasks move by AutoNUMA25's
+//!   exchange ([`super::autonuma25`], the kernel seed 002 measured)
+//!   instead of task_numa_migrate: every busy CPU runs it each
+//!   `exchange_interval_ms`, with each process's pages per node counted at
+//!   its last complete scan pass.
 //!
 //! One fault per chunk (a THP fault is one PMD); `numa_pages_migrated`
 //! and the fault counts count its 4 KiB pages.
@@ -69,6 +74,12 @@ pub struct AutoNuma {
     hits: Vec<(usize, u64)>,
     faulted: Vec<(u32, TaskId)>,
     alias: Alias,
+    /// AutoNUMA25's task exchange in place of task_numa_migrate, run by
+    /// each busy CPU every `exchange_ns` ([`super::autonuma25`]), and each
+    /// process's pages per node at its last complete pass.
+    exchange: bool,
+    exchange_ns: u64,
+    mm_pages: Vec<Vec<u64>>,
 }
 
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, crate::params::ParamError> {
@@ -112,14 +123,31 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, crate::params::ParamErro
         true,
         "should_numa_migrate_memory (two-reference filter, shared-page rules); false migrates every misplaced page on its fault",
     )?;
+    let exchange = p.bool(
+        "autonuma25_exchange",
+        false,
+        "AutoNUMA25's task exchange (__sched_autonuma_balance, aa.git autonuma, 2012) in place of task_numa_migrate: seed 002's kernel",
+    )?;
+    let exchange_ms = p.f64(
+        "exchange_interval_ms",
+        64.0,
+        "with autonuma25_exchange: how often a busy CPU runs it (SCHED_SOFTIRQ load balancing of a busy CPU: balance_interval 1 ms x busy_factor 64, include/linux/topology.h, 3.6)",
+    )?;
+    if exchange_ms <= 0.0 {
+        return Err(crate::params::ParamError::Inconsistent(
+            "autonuma: need exchange_interval_ms > 0".into(),
+        ));
+    }
     if size <= 0.0 || pmin <= 0.0 || pmax < pmin {
         return Err(crate::params::ParamError::Inconsistent(
             "autonuma: need scan_size_mb > 0 and 0 < scan_period_min_ms <= scan_period_max_ms"
                 .into(),
         ));
     }
+    let mut common = NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true);
+    common.task_moves = !exchange;
     Ok(AutoNuma {
-        common: NumaCommon::new(m, migrate_us_per_mb * 1e3, filter, true),
+        common,
         scan_delay_ns: (scan_delay * 1e6) as u64,
         period_min_ms: pmin,
         period_max_ms: pmax,
@@ -135,6 +163,9 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, crate::params::ParamErro
         hits: Vec::new(),
         faulted: Vec::new(),
         alias: Alias::default(),
+        exchange,
+        exchange_ns: (exchange_ms * 1e6) as u64,
+        mm_pages: Vec::new(),
     })
 }
 
@@ -302,6 +333,14 @@ impl AutoNuma {
         if off >= chunks.len() {
             off = 0;
             self.common.scan_seq[p] += 1;
+            // knuma_scand's per-node page counts of the pass (AutoNUMA25's
+            // mm_autonuma->mm_numa_fault).
+            if self.exchange {
+                if self.mm_pages.len() <= p {
+                    self.mm_pages.resize(p + 1, Vec::new());
+                }
+                self.mm_pages[p] = w.mem.proc_node[p].clone();
+            }
         }
         self.proc_offset[p] = off;
         w.stats.pte_updates += marked as u64 * w.mem.chunk_pages();
@@ -455,6 +494,23 @@ impl Alias {
     }
 }
 
+impl AutoNuma {
+    /// AutoNUMA25's run_rebalance_domains callout: each busy CPU runs
+    /// __sched_autonuma_balance once per interval, the CPUs staggered
+    /// over it.
+    fn exchange(&mut self, w: &mut World) {
+        let tick = w.now / w.tick_ns.max(1);
+        let every = (self.exchange_ns / w.tick_ns.max(1)).max(1);
+        let n = w.m.ncpus as u64;
+        for cpu in 0..w.m.ncpus {
+            let phase = cpu as u64 * every / n.max(1);
+            if (tick + phase).is_multiple_of(every) {
+                super::autonuma25::balance(&self.common, &self.mm_pages, w, cpu);
+            }
+        }
+    }
+}
+
 impl Balancer for AutoNuma {
     fn tick(&mut self, w: &mut World, s: &mut dyn Scheduler) {
         self.ensure(w);
@@ -472,6 +528,9 @@ impl Balancer for AutoNuma {
         // Placement, task moves and memory migration happen on the faults
         // (task_numa_fault).
         self.faults(w);
+        if self.exchange {
+            self.exchange(w);
+        }
         self.common.reap(w);
     }
 }
@@ -501,6 +560,33 @@ mod tests {
             b.tick(&mut w, s.as_mut());
             assert_eq!(b.common.imbalance_pct(), want, "{sched}");
         }
+    }
+
+    /// AutoNUMA25's exchange is off by default (fair.c's task_numa_migrate
+    /// moves tasks), on with `autonuma25_exchange=true`, and a
+    /// non-positive interval is refused with a message.
+    #[test]
+    fn the_autonuma25_exchange_is_a_parameter() {
+        let m = crate::tests::nodes_machine(2, 4);
+        let args = |kv: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let b = super::new(&mut Params::new("autonuma", &args(&[])), &m).unwrap();
+        assert!(!b.exchange && b.common.task_moves);
+        let on = args(&[("autonuma25_exchange", "true")]);
+        let b = super::new(&mut Params::new("autonuma", &on), &m).unwrap();
+        assert!(b.exchange && !b.common.task_moves);
+        assert_eq!(b.exchange_ns, 64_000_000);
+        let bad = args(&[
+            ("autonuma25_exchange", "true"),
+            ("exchange_interval_ms", "0"),
+        ]);
+        let e = super::new(&mut Params::new("autonuma", &bad), &m)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("exchange_interval_ms"), "{e}");
     }
 
     /// Over a fine uniform grid, each index is drawn in proportion to its

@@ -7,6 +7,7 @@ use crate::machine::Machine;
 use crate::params::{Params, PolicySpec};
 
 pub mod autonuma;
+pub mod autonuma25;
 pub mod numa;
 pub mod sampling;
 

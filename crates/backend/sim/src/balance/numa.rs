@@ -219,6 +219,9 @@ pub struct NumaCommon {
     /// Hardware access hints instead of scanning (the IBS RFC's
     /// hw_access_hints static key).
     hw: Option<HwHints>,
+    /// numa_migrate_preferred moves tasks (task_numa_migrate); false when
+    /// another rule moves them (AutoNUMA25's task exchange).
+    pub task_moves: bool,
 }
 
 /// The IBS RFC's sysctls (Rao, "[RFC PATCH 4/5] x86/ibs: Adjust access
@@ -252,6 +255,7 @@ impl NumaCommon {
             scan_bounds: Vec::new(),
             adapt_period: adapt,
             hw: None,
+            task_moves: true,
         }
     }
 
@@ -347,6 +351,14 @@ impl NumaCommon {
     fn task_faults(&self, t: TaskId, n: usize) -> f64 {
         let tn = &self.tasks[t];
         tn.mem[SHARED][n] + tn.mem[PRIVATE][n]
+    }
+
+    /// The task's memory-side faults on node `n`: the decayed counts and
+    /// those of the pass under way (AutoNUMA25's task_numa_fault[nid],
+    /// halved at each new pass and counting every fault at once).
+    pub fn faults_on(&self, t: TaskId, n: usize) -> f64 {
+        let tn = &self.tasks[t];
+        self.task_faults(t, n) + tn.mem_buf[SHARED][n] + tn.mem_buf[PRIVATE][n]
     }
 
     fn group_faults(&self, w: &World, t: TaskId, n: usize) -> f64 {
@@ -805,7 +817,7 @@ impl NumaCommon {
         };
         let interval_ms = (period / 16.0).floor().min(1000.0);
         self.tasks[t].migrate_retry = w.now + (interval_ms * 1e6) as u64;
-        if w.task_node(t) == pref || w.tasks[t].is_done() {
+        if w.task_node(t) == pref || w.tasks[t].is_done() || !self.task_moves {
             return;
         }
         self.task_numa_migrate(w, t);
@@ -1353,5 +1365,62 @@ mod tests {
                 assert_eq!((moves, swaps), (0, 0));
             }
         }
+    }
+
+    /// numa01 after its first pass: both processes' threads on both
+    /// (full) nodes, 56.3% and 56.8% of their memory on node 0. fair.c's
+    /// task_numa_compare charges the other task's loss, so no swap gains
+    /// SMALLIMP and the split stays; AutoNUMA25's __sched_autonuma_balance
+    /// swaps a thread of the process with the larger share on node 0
+    /// (other_diff 568 - 563 > 0, this_diff 568 - 432 > 0) with a thread
+    /// of the other, and never the reverse.
+    #[test]
+    fn autonuma25_exchanges_where_task_numa_compare_does_not() {
+        let shares = [[563.0, 437.0], [568.0, 432.0]];
+        let mut w = world();
+        let regions = [add_region(&mut w, 0, 4096), add_region(&mut w, 1, 4096)];
+        // Node 0: CPUs 0-7, node 1: CPUs 8-15; each process four on each.
+        let at = |cpu: usize| (cpu % 8) / 4;
+        let tasks: Vec<TaskId> = (0..16)
+            .map(|cpu| running(&mut w, at(cpu), regions[at(cpu)], cpu))
+            .collect();
+        let mut c = common(&w);
+        for (cpu, &t) in tasks.iter().enumerate() {
+            let p = at(cpu);
+            let tn = &mut c.tasks[t];
+            tn.mem[SHARED] = shares[p].to_vec();
+            tn.total_faults = 1000.0;
+            tn.has_faults = true;
+            tn.in_group = true;
+            tn.scan_period_ms = 1000.0;
+            w.tasks[t].preferred_node = Some(0);
+        }
+        for p in 0..2 {
+            let g = &mut c.groups[p];
+            g.mem[SHARED] = shares[p].iter().map(|x| x * 8.0).collect();
+            g.total_faults = 8000.0;
+            g.cpu = vec![1000.0, 1000.0];
+            g.max_faults_cpu = 1000.0;
+            g.active_nodes = 2;
+            g.nr_tasks = 8;
+        }
+        // fair.c: process 1's thread on node 1 (CPU 12) wants node 0.
+        c.migrate_preferred(&mut w, tasks[12]);
+        assert_eq!(w.stats.numa_swaps + w.stats.numa_task_moves, 0);
+        assert_eq!(w.task_node(tasks[12]), 1);
+        // AutoNUMA25, knuma_scand's counts equal to the shares.
+        let mm: Vec<Vec<u64>> = shares
+            .iter()
+            .map(|s| s.iter().map(|&x| x as u64).collect())
+            .collect();
+        // Process 0's thread on node 1 may not take node 0 from process 1.
+        assert_eq!(super::super::autonuma25::balance(&c, &mm, &mut w, 8), None);
+        let done = super::super::autonuma25::balance(&c, &mm, &mut w, 12);
+        assert_eq!(done, Some((tasks[12], tasks[0])));
+        assert_eq!(w.stats.numa_swaps, 1);
+        assert_eq!(w.tasks[tasks[12]].cpu, 0);
+        assert_eq!(w.task_node(tasks[0]), 1);
+        // Before knuma_scand's first pass: nothing.
+        assert_eq!(super::super::autonuma25::balance(&c, &[], &mut w, 13), None);
     }
 }
