@@ -1,13 +1,15 @@
-//! One argument set per benchmark, flattened into both `numalab run` and
-//! `numalab sim`: the same flag has the same name, meaning and default on
-//! every backend. Values are checked here, so a bad one is a one-line
-//! error naming the flag before anything runs.
+//! The value parsers of the benchmarks' flags, and their argument sets
+//! re-exported. Each benchmark's argument set (one clap type, defined in
+//! its module beside its registry entry) is flattened into both `numalab
+//! run` and `numalab sim`, and parses a campaign plan's keys: the same flag
+//! has the same name, meaning and default on every backend. Values are
+//! checked here, so a bad one is a one-line error naming the flag before
+//! anything runs.
 
-use crate::autonuma::{self, Kind, Placement as BindPlacement};
-use crate::numa_test::{Disturb, MAX_TASKS};
-use crate::{command, forkexec, mem, numa_test, placement, BenchError, Calibration, Resolved};
+use crate::autonuma::{self, Placement as BindPlacement};
+use crate::mem;
+use crate::numa_test::MAX_TASKS;
 use numalab_topology::placement::Placement;
-use std::path::PathBuf;
 
 /// A comma-separated list flag's values (a scan: one case per value).
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +85,12 @@ pub enum ValueError {
     NotANode(String),
 }
 
+pub use crate::autonuma::{AutonumaArgs, TwoHalvesArgs};
+pub use crate::command::CommandArgs;
+pub use crate::forkexec::ForkExecArgs;
+pub use crate::mem::MemArgs;
+pub use crate::numa_test::NumaTestArgs;
+pub use crate::placement::{HackbenchArgs, SpinArgs, Where};
 pub use crate::registry::{Flag, Spec, SpecError, NAMES};
 
 /// `4,8,16`: task or thread counts, each from 1 to `max`.
@@ -179,241 +187,11 @@ pub fn parse_seconds(s: &str) -> Result<f64, ValueError> {
     }
 }
 
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct NumaTestArgs {
-    /// Task counts to run, e.g. 4,8,16 (one case each)
-    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_tasks, default_value = "4")]
-    pub tasks: List<u32>,
-    /// Elements per task (20 bytes each; the original used 1000000);
-    /// default: 8x the largest LLC, within half the free memory
-    #[arg(long, value_name = "ELEMENTS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub size: Option<u64>,
-    /// The load peak 3 s after the start
-    #[arg(long, value_enum, default_value_t = Disturb::Messaging)]
-    pub disturb: Disturb,
-}
-
-impl NumaTestArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        numa_test::resolve(self, cal)
-    }
-}
-
-/// numa01, numa01_THREAD_ALLOC, numa02 and numa02_SMT; twohalves retells
-/// them ([`TwoHalvesArgs`]).
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct AutonumaArgs {
-    /// Placements, one case each: default (memory first touched on the
-    /// first node, then the kernel decides), bind (threads and memory on
-    /// their ideal nodes), inverse-bind (memory there, threads elsewhere)
-    #[arg(long, value_name = "P,...", value_parser = parse_bind_placements, default_value = "default")]
-    pub placement: List<BindPlacement>,
-    /// Memory per process, e.g. 512M or 3G; default: the original's size
-    /// within half the free memory
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
-    pub bytes: Option<u64>,
-    /// Threads per process, e.g. 2 or 2,4,8 (one case each); default: the
-    /// original's, from the CPU count
-    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
-    pub threads: Option<List<u32>>,
-    /// Loops per thread; default: as many as take about --duration seconds
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub loops: Option<u64>,
-    /// Seconds a run should take, for the default loop count
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 20.0, value_parser = parse_seconds)]
-    pub duration: f64,
-}
-
-impl AutonumaArgs {
-    pub fn resolve(&self, kind: Kind, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        let r = autonuma::Request {
-            placement: &self.placement,
-            bytes: self.bytes,
-            threads: self.threads.as_ref().map_or(&[][..], |t| &t.0),
-            loops: self.loops,
-            duration: self.duration,
-        };
-        autonuma::resolve(kind, &r, cal)
-    }
-}
-
-/// The two-halves microbenchmark: [`AutonumaArgs`], told as its own
-/// (threads per set, memory in all, `--iterations` for `--loops`, 30 s by
-/// default), and printed as its own for the sizes an invocation keeps.
-#[derive(Clone)]
-pub struct TwoHalvesArgs(pub AutonumaArgs);
-
-impl TwoHalvesArgs {
-    /// Autonuma's flags with two-halves' names, words and default.
-    fn retell(cmd: clap::Command) -> clap::Command {
-        cmd.mut_arg("placement", |a| {
-            a.help(
-                "Placements, one case each: default (all memory first touched on the first \
-                 node), bind (each half on its set's node), inverse-bind (each half on the \
-                 other set's node)",
-            )
-        })
-        .mut_arg("bytes", |a| {
-            a.help(
-                "Memory in all (each set works on half), e.g. 256M; default: the original's \
-                 16 GiB within half the free memory",
-            )
-        })
-        .mut_arg("threads", |a| {
-            a.help("Threads per set, e.g. 2 or 1,2 (one case each); default: the CPUs of a node")
-        })
-        .mut_arg("loops", |a| {
-            a.long("iterations").help(
-                "Passes of each thread over its slice; default: as many as take about \
-                 --duration seconds",
-            )
-        })
-        .mut_arg("duration", |a| {
-            a.default_value("30")
-                .help("Seconds a run should take, for the default iteration count")
-        })
-    }
-
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        self.0.resolve(Kind::TwoHalves, cal)
-    }
-}
-
-impl clap::Args for TwoHalvesArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        TwoHalvesArgs::retell(AutonumaArgs::augment_args(cmd))
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        TwoHalvesArgs::retell(AutonumaArgs::augment_args_for_update(cmd))
-    }
-}
-
-impl clap::FromArgMatches for TwoHalvesArgs {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        AutonumaArgs::from_arg_matches(m).map(TwoHalvesArgs)
-    }
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        self.0.update_from_arg_matches(m)
-    }
-}
-
-impl std::fmt::Debug for TwoHalvesArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let a = &self.0;
-        f.debug_struct("TwoHalvesArgs")
-            .field("placement", &a.placement)
-            .field("bytes", &a.bytes)
-            .field("threads", &a.threads)
-            .field("iterations", &a.loops)
-            .field("duration", &a.duration)
-            .finish()
-    }
-}
-
-/// Where the placement experiments run: named placements, or a list.
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct Where {
-    /// Placements, one case each: default, spread (split), spread-smt
-    /// (mix), packed (same_ccd), packed-smt (same_ccx); default: every one
-    /// this machine can give
-    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
-    pub placement: Option<List<Placement>>,
-    /// An explicit CPU list instead, e.g. 0,6,12 or 0-5 (as taskset -c)
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
-    pub cpus: Option<List<u32>>,
-}
-
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct SpinArgs {
-    /// Spinning tasks (processes); default: half the cores
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub tasks: Option<u32>,
-    /// Iterations per task; default: as many as take about --seconds
-    /// alone on a core
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub iterations: Option<u64>,
-    /// Seconds a task should spin alone on a core, for the default iterations
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 10.0, value_parser = parse_seconds)]
-    pub seconds: f64,
-    #[command(flatten)]
-    pub place: Where,
-}
-
-impl SpinArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        placement::resolve_spin(self, cal)
-    }
-}
-
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct HackbenchArgs {
-    /// Groups of senders and receivers (hackbench -g)
-    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub groups: u32,
-    /// Senders and receivers per group (hackbench -f)
-    #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=500))]
-    pub fds: u32,
-    /// Messages each sender sends to each receiver (hackbench -l)
-    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
-    pub loops: u32,
-    /// Message size in bytes (hackbench -s)
-    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1048576))]
-    pub size: u32,
-    /// CPUs in each placement's set; default: half the cores
-    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub ncpus: Option<u32>,
-    #[command(flatten)]
-    pub place: Where,
-}
-
-impl HackbenchArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        placement::resolve_hackbench(self, cal)
-    }
-}
-
 /// Microseconds, at least 0 and at most a second.
 pub fn parse_us(s: &str) -> Result<f64, ValueError> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=1e6).contains(&v) => Ok(v),
         _ => Err(ValueError::NotMicroseconds(s.to_string())),
-    }
-}
-
-/// A shell-like parent forking short programs (configure, make -jJ).
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct ForkExecArgs {
-    /// Children the parent forks in all (each execs a new program)
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=forkexec::MAX_CHILDREN as i64))]
-    pub children: u32,
-    /// Children running at once: 1 is configure's shape, J is make -jJ's
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=forkexec::MAX_JOBS as i64))]
-    pub jobs: u32,
-    /// Microseconds of work each child does alone on a core, for the
-    /// default --child-iterations
-    #[arg(long, value_name = "US", default_value_t = 1000.0, allow_negative_numbers = true, value_parser = parse_us)]
-    pub child_us: f64,
-    /// Spin iterations each child does after its exec; default: from --child-us
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub child_iterations: Option<u64>,
-    /// Microseconds of the parent's own work before each fork, for the
-    /// default --parent-iterations
-    #[arg(long, value_name = "US", default_value_t = 100.0, allow_negative_numbers = true, value_parser = parse_us)]
-    pub parent_us: f64,
-    /// Spin iterations the parent does before each fork; default: from --parent-us
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..))]
-    pub parent_iterations: Option<u64>,
-}
-
-impl ForkExecArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        forkexec::resolve(self, cal)
     }
 }
 
@@ -445,68 +223,10 @@ pub fn parse_nodes(s: &str) -> Result<List<u32>, ValueError> {
     Ok(List(v))
 }
 
-/// Memory bandwidth (as perf bench numa mem).
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct MemArgs {
-    /// Sweeps, one case each: read (loads), write (read-modify-write),
-    /// memset (stores)
-    #[arg(long, value_name = "OP,...", value_parser = parse_ops, default_value = "read")]
-    pub op: List<mem::Op>,
-    /// Threads, e.g. 1 or 1,2,4 (one case each); default: the CPUs of the
-    /// CPU node
-    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
-    pub threads: Option<List<u32>>,
-    /// Nodes whose CPUs run the threads, one case each; default: the
-    /// first node with CPUs
-    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
-    pub cpu_node: Option<List<u32>>,
-    /// Nodes the memory is bound to, one case each; default: the CPU node
-    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
-    pub mem_node: Option<List<u32>>,
-    /// Bytes each thread sweeps, e.g. 256M; default: 4x the largest LLC,
-    /// at least 64 MiB, within half the memory node's free memory
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
-    pub bytes: Option<u64>,
-    /// Sweeps of each thread over its buffer; default: as many as take
-    /// about --duration seconds
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub loops: Option<u64>,
-    /// Seconds a run should take, for the default loop count
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = mem::DEFAULT_SECONDS, value_parser = parse_seconds)]
-    pub duration: f64,
-}
-
-impl MemArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        mem::resolve(self, cal)
-    }
-}
-
-#[derive(clap::Args, Clone, Debug)]
-#[command(next_help_heading = "Benchmark")]
-pub struct CommandArgs {
-    /// Benchmark name in the records and tables; default: the program's file name
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Directory to run the command in; default: the current one
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// The program and its arguments, after `--`; `--vs [--name N] [--cwd
-    /// DIR] -- PROGRAM [ARGS]` adds a command to compare with the first
-    #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
-    pub argv: Vec<String>,
-}
-
-impl CommandArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        command::resolve(self, cal)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::autonuma::Kind;
 
     #[test]
     fn lists_and_values() {

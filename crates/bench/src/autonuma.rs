@@ -19,6 +19,7 @@
 //! a placement and a topology into one [`ProcPlan`] per process, which is
 //! what the process is told (as JSON on its command line).
 
+use crate::args::*;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{sizing, BenchError, Calibration, Case, Resolved};
@@ -833,6 +834,118 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
         }
     }
     Ok(out)
+}
+
+/// numa01, numa01_THREAD_ALLOC, numa02 and numa02_SMT; twohalves retells
+/// them ([`TwoHalvesArgs`]).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct AutonumaArgs {
+    /// Placements, one case each: default (memory first touched on the
+    /// first node, then the kernel decides), bind (threads and memory on
+    /// their ideal nodes), inverse-bind (memory there, threads elsewhere)
+    #[arg(long, value_name = "P,...", value_parser = parse_bind_placements, default_value = "default")]
+    pub placement: List<Placement>,
+    /// Memory per process, e.g. 512M or 3G; default: the original's size
+    /// within half the free memory
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Threads per process, e.g. 2 or 2,4,8 (one case each); default: the
+    /// original's, from the CPU count
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
+    pub threads: Option<List<u32>>,
+    /// Loops per thread; default: as many as take about --duration seconds
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub loops: Option<u64>,
+    /// Seconds a run should take, for the default loop count
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 20.0, value_parser = parse_seconds)]
+    pub duration: f64,
+}
+
+impl AutonumaArgs {
+    pub fn resolve(&self, kind: Kind, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        let r = crate::autonuma::Request {
+            placement: &self.placement,
+            bytes: self.bytes,
+            threads: self.threads.as_ref().map_or(&[][..], |t| &t.0),
+            loops: self.loops,
+            duration: self.duration,
+        };
+        crate::autonuma::resolve(kind, &r, cal)
+    }
+}
+
+/// The two-halves microbenchmark: [`AutonumaArgs`], told as its own
+/// (threads per set, memory in all, `--iterations` for `--loops`, 30 s by
+/// default), and printed as its own for the sizes an invocation keeps.
+#[derive(Clone)]
+pub struct TwoHalvesArgs(pub AutonumaArgs);
+
+impl TwoHalvesArgs {
+    /// Autonuma's flags with two-halves' names, words and default.
+    fn retell(cmd: clap::Command) -> clap::Command {
+        cmd.mut_arg("placement", |a| {
+            a.help(
+                "Placements, one case each: default (all memory first touched on the first \
+                 node), bind (each half on its set's node), inverse-bind (each half on the \
+                 other set's node)",
+            )
+        })
+        .mut_arg("bytes", |a| {
+            a.help(
+                "Memory in all (each set works on half), e.g. 256M; default: the original's \
+                 16 GiB within half the free memory",
+            )
+        })
+        .mut_arg("threads", |a| {
+            a.help("Threads per set, e.g. 2 or 1,2 (one case each); default: the CPUs of a node")
+        })
+        .mut_arg("loops", |a| {
+            a.long("iterations").help(
+                "Passes of each thread over its slice; default: as many as take about \
+                 --duration seconds",
+            )
+        })
+        .mut_arg("duration", |a| {
+            a.default_value("30")
+                .help("Seconds a run should take, for the default iteration count")
+        })
+    }
+
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        self.0.resolve(Kind::TwoHalves, cal)
+    }
+}
+
+impl clap::Args for TwoHalvesArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        TwoHalvesArgs::retell(AutonumaArgs::augment_args(cmd))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        TwoHalvesArgs::retell(AutonumaArgs::augment_args_for_update(cmd))
+    }
+}
+
+impl clap::FromArgMatches for TwoHalvesArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        AutonumaArgs::from_arg_matches(m).map(TwoHalvesArgs)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl std::fmt::Debug for TwoHalvesArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let a = &self.0;
+        f.debug_struct("TwoHalvesArgs")
+            .field("placement", &a.placement)
+            .field("bytes", &a.bytes)
+            .field("threads", &a.threads)
+            .field("iterations", &a.loops)
+            .field("duration", &a.duration)
+            .finish()
+    }
 }
 
 /// The metrics of every autonuma benchmark's records.

@@ -5,7 +5,6 @@
 //! simulator cannot run a program, so this benchmark exists on the host
 //! and in guests only.
 
-use crate::args::CommandArgs;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
@@ -257,6 +256,27 @@ fn resolve_one(a: One) -> Result<Params, BenchError> {
         argv: a.argv,
         cwd: a.cwd,
     })
+}
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct CommandArgs {
+    /// Benchmark name in the records and tables; default: the program's file name
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Directory to run the command in; default: the current one
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The program and its arguments, after `--`; `--vs [--name N] [--cwd
+    /// DIR] -- PROGRAM [ARGS]` adds a command to compare with the first
+    #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+    pub argv: Vec<String>,
+}
+
+impl CommandArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::command::resolve(self, cal)
+    }
 }
 
 /// The registry's entry ([`crate::registry`]).

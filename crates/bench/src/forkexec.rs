@@ -25,7 +25,7 @@
 //!
 //! [`SPIN_CYCLES_PER_ITERATION`]: crate::placement::SPIN_CYCLES_PER_ITERATION
 
-use crate::args::ForkExecArgs;
+use crate::args::*;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
@@ -126,6 +126,38 @@ pub fn resolve(a: &ForkExecArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
     p.check()?;
     out.cases = vec![Case::ForkExec(p)];
     Ok(out)
+}
+
+/// A shell-like parent forking short programs (configure, make -jJ).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct ForkExecArgs {
+    /// Children the parent forks in all (each execs a new program)
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=crate::forkexec::MAX_CHILDREN as i64))]
+    pub children: u32,
+    /// Children running at once: 1 is configure's shape, J is make -jJ's
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=crate::forkexec::MAX_JOBS as i64))]
+    pub jobs: u32,
+    /// Microseconds of work each child does alone on a core, for the
+    /// default --child-iterations
+    #[arg(long, value_name = "US", default_value_t = 1000.0, allow_negative_numbers = true, value_parser = parse_us)]
+    pub child_us: f64,
+    /// Spin iterations each child does after its exec; default: from --child-us
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub child_iterations: Option<u64>,
+    /// Microseconds of the parent's own work before each fork, for the
+    /// default --parent-iterations
+    #[arg(long, value_name = "US", default_value_t = 100.0, allow_negative_numbers = true, value_parser = parse_us)]
+    pub parent_us: f64,
+    /// Spin iterations the parent does before each fork; default: from --parent-us
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..))]
+    pub parent_iterations: Option<u64>,
+}
+
+impl ForkExecArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::forkexec::resolve(self, cal)
+    }
 }
 
 /// The registry's entry ([`crate::registry`]).

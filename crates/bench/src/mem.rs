@@ -27,7 +27,7 @@
 //! time), `user_s` and `sys_s` of the process (the first touch's page
 //! faults are system time).
 
-use crate::args::MemArgs;
+use crate::args::*;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
@@ -306,6 +306,44 @@ pub fn resolve(a: &MemArgs, cal: &dyn Calibration) -> Result<Resolved, BenchErro
         }
     }
     Ok(out)
+}
+
+/// Memory bandwidth (as perf bench numa mem).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct MemArgs {
+    /// Sweeps, one case each: read (loads), write (read-modify-write),
+    /// memset (stores)
+    #[arg(long, value_name = "OP,...", value_parser = parse_ops, default_value = "read")]
+    pub op: List<crate::mem::Op>,
+    /// Threads, e.g. 1 or 1,2,4 (one case each); default: the CPUs of the
+    /// CPU node
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_threads)]
+    pub threads: Option<List<u32>>,
+    /// Nodes whose CPUs run the threads, one case each; default: the
+    /// first node with CPUs
+    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
+    pub cpu_node: Option<List<u32>>,
+    /// Nodes the memory is bound to, one case each; default: the CPU node
+    #[arg(long, value_name = "NODE,...", allow_hyphen_values = true, value_parser = parse_nodes)]
+    pub mem_node: Option<List<u32>>,
+    /// Bytes each thread sweeps, e.g. 256M; default: 4x the largest LLC,
+    /// at least 64 MiB, within half the memory node's free memory
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Sweeps of each thread over its buffer; default: as many as take
+    /// about --duration seconds
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub loops: Option<u64>,
+    /// Seconds a run should take, for the default loop count
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = crate::mem::DEFAULT_SECONDS, value_parser = parse_seconds)]
+    pub duration: f64,
+}
+
+impl MemArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::mem::resolve(self, cal)
+    }
 }
 
 /// The registry's entry ([`crate::registry`]).

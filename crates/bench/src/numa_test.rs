@@ -6,7 +6,7 @@
 //! MSched) and user time; per run: elapsed, total and average user time,
 //! and the storm's own time H.
 
-use crate::args::NumaTestArgs;
+use crate::args::*;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{sizing, BenchError, Calibration, Case, Resolved};
@@ -120,6 +120,27 @@ pub fn resolve(a: &NumaTestArgs, cal: &dyn Calibration) -> Result<Resolved, Benc
         .map(|&n| Case::NumaTest(Params::new(n, size, a.disturb)))
         .collect();
     Ok(out)
+}
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct NumaTestArgs {
+    /// Task counts to run, e.g. 4,8,16 (one case each)
+    #[arg(long, value_name = "N,...", allow_hyphen_values = true, value_parser = parse_tasks, default_value = "4")]
+    pub tasks: List<u32>,
+    /// Elements per task (20 bytes each; the original used 1000000);
+    /// default: 8x the largest LLC, within half the free memory
+    #[arg(long, value_name = "ELEMENTS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub size: Option<u64>,
+    /// The load peak 3 s after the start
+    #[arg(long, value_enum, default_value_t = Disturb::Messaging)]
+    pub disturb: Disturb,
+}
+
+impl NumaTestArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::numa_test::resolve(self, cal)
+    }
 }
 
 /// The registry's entry ([`crate::registry`]).

@@ -16,7 +16,7 @@
 //! `backend.details.cpus`. A list given with `--cpus` is its own placement
 //! (named by the list).
 
-use crate::args::{HackbenchArgs, SpinArgs, Where};
+use crate::args::*;
 use crate::metrics;
 use crate::registry::Benchmark;
 use crate::{BenchError, Calibration, Case, Resolved};
@@ -230,6 +230,71 @@ pub fn resolve_hackbench(a: &HackbenchArgs, cal: &dyn Calibration) -> Result<Res
         })
         .collect();
     Ok(out)
+}
+
+/// Where the placement experiments run: named placements, or a list.
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct Where {
+    /// Placements, one case each: default, spread (split), spread-smt
+    /// (mix), packed (same_ccd), packed-smt (same_ccx); default: every one
+    /// this machine can give
+    #[arg(long, value_name = "P,...", value_parser = parse_placements, conflicts_with = "cpus")]
+    pub placement: Option<List<Placement>>,
+    /// An explicit CPU list instead, e.g. 0,6,12 or 0-5 (as taskset -c)
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    pub cpus: Option<List<u32>>,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct SpinArgs {
+    /// Spinning tasks (processes); default: half the cores
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub tasks: Option<u32>,
+    /// Iterations per task; default: as many as take about --seconds
+    /// alone on a core
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: Option<u64>,
+    /// Seconds a task should spin alone on a core, for the default iterations
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, default_value_t = 10.0, value_parser = parse_seconds)]
+    pub seconds: f64,
+    #[command(flatten)]
+    pub place: Where,
+}
+
+impl SpinArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::placement::resolve_spin(self, cal)
+    }
+}
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Benchmark")]
+pub struct HackbenchArgs {
+    /// Groups of senders and receivers (hackbench -g)
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub groups: u32,
+    /// Senders and receivers per group (hackbench -f)
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub fds: u32,
+    /// Messages each sender sends to each receiver (hackbench -l)
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: u32,
+    /// Message size in bytes (hackbench -s)
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1048576))]
+    pub size: u32,
+    /// CPUs in each placement's set; default: half the cores
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub ncpus: Option<u32>,
+    #[command(flatten)]
+    pub place: Where,
+}
+
+impl HackbenchArgs {
+    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
+        crate::placement::resolve_hackbench(self, cal)
+    }
 }
 
 /// The registry's entry ([`crate::registry`]).
