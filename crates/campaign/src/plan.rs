@@ -37,7 +37,9 @@
 //! where Slurm runs it (partition, constraint, nodelist).
 
 use crate::CampaignError;
+use numalab_backends::SimOptions;
 use numalab_bench::args::Spec;
+use numalab_guest::{AccelChoice, Rootfs};
 use numalab_runner::Interval;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -150,86 +152,90 @@ pub enum Target {
     Sim(SimSpec),
 }
 
-/// A guest, as `numalab vm`'s flags give it.
+/// A guest, as `numalab vm`'s flags give it: a key left out is the
+/// flag's default ([`numalab_guest::SpecInput`]'s shape, the rest unset).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct GuestSpec {
-    #[serde(default = "two")]
     pub nodes: u32,
-    #[serde(default = "one")]
     pub cpus_per_node: u32,
-    #[serde(default = "default_mem")]
     pub mem_per_node: String,
-    #[serde(default)]
     pub distances: Option<String>,
-    #[serde(default)]
     pub memory_only_nodes: Option<String>,
     /// Kernel image (default: the newest readable /boot/vmlinuz-*).
-    #[serde(default)]
     pub kernel: Option<PathBuf>,
     /// Extra kernel command line.
-    #[serde(default)]
     pub append: Option<String>,
-    /// auto, kvm or tcg.
-    #[serde(default)]
+    /// One of [`AccelChoice::NAMES`] (default: auto).
     pub accel: Option<String>,
-    /// host or initramfs.
-    #[serde(default)]
+    /// One of [`Rootfs::NAMES`] (default: auto, which is leaving it out).
     pub rootfs: Option<String>,
-    #[serde(default)]
     pub modules: Option<PathBuf>,
-    #[serde(default)]
     pub shares: Vec<PathBuf>,
-    #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Longest a guest may stay up (it runs one configuration's block).
-    #[serde(default)]
     pub timeout_s: Option<u64>,
 }
 
-fn two() -> u32 {
-    2
-}
-fn one() -> u32 {
-    1
-}
-fn default_mem() -> String {
-    "512M".into()
+impl Default for GuestSpec {
+    fn default() -> GuestSpec {
+        use numalab_guest::SpecInput;
+        GuestSpec {
+            nodes: SpecInput::NODES,
+            cpus_per_node: SpecInput::CPUS_PER_NODE,
+            mem_per_node: SpecInput::MEM_PER_NODE.into(),
+            distances: None,
+            memory_only_nodes: None,
+            kernel: None,
+            append: None,
+            accel: None,
+            rootfs: None,
+            modules: None,
+            shares: Vec::new(),
+            cwd: None,
+            timeout_s: None,
+        }
+    }
 }
 
-/// A simulated machine, as `numalab sim`'s flags give it.
+/// A simulated machine, as `numalab sim`'s flags give it: a key left out
+/// is the flag's default ([`SimOptions`]'s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimSpec {
     /// A preset or a machine file.
     pub machine: String,
-    #[serde(default = "linux")]
+    #[serde(default = "sim_default::scheduler")]
     pub scheduler: String,
-    #[serde(default = "none")]
+    #[serde(default = "sim_default::balancer")]
     pub balancer: String,
     /// Seed of repetition 1 (repetition r uses seed + r - 1).
-    #[serde(default = "seed1")]
+    #[serde(default = "sim_default::seed")]
     pub seed: u64,
-    #[serde(default = "tick")]
+    #[serde(default = "sim_default::tick_us")]
     pub tick_us: u64,
-    #[serde(default = "max_sim")]
+    #[serde(default = "sim_default::max_sim_s")]
     pub max_sim_s: f64,
 }
 
-fn linux() -> String {
-    "linux".into()
-}
-fn none() -> String {
-    "none".into()
-}
-fn seed1() -> u64 {
-    1
-}
-fn tick() -> u64 {
-    1000
-}
-fn max_sim() -> f64 {
-    3600.0
+/// [`SimSpec`]'s defaults, as serde takes them: [`SimOptions`]'s.
+mod sim_default {
+    use numalab_backends::SimOptions;
+    pub fn scheduler() -> String {
+        SimOptions::SCHEDULER.into()
+    }
+    pub fn balancer() -> String {
+        SimOptions::BALANCER.into()
+    }
+    pub fn seed() -> u64 {
+        SimOptions::SEED
+    }
+    pub fn tick_us() -> u64 {
+        SimOptions::TICK_US
+    }
+    pub fn max_sim_s() -> f64 {
+        SimOptions::MAX_SIM_S
+    }
 }
 
 /// Where Slurm may run a configuration's cells.
@@ -271,22 +277,31 @@ pub enum ConfigError {
 /// Why a guest's or a simulated machine's keys were refused.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
-    /// The guest's shape (numalab_guest's words).
-    #[error("{0}")]
-    GuestShape(String),
-    #[error("accel = {0:?}: auto, kvm or tcg")]
+    /// The guest's shape (numalab_guest's words, which name `numalab
+    /// vm`'s flags).
+    #[error(transparent)]
+    GuestShape(#[from] numalab_guest::SpecError),
+    /// Not one of [`AccelChoice::NAMES`].
+    #[error("accel = {0:?}: {names}", names = one_of(&AccelChoice::NAMES))]
     Accel(String),
-    #[error("rootfs = {0:?}: host or initramfs")]
+    /// Not one of [`Rootfs::NAMES`].
+    #[error("rootfs = {0:?}: {names}", names = one_of(&Rootfs::NAMES))]
     Rootfs(String),
     #[error("timeout_s = 0: at least 1 second")]
     NoTimeout,
-    /// The simulator's machine, policies or limits.
+    /// The simulator's machine, policies or limits (numalab-backends'
+    /// words, which name the plan's keys).
     #[error(transparent)]
-    Sim(#[from] numalab_sim::SimError),
-    #[error("tick_us = {0}: 1 to 100000")]
-    TickUs(u64),
-    #[error("max_sim_s = {0}: a positive number of seconds")]
-    MaxSimS(f64),
+    Sim(#[from] numalab_backends::SimOptionsError),
+}
+
+/// `a, b or c`.
+fn one_of(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 impl ConfigSpec {
@@ -362,7 +377,7 @@ impl ConfigSpec {
             c.sysctl
                 .retain(|k, _| !(k.contains("numa_balancing") || k.contains("zone_reclaim")));
             if let Target::Sim(s) = &mut c.target {
-                s.balancer = none();
+                s.balancer = SimOptions::BALANCER.into();
             }
         }
         format!("{} trace={}", canonical(&c), c.trace)
@@ -1436,18 +1451,14 @@ impl ConfigTable<'_> {
     }
 }
 
+/// A guest's keys, checked as `numalab vm` checks its flags.
 fn check_guest(g: &GuestSpec) -> Result<(), TargetError> {
-    numalab_guest::VmSpec::parse(&guest_spec_input(g))
-        .map_err(|e| TargetError::GuestShape(e.to_string()))?;
+    numalab_guest::VmSpec::parse(&guest_spec_input(g))?;
     if let Some(a) = &g.accel {
-        if !["auto", "kvm", "tcg"].contains(&a.as_str()) {
-            return Err(TargetError::Accel(a.clone()));
-        }
+        AccelChoice::from_name(a).ok_or_else(|| TargetError::Accel(a.clone()))?;
     }
     if let Some(r) = &g.rootfs {
-        if !["host", "initramfs"].contains(&r.as_str()) {
-            return Err(TargetError::Rootfs(r.clone()));
-        }
+        Rootfs::from_name(r).ok_or_else(|| TargetError::Rootfs(r.clone()))?;
     }
     if g.timeout_s == Some(0) {
         return Err(TargetError::NoTimeout);
@@ -1466,15 +1477,11 @@ pub fn guest_spec_input(g: &GuestSpec) -> numalab_guest::SpecInput {
     }
 }
 
+/// A simulated machine's keys, checked as `numalab sim` checks its
+/// flags: by building the simulator's configuration from them.
 fn check_sim(s: &SimSpec) -> Result<(), TargetError> {
-    let cfg = numalab_sim::SimConfig::new(&s.machine, &s.scheduler, &s.balancer, s.seed)?;
-    if !(1..=100_000).contains(&s.tick_us) {
-        return Err(TargetError::TickUs(s.tick_us));
-    }
-    if !(s.max_sim_s.is_finite() && s.max_sim_s > 0.0) {
-        return Err(TargetError::MaxSimS(s.max_sim_s));
-    }
-    Ok(cfg.check()?)
+    crate::local::sim_options(s).config(Interval::Auto)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1651,6 +1658,99 @@ mod tests {
         // The key is listed among a benchmark's.
         let e = plan(&format!("{BENCH}tracee = true\n")).unwrap_err();
         assert!(e.contains(", trace)"), "{e}");
+    }
+
+    #[test]
+    fn guest_and_sim_keys_left_out_are_the_flags_defaults() {
+        let p = plan(&format!(
+            "{BENCH}[[config]]\nlabel = \"g\"\nguest = {{}}\n\
+             [[config]]\nlabel = \"s\"\nsim = {{ machine = \"ht2\" }}\n"
+        ))
+        .unwrap();
+        let Target::Guest(g) = &p.configs[0].target else {
+            panic!("{:?}", p.configs[0].target)
+        };
+        assert_eq!(*g, GuestSpec::default());
+        assert_eq!(
+            (g.nodes, g.cpus_per_node, g.mem_per_node.as_str()),
+            (2, 1, "512M")
+        );
+        assert_eq!((&g.accel, &g.rootfs, g.timeout_s), (&None, &None, None));
+        let Target::Sim(s) = &p.configs[1].target else {
+            panic!("{:?}", p.configs[1].target)
+        };
+        let o = crate::local::sim_options(s);
+        assert_eq!(o, SimOptions::new("ht2"));
+        assert_eq!(
+            (s.scheduler.as_str(), s.balancer.as_str(), s.seed),
+            ("linux", "none", 1)
+        );
+        assert_eq!((s.tick_us, s.max_sim_s), (1000, 3600.0));
+    }
+
+    #[test]
+    fn bad_guest_and_sim_values_are_refused_naming_their_key() {
+        let cfg = |t: &str| plan(&format!("{BENCH}[[config]]\nlabel = \"c\"\n{t}\n"));
+        for (t, want) in [
+            (
+                "sim = { machine = \"ht2\", tick_us = 0 }",
+                "sim: tick_us = 0: 1 to 100000",
+            ),
+            (
+                "sim = { machine = \"ht2\", tick_us = 100001 }",
+                "sim: tick_us = 100001: 1 to 100000",
+            ),
+            (
+                "sim = { machine = \"ht2\", max_sim_s = -1.0 }",
+                "sim: max_sim_s = -1: a positive number of seconds",
+            ),
+            (
+                "sim = { machine = \"ht2\", max_sim_s = nan }",
+                "sim: max_sim_s = NaN: a positive number of seconds",
+            ),
+            // The machine and its policies before the limits.
+            (
+                "sim = { machine = \"ht2\", scheduler = \"x\", tick_us = 0 }",
+                "sim: unknown scheduler \"x\"",
+            ),
+            (
+                "guest = { accel = \"xen\" }",
+                "guest: accel = \"xen\": auto, kvm or tcg",
+            ),
+            (
+                "guest = { accel = \"KVM\" }",
+                "guest: accel = \"KVM\": auto, kvm or tcg",
+            ),
+            (
+                "guest = { rootfs = \"auto\" }",
+                "guest: rootfs = \"auto\": host or initramfs",
+            ),
+            (
+                "guest = { timeout_s = 0 }",
+                "guest: timeout_s = 0: at least 1 second",
+            ),
+            (
+                "guest = { nodes = 0 }",
+                "guest: --nodes: must be at least 1",
+            ),
+        ] {
+            let e = cfg(t).unwrap_err();
+            assert!(e.starts_with(&format!("p.toml:6: {want}")), "{t}: {e}");
+        }
+        for (t, kind) in [
+            ("sim = { machine = \"ht2\", tick_us = 1 }", "sim"),
+            (
+                "sim = { machine = \"ht2\", tick_us = 100000, max_sim_s = 1e-9 }",
+                "sim",
+            ),
+            (
+                "guest = { accel = \"tcg\", rootfs = \"initramfs\", timeout_s = 1 }",
+                "guest",
+            ),
+        ] {
+            assert_eq!(cfg(t).unwrap().configs[0].kind(), kind, "{t}");
+        }
+        assert_eq!(one_of(&["a"]), "a");
     }
 
     #[test]
