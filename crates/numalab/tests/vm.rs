@@ -126,16 +126,32 @@ fn guest_sees_a_two_node_topology() {
     );
 }
 
+/// A three-node guest with a memory-only node and asymmetric distances
+/// sees exactly that. The same run (not `--quiet`, so it says what it
+/// does) shows the working directories: one left by a numalab killed
+/// with SIGKILL is removed by the next `numalab vm`; one of a live
+/// process is not; --keep-workdir keeps this run's and says where.
 #[test]
 fn guest_sees_a_three_node_asymmetric_topology_with_a_memory_only_node() {
     if !guests_enabled("guest_sees_a_three_node_asymmetric_topology") {
         return;
     }
     let _g = lock();
+    // A pid that is certainly gone: a child that has been reaped.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let stale = tmp.join(format!("numalab-vm-{dead}-test"));
+    std::fs::create_dir_all(stale.join("inner")).unwrap();
+    std::fs::write(stale.join("inner/initramfs.cpio"), b"x").unwrap();
+    let live = tmp.join(format!("numalab-vm-{}-test", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
     let d = tempfile::tempdir().unwrap();
-    let out = vm(
-        d.path(),
-        &[
+    let out = Command::new(EXE)
+        .args(["vm", "--keep-workdir", "--timeout", "300", "--results"])
+        .arg(d.path())
+        .args([
             "--nodes",
             "3",
             "--cpus-per-node",
@@ -146,9 +162,12 @@ fn guest_sees_a_three_node_asymmetric_topology_with_a_memory_only_node() {
             "2",
             "--distances",
             "10,16,32;16,10,24;32,24,10",
-        ],
-        &["topology", "--json"],
-    );
+        ])
+        .args(["--", "topology", "--json"])
+        .output()
+        .unwrap();
+    let live_kept = live.exists();
+    let _ = std::fs::remove_dir_all(&live);
     assert!(out.status.success(), "{}", text(&out));
     let json: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
@@ -158,6 +177,24 @@ fn guest_sees_a_three_node_asymmetric_topology_with_a_memory_only_node() {
         &[vec![10, 16, 32], vec![16, 10, 24], vec![32, 24, 10]],
         256,
     );
+    assert!(
+        live_kept,
+        "the working directory of a live process was removed"
+    );
+    assert!(!stale.exists(), "{} is still there", stale.display());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("removed {}", stale.display())),
+        "{err}"
+    );
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("numalab vm: keeping the working directory "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("no kept directory named: {err}"))
+        .to_string();
+    assert!(Path::new(&kept).join("initramfs.cpio").is_file(), "{kept}");
+    std::fs::remove_dir_all(&kept).unwrap();
 }
 
 #[test]
@@ -1359,63 +1396,6 @@ fn a_missing_module_is_a_one_line_error_naming_it() {
         "topology",
     ]));
     assert!(e.contains("--rootfs host"), "{e}");
-}
-
-/// A working directory left by a numalab killed with SIGKILL is removed
-/// by the next `numalab vm`; one of a live process is not; --keep-workdir
-/// keeps this run's and says where.
-#[test]
-fn a_dead_numalabs_workdir_is_removed_by_the_next_run() {
-    if !guests_enabled("a_dead_numalabs_workdir_is_removed") {
-        return;
-    }
-    let _g = lock();
-    // A pid that is certainly gone: a child that has been reaped.
-    let mut c = Command::new("true").spawn().unwrap();
-    let dead = c.id();
-    c.wait().unwrap();
-    let tmp = std::env::temp_dir();
-    let stale = tmp.join(format!("numalab-vm-{dead}-test"));
-    std::fs::create_dir_all(stale.join("inner")).unwrap();
-    std::fs::write(stale.join("inner/initramfs.cpio"), b"x").unwrap();
-    let live = tmp.join(format!("numalab-vm-{}-test", std::process::id()));
-    std::fs::create_dir_all(&live).unwrap();
-    let d = tempfile::tempdir().unwrap();
-    let out = Command::new(EXE)
-        .args([
-            "vm",
-            "--keep-workdir",
-            "--nodes",
-            "1",
-            "--mem-per-node",
-            "384M",
-        ])
-        .args(["--rootfs", "initramfs", "--results"])
-        .arg(d.path())
-        .args(["--", "topology"])
-        .output()
-        .unwrap();
-    let live_kept = live.exists();
-    let _ = std::fs::remove_dir_all(&live);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        live_kept,
-        "the working directory of a live process was removed"
-    );
-    assert!(!stale.exists(), "{} is still there", stale.display());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("removed {}", stale.display())),
-        "{err}"
-    );
-    let kept = err
-        .lines()
-        .find_map(|l| l.strip_prefix("numalab vm: keeping the working directory "))
-        .and_then(|l| l.split(' ').next())
-        .unwrap_or_else(|| panic!("no kept directory named: {err}"))
-        .to_string();
-    assert!(Path::new(&kept).join("initramfs.cpio").is_file(), "{kept}");
-    std::fs::remove_dir_all(&kept).unwrap();
 }
 
 /// The KVM path: where /dev/kvm is usable a KVM guest boots with the
