@@ -53,6 +53,8 @@ pub mod state;
 pub use plan::{Order, Plan};
 pub use state::{Campaign, Cell, CellState, Lock};
 
+use std::path::PathBuf;
+
 /// Why a campaign cannot go on: one line naming what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum CampaignError {
@@ -62,13 +64,72 @@ pub enum CampaignError {
     /// The results directory or its state.
     #[error("{0}")]
     Results(String),
+    /// A file or directory (the plan, the results directory, its state)
+    /// that could not be read, written or made absolute: `path: why`.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Runner(#[from] numalab_runner::RunnerError),
     #[error("slurm: {0}")]
     Slurm(String),
-    /// The results directory or a cell is held by another numalab.
-    #[error("{0}")]
-    Busy(String),
+    /// `sbatch` of configuration `label` could not be started or failed.
+    #[error("slurm: sbatch of {label:?}: {source}")]
+    Sbatch {
+        label: String,
+        source: slurm::CommandError,
+    },
+    /// `what` (the results directory or one of its cells) is held by
+    /// another numalab, `pid` when it wrote one.
+    #[error(
+        "{what} is in use by {} (a second numalab would run its cells twice); wait for it, or stop it",
+        holder(*.pid)
+    )]
+    Busy { what: String, pid: Option<u32> },
     #[error("{0}")]
     Other(String),
+}
+
+impl CampaignError {
+    /// An io error about `path`.
+    pub fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> CampaignError + '_ {
+        move |source| CampaignError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Who holds a lock, as [`CampaignError::Busy`] says it.
+fn holder(pid: Option<u32>) -> String {
+    pid.map_or("another numalab".to_string(), |p| {
+        format!("numalab (PID {p})")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_and_busy_errors_say_what_they_said_as_text() {
+        let e = CampaignError::io(std::path::Path::new("r/x.json"))(std::io::Error::from(
+            std::io::ErrorKind::NotFound,
+        ));
+        assert_eq!(e.to_string(), "r/x.json: entity not found");
+        assert!(std::error::Error::source(&e).is_some());
+        let busy = |pid| CampaignError::Busy {
+            what: "results directory r".into(),
+            pid,
+        };
+        assert_eq!(
+            busy(Some(42)).to_string(),
+            "results directory r is in use by numalab (PID 42) (a second numalab would run its cells twice); wait for it, or stop it"
+        );
+        assert!(busy(None)
+            .to_string()
+            .starts_with("results directory r is in use by another numalab ("));
+    }
 }

@@ -525,8 +525,7 @@ fn control_chars(loc: &Loc, src: &str) -> Result<(), CampaignError> {
 
 /// Read and check a plan file.
 pub fn load(path: &Path) -> Result<Plan, CampaignError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| CampaignError::Plan(format!("{}: {e}", path.display())))?;
+    let src = std::fs::read_to_string(path).map_err(CampaignError::io(path))?;
     parse(path, &src)
 }
 

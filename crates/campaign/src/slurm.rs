@@ -56,7 +56,7 @@ pub fn submissions(results: &Path) -> Result<Vec<Submission>, CampaignError> {
         Ok(t) => serde_json::from_str(&t)
             .map_err(|e| CampaignError::Results(format!("{}: {e}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(CampaignError::Results(format!("{}: {e}", path.display()))),
+        Err(e) => Err(CampaignError::io(&path)(e)),
     }
 }
 
@@ -136,13 +136,11 @@ pub fn submit(
     opts: &SubmitOptions,
 ) -> Result<Vec<Submission>, CampaignError> {
     require("sbatch")?;
-    let plan_path = std::path::absolute(&c.plan.path)
-        .map_err(|e| CampaignError::Other(format!("{}: {e}", c.plan.path.display())))?;
-    let results = std::path::absolute(&c.plan.results)
-        .map_err(|e| CampaignError::Other(format!("{}: {e}", c.plan.results.display())))?;
+    let plan_path = std::path::absolute(&c.plan.path).map_err(CampaignError::io(&c.plan.path))?;
+    let results =
+        std::path::absolute(&c.plan.results).map_err(CampaignError::io(&c.plan.results))?;
     let d = dir(&results);
-    std::fs::create_dir_all(&d)
-        .map_err(|e| CampaignError::Results(format!("{}: {e}", d.display())))?;
+    std::fs::create_dir_all(&d).map_err(CampaignError::io(&d))?;
     let mut per_config: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for i in c.order() {
         if todo.contains(&i) {
@@ -161,7 +159,7 @@ pub fn submit(
         let tag = format!("{stamp}-{ci}");
         let cells_file = d.join(format!("{tag}.cells"));
         numalab_record::write_file_atomic(&cells_file, (keys.join("\n") + "\n").as_bytes())
-            .map_err(|e| CampaignError::Results(format!("{}: {e}", cells_file.display())))?;
+            .map_err(CampaignError::io(&cells_file))?;
         let script = d.join(format!("{tag}.sh"));
         let text = batch_script(
             &c.plan.name,
@@ -171,7 +169,7 @@ pub fn submit(
             &plan_path,
         )?;
         numalab_record::write_file_atomic(&script, text.as_bytes())
-            .map_err(|e| CampaignError::Results(format!("{}: {e}", script.display())))?;
+            .map_err(CampaignError::io(&script))?;
         let mut cmd = Command::new("sbatch");
         let throttle = opts
             .nodes_per_config
@@ -206,8 +204,10 @@ pub fn submit(
             ));
         }
         cmd.arg(&script);
-        let out = run(&mut cmd)
-            .map_err(|e| CampaignError::Slurm(format!("sbatch of {:?}: {e}", config.label)))?;
+        let out = run(&mut cmd).map_err(|source| CampaignError::Sbatch {
+            label: config.label.clone(),
+            source,
+        })?;
         let job_id = out
             .trim()
             .split(';')

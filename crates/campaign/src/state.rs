@@ -72,7 +72,7 @@ impl Lock {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(CampaignError::Results(format!("{}: {e}", path.display()))),
+            Err(e) => return Err(CampaignError::io(&path)(e)),
         };
         let lock: Lock = serde_json::from_str(&text).map_err(|e| {
             CampaignError::Results(format!("{}: not a campaign lock: {e}", path.display()))
@@ -113,25 +113,25 @@ impl Lock {
 /// Write `value` as pretty JSON to `path` atomically.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), CampaignError> {
     use std::io::Write;
-    let err =
-        |e: &dyn std::fmt::Display| CampaignError::Results(format!("{}: {e}", path.display()));
+    let err = CampaignError::io(path);
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+    std::fs::create_dir_all(dir).map_err(&err)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| err(&e))?;
-    let text = serde_json::to_vec_pretty(value).map_err(|e| err(&e))?;
-    tmp.write_all(&text).map_err(|e| err(&e))?;
-    tmp.write_all(b"\n").map_err(|e| err(&e))?;
-    tmp.as_file().sync_all().map_err(|e| err(&e))?;
+        .map_err(&err)?;
+    let text = serde_json::to_vec_pretty(value)
+        .map_err(|e| CampaignError::Results(format!("{}: {e}", path.display())))?;
+    tmp.write_all(&text).map_err(&err)?;
+    tmp.write_all(b"\n").map_err(&err)?;
+    tmp.as_file().sync_all().map_err(&err)?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = tmp
             .as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o644));
     }
-    tmp.persist(path).map_err(|e| err(&e.error))?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
 }
 
@@ -569,18 +569,13 @@ pub fn hold(
 ) -> Result<Held, CampaignError> {
     use numalab_linux::lock::{acquire, LockError};
     let dir = results.join(STATE_DIR);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| CampaignError::Results(format!("{}: {e}", dir.display())))?;
-    let err = |e: LockError, what: &str| {
-        match e {
-        LockError::Held { pid, .. } => CampaignError::Busy(format!(
-            "{what} is in use by {} (a second numalab would run its cells twice); wait for it, or stop it",
-            pid.map_or("another numalab".to_string(), |p| format!("numalab (PID {p})"))
-        )),
-        LockError::Io { path, source } => {
-            CampaignError::Results(format!("{}: {source}", path.display()))
-        }
-    }
+    std::fs::create_dir_all(&dir).map_err(CampaignError::io(&dir))?;
+    let err = |e: LockError, what: &str| match e {
+        LockError::Held { pid, .. } => CampaignError::Busy {
+            what: what.to_string(),
+            pid,
+        },
+        LockError::Io { path, source } => CampaignError::Io { path, source },
     };
     let what = format!("results directory {}", results.display());
     let d = acquire(&dir.join(BUSY_FILE), mode, false).map_err(|e| err(e, &what))?;
