@@ -273,12 +273,6 @@ pub struct CommandArgs {
     pub argv: Vec<String>,
 }
 
-impl CommandArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::command::resolve(self, cal)
-    }
-}
-
 /// The registry's entry ([`crate::registry`]).
 pub const BENCHMARK: Benchmark = Benchmark::new::<CommandArgs>(
     "command",

@@ -154,12 +154,6 @@ pub struct ForkExecArgs {
     pub parent_iterations: Option<u64>,
 }
 
-impl ForkExecArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::forkexec::resolve(self, cal)
-    }
-}
-
 /// The registry's entry ([`crate::registry`]).
 pub const BENCHMARK: Benchmark = Benchmark::new::<ForkExecArgs>(
     "forkexec",

@@ -340,12 +340,6 @@ pub struct MemArgs {
     pub duration: f64,
 }
 
-impl MemArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::mem::resolve(self, cal)
-    }
-}
-
 /// The registry's entry ([`crate::registry`]).
 pub const BENCHMARK: Benchmark = Benchmark::new::<MemArgs>(
     "mem",

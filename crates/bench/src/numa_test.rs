@@ -137,12 +137,6 @@ pub struct NumaTestArgs {
     pub disturb: Disturb,
 }
 
-impl NumaTestArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::numa_test::resolve(self, cal)
-    }
-}
-
 /// The registry's entry ([`crate::registry`]).
 pub const BENCHMARK: Benchmark = Benchmark::new::<NumaTestArgs>(
     "numa_test",

@@ -263,12 +263,6 @@ pub struct SpinArgs {
     pub place: Where,
 }
 
-impl SpinArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::placement::resolve_spin(self, cal)
-    }
-}
-
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = "Benchmark")]
 pub struct HackbenchArgs {
@@ -289,12 +283,6 @@ pub struct HackbenchArgs {
     pub ncpus: Option<u32>,
     #[command(flatten)]
     pub place: Where,
-}
-
-impl HackbenchArgs {
-    pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
-        crate::placement::resolve_hackbench(self, cal)
-    }
 }
 
 /// The registry's entry ([`crate::registry`]).

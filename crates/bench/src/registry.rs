@@ -268,14 +268,14 @@ impl Spec {
     /// The cases, every default resolved on `cal`'s machine.
     pub fn resolve(&self, cal: &dyn Calibration) -> Result<Resolved, BenchError> {
         match self {
-            Spec::NumaTest(a) => a.resolve(cal),
+            Spec::NumaTest(a) => crate::numa_test::resolve(a, cal),
             Spec::Autonuma(k, a) => a.resolve(*k, cal),
             Spec::TwoHalves(a) => a.resolve(cal),
-            Spec::Spin(a) => a.resolve(cal),
-            Spec::Hackbench(a) => a.resolve(cal),
-            Spec::ForkExec(a) => a.resolve(cal),
-            Spec::Mem(a) => a.resolve(cal),
-            Spec::Command(a) => a.resolve(cal),
+            Spec::Spin(a) => crate::placement::resolve_spin(a, cal),
+            Spec::Hackbench(a) => crate::placement::resolve_hackbench(a, cal),
+            Spec::ForkExec(a) => crate::forkexec::resolve(a, cal),
+            Spec::Mem(a) => crate::mem::resolve(a, cal),
+            Spec::Command(a) => crate::command::resolve(a, cal),
         }
     }
 
