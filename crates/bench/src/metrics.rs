@@ -174,13 +174,62 @@ pub const OBSERVER_CPU_S: MetricDef = def(
     "CPU time numalab spent observing the run",
 );
 
-/// Migrations of the benchmark's tasks between CPUs (the simulator counts them).
+/// Migrations of the benchmark's tasks between CPUs.
 pub const KERNEL_MIGRATIONS: MetricDef = def(
     "kernel_migrations",
     "migrations",
     Better::Lower,
-    "migrations of the benchmark's tasks between CPUs (the simulator counts them)",
+    "migrations of the benchmark's tasks between CPUs (the kernel's nr_migrations of each task; the simulator counts them)",
 );
+
+/// Pages NUMA balancing migrated for the benchmark's tasks.
+pub const KERNEL_NUMA_PAGES_MIGRATED: MetricDef = def(
+    "kernel_numa_pages_migrated",
+    "pages",
+    Better::Lower,
+    "pages NUMA balancing migrated for the benchmark's tasks (each task's numa_pages_migrated)",
+);
+
+/// Machine-wide allocations on the intended node (numastat delta).
+pub const NUMASTAT_NUMA_HIT: MetricDef = def(
+    "numastat_numa_hit",
+    "pages",
+    Better::Higher,
+    "machine-wide allocations on the intended node (numastat delta, every process's)",
+);
+
+/// Machine-wide allocations that missed the intended node.
+pub const NUMASTAT_NUMA_MISS: MetricDef = def(
+    "numastat_numa_miss",
+    "pages",
+    Better::Lower,
+    "machine-wide allocations on another node than intended (numastat delta)",
+);
+
+/// Machine-wide allocations local to the allocating CPU.
+pub const NUMASTAT_LOCAL_NODE: MetricDef = def(
+    "numastat_local_node",
+    "pages",
+    Better::Higher,
+    "machine-wide allocations on the allocating CPU's node (numastat delta)",
+);
+
+/// Machine-wide allocations remote to the allocating CPU.
+pub const NUMASTAT_OTHER_NODE: MetricDef = def(
+    "numastat_other_node",
+    "pages",
+    Better::Lower,
+    "machine-wide allocations on another node than the allocating CPU's (numastat delta)",
+);
+
+/// The numastat counters the host reports as metrics (summed over nodes),
+/// each with the counter's name in /sys/devices/system/node/nodeN/numastat.
+pub const NUMASTAT: [(&str, MetricDef); 4] = [
+    ("numa_hit", NUMASTAT_NUMA_HIT),
+    ("numa_miss", NUMASTAT_NUMA_MISS),
+    ("local_node", NUMASTAT_LOCAL_NODE),
+    ("other_node", NUMASTAT_OTHER_NODE),
+];
 
 /// The /proc/vmstat counters every backend reports, as deltas over a run.
 pub const VMSTAT: [MetricDef; 6] = [
@@ -193,7 +242,7 @@ pub const VMSTAT: [MetricDef; 6] = [
 ];
 
 /// The metrics a run measures itself (not counted by the kernel).
-const MEASURED: [MetricDef; 14] = [
+const MEASURED: [MetricDef; 19] = [
     ELAPSED_S,
     USER_S,
     SYS_S,
@@ -208,6 +257,11 @@ const MEASURED: [MetricDef; 14] = [
     THREAD_BANDWIDTH_MIN_GBS,
     OBSERVER_CPU_S,
     KERNEL_MIGRATIONS,
+    KERNEL_NUMA_PAGES_MIGRATED,
+    NUMASTAT_NUMA_HIT,
+    NUMASTAT_NUMA_MISS,
+    NUMASTAT_LOCAL_NODE,
+    NUMASTAT_OTHER_NODE,
 ];
 
 /// `a` then `b`.
@@ -225,7 +279,7 @@ const fn concat<const A: usize, const B: usize, const N: usize>(
 }
 
 /// Every metric a benchmark record may carry.
-pub const ALL: &[MetricDef] = &concat::<14, 6, 20>(MEASURED, VMSTAT);
+pub const ALL: &[MetricDef] = &concat::<19, 6, 25>(MEASURED, VMSTAT);
 
 impl MetricDef {
     /// `value` with this metric's unit and direction.

@@ -73,7 +73,7 @@ pub mod run;
 pub mod trace;
 
 use numalab_bench::{Calibration, Case};
-use numalab_record::{Better, Metric, RunRecord};
+use numalab_record::RunRecord;
 use numalab_runner::{Backend, RunContext, RunError};
 use numalab_topology::{MachineInfo, Roots};
 use std::cell::OnceCell;
@@ -132,16 +132,10 @@ pub fn kernel_metrics(rec: &mut RunRecord) {
         return;
     }
     let migrations: u64 = read.iter().map(|k| k.nr_migrations).sum();
-    rec.metrics.insert(
-        "kernel_migrations".into(),
-        Metric::new(migrations as f64, "migrations", Better::Lower),
-    );
+    numalab_bench::metrics::KERNEL_MIGRATIONS.put(&mut rec.metrics, migrations as f64);
     let pages: Option<u64> = read.iter().map(|k| k.numa_pages_migrated).sum();
     if let Some(p) = pages {
-        rec.metrics.insert(
-            "kernel_numa_pages_migrated".into(),
-            Metric::new(p as f64, "pages", Better::Lower),
-        );
+        numalab_bench::metrics::KERNEL_NUMA_PAGES_MIGRATED.put(&mut rec.metrics, p as f64);
     }
 }
 
@@ -248,17 +242,9 @@ pub fn numastat_delta(
     if per_node.is_empty() {
         return;
     }
-    for k in ["numa_hit", "numa_miss", "local_node", "other_node"] {
+    for (k, m) in numalab_bench::metrics::NUMASTAT {
         if let Some(v) = total.get(k) {
-            let better = if k == "numa_hit" || k == "local_node" {
-                numalab_record::Better::Higher
-            } else {
-                numalab_record::Better::Lower
-            };
-            rec.metrics.insert(
-                format!("numastat_{k}"),
-                numalab_record::Metric::new(*v as f64, "pages", better),
-            );
+            m.put(&mut rec.metrics, *v as f64);
         }
     }
     rec.backend
