@@ -551,12 +551,4 @@ mod tests {
         let e = crate::Cli::try_parse_from(["numalab", "run", "numa02", "--tasks", "2"]);
         assert!(e.is_err());
     }
-
-    #[test]
-    fn the_reports_placement_family_is_the_registrys() {
-        assert_eq!(
-            numalab_report::autonuma::BENCHMARKS.to_vec(),
-            registry::placement_family().collect::<Vec<_>>()
-        );
-    }
 }

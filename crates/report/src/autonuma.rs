@@ -88,18 +88,12 @@ pub fn mean_elapsed_by_placement(records: &[&RunRecord]) -> BTreeMap<String, f64
         .collect()
 }
 
-/// The benchmarks [`summary_table`] is made for: placements `default`,
-/// `bind` and `inverse-bind`, elapsed time, pages migrated, convergence.
-/// The benchmark registry's placement family
-/// (`numalab_bench::registry::placement_family`), which numalab's tests
-/// hold this list to (this crate does not depend on numalab-bench).
-pub const BENCHMARKS: [&str; 5] = [
-    "numa01",
-    "numa01_THREAD_ALLOC",
-    "numa02",
-    "numa02_SMT",
-    "twohalves",
-];
+/// Whether [`summary_table`] is made for `benchmark`: placements
+/// `default`, `bind` and `inverse-bind`, elapsed time, pages migrated,
+/// convergence (the benchmark registry's placement family).
+pub fn summarises(benchmark: &str) -> bool {
+    numalab_bench::registry::placement_family().any(|b| b == benchmark)
+}
 
 /// Metrics the report layer derives from several records. Older numalab
 /// wrote `position_between_bounds` into the default placement's records;

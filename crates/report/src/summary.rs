@@ -68,7 +68,7 @@ pub fn invocation(records: &[&RunRecord]) -> String {
             push_wrapped(&mut out, "no successful runs");
         } else if *bench == "numa_test" {
             out.push_str(&crate::text::numa_test_summary(recs));
-        } else if autonuma::BENCHMARKS.contains(bench) {
+        } else if autonuma::summarises(bench) {
             out.push_str(&autonuma::summary_table(recs));
             let one_node = recs.iter().all(|r| {
                 r.machine
