@@ -151,9 +151,11 @@ fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
     };
     let _held = numalab_campaign::state::hold(&plan.results, mode, None, &mut |l| say(l))?;
     let interrupt = Interrupt::install().context("installing the Ctrl-C handler")?;
+    // The backend pinning started (a guest, for a guest configuration)
+    // stays up for the runs when the first cell to run needs the same one:
+    // one boot fewer per guest campaign.
     let mut pool = Pool::new(&plan, out);
     let lock = local::pin(&plan, &mut pool, out)?;
-    drop(pool);
     let c = Campaign::new(plan.clone(), lock)?;
     if out != Output::Quiet {
         for w in c.same_work() {
@@ -163,9 +165,10 @@ fn run_plan_with(a: RunArgs, summarise: bool) -> Result<ExitCode> {
     let scan = c.scan()?;
     let todo = local::not_done(&c, &scan);
     if a.executor == Executor::Slurm {
+        drop(pool);
         return submit_to_slurm(&c, &scan, todo, a);
     }
-    let (scan, interrupted) = run_here(&c, scan, &todo, out, &interrupt)?;
+    let (scan, interrupted) = run_here(&c, scan, &todo, out, &interrupt, pool)?;
     finish_here(&c, &scan, interrupted, summarise, &a.plan)
 }
 
@@ -268,14 +271,17 @@ fn finish_here(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run the cells `todo` of `c` here, saying what runs and what was done
-/// before; `scan` gains their records. The bool: interrupted.
+/// Run the cells `todo` of `c` here on `pool`'s backends (one already up
+/// is used when the first cell needs it, and stopped in any case at the
+/// end), saying what runs and what was done before; `scan` gains their
+/// records. The bool: interrupted.
 pub fn run_here(
     c: &Campaign,
     scan: numalab_campaign::state::Scan,
     todo: &BTreeSet<usize>,
     out: Output,
     interrupt: &Interrupt,
+    mut pool: Pool,
 ) -> Result<(numalab_campaign::state::Scan, bool)> {
     let total = c.cells.len();
     let n = Counts::of(c, &scan);
@@ -312,8 +318,9 @@ pub fn run_here(
     }
     let mut ran = None;
     let mut scan = scan;
-    if !todo.is_empty() {
-        let mut pool = Pool::new(&c.plan, out);
+    if todo.is_empty() {
+        pool.stop();
+    } else {
         let r = local::run_cells(c, todo, &mut pool, out, interrupt)?;
         for (path, rec) in &r.outcome.records {
             scan.add(path.clone(), rec.clone());

@@ -310,11 +310,25 @@ fn run_plan(
     let todo = local::not_done(&c, &scan);
     let (scan, interrupted) = if json_out {
         numalab_linux::out::stdout_to_stderr(|| {
-            crate::cli_campaign::run_here(&c, scan, &todo, output, interrupt)
+            crate::cli_campaign::run_here(
+                &c,
+                scan,
+                &todo,
+                output,
+                interrupt,
+                Pool::new(&c.plan, output),
+            )
         })
         .context("redirecting standard output")??
     } else {
-        crate::cli_campaign::run_here(&c, scan, &todo, output, interrupt)?
+        crate::cli_campaign::run_here(
+            &c,
+            scan,
+            &todo,
+            output,
+            interrupt,
+            Pool::new(&c.plan, output),
+        )?
     };
     if interrupted {
         return Ok(None);
