@@ -398,6 +398,12 @@ pub struct World {
     /// Tasks forked in the current run of a task, to be placed at once.
     pub(crate) forked: Vec<TaskId>,
     pelt_decay: f64,
+    /// Per task: run_compute's last inputs and results (see [`ComputeMemo`]).
+    compute_memo: Vec<ComputeMemo>,
+    /// A thread's misses in flight, streamed and random, when `k` other
+    /// threads of its core miss too (index `k`): `run_task`'s two
+    /// divisions, done once per machine.
+    mlp_shares: Vec<(f64, f64)>,
     /// When idle CPUs' blocked utilisation is next brought up to date
     /// (nohz.next_blocked: every LOAD_AVG_PERIOD, 32 ms).
     next_blocked_ns: u64,
@@ -417,6 +423,14 @@ impl World {
             })
             .collect();
         let pelt_decay = 0.5f64.powf(tick_ns as f64 / PELT_HALF_LIFE_NS);
+        let smt_max = m.core_cpus.iter().map(Vec::len).max().unwrap_or(1);
+        let mlp_shares = (0..smt_max.max(1))
+            .map(|missing| {
+                let mlp = m.mlp / (1 + missing) as f64;
+                // Random misses overlap as the core allows, shared like mlp.
+                (mlp, (m.random_mlp * mlp / m.mlp).max(1.0))
+            })
+            .collect();
         World {
             now: 0,
             tick_ns,
@@ -448,6 +462,8 @@ impl World {
             wakeups: Vec::new(),
             forked: Vec::new(),
             pelt_decay,
+            compute_memo: Vec::new(),
+            mlp_shares,
             next_blocked_ns: BLOCKED_UPDATE_NS,
             m,
         }
@@ -1233,7 +1249,9 @@ impl Engine {
         // mlp / k lines in flight (Intel's optimization manual: the L1D
         // and its fill buffers are competitively shared between the
         // logical processors, only a few queues are partitioned).
-        let (smt, mlp) = {
+        // (mlp / (1 + missing), and the random misses' share of it, from
+        // the table World::new made.)
+        let (smt, (mlp, rmlp)) = {
             let core = w.m.cpu_core[cpu];
             let (mut busy, mut missing) = (false, 0usize);
             for &c in &w.m.core_cpus[core] {
@@ -1243,10 +1261,8 @@ impl Engine {
                 }
             }
             let smt = if busy { w.m.smt_throughput } else { 1.0 };
-            (smt, w.m.mlp / (1 + missing) as f64)
+            (smt, w.mlp_shares[missing])
         };
-        // Random misses overlap as the core allows, shared like mlp.
-        let rmlp = (w.m.random_mlp * mlp / w.m.mlp).max(1.0);
         let mut outcome = RunOutcome::Continue;
         if left > 0.0 {
             let (spent, out) = match w.tasks[t].work {
@@ -1334,10 +1350,33 @@ fn run_compute(
     // Taken out while the world is borrowed, put back at the end.
     let frac = std::mem::take(&mut w.tasks[t].frac);
     let (l0, lc) = path_latencies(w, cn, &frac);
-    let u = unit_times(w, t, cpu, freq * smt, (mlp, rmlp), (l0, lc));
-    let (spent, outcome) = advance(&mut w.tasks[t], left, u.unit);
-    if u.unit0 > 0.0 {
-        add_demand(w, cn, &frac, &u, spent);
+    if w.compute_memo.len() <= t {
+        w.compute_memo
+            .resize(w.tasks.len().max(t + 1), ComputeMemo::default());
+    }
+    let ghz = freq * smt;
+    let key = [
+        w.llc_busy[w.m.cpu_llc[cpu]] as u64,
+        ghz.to_bits(),
+        mlp.to_bits(),
+        rmlp.to_bits(),
+        l0.to_bits(),
+        lc.to_bits(),
+    ];
+    if !w.compute_memo[t].holds(&key) {
+        let u = unit_times(w, t, cpu, ghz, (mlp, rmlp), (l0, lc));
+        w.compute_memo[t] = ComputeMemo {
+            valid: true,
+            key,
+            u,
+            ..ComputeMemo::default()
+        };
+    }
+    let memo = &mut w.compute_memo[t];
+    let (spent, outcome) = advance(&mut w.tasks[t], left, memo);
+    if memo.u.unit0 > 0.0 {
+        let (bytes_per_ns, phi) = memo.demand(spent, w.m.line_bytes, w.tick_ns);
+        add_demand(w, cn, &frac, bytes_per_ns, phi);
     }
     w.tasks[t].frac = frac;
     ((avail - left) + spent, outcome)
@@ -1445,6 +1484,7 @@ fn path_latencies(w: &World, cn: usize, frac: &[f64]) -> (f64, f64) {
 }
 
 /// A work unit's time, contended and idle, and what it asks of memory.
+#[derive(Debug, Clone, Copy, Default)]
 struct UnitTimes {
     /// Nanoseconds a unit takes with this tick's contention.
     unit: f64,
@@ -1510,12 +1550,70 @@ fn unit_times(
     }
 }
 
-/// Advances the task by as many units of `unit` ns as `left` allows, up
-/// to its expected work: the time spent, and whether it is done.
-fn advance(task: &mut Task, left: f64, unit: f64) -> (f64, RunOutcome) {
+/// The last inputs and results of run_compute's divisions for one task.
+/// A task usually runs a whole tick at the same frequency, LLC share and
+/// contention as the tick before, so its unit times, the units a tick
+/// buys and its bandwidth demand are the same numbers again: they are
+/// taken from here when their inputs are bit for bit the same, and
+/// computed as before otherwise (the results are identical either way).
+#[derive(Debug, Clone, Copy, Default)]
+struct ComputeMemo {
+    /// Whether `key` and `u` are set.
+    valid: bool,
+    /// unit_times' inputs: busy CPUs in the LLC, then the bits of the
+    /// frequency times SMT throughput, mlp, rmlp, and the latencies l0
+    /// and lc.
+    key: [u64; 6],
+    u: UnitTimes,
+    /// advance: `left / u.unit` for the last `left` (bits; 0 = unset,
+    /// never a time a tick hands out as it takes the `unit > 0` path).
+    left: u64,
+    can: f64,
+    /// add_demand: bytes per ns and memory share for the last `spent`.
+    spent: Option<u64>,
+    bytes_per_ns: f64,
+    phi: f64,
+}
+
+impl ComputeMemo {
+    /// Whether `u` was computed from inputs `key` (compared word by word,
+    /// without a call to memcmp).
+    fn holds(&self, key: &[u64; 6]) -> bool {
+        let diff = self.key.iter().zip(key).fold(0u64, |d, (a, b)| d | (a ^ b));
+        self.valid && diff == 0
+    }
+
+    /// The task's bandwidth demand in bytes per ns at its uncontended
+    /// rate for `spent` ns of the tick, and its share of memory time
+    /// (phi = mem0 / unit0, one division).
+    fn demand(&mut self, spent: f64, line_bytes: f64, tick_ns: u64) -> (f64, f64) {
+        if self.spent != Some(spent.to_bits()) {
+            let u = &self.u;
+            let inv_unit0 = 1.0 / u.unit0;
+            self.bytes_per_ns = u.lines * line_bytes * inv_unit0 * (spent / tick_ns as f64);
+            self.phi = u.mem0 * inv_unit0;
+            self.spent = Some(spent.to_bits());
+        }
+        (self.bytes_per_ns, self.phi)
+    }
+}
+
+/// Advances the task by as many units of `memo.u.unit` ns as `left`
+/// allows, up to its expected work: the time spent, and whether it is
+/// done.
+fn advance(task: &mut Task, left: f64, memo: &mut ComputeMemo) -> (f64, RunOutcome) {
+    let unit = memo.u.unit;
     let expected = task.work_expected as f64;
     let todo = expected - task.progress;
-    let can = if unit > 0.0 { left / unit } else { todo };
+    let can = if unit > 0.0 {
+        if memo.left != left.to_bits() || memo.left == 0 {
+            memo.left = left.to_bits();
+            memo.can = left / unit;
+        }
+        memo.can
+    } else {
+        todo
+    };
     let (units, spent, outcome) = if can >= todo {
         (todo, todo * unit, RunOutcome::Done)
     } else {
@@ -1530,13 +1628,9 @@ fn advance(task: &mut Task, left: f64, unit: f64) -> (f64, RunOutcome) {
 
 /// The task's bandwidth demand this tick, at its uncontended rate (no
 /// feedback loop), on the paths from node `cn` its accesses take.
-fn add_demand(w: &mut World, cn: usize, frac: &[f64], u: &UnitTimes, spent: f64) {
+fn add_demand(w: &mut World, cn: usize, frac: &[f64], bytes_per_ns: f64, phi: f64) {
     let nn = w.m.nnodes;
     let row = cn * nn;
-    // Its share of memory time: phi = mem0 / unit0 (one division).
-    let inv_unit0 = 1.0 / u.unit0;
-    let bytes_per_ns = u.lines * w.m.line_bytes * inv_unit0 * (spent / w.tick_ns as f64);
-    let phi = u.mem0 * inv_unit0;
     if frac.is_empty() {
         w.demand_next[row + cn] += bytes_per_ns;
         w.demand_mem_next[row + cn] += bytes_per_ns * phi;
@@ -1665,7 +1759,11 @@ fn send(
             g.receiver_blocked[next] = false;
             wake.push(g.receivers[next]);
         }
-        next = (next + 1) % fds;
+        // The next socket round the group (a compare, not a division).
+        next += 1;
+        if next == fds {
+            next = 0;
+        }
         n += 1;
     }
     if stuck {
