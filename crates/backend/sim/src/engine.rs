@@ -384,6 +384,10 @@ pub struct World {
     pub resource_rho: Vec<f64>,
     resource_wait: Vec<f64>,
     resource_cap: Vec<f64>,
+    /// The (demand, memory-weighted demand) each resource's rho, wait and
+    /// cap were last computed from, as bits: a tick with the same demand
+    /// as the last (the usual case) keeps them without dividing again.
+    resource_load_key: Vec<Option<(u64, u64)>>,
     /// Bytes per ns per path, last tick's and this tick's, and the same
     /// weighted by the share of memory time in the work that made them.
     demand: Vec<f64>,
@@ -453,6 +457,7 @@ impl World {
             resource_rho: vec![0.0; m.resources.len()],
             resource_wait: vec![0.0; m.resources.len()],
             resource_cap: vec![0.0; m.resources.len()],
+            resource_load_key: vec![None; m.resources.len()],
             demand: vec![0.0; nn * nn],
             demand_next: vec![0.0; nn * nn],
             demand_mem: vec![0.0; nn * nn],
@@ -963,6 +968,11 @@ impl Engine {
                 demand += w.demand[p];
                 mem += w.demand_mem[p];
             }
+            let key = Some((demand.to_bits(), mem.to_bits()));
+            if w.resource_load_key[i] == key {
+                continue;
+            }
+            w.resource_load_key[i] = key;
             if demand == 0.0 {
                 (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = (0.0, 0.0, 0.0);
                 continue;

@@ -28,6 +28,9 @@ pub struct NodeBlind {
     max_pull: usize,
     /// The CPUs in the order of their timer interrupts within a jiffy.
     order: Vec<CpuId>,
+    /// The tick length (ns) and the idle and busy intervals in ticks
+    /// last computed for it.
+    every: Option<(u64, u64, u64)>,
 }
 
 /// ia64_cpu_local_tick: CPU `c`'s timer interrupt, as a fraction of a
@@ -69,6 +72,7 @@ pub fn build(
             max_pull as usize
         },
         order: tick_order(m.ncpus),
+        every: None,
     }))
 }
 
@@ -121,16 +125,33 @@ impl Scheduler for NodeBlind {
     fn tick(&mut self, w: &mut World) {
         let tick = w.tick_ns.max(1);
         let jiffies = w.now / tick;
-        let every = |ns: u64| ((ns as f64 / tick as f64).round() as u64).max(1);
-        let (idle_every, busy_every) = (every(self.idle_ns), every(self.busy_ns));
+        // The intervals in ticks, computed once per tick length.
+        let (idle_every, busy_every) = match self.every {
+            Some((t, i, b)) if t == tick => (i, b),
+            _ => {
+                let every = |ns: u64| ((ns as f64 / tick as f64).round() as u64).max(1);
+                let e = (every(self.idle_ns), every(self.busy_ns));
+                self.every = Some((tick, e.0, e.1));
+                e
+            }
+        };
+        // Whether this jiffy balances an idle and a busy CPU: the same
+        // for every CPU, so two divisions per tick, not one per CPU.
+        let (idle_due, busy_due) = (
+            jiffies.is_multiple_of(idle_every),
+            jiffies.is_multiple_of(busy_every),
+        );
+        if !idle_due && !busy_due {
+            return;
+        }
         for i in 0..self.order.len() {
             let cpu = self.order[i];
-            let every = if w.cpus[cpu].is_idle() {
-                idle_every
+            let due = if w.cpus[cpu].is_idle() {
+                idle_due
             } else {
-                busy_every
+                busy_due
             };
-            if jiffies.is_multiple_of(every) {
+            if due {
                 self.balance(w, cpu);
             }
         }
