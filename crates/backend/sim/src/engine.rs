@@ -844,7 +844,9 @@ impl Engine {
                 if used > 0 {
                     any = true;
                 }
-                self.place_wakeups(cpu);
+                if !self.w.wakeups.is_empty() {
+                    self.place_wakeups(cpu);
+                }
             }
             if !any {
                 break;
@@ -1293,11 +1295,11 @@ impl Engine {
             left -= spent;
             outcome = out;
         }
-        let ran = (avail as f64 - left).round().max(0.0) as u64;
+        // (Rounded only when needed: `round` is a call into libm.)
         let ran = if outcome == RunOutcome::Continue {
             avail
         } else {
-            ran.min(avail)
+            ((avail as f64 - left).round().max(0.0) as u64).min(avail)
         };
         w.tasks[t].node_time[node] += ran;
         (ran, outcome)
