@@ -844,9 +844,7 @@ impl Engine {
                 if used > 0 {
                     any = true;
                 }
-                if !self.w.wakeups.is_empty() {
-                    self.place_wakeups(cpu);
-                }
+                self.place_wakeups(cpu);
             }
             if !any {
                 break;
@@ -1072,7 +1070,17 @@ impl Engine {
         }
     }
 
+    /// Place the tasks woken by the task running on `waker_cpu`: usually
+    /// none, so the test is inlined into the callers and the loop is not.
+    #[inline(always)]
     fn place_wakeups(&mut self, waker_cpu: CpuId) {
+        if !self.w.wakeups.is_empty() {
+            self.place_wakeups_now(waker_cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn place_wakeups_now(&mut self, waker_cpu: CpuId) {
         while let Some((t, sync)) = self.w.wakeups.pop() {
             let mut cpu =
                 self.sched
