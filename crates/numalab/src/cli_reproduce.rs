@@ -308,27 +308,14 @@ fn run_plan(
     let c = Campaign::new(p, lock)?;
     let scan = c.scan()?;
     let todo = local::not_done(&c, &scan);
+    let run = || {
+        let pool = Pool::new(&c.plan, output);
+        crate::cli_campaign::run_here(&c, scan, &todo, output, interrupt, pool)
+    };
     let (scan, interrupted) = if json_out {
-        numalab_linux::out::stdout_to_stderr(|| {
-            crate::cli_campaign::run_here(
-                &c,
-                scan,
-                &todo,
-                output,
-                interrupt,
-                Pool::new(&c.plan, output),
-            )
-        })
-        .context("redirecting standard output")??
+        numalab_linux::out::stdout_to_stderr(run).context("redirecting standard output")??
     } else {
-        crate::cli_campaign::run_here(
-            &c,
-            scan,
-            &todo,
-            output,
-            interrupt,
-            Pool::new(&c.plan, output),
-        )?
+        run()?
     };
     if interrupted {
         return Ok(None);
