@@ -323,7 +323,9 @@ struct Measured {
     local: Figure,
     cache: Cache,
     node_bw: Vec<NodeBw>,
-    transfer: Option<Figure>,
+    /// A line's transfer between LLCs, or why the local latency stands
+    /// in for it.
+    transfer: Result<Figure, String>,
     smt: Option<Figure>,
     compute: Compute,
     process: Process,
@@ -522,27 +524,44 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
     Ok(node_bw)
 }
 
+/// The longest cache line transfer taken as measured: more means no
+/// round trip ran with both CPUs running at once (a guest's vCPUs on a
+/// busy host), and the simulator refuses a `cache.cross_llc_ns` above it.
+const TRANSFER_MAX_NS: f64 = 100_000.0;
+
 /// Measures a cache line's transfer between two LLCs (same node when
 /// there are two there) and the throughput of two SMT siblings.
 fn transfer_and_smt(
     m: &Machine,
     phases: &mut Phases,
-) -> Result<(Option<Figure>, Option<Figure>), CalibrateError> {
+) -> Result<(Result<Figure, String>, Option<Figure>), CalibrateError> {
     let (runs, b, topo) = (m.runs, m.b, &m.topo);
     // A cache line between two LLCs (same node when there are two there),
     // and SMT.
     phases.next(&m.plan[phases.done].0.clone());
     let llc_pair = llc_pair(topo);
     let transfer = match llc_pair {
-        Some((a, c)) => Some(
-            memory::repeat(
+        Some((a, c)) => {
+            let f = memory::repeat(
                 runs,
                 format!("half a round trip of one atomic word between CPU {a} and CPU {c}, under different LLCs"),
                 || memory::line_transfer_ns(a, c, b),
             )
-            .map_err(failed("cache line transfer"))?,
-        ),
-        None => None,
+            .map_err(failed("cache line transfer"))?;
+            if f.value <= TRANSFER_MAX_NS {
+                Ok(f)
+            } else {
+                let why = format!(
+                    "not measured: no round trip between CPU {a} and CPU {c} ran undisturbed \
+                     (the fastest took {:.0} us: the two were never running at once); \
+                     the local latency stands in",
+                    f.value / 500.0
+                );
+                eprintln!("numalab calibrate: cache.cross_llc_ns {why}");
+                Err(why)
+            }
+        }
+        None => Err("not measured: one LLC on this machine; the local latency stands in".into()),
     };
     let smt_pair = topo
         .cpus
@@ -867,7 +886,7 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
         put(&format!("node {j}: all CPUs memset"), "GB/s", wa.clone());
     }
     put("cache.llc_hit_ns", "ns", ms.cache.hit.clone());
-    if let Some(t) = &ms.transfer {
+    if let Ok(t) = &ms.transfer {
         put("cache.cross_llc_ns", "ns", t.clone());
     }
     if let Some(s) = &ms.smt {

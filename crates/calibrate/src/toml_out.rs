@@ -248,15 +248,12 @@ fn cache(m: &Machine, ms: &Measured) -> String {
     c(&mut t, &hit.describe("ns"));
     let _ = writeln!(t, "llc_hit_ns = {:?}", round3(hit.value));
     match &transfer {
-        Some(f) => {
+        Ok(f) => {
             c(&mut t, &f.describe("ns"));
             let _ = writeln!(t, "cross_llc_ns = {:?}", round3(f.value));
         }
-        None => {
-            c(
-                &mut t,
-                "not measured: one LLC on this machine; the local latency stands in",
-            );
+        Err(why) => {
+            c(&mut t, why);
             let _ = writeln!(t, "cross_llc_ns = {:?}", round3(local.value));
         }
     }
