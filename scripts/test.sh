@@ -69,4 +69,7 @@ export NUMALAB_REQUIRE_SCX=1
 # tests/trace.rs checks wakeup latency against perf's record of the
 # same run; perf is installed above, so it must run, not skip.
 export NUMALAB_REQUIRE_PERF=1
-cargo test --workspace --locked --features numalab/scx
+# Every test: the three binaries that boot guests in one lane, every
+# other test binary and the doctests in a second beside it (scripts/
+# run-tests.py says why; the two cores were half idle through each boot).
+scripts/run-tests.py --locked --features numalab/scx

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Every test of the workspace, in two lanes side by side.
+
+The three test binaries that boot QEMU guests (one guest at a time, most
+of the suite's time) run one after another in one lane; every other test
+binary, then the doctests, one after another in the other. Before, cargo
+ran all of them in one line, so the two cores sat half idle through
+every guest's boot. A binary's tests still run on libtest's threads, as
+under `cargo test`; no two binaries of one lane overlap, so tests that
+change the host (its sysctls, a throwaway Slurm cluster) never meet one
+another; the guest lane changes nothing on the host.
+
+Usage: scripts/run-tests.py CARGO-FLAGS...   (e.g. --locked --features numalab/scx)
+
+Builds with `cargo test --workspace --no-run CARGO-FLAGS`, runs each
+binary in its package's directory as cargo would, keeps each one's output
+in target/test-logs/NAME.log, prints it whole when the binary fails and
+its result lines when it passes, and exits 1 if any failed. Ctrl-C or
+SIGTERM stops every binary's process group.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+# Integration tests of the `numalab` package that boot guests.
+GUEST_TESTS = ["vm", "guest_autonuma", "scx"]
+
+running = {}
+lock = threading.Lock()
+failed = []
+
+
+def build(flags):
+    """The test executables: (package, target name, kind, path, package dir)."""
+    cmd = ["cargo", "test", "--workspace", "--no-run",
+           "--message-format=json-render-diagnostics", *flags]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        sys.exit(f"run-tests: `{' '.join(cmd)}` failed ({out.returncode})")
+    found = []
+    for line in out.stdout.splitlines():
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+            continue
+        if not m["profile"]["test"]:
+            continue
+        pkg = m["package_id"]
+        name = m["target"]["name"]
+        found.append((pkg, name, m["target"]["kind"][0], m["executable"],
+                      os.path.dirname(m["manifest_path"])))
+    return found
+
+
+def is_guest(t):
+    return t[2] == "test" and t[1] in GUEST_TESTS and t[4].endswith("/crates/numalab")
+
+
+def run_one(t, lane, logs):
+    pkg, name, kind, exe, cwd = t
+    log = os.path.join(logs, f"{name}-{kind}.log")
+    env = dict(os.environ, CARGO_MANIFEST_DIR=cwd)
+    start = time.monotonic()
+    with open(log, "w") as f:
+        p = subprocess.Popen([exe], cwd=cwd, env=env, stdout=f,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        with lock:
+            running[p.pid] = p
+        rc = p.wait()
+        with lock:
+            running.pop(p.pid, None)
+    took = time.monotonic() - start
+    text = open(log, errors="replace").read()
+    results = [l for l in text.splitlines() if l.startswith("test result:")]
+    with lock:
+        state = "ok" if rc == 0 else f"FAILED (exit {rc})"
+        print(f"== [{lane}] {name} ({kind}): {state}, {took:.0f} s", flush=True)
+        if rc == 0:
+            for l in results:
+                print(f"   {l}", flush=True)
+        else:
+            failed.append(name)
+            print(text, flush=True)
+    return took
+
+
+def lane(name, tests, logs, then=None):
+    total = 0.0
+    try:
+        for t in tests:
+            total += run_one(t, name, logs)
+        if then:
+            total += then()
+    except Exception as e:  # a lane that cannot go on fails the run
+        with lock:
+            failed.append(f"{name} lane ({e})")
+    with lock:
+        print(f"== [{name}] lane done: {total:.0f} s", flush=True)
+
+
+def doctests(flags):
+    start = time.monotonic()
+    rc = subprocess.run(["cargo", "test", "--workspace", "--doc", *flags]).returncode
+    took = time.monotonic() - start
+    with lock:
+        print(f"== [host] doctests: {'ok' if rc == 0 else 'FAILED'}, {took:.0f} s", flush=True)
+        if rc != 0:
+            failed.append("doctests")
+    return took
+
+
+def stop(signum, _frame):
+    with lock:
+        for pid in list(running):
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    sys.exit(128 + signum)
+
+
+def main():
+    flags = sys.argv[1:]
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    tests = build(flags)
+    guests = [t for t in tests if is_guest(t)]
+    names = sorted(t[1] for t in guests)
+    if names != sorted(GUEST_TESTS):
+        sys.exit(f"run-tests: guest test binaries {names}, expected {sorted(GUEST_TESTS)}")
+    # The longest first, so the host lane's binaries run beside it.
+    guests.sort(key=lambda t: GUEST_TESTS.index(t[1]))
+    host = sorted((t for t in tests if not is_guest(t)), key=lambda t: (t[1], t[2]))
+    logs = os.path.join("target", "test-logs")
+    os.makedirs(logs, exist_ok=True)
+    logs = os.path.abspath(logs)
+    print(f"run-tests: {len(guests)} guest and {len(host)} other test binaries, "
+          f"in two lanes; output in {logs}", flush=True)
+    start = time.monotonic()
+    g = threading.Thread(target=lane, args=("guest", guests, logs), daemon=True)
+    g.start()
+    lane("host", host, logs, then=lambda: doctests(flags))
+    g.join()
+    print(f"run-tests: {time.monotonic() - start:.0f} s; "
+          + (f"FAILED: {', '.join(failed)}" if failed else "every test binary passed"),
+          flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
