@@ -65,7 +65,7 @@ impl SimOptions {
     pub const BALANCER: &'static str = "none";
     pub const SEED: u64 = 1;
     pub const TICK_US: u64 = 1000;
-    pub const TICK_US_RANGE: RangeInclusive<u64> = 1..=100_000;
+    pub const TICK_US_RANGE: RangeInclusive<u64> = numalab_sim::TICK_US_RANGE;
     pub const MAX_SIM_S: f64 = 3600.0;
 
     /// `machine` with every other option at its default.
@@ -119,7 +119,11 @@ pub enum SimOptionsError {
     #[error(transparent)]
     Sim(#[from] SimError),
     /// The tick, outside [`SimOptions::TICK_US_RANGE`].
-    #[error("tick_us = {0}: 1 to 100000")]
+    #[error(
+        "tick_us = {0}: {lo} to {hi}",
+        lo = SimOptions::TICK_US_RANGE.start(),
+        hi = SimOptions::TICK_US_RANGE.end()
+    )]
     TickUs(u64),
     /// The run's limit, not a positive number of seconds.
     #[error("max_sim_s = {0}: a positive number of seconds")]

@@ -212,7 +212,7 @@ pub enum SimError {
     /// `thp` not one of the modes the model knows.
     #[error("thp {0:?}: always, madvise or never")]
     Thp(String),
-    /// The tick outside 1 us to 100 ms.
+    /// The tick outside [`TICK_US_RANGE`].
     #[error("tick must be between 1 us and 100 ms")]
     Tick,
     /// The case does not fit the machine (sizes, CPU lists, nodes).
@@ -222,6 +222,9 @@ pub enum SimError {
     #[error("interrupted")]
     Interrupted,
 }
+
+/// The ticks the engine takes, in microseconds: 1 us to 100 ms.
+pub const TICK_US_RANGE: std::ops::RangeInclusive<u64> = 1..=100_000;
 
 impl SimConfig {
     /// A configuration with default tick (1 ms), sampling (1 s) and limit.
@@ -258,7 +261,7 @@ impl SimConfig {
         if !THP_MODES.contains(&self.thp.as_str()) {
             return Err(SimError::Thp(self.thp.clone()));
         }
-        if self.tick_us == 0 || self.tick_us > 100_000 {
+        if !TICK_US_RANGE.contains(&self.tick_us) {
             return Err(SimError::Tick);
         }
         Ok(())
