@@ -1266,11 +1266,13 @@ pub fn run_line(
     if let Some(u) = m("user_s") {
         times.push(format!("user {u:.2} s"));
     }
-    if let (Some(b), "mem") = (m("bandwidth_gbs"), rec.benchmark.as_str()) {
+    if let Some(b) =
+        m("bandwidth_gbs").filter(|_| rec.benchmark == numalab_bench::mem::BENCHMARK.name)
+    {
         times.push(format!("{b:.2} GB/s"));
     }
     if let Some(h) = m("hackbench_s") {
-        if rec.benchmark != "hackbench" {
+        if rec.benchmark != numalab_bench::placement::HACKBENCH.name {
             times.push(format!("H {h:.2} s"));
         }
     }

@@ -214,7 +214,7 @@ fn benchmark_metrics(
     let sys: f64 = tasks.iter().map(|t| t.sys_s).sum();
     USER_S.put(&mut metrics, user);
     SYS_S.put(&mut metrics, sys);
-    if meta.benchmark == "numa_test" && !tasks.is_empty() {
+    if meta.benchmark == numalab_bench::numa_test::BENCHMARK.name && !tasks.is_empty() {
         AVG_USER_S.put(&mut metrics, user / tasks.len() as f64);
     }
     let mut warnings = Vec::new();
@@ -231,7 +231,7 @@ fn benchmark_metrics(
             warnings.push("the hackbench disturbance had not finished when the benchmark tasks did; hackbench_s omitted".to_string());
         }
     }
-    if meta.benchmark == "hackbench" {
+    if meta.benchmark == numalab_bench::placement::HACKBENCH.name {
         HACKBENCH_S.put(&mut metrics, elapsed);
     }
     // forkexec: children reaped per second, mean fork-to-reaping time.
@@ -275,7 +275,11 @@ fn counter_metrics(
     // CPU changes of the benchmark's tasks, as real runs sum the kernel's
     // se.nr_migrations of the tasks they observe one by one (hackbench's
     // and forkexec's trees are observed as one process there: left out).
-    if !matches!(meta.benchmark.as_str(), "hackbench" | "forkexec") {
+    let one_process = [
+        numalab_bench::placement::HACKBENCH.name,
+        numalab_bench::forkexec::BENCHMARK.name,
+    ];
+    if !one_process.contains(&meta.benchmark.as_str()) {
         let moves: u64 = meta.main_tasks.iter().map(|&t| w.tasks[t].migrations).sum();
         KERNEL_MIGRATIONS.put(metrics, moves as f64);
     }
