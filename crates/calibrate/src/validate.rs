@@ -11,6 +11,7 @@
 //! runs recorded like any others; the error table ([`errors`]) is then
 //! read from the records only.
 
+use numalab_bench::{autonuma, forkexec, mem, numa_test, placement};
 use numalab_record::{RunRecord, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -115,7 +116,7 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, SetError> {
     v.extend(mem(s, cpus, mib));
     if s.nodes >= 2 {
         v.push(Item {
-            benchmark: "twohalves",
+            benchmark: autonuma::TWOHALVES.name,
             keys: vec![
                 ("threads", (cpus / 2).max(1).to_string()),
                 ("bytes", q(&format!("{mib}M"))),
@@ -161,7 +162,7 @@ fn first_items(
     // node's CPUs together at about its bandwidth.
     vec![
         Item {
-            benchmark: "spin",
+            benchmark: placement::SPIN.name,
             keys: vec![
                 ("tasks", cpus.to_string()),
                 ("placement", q("default")),
@@ -169,7 +170,7 @@ fn first_items(
             ],
         },
         Item {
-            benchmark: "hackbench",
+            benchmark: placement::HACKBENCH.name,
             keys: vec![
                 ("groups", "1".into()),
                 ("fds", fds.to_string()),
@@ -179,7 +180,7 @@ fn first_items(
             ],
         },
         Item {
-            benchmark: "forkexec",
+            benchmark: forkexec::BENCHMARK.name,
             keys: vec![
                 ("children", children.to_string()),
                 ("jobs", "1".into()),
@@ -188,7 +189,7 @@ fn first_items(
             ],
         },
         Item {
-            benchmark: "numa02",
+            benchmark: autonuma::NUMA02.name,
             keys: vec![
                 ("threads", cpus.to_string()),
                 ("bytes", q(&format!("{mib}M"))),
@@ -209,7 +210,7 @@ fn numa01(s: &Sizing, cpus: usize, mib: u64, placements: &str) -> Item {
         / (2.0 * numa01_threads as f64 * (numa01_mib << 20) as f64))
         .clamp(1.0, 1e6) as u64;
     Item {
-        benchmark: "numa01",
+        benchmark: autonuma::NUMA01.name,
         keys: vec![
             ("threads", numa01_threads.to_string()),
             ("bytes", q(&format!("{numa01_mib}M"))),
@@ -233,7 +234,7 @@ fn numa_test(s: &Sizing, cpus: usize) -> Item {
         .max(10_000.0)
         .min(fits) as u64;
     Item {
-        benchmark: "numa_test",
+        benchmark: numa_test::BENCHMARK.name,
         keys: vec![
             ("tasks", cpus.to_string()),
             ("size", elements.to_string()),
@@ -263,7 +264,7 @@ fn mem(s: &Sizing, cpus: usize, mib: u64) -> Vec<Item> {
         let loops =
             (t * gbs * 1e9 / (threads as f64 * (mem_mib << 20) as f64)).clamp(1.0, 1e6) as u64;
         v.push(Item {
-            benchmark: "mem",
+            benchmark: mem::BENCHMARK.name,
             keys: vec![
                 ("op", q("read,write,memset")),
                 ("threads", threads.to_string()),
