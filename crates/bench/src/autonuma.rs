@@ -181,6 +181,28 @@ impl Kind {
         }
     }
 
+    /// Every thread zeroes its process's whole buffer once before its
+    /// loops: numa01.c's `thread()` begins with `bzero(p_global, SIZE)`
+    /// (under NO_BIND_FORCE_SAME_NODE bound to one node, the same for
+    /// both processes; the other builds too), then runs its `nr` loops
+    /// (50, THREAD_ALLOC 1000) of `bzero(p, THREAD_SIZE)`. numa02.c's
+    /// threads do not: its main thread zeroes the buffer (BINDMAP).
+    pub fn whole_first(self) -> bool {
+        matches!(self, Kind::Numa01 | Kind::Numa01ThreadAlloc)
+    }
+
+    /// The whole-buffer pass of [`Kind::whole_first`] in loops of a
+    /// thread's own region, the same bytes: 1 for numa01 (its region is
+    /// the whole buffer), `threads` for numa01_THREAD_ALLOC (the buffer
+    /// is `threads` slices), 0 otherwise.
+    pub fn whole_first_loops(self, threads: u32) -> u64 {
+        match self {
+            Kind::Numa01 => 1,
+            Kind::Numa01ThreadAlloc => threads.max(1) as u64,
+            _ => 0,
+        }
+    }
+
     /// Bytes zeroed by all threads together in one loop.
     pub fn bytes_per_loop(self, bytes: u64, threads: u32) -> u64 {
         match self {
@@ -269,6 +291,12 @@ pub struct ProcPlan {
     /// CPUs each thread is pinned to (empty: none pinned).
     pub thread_cpus: Vec<Option<Vec<u32>>>,
     pub memory: MemPlan,
+    /// Before its loops every thread zeroes the process's whole buffer
+    /// once (numa01 and numa01_THREAD_ALLOC: numa01.c's `thread()` runs
+    /// `bzero(p_global, SIZE)` before `for (i = 0; i < nr; i++)
+    /// bzero(p, THREAD_SIZE)`, in every build).
+    #[serde(default)]
+    pub whole_first: bool,
 }
 
 impl ProcPlan {
@@ -455,6 +483,7 @@ impl Placing<'_> {
                 process_cpus,
                 thread_cpus: vec![None; threads as usize],
                 memory,
+                whole_first: kind.whole_first(),
             });
         }
         (procs, ideal_nodes)
@@ -508,6 +537,7 @@ impl Placing<'_> {
             process_cpus: None,
             thread_cpus,
             memory,
+            whole_first: false,
         }];
         (procs, ideal_nodes)
     }
@@ -546,6 +576,7 @@ impl Placing<'_> {
             process_cpus: None,
             thread_cpus,
             memory,
+            whole_first: false,
         }];
         (procs, ideal_nodes)
     }
@@ -582,9 +613,15 @@ impl Params {
         m
     }
 
-    /// Bytes zeroed by all threads in the whole run.
+    /// Bytes zeroed by all threads in the whole run: their loops and,
+    /// for numa01*, every thread's first pass over its process's buffer
+    /// ([`Kind::whole_first`]).
     pub fn bytes_zeroed(&self) -> u64 {
-        self.kind.bytes_per_loop(self.bytes, self.threads) * self.loops
+        let first = match self.kind.whole_first() {
+            true => self.kind.total_threads(self.threads) as u64 * self.bytes,
+            false => 0,
+        };
+        self.kind.bytes_per_loop(self.bytes, self.threads) * self.loops + first
     }
 
     /// The plan of this case on `topo`.
@@ -600,13 +637,17 @@ impl Params {
     }
 }
 
-/// Loops per thread so that a run takes about `seconds` at `bandwidth`.
+/// Loops per thread so that a run takes about `seconds` at `bandwidth`,
+/// numa01*'s whole-buffer first pass ([`Kind::whole_first`]) included.
 pub fn loops_for(kind: Kind, bytes: u64, threads: u32, bandwidth: f64, seconds: f64) -> u64 {
     let per_loop = kind.bytes_per_loop(bytes, threads) as f64;
     if per_loop <= 0.0 || !bandwidth.is_finite() || bandwidth <= 0.0 {
         return 1;
     }
-    ((seconds * bandwidth / per_loop).round() as u64).clamp(1, 1_000_000)
+    let passes = (seconds * bandwidth / per_loop).round() as u64;
+    passes
+        .saturating_sub(kind.whole_first_loops(threads))
+        .clamp(1, 1_000_000)
 }
 
 /// The zeroing bandwidth of `workers` threads where a default run puts
@@ -650,18 +691,20 @@ fn shrink_to_duration(
     let touch = 1.0 / cal.first_touch_rate();
     let per_loop = kind.bytes_per_loop(bytes, t) as f64 / bytes as f64 / bw;
     let b = bytes as f64;
-    let loops = (seconds - touch * b) / (per_loop * b);
+    // numa01*'s whole-buffer first pass, in loops ([`Kind::whole_first`]).
+    let first = kind.whole_first_loops(t) as f64;
+    let loops = (seconds - touch * b) / (per_loop * b) - first;
     if !loops.is_finite() || !per_loop.is_finite() || per_loop <= 0.0 {
         return None;
     }
-    if loops >= 1.0 && (loops.round() / loops - 1.0).abs() <= 0.05 {
+    if loops >= 1.0 && ((loops.round() + first) / (loops + first) - 1.0).abs() <= 0.05 {
         return None;
     }
     let whole = loops.ceil().max(1.0);
     let llc = cal.machine().topology.max_llc_bytes();
     let floor = (sizing::LLC_FACTOR * llc).max(sizing::MIN_BYTES);
     let mib = 1u64 << 20;
-    let want = ((seconds / (touch + whole * per_loop)) as u64).max(floor);
+    let want = ((seconds / (touch + (whole + first) * per_loop)) as u64).max(floor);
     let new = (want / mib).max(1) * mib;
     if new >= bytes {
         return None;
@@ -675,10 +718,14 @@ fn shrink_to_duration(
     Some((
         new,
         format!(
-            "at {} and {workers} threads zeroing at {:.1} GB/s here{}, {why}; sized so that {whole} fill about {seconds:.0} s",
+            "at {} and {workers} threads zeroing at {:.1} GB/s here{}, {why}; sized so that {}{whole} fill about {seconds:.0} s",
             human_bytes(bytes),
             bw / 1e9,
             touch_text(touch * b, seconds),
+            match kind.whole_first() {
+                true => "every thread's first pass over the whole buffer and ",
+                false => "",
+            },
         ),
     ))
 }
@@ -1247,9 +1294,20 @@ mod tests {
     fn loops_scale_with_bandwidth_and_size() {
         // 10 GB/s for 20 s over numa02's 1 GiB per loop: about 186 loops.
         assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 10e9, 20.0), 186);
-        // numa01: every thread zeroes all of its process's buffer.
+        // numa01: every thread zeroes all of its process's buffer, once
+        // before its loops, then loop after loop.
         let l01 = loops_for(Kind::Numa01, 1 << 30, 8, 10e9, 20.0);
-        assert_eq!(l01, (200e9 / (16.0 * (1u64 << 30) as f64)).round() as u64);
+        assert_eq!(
+            l01,
+            (200e9 / (16.0 * (1u64 << 30) as f64)).round() as u64 - 1
+        );
+        // numa01_THREAD_ALLOC: its first pass over the whole buffer is
+        // one loop per slice, 8 loops: 93 passes of 2 GiB in all.
+        let lta = loops_for(Kind::Numa01ThreadAlloc, 1 << 30, 8, 10e9, 20.0);
+        assert_eq!(
+            lta,
+            (200e9 / (2.0 * (1u64 << 30) as f64)).round() as u64 - 8
+        );
         assert_eq!(loops_for(Kind::Numa02, 1 << 30, 8, 0.0, 20.0), 1);
     }
 

@@ -28,6 +28,15 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         if name == "focht-2003" {
             d = d.join("tx7_memory.local_latency_ns=187_");
         }
+        if name == "autonuma-2012" {
+            // ht2's memory bandwidth, fitted where the bisection ends.
+            d = std::fs::read_dir(&d)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().contains("ht2_memory.bandwidth_gbs="))
+                .unwrap_or(d);
+        }
         let n = std::fs::read_dir(&d)
             .unwrap()
             .flatten()
@@ -79,10 +88,15 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         dir.path(),
     );
     assert!(again.status.success(), "{}", show(&again));
-    // Five studies and focht-2003's two fit points.
+    // Five studies and the fit points of focht-2003 (two) and
+    // autonuma-2012 (one directory each).
+    let points = std::fs::read_dir(dir.path().join("r/autonuma-2012-r1-fit"))
+        .unwrap()
+        .count();
+    assert!(points >= 2, "{points} fit points");
     assert_eq!(
         text(&again.stderr).matches("cells done; nothing").count(),
-        7,
+        7 + points,
         "{}",
         show(&again)
     );
@@ -116,8 +130,9 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         .iter()
         .map(|s| s["cells"].as_array().unwrap().len())
         .sum();
-    // 20 + 16 + 4 + 8 + 2 published figures.
-    assert_eq!(cells, 50, "{j}");
+    // 20 + 16 + 5 + 8 + 2 published figures (autonuma-2012's fifth, a
+    // MoF figure, the designated cell of its fit).
+    assert_eq!(cells, 51, "{j}");
     let fitted = &studies[1]["fitted"][0];
     assert_eq!(fitted["key"], "memory.local_latency_ns");
     assert_eq!(fitted["at_bound"], true);
@@ -130,6 +145,12 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
     assert_eq!(designated.len(), 1);
     assert_eq!(designated[0]["what"], "ElapsedTime N=32 node-aware");
     assert_eq!(studies[1]["numbers"]["compared"], 15, "{j}");
+    // ht2's memory bandwidth, fitted inside its cited range on the MoF
+    // figure; the four AutoNUMA25 figures are predicted.
+    let an = &studies[2];
+    assert_eq!(an["fitted"][0]["key"], "memory.bandwidth_gbs", "{an}");
+    assert_eq!(an["fitted"][0]["at_bound"], false, "{an}");
+    assert_eq!(an["numbers"]["compared"], 4, "{an}");
     let tu64a = &studies[0]["cells"].as_array().unwrap()[16];
     assert_eq!(tu64a["what"], "TotalUserTime N=64 A");
     assert_eq!(tu64a["seed"], 2543.4);

@@ -786,7 +786,9 @@ fn duration_is_kept_within_20_percent_on_simulated_machines() {
         ("azusa16", "numa02", "3"),
         ("tx7", "numa01", "3"),
         ("ht2", "numa02_SMT", "3"),
-        (&big, "numa01", "4"),
+        // numa01's shortest run there is two passes of the smallest size
+        // (every thread's first pass over the whole buffer, one loop).
+        (&big, "numa01", "8"),
     ];
     for (i, &(machine, bench, secs)) in cases.iter().enumerate() {
         let out = dir.path().join(format!("r{i}"));

@@ -262,6 +262,7 @@ fn start_threads(
             off,
             l,
             loops: plan.loops,
+            whole: plan.whole_first.then_some(plan.bytes),
         };
         let h = std::thread::Builder::new()
             .name(format!("numalab-w{t}"))
@@ -281,6 +282,9 @@ struct Worker {
     off: u64,
     l: u64,
     loops: u64,
+    /// Bytes of the whole buffer each thread zeroes once before its loops
+    /// (numa01*: [`numalab_bench::autonuma::Kind::whole_first`]).
+    whole: Option<u64>,
 }
 
 impl Worker {
@@ -294,6 +298,7 @@ impl Worker {
             off,
             l,
             loops,
+            whole,
         } = self;
         let Shared {
             buf,
@@ -312,6 +317,9 @@ impl Worker {
         let mut res = Residency::start();
         let initial_cpu = res.last_cpu;
         let mut bytes = 0u64;
+        if let Some(w) = whole {
+            bytes += buf.fill(0, w as usize, 0) as u64;
+        }
         for k in 0..loops {
             bytes += buf.fill(off as usize, l as usize, 0) as u64;
             res.tick();
@@ -474,6 +482,9 @@ mod tests {
                 process_cpus: None,
                 thread_cpus: vec![Some(vec![cpus[0]]), None, None],
                 memory,
+                // numa01_THREAD_ALLOC's shape: each thread zeroes the
+                // whole buffer once, then its slice loop after loop.
+                whole_first: !shared,
             };
             let mut out = Vec::new();
             let r = run_process(&plan, &mut out).unwrap();
@@ -481,11 +492,13 @@ mod tests {
             assert_eq!(r.threads.len(), 3);
             assert!(r.threads.iter().all(|t| t.loops == 4), "{r:?}");
             // Every loop zeroes the thread's whole region (its slice, or
-            // the whole buffer when shared), and is one residency reading.
+            // the whole buffer when shared), and is one residency reading;
+            // a whole-buffer first pass adds the buffer's bytes once.
             let regions = plan.regions(numa::page_size() as u64);
             for (t, th) in r.threads.iter().enumerate() {
                 let (_, len) = regions[plan.region_of_thread(t as u32)];
-                assert_eq!(th.bytes, 4 * len, "thread {t}: {r:?}");
+                let first = if plan.whole_first { 1 << 20 } else { 0 };
+                assert_eq!(th.bytes, 4 * len + first, "thread {t}: {r:?}");
                 assert_eq!(th.readings, 4, "thread {t}: {r:?}");
                 assert!(th.loops_s > 0.0 && th.bandwidth_gbs().unwrap() > 0.0);
             }
@@ -516,6 +529,7 @@ mod tests {
             process_cpus: None,
             thread_cpus: vec![None],
             memory: MemPlan::Bound { nodes: vec![999] },
+            whole_first: false,
         };
         let e = run_process(&plan, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("node 999"), "{e}");

@@ -626,6 +626,10 @@ fn add_autonuma(
         let touch_ns = w.m.costs.first_touch_ns(touched);
         let process_mask = cpu_mask(w, &pp.process_cpus)?;
         let mut first_thread = None;
+        // numa01*'s threads each zero the whole buffer once before their
+        // loops (Kind::whole_first, numa01.c's bzero(p_global, SIZE)):
+        // the same bytes as that many more loops over their own region.
+        let passes = p.loops + p.kind.whole_first_loops(pp.threads);
         for t in 0..pp.threads {
             let (r, len) = regions[pp.region_of_thread(t)];
             let work = stream_work(w, r, len as f64, false);
@@ -638,7 +642,7 @@ fn add_autonuma(
                 p.kind.task_name(nprocs, p.threads, pp.process, t),
                 pi,
                 work,
-                p.loops,
+                passes,
                 parent,
                 first_thread.is_none(),
                 touch_ns,
