@@ -274,8 +274,9 @@ pub struct MsgGroup {
     pub cycles: f64,
     /// Cache lines a message moves between its writer's and its reader's
     /// caches, as a count of serial transfers: the socket's and the
-    /// buffer head's two lines one after the other (each access depends
-    /// on the last), the payload's lines streamed by the copy with the
+    /// sk_buff's lines the kernel takes one after the other (locks,
+    /// reference counts, slab frees: [`crate::workload::MSG_SERIAL_LINES`]),
+    /// the payload's and the sk_buff's other lines streamed with the
     /// core's misses in flight (`mlp` at a time).
     pub lines: f64,
     /// Senders blocked on each receiver's full socket.

@@ -1564,6 +1564,55 @@ fn launch_costs_space_the_starts_of_tasks() {
 /// it the threads start at once, as before it was measured.
 #[test]
 fn first_touch_gbs_times_the_main_threads_first_touch() {
+/// Zen 2 (epyc7642): a line moves between two CCXs through the IO die,
+/// whether they share a CCD or not (AnandTech's Rome review: each CCX
+/// communicates with the central IO hub), so CPUs 0 and 3 (two CCXs of
+/// CCD 0) are as far apart as CPUs 0 and 6 (CCD 1), and a CCX's own
+/// L3 is much nearer: the seed's split (one core per CCD) and numalab's
+/// spread (one per CCX) cost their messages alike.
+#[test]
+fn on_zen2_another_ccx_of_the_ccd_is_as_far_as_another_ccd() {
+    let m = Machine::load("epyc7642").unwrap();
+    let l = |cpu: usize| m.cpu_llc[cpu];
+    assert_eq!((l(0), l(2)), (l(1), l(1)), "CPUs 0-2: one CCX");
+    assert_ne!(l(0), l(3));
+    let same_ccd = m.transfer_ns(l(0), l(3));
+    assert_eq!(same_ccd, m.transfer_ns(l(0), l(6)));
+    assert!(same_ccd > 5.0 * m.transfer_ns(l(0), l(1)), "{same_ccd}");
+}
+
+/// A hackbench message between two caches fetches the kernel's serial
+/// lines one after the other (`MSG_SERIAL_LINES`, counted in
+/// af_unix.c, skbuff.c and SLUB: locks, reference counts, slab frees),
+/// not two: with the message's own cycles made negligible, hackbench on
+/// a CPU of each node takes its ops' share of that many transfers
+/// longer than on one CPU, where the lines stay in its caches.
+#[test]
+fn a_message_between_caches_moves_the_kernels_serial_lines() {
+    let on = |cpus: Vec<u32>| {
+        let case = Case::Hackbench(HackbenchParams {
+            groups: 1,
+            fds: 2,
+            loops: 2000,
+            size: 64,
+            ncpus: cpus.len() as u32,
+            set: set(Some(cpus)),
+        });
+        elapsed_with_costs("msg_us = 0.01", &case)
+    };
+    let (one, two) = (on(vec![0]), on(vec![0, 2]));
+    // 2 x 2 x 2000 messages, a write and a read each, shared by the two
+    // CPUs: 8000 ops a CPU, each paying its lines times the transfer to
+    // the other node (200 ns: 100 ns x distance 20 / 10) weighted by the
+    // share of the group's four tasks there (about a half).
+    let per_op_ns = (two - one) * 1e9 / 8000.0;
+    let lines = per_op_ns / (0.5 * 200.0);
+    assert!(
+        (5.0..=8.0).contains(&lines),
+        "one CPU {one} s, two nodes {two} s: {lines:.2} serial lines an op"
+    );
+}
+
     let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 20);
     let rec = |costs: &str| {
         let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);

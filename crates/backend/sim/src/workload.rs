@@ -37,6 +37,36 @@ pub const MSG_CYCLES: f64 = 6000.0;
 /// (sk_buff truesize beyond the payload, about 512 bytes).
 pub const SOCKET_BUFFER_BYTES: u64 = 212_992;
 pub const SKB_OVERHEAD_BYTES: u64 = 512;
+/// hackbench: cache lines one write() or read() of a message on a unix
+/// stream socket must fetch, one after the other, from the peer's cache
+/// (each a locked instruction or a load that the next step depends on),
+/// counted in Linux 5.15's net/unix/af_unix.c and the functions it calls:
+/// - the writer (unix_stream_sendmsg): the sk_buff head from
+///   skbuff_head_cache and its data from kmalloc, both last freed by the
+///   reader (SLUB's __slab_free puts a remote free on the slab page's
+///   freelist: a cmpxchg on the page the allocator takes back), 2;
+///   skb_set_owner_w's refcount_add on its own sk_wmem_alloc, which the
+///   reader's sock_wfree decremented, 1; unix_state_lock(other), which
+///   the reader took, 1; skb_queue_tail on the reader's
+///   sk_receive_queue (lock, list head), 1; sk_data_ready
+///   (sock_def_readable: skwq_has_sleeper reads the wait queue the
+///   reader sleeps on), 1: six;
+/// - the reader (unix_stream_read_generic): unix_state_lock(sk), which
+///   the writer took, 1; skb_peek on its sk_receive_queue, 1; the
+///   sk_buff the writer filled (len, data, UNIXCB), 1; consume_skb's
+///   destructor (unix_destruct_scm, sock_wfree) decrementing the
+///   writer's sk_wmem_alloc, 1; kfree_skbmem and skb_free_head freeing
+///   both objects into the writer's slab pages (__slab_free), 2: six.
+///
+/// Lines read or written by one streaming access are not in this count
+/// but in [`MSG_STREAMED_LINES`] and the payload's.
+pub const MSG_SERIAL_LINES: f64 = 6.0;
+/// hackbench: lines of a message besides its payload that one access
+/// streams with the core's misses in flight: the sk_buff's other lines
+/// (__alloc_skb's memset of the head up to `tail`, about 3 lines of a
+/// 224-byte struct sk_buff on x86-64, the skb_shared_info line), the
+/// writer storing them and the reader reading them: 3 on average.
+pub const MSG_STREAMED_LINES: f64 = 3.0;
 /// Time a launcher takes to start one more process (fork + exec) or
 /// thread (clone); launches happen one after the other. Estimates.
 pub const PROCESS_LAUNCH_NS: u64 = 1_000_000;
@@ -375,9 +405,11 @@ fn add_hackbench(
 ) -> Vec<usize> {
     let mut ids = Vec::new();
     let per_socket = (SOCKET_BUFFER_BYTES / (size as u64 + SKB_OVERHEAD_BYTES)).max(1);
-    // Two dependent lines (socket, buffer head), then the payload's lines
-    // streamed mlp at a time (MsgGroup::lines).
-    let lines = 2.0 + (size as f64 / w.m.line_bytes).ceil() / w.m.mlp.max(1.0);
+    // The socket's and the sk_buff's lines fetched one after the other,
+    // then the payload's and the sk_buff's other lines streamed mlp at a
+    // time (MsgGroup::lines).
+    let streamed = (size as f64 / w.m.line_bytes).ceil() + MSG_STREAMED_LINES;
+    let lines = MSG_SERIAL_LINES + streamed / w.m.mlp.max(1.0);
     for g in 0..groups {
         let gi = w.groups.len();
         w.groups.push(MsgGroup {

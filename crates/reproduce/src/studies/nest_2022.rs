@@ -57,6 +57,15 @@ fn nest_placement_table(r: &Records) -> (Table, Vec<Cell>) {
             format!("{} [{}]", fig(el("hackbench", p)), fig(Some(hb))),
         ]);
     }
+    t.legend.push(
+        "CPU sets: the seed's split takes one core per CCD (0,6,12,18,24,32) and mix three (0,6,12 and siblings), numalab's spread and spread-smt one per CCX (0,3,6,...); on Zen 2 every other CCX is reached through the IO die, same CCD or not, so the model costs them alike".into(),
+    );
+    t.legend.push(
+        "spin: the seed's spinning program and its work are not published; the plan's 40 Gcycles a task is not from the seed but puts split near its 13 s, so split and same_ccd do not predict the spin's length; mix and same_ccx's ratio to them rests on cpu.smt_throughput, unknown for Zen 2 (Intel's 0.65 used), where the seed's program took 1.95x".into(),
+    );
+    t.legend.push(
+        "hackbench: the seed's command (hackbench -s 512 -l 200 -g 15 -f 50 -P: sockets, processes) as planned; a message's cost on this machine (costs.msg_us) is not published, so the default estimate stands (6000 cycles, 1.8 us at 3.3 GHz), where the seed's same_ccd allows at most 1 us (2.44 s x 6 CPUs for 15 M writes and reads); the cross-CCX cost of a message counts the kernel's six serial lines a side (af_unix.c, skbuff.c, SLUB: crate::workload::MSG_SERIAL_LINES)".into(),
+    );
     (t, numbers)
 }
 
