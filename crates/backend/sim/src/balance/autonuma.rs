@@ -31,8 +31,14 @@
 //!   migration, it doubles ([`super::numa`]).
 //! - A marked page faults on the next access by any thread that uses it;
 //!   the chance that a thread touches a given chunk within a tick follows
-//!   from its access rate over the region. The fault costs `fault_us` of
-//!   system time to the faulting task, a migration `migrate_us_per_mb`.
+//!   from its access rate over the region and the user time it ran in the
+//!   tick. The fault costs `fault_us` of system time to the faulting
+//!   task, a migration `migrate_us_per_mb`. The fault is handled in the
+//!   faulting task's context (do_numa_page and do_huge_pmd_numa_page call
+//!   migrate_misplaced_page, which copies the page before the task
+//!   returns to user space), so while a task pays that kernel work it
+//!   touches no memory and takes no further faults: a thread that finds
+//!   its buffer misplaced moves it at most at the migration's rate.
 //! - What a fault does (should_numa_migrate_memory, task_numa_fault,
 //!   task_numa_placement, task_numa_migrate) is in [`super::numa`].
 //! - With `autonuma25_exchange=true`, tasks move by AutoNUMA25's
@@ -71,6 +77,10 @@ pub struct AutoNuma {
     /// marked pages touched this tick, and the table that picks the
     /// faulting thread.
     accessors: Vec<(TaskId, f64)>,
+    /// Per task: its user time at the previous tick, so a tick's accesses
+    /// follow the user time the task ran in it (none while it is in the
+    /// kernel migrating what it faulted on).
+    user_seen: Vec<f64>,
     hits: Vec<(usize, u64)>,
     faulted: Vec<(u32, TaskId)>,
     alias: Alias,
@@ -160,6 +170,7 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, crate::params::ParamErro
         proc_chunks: Vec::new(),
         active: Vec::new(),
         accessors: Vec::new(),
+        user_seen: Vec::new(),
         hits: Vec::new(),
         faulted: Vec::new(),
         alias: Alias::default(),
@@ -178,6 +189,7 @@ impl AutoNuma {
         if self.node_stamp.len() < n {
             self.node_stamp.resize(n, 0);
             self.started.resize(n, false);
+            self.user_seen.resize(n, 0.0);
         }
         self.common.ensure(w);
         let np = self.common.scan_seq.len();
@@ -355,7 +367,10 @@ impl AutoNuma {
             let r = self.active[i];
             let chunk = w.mem.chunk_bytes as f64;
             let bytes = w.mem.regions[r].len as f64 * chunk;
-            // Per running accessor: chance of touching a given chunk this tick.
+            // Per running accessor: chance of touching a given chunk this
+            // tick, from the user time it ran in the tick (a task paying
+            // the kernel work of its faults, or sharing its CPU, touches
+            // less).
             let accessors = &mut self.accessors;
             accessors.clear();
             let mut total = 0.0;
@@ -364,7 +379,8 @@ impl AutoNuma {
                 if w.cpus[cpu].curr != Some(t) && w.tasks[t].last_ran + w.tick_ns < w.now {
                     continue;
                 }
-                let l = w.access_rate(t) * dt / bytes;
+                let ran = (w.tasks[t].user_ns - self.user_seen[t]).clamp(0.0, dt);
+                let l = w.access_rate(t) * ran / bytes;
                 if l > 0.0 {
                     total += l;
                     accessors.push((t, l));
@@ -430,6 +446,9 @@ impl AutoNuma {
             } else {
                 i += 1;
             }
+        }
+        for (seen, task) in self.user_seen.iter_mut().zip(&w.tasks) {
+            *seen = task.user_ns;
         }
     }
 }
@@ -587,6 +606,47 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("exchange_interval_ms"), "{e}");
+    }
+
+    /// do_numa_page and do_huge_pmd_numa_page migrate a misplaced page in
+    /// the faulting task's context (migrate_misplaced_page), one fault
+    /// after another: numa02's thread on the node away from its half of
+    /// the buffer brings it over no faster than one migration after the
+    /// other, however fast it streams. With 10 ms a MiB, its 128 MiB take
+    /// 1.28 s of its time, not one tick's worth of faults.
+    #[test]
+    fn a_thread_migrates_what_it_faults_on_one_page_after_another() {
+        use numalab_bench::autonuma::{Kind, Placement};
+        let ms_per_mib = 10.0;
+        let bal = format!("autonuma[migrate_us_per_mb={}]", ms_per_mib * 1e3);
+        let cfg = crate::tests::config(crate::tests::nodes_machine(2, 1), "linux", &bal, 1);
+        let case = crate::tests::auto(Kind::Numa02, Placement::Default, 2, 256 << 20, 300);
+        let rep = numalab_record::Repetition { index: 1, of: 1 };
+        let r = crate::run(&cfg, &case, "x", rep, &mut |_| {}, &|| false)
+            .unwrap()
+            .record;
+        let migrated: Vec<(f64, f64)> = r
+            .series
+            .samples
+            .iter()
+            .map(|s| {
+                let pages = s.vmstat.get("numa_pages_migrated").copied().unwrap_or(0);
+                (s.t_s, pages as f64 * 4096.0 / (1u64 << 20) as f64)
+            })
+            .collect();
+        let total = migrated.last().unwrap().1;
+        assert!(total >= 120.0, "migrated {total} MiB: {migrated:?}");
+        // Between two samples, the migrations took no more time than
+        // passed, but for the faults of one tick (5 MiB at most here).
+        for pair in migrated.windows(2) {
+            let ((t0, m0), (t1, m1)) = (pair[0], pair[1]);
+            let busy_s = (m1 - m0 - 5.0).max(0.0) * ms_per_mib / 1e3;
+            assert!(
+                busy_s <= t1 - t0,
+                "{} MiB moved between {t0} s and {t1} s: {migrated:?}",
+                m1 - m0
+            );
+        }
     }
 
     /// Over a fine uniform grid, each index is drawn in proportion to its
