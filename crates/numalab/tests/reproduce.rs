@@ -25,16 +25,15 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
         // A study with a fitted parameter runs on the fitted machine, in a
         // directory named after it (its fit's points beside it).
         let mut d = dir.path().join("r").join(format!("{name}-r1"));
-        if name == "focht-2003" {
-            d = d.join("tx7_memory.local_latency_ns=187_");
-        }
-        if name == "autonuma-2012" {
-            // ht2's memory bandwidth, fitted where the bisection ends.
+        if name == "focht-2003" || name == "autonuma-2012" {
+            // tx7's memory latency and ht2's memory bandwidth, fitted
+            // where the bisection ends.
+            let fitted = ["tx7_memory.local_latency_ns=", "ht2_memory.bandwidth_gbs="];
             d = std::fs::read_dir(&d)
                 .unwrap()
                 .flatten()
                 .map(|e| e.path())
-                .find(|p| p.to_string_lossy().contains("ht2_memory.bandwidth_gbs="))
+                .find(|p| fitted.iter().any(|f| p.to_string_lossy().contains(f)))
                 .unwrap_or(d);
         }
         let n = std::fs::read_dir(&d)
@@ -73,7 +72,7 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
     // The TX7's latency, unpublished, fitted within its cited range on a
     // cell no claim uses; the range does not reach the seed's figure.
     assert!(
-        out.contains("Fitted: memory.local_latency_ns = 187 on ElapsedTime N=32")
+        out.contains("Fitted: memory.local_latency_ns = 243 on ElapsedTime N=32")
             && out.contains("at the bound"),
         "{out}"
     );

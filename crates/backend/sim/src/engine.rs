@@ -1553,7 +1553,17 @@ fn unit_times(
     // hit, overlapped as the misses are); the work's own cycles were
     // measured with its data in the core's private caches.
     let hits = rand_lines - misses;
-    let compute = cycles / ghz + hits * w.m.llc_hit_ns / rmlp;
+    // A random access beyond the data TLB's reach waits for a page walk
+    // first (the VHPT walker of an Itanium on a DTLB miss, Intel Itanium
+    // Architecture SDM vol. 2, 4.1.5.2 "VHPT Searching"), overlapped as the
+    // misses are; every access, hit or miss, translates.
+    let reach = w.m.tlb_reach_bytes;
+    let walks = if w.m.tlb_walk_ns > 0.0 && wss_bytes > reach {
+        rand_lines * (1.0 - reach / wss_bytes)
+    } else {
+        0.0
+    };
+    let compute = cycles / ghz + hits * w.m.llc_hit_ns / rmlp + walks * w.m.tlb_walk_ns / rmlp;
     // Streamed loads overlap as the core's load misses do (shared like
     // mlp); streamed stores as its stores.
     let smlp = if stream_loads {

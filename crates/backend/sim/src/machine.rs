@@ -32,6 +32,11 @@
 //!                           # streaming (shared by its busy SMT siblings)
 //! read_mlp = 6              # ... when streaming loads, if not as many
 //!                           # (a read sweep; default: mlp)
+//! tlb_reach_mib = 2.0       # bytes the data TLB maps (entries x page size)
+//! tlb_walk_ns = 11.5        # a hardware page walk after a TLB miss; a random
+//!                           # access over more than the reach waits for one
+//!                           # with probability 1 - reach / range (default 0:
+//!                           # no TLB modelled, every preset but the Itaniums)
 //! [[bus]]                   # a shared link memory traffic crosses (any number)
 //! name = "fsb0"
 //! bandwidth_gbs = 2.1       # `inf`: unlimited
@@ -84,6 +89,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.random_mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.read_mlp", 1.0, 1024.0, "misses in flight", false),
+    ("memory.tlb_reach_mib", 0.0, 1e9, "MiB", false),
+    ("memory.tlb_walk_ns", 0.0, 100_000.0, "ns", false),
     ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
     ("cache.llc_hit_ns", 0.1, 10_000.0, "ns", false),
     ("cache.cross_llc_ns", 0.1, 100_000.0, "ns", false),
@@ -276,6 +283,16 @@ pub struct MemorySpec {
     /// `mlp`; `numalab calibrate` measures both.
     #[serde(default)]
     pub read_mlp: Option<f64>,
+    /// Bytes (MiB) the last-level data TLB maps: its entries times the
+    /// page size. With `tlb_walk_ns`, a random access over a larger range
+    /// misses it with probability 1 - reach / range and waits for a page
+    /// walk; 0 (the default): no TLB modelled.
+    #[serde(default)]
+    pub tlb_reach_mib: f64,
+    /// Nanoseconds of one hardware page walk (a TLB miss whose page table
+    /// entry is in the caches); 0 (the default): no TLB modelled.
+    #[serde(default)]
+    pub tlb_walk_ns: f64,
     #[serde(default = "per_node")]
     pub controllers: Controllers,
 }
@@ -414,6 +431,10 @@ pub struct Machine {
     pub random_mlp: f64,
     /// Streamed loads in flight (`memory.read_mlp`, else `mlp`).
     pub read_mlp: f64,
+    /// Bytes the data TLB maps and the time of a page walk
+    /// (`memory.tlb_reach_mib`, `memory.tlb_walk_ns`; 0: no TLB).
+    pub tlb_reach_bytes: f64,
+    pub tlb_walk_ns: f64,
     pub llc_bytes: f64,
     pub llc_hit_ns: f64,
     pub cross_llc_ns: f64,
@@ -558,6 +579,8 @@ impl MachineFile {
             mlp: self.memory.mlp,
             random_mlp: self.memory.random_mlp,
             read_mlp: self.memory.read_mlp.unwrap_or(self.memory.mlp),
+            tlb_reach_bytes: self.memory.tlb_reach_mib * (1u64 << 20) as f64,
+            tlb_walk_ns: self.memory.tlb_walk_ns,
             llc_bytes: llc_bytes as f64,
             llc_hit_ns: self.cache.llc_hit_ns,
             cross_llc_ns: self.cache.cross_llc_ns,
@@ -630,6 +653,8 @@ impl MachineFile {
         within("memory.bandwidth_gbs", self.memory.bandwidth_gbs)?;
         within("memory.mlp", self.memory.mlp)?;
         within("memory.random_mlp", self.memory.random_mlp)?;
+        within("memory.tlb_reach_mib", self.memory.tlb_reach_mib)?;
+        within("memory.tlb_walk_ns", self.memory.tlb_walk_ns)?;
         if let Some(v) = self.memory.read_mlp {
             within("memory.read_mlp", v)?;
         }

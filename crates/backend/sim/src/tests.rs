@@ -675,6 +675,39 @@ fn random_misses_overlap_and_llc_hits_cost_their_latency() {
     assert!(slow > fast * 1.2, "{slow} vs {fast}");
 }
 
+/// numa_test on an Itanium: a random access over more than the data
+/// TLB's reach waits for a page walk (the VHPT walker) first, with
+/// probability 1 - reach / range; within the reach, or without a TLB
+/// modelled, it does not. 2M elements: a 16 MB `a` against tx7's 2 MiB
+/// reach, 7/8 of the updates walk, 11.5 ns each.
+#[test]
+fn random_accesses_beyond_the_tlb_reach_wait_for_a_page_walk() {
+    let user = |m: &str| {
+        let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
+        let r = run(
+            &cfg,
+            &numa_test(1, 2_000_000, Disturb::None),
+            "x",
+            REP,
+            &mut |_| {},
+            &|| false,
+        )
+        .unwrap()
+        .record;
+        r.metric("user_s").unwrap()
+    };
+    let walks = user("tx7");
+    let none = user("tx7[memory.tlb_walk_ns=0]");
+    let covered = user("tx7[memory.tlb_reach_mib=64]");
+    // 2M updates x 100 passes x 7/8 x 11.5 ns = 2.0 s more.
+    let want = 2e6 * 100.0 * 0.875 * 11.5e-9;
+    assert!(
+        (walks - none - want).abs() < 0.1 * want,
+        "{walks} - {none} vs {want}"
+    );
+    assert!((covered - none).abs() < 0.01 * none, "{covered} vs {none}");
+}
+
 /// A worker's scan clock is its own runtime (task_tick_numa reads
 /// se.sum_exec_runtime): the main thread's first touch, which the model
 /// books on the first worker, does not advance it. It had: the worker's

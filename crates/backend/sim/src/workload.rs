@@ -560,6 +560,12 @@ fn add_numa_test(
         return Err(CaseError::EmptyNumaTest);
     }
     let n = p.size as f64;
+    // randupdt.c's update `a[j]=a[j]+b[i];` writes the line of `a` it
+    // read: every miss of `a` brings in a line that leaves the LLC dirty,
+    // one write-back per miss in the steady state (counted at a lone
+    // task's LLC share; write-backs are posted, so they load the buses
+    // and controllers, not the core).
+    let lone_miss = 1.0 - (w.m.llc_bytes / (8.0 * n)).min(1.0);
     for i in 0..p.tasks as usize {
         let pi = meta.processes.len();
         meta.processes.push(format!("task {}", i + 1));
@@ -574,7 +580,7 @@ fn add_numa_test(
             stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
             // ix[i] and b[i], read in order.
             stream_loads: true,
-            writeback_lines: 0.0,
+            writeback_lines: n * lone_miss,
             wss_bytes: 8.0 * n,
             access: vec![(r, 1.0)],
         };
