@@ -1564,39 +1564,6 @@ fn msg_us_sets_the_cost_of_a_hackbench_message() {
     assert!(slow > default * 4.0, "3 us {default} s, 30 us {slow} s");
 }
 
-/// `costs.process_launch_us` and `thread_launch_us` space the launches
-/// of a benchmark's tasks: the last of 4 spinners (processes) starts
-/// 3 launches after the first.
-#[test]
-fn launch_costs_space_the_starts_of_tasks() {
-    let case = spin(4, 1, Some(vec![0, 1, 2, 3]));
-    let default = elapsed_with_costs("", &case);
-    let slow = elapsed_with_costs("process_launch_us = 101000", &case);
-    let more = slow - default;
-    // 3 launches of 100 ms more, give or take the seeded jitter (same seed).
-    assert!((0.29..=0.31).contains(&more), "{more} s more");
-    assert_eq!(
-        elapsed_with_costs("thread_launch_us = 5000", &case),
-        default
-    );
-    // numa02's workers are threads of one process: the last starts up to
-    // 3 launches later (the threads then share the memory differently,
-    // so the run ends less than that later).
-    let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 200);
-    let default = elapsed_with_costs("", &case);
-    let more = elapsed_with_costs("thread_launch_us = 100050", &case) - default;
-    assert!((0.1..=0.31).contains(&more), "{more} s more");
-    assert_eq!(
-        elapsed_with_costs("process_launch_us = 5000", &case),
-        default
-    );
-}
-
-/// `costs.first_touch_gbs`: the main thread's first touch of the buffer
-/// takes bytes / rate before the threads start, as system time; without
-/// it the threads start at once, as before it was measured.
-#[test]
-fn first_touch_gbs_times_the_main_threads_first_touch() {
 /// Zen 2 (epyc7642): a line moves between two CCXs through the IO die,
 /// whether they share a CCD or not (AnandTech's Rome review: each CCX
 /// communicates with the central IO hub), so CPUs 0 and 3 (two CCXs of
@@ -1646,6 +1613,39 @@ fn a_message_between_caches_moves_the_kernels_serial_lines() {
     );
 }
 
+/// `costs.process_launch_us` and `thread_launch_us` space the launches
+/// of a benchmark's tasks: the last of 4 spinners (processes) starts
+/// 3 launches after the first.
+#[test]
+fn launch_costs_space_the_starts_of_tasks() {
+    let case = spin(4, 1, Some(vec![0, 1, 2, 3]));
+    let default = elapsed_with_costs("", &case);
+    let slow = elapsed_with_costs("process_launch_us = 101000", &case);
+    let more = slow - default;
+    // 3 launches of 100 ms more, give or take the seeded jitter (same seed).
+    assert!((0.29..=0.31).contains(&more), "{more} s more");
+    assert_eq!(
+        elapsed_with_costs("thread_launch_us = 5000", &case),
+        default
+    );
+    // numa02's workers are threads of one process: the last starts up to
+    // 3 launches later (the threads then share the memory differently,
+    // so the run ends less than that later).
+    let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 200);
+    let default = elapsed_with_costs("", &case);
+    let more = elapsed_with_costs("thread_launch_us = 100050", &case) - default;
+    assert!((0.1..=0.31).contains(&more), "{more} s more");
+    assert_eq!(
+        elapsed_with_costs("process_launch_us = 5000", &case),
+        default
+    );
+}
+
+/// `costs.first_touch_gbs`: the main thread's first touch of the buffer
+/// takes bytes / rate before the threads start, as system time; without
+/// it the threads start at once, as before it was measured.
+#[test]
+fn first_touch_gbs_times_the_main_threads_first_touch() {
     let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 20);
     let rec = |costs: &str| {
         let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
