@@ -708,6 +708,38 @@ fn random_accesses_beyond_the_tlb_reach_wait_for_a_page_walk() {
     assert!((covered - none).abs() < 0.01 * none, "{covered} vs {none}");
 }
 
+/// numa_test's update `a[j]=a[j]+b[i]` (randupdt.c) writes the line of
+/// `a` it read: each miss of `a` is written back once, so a task moves
+/// twice the lines of its misses, plus its streams. On tx7 (3 MiB LLC) a
+/// 16 MB `a` misses 13/16 of the time.
+#[test]
+fn numa_test_writes_back_every_line_of_a_it_misses() {
+    let cfg = config(Machine::load("tx7").unwrap(), "linux", "none", 1);
+    let mut w = World::new(
+        cfg.machine.clone(),
+        cfg.tick_us * 1000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    );
+    let n = 2_000_000.0;
+    let _ = crate::workload::populate(&numa_test(1, n as u64, Disturb::None), &mut w).unwrap();
+    let Work::Compute {
+        rand_lines,
+        writeback_lines,
+        ..
+    } = w.tasks[0].work
+    else {
+        panic!("numa_test's task is compute work")
+    };
+    let miss = 1.0 - 3.0 * (1 << 20) as f64 / (8.0 * n);
+    assert_eq!(rand_lines, n);
+    assert!(
+        (writeback_lines - n * miss).abs() < 1e-6 * n,
+        "{writeback_lines} write-backs for {n} updates"
+    );
+}
+
 /// A worker's scan clock is its own runtime (task_tick_numa reads
 /// se.sum_exec_runtime): the main thread's first touch, which the model
 /// books on the first worker, does not advance it. It had: the worker's
