@@ -269,10 +269,11 @@ fn of<'a>(
 ///   the previous one, a primary or a reserve core) and rarely to the
 ///   kernel's own choice; every child that exits leaves its core to the
 ///   reserve (NEST's exit compaction). The trace shows every child run.
-///   (How many cores the children used is not checked: in a 4-CPU TCG
-///   guest the tracer and the guest's kernel threads keep every core in
-///   the nest, and the children's spread was within the range of the
-///   kernel's default choice: docs/sched-ext.md.)
+///   (How many cores the children used is not checked: in an 8-CPU guest
+///   the nest keeps them on fewer cores than the kernel's scheduler, now
+///   that only the forkexec driver and its children are nest tasks, but
+///   in this 4-CPU guest the two overlapped, 3-4 cores against 3-4:
+///   docs/sched-ext.md.)
 /// - the kernel's own example scheduler, scx_simple (built by
 ///   scripts/build-scx-simple.sh from the kernel's source, path in
 ///   `$NUMALAB_SCX_SIMPLE`), as any other program: `scx_exec` loads it

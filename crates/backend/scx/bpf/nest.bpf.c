@@ -24,6 +24,32 @@
  * A core that an exiting task leaves idle leaves the primary nest at
  * once. The nests are plain flags per CPU, read and written without
  * locks from every CPU, as the patch's cpumasks are.
+ *
+ * Only nest tasks take steps 1-5, as in the patch (5.15, 0001-NEST.patch,
+ * as CachyOS/kernel-patches carries it), where a task takes them only with
+ * `use_expand_mask` set (select_task_rq_fair). A task opts in by setting
+ * its affinity to every CPU (the patch: the sched_setaffinity system call
+ * with cpu_possible_mask sets use_expand_mask and resets the nests to the
+ * task's core, reset_expand_mask); its children inherit it at fork (the
+ * patch: a copied task_struct field). Kernel threads never are nest tasks
+ * (do_set_cpus_allowed clears it). Every other task is placed by the
+ * kernel's default idle choice (the patch: CFS's path) and touches neither
+ * nest: a core's compaction clock starts only when a nest task leaves it
+ * idle (prepare_task_switch: prev a nest task, next the idle task) and
+ * stops when a nest task runs there again (next a nest task), so another
+ * task's run in between neither restarts nor stops it, and a core leaves
+ * the nest at an exit only for a nest task's (__schedule:
+ * prev->use_expand_mask && TASK_DEAD).
+ *
+ * sched_ext tells the scheduler of an affinity change (ops.set_cpumask)
+ * only when the mask changes, so a task already on every CPU opts in by
+ * narrowing its affinity and widening it again (numalab's forkexec driver
+ * does). The call that tells the scheduler the mask of a task that was
+ * there when it was loaded (switching_to_scx) is not an opt-in. Unlike
+ * the patch's, any widening of a user task's mask to every CPU counts,
+ * the kernel's too (a cpuset change; migrate_enable after a preempted
+ * migrate_disable section: p->migration_disabled, which would tell it,
+ * was set in the driver's own sched_setaffinity calls too on 7.3.4).
  */
 #include "numalab_scx.bpf.h"
 
@@ -33,6 +59,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define CPU(c) nl_mask((u32)(c), MAX_CPUS - 1)
 /* include/linux/sched.h: the state of a task's last switch-out. */
 #define TASK_DEAD 0x00000080
+/* include/linux/sched.h: task_struct.flags of a kernel thread. */
+#define PF_KTHREAD 0x00200000
 /* A task's patience when it attaches or is created (INIT_PATIENCE). */
 #define INIT_PATIENCE 2
 
@@ -54,10 +82,15 @@ struct nl_exit nl_exit_rec SEC(".data");
 
 u8 primary[MAX_CPUS];
 u8 reserve[MAX_CPUS];
-/* When each CPU last went idle. */
+/* When a nest task last left each CPU idle (the patch's drop_expand_ctr
+ * set in prepare_task_switch), and whether that clock runs: stopped when
+ * a nest task runs there (`next->use_expand_mask`). */
 u64 idle_since[MAX_CPUS];
-/* Whether the task a CPU ran last has exited (its last switch-out). */
+u8 armed[MAX_CPUS];
+/* Whether the task a CPU ran last has exited (its last switch-out), and
+ * whether it was a nest task. */
 u8 exiting[MAX_CPUS];
+u8 last_nest[MAX_CPUS];
 /* Where reserve searches start: the first previous CPU seen. */
 s32 start = -1;
 
@@ -77,6 +110,11 @@ static __always_inline void count(u32 i)
 struct task_nest {
 	s32 attached;
 	u32 patience;
+	/* The patch's use_expand_mask. */
+	u8 nest;
+	/* A task there when the scheduler was loaded: its first
+	 * ops.set_cpumask is switching_to_scx()'s, not an opt-in. */
+	u8 loading;
 };
 
 struct {
@@ -179,7 +217,7 @@ static s32 nest_select(struct task_struct *p, struct task_nest *t, s32 prev, boo
 		if (!valid(c) || !primary[CPU(c)] || (cpu_llc[CPU(c)] == llc) != same_pass)
 			continue;
 		if (bpf_cpumask_test_cpu(c, p->cpus_ptr) && idle_now(c)) {
-			if (now - idle_since[CPU(c)] >= compact_ns) {
+			if (armed[CPU(c)] && now - idle_since[CPU(c)] >= compact_ns) {
 				compact(c);
 				count(ST_COMPACT);
 				continue;
@@ -227,6 +265,13 @@ s32 NL_OPS(nest_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 	t = bpf_task_storage_get(&nests, p, 0, 0);
 	if (!t || !valid(prev_cpu) || p->nr_cpus_allowed == 1)
 		return prev_cpu;
+	if (!t->nest) {
+		/* Not a nest task: the kernel's choice, no nest touched. */
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+		if (idle)
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		return cpu;
+	}
 	if (wake_flags & SCX_WAKE_FORK) {
 		/* wake_up_new_task: no attached core, one more patience. */
 		t->attached = -1;
@@ -255,26 +300,48 @@ void NL_OPS(nest_enqueue, struct task_struct *p, u64 enq_flags)
 	scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, slice_ns, enq_flags);
 }
 
-void NL_OPS(nest_stopping, struct task_struct *p, bool runnable)
+static __always_inline bool is_nest_task(struct task_struct *p)
+{
+	struct task_nest *t = bpf_task_storage_get(&nests, p, 0, 0);
+
+	return t && t->nest;
+}
+
+/* A nest task running stops its core's compaction clock. */
+void NL_OPS(nest_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 
-	if (valid(cpu))
-		exiting[CPU(cpu)] = !runnable && p->__state == TASK_DEAD;
+	if (valid(cpu) && is_nest_task(p))
+		armed[CPU(cpu)] = 0;
 }
 
-/* A CPU going idle: when, and out of the primary nest if an exiting task
- * left it (__schedule of a TASK_DEAD task). */
+void NL_OPS(nest_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	bool nest = is_nest_task(p);
+
+	if (!valid(cpu))
+		return;
+	last_nest[CPU(cpu)] = nest;
+	exiting[CPU(cpu)] = nest && !runnable && p->__state == TASK_DEAD;
+}
+
+/* A CPU going idle after a nest task: its compaction clock starts, and
+ * it leaves the primary nest if that task exited (__schedule of a
+ * TASK_DEAD task). After any other task, nothing changes. */
 void NL_OPS(nest_update_idle, s32 cpu, bool idle)
 {
-	if (!valid(cpu) || !idle)
+	if (!valid(cpu) || !idle || !last_nest[CPU(cpu)])
 		return;
 	idle_since[CPU(cpu)] = scx_bpf_now();
+	armed[CPU(cpu)] = 1;
 	if (exiting[CPU(cpu)] && primary[CPU(cpu)]) {
 		compact(cpu);
 		count(ST_EXIT);
 	}
 	exiting[CPU(cpu)] = 0;
+	last_nest[CPU(cpu)] = 0;
 }
 
 s32 NL_OPS(nest_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -285,7 +352,44 @@ s32 NL_OPS(nest_init_task, struct task_struct *p, struct scx_init_task_args *arg
 		return -12; /* -ENOMEM */
 	t->attached = -1;
 	t->patience = INIT_PATIENCE + 1;
+	t->nest = 0;
+	t->loading = !args->fork;
+	if (args->fork && !(p->flags & PF_KTHREAD)) {
+		/* Inherited from the parent, the task forking it. */
+		struct task_nest *pt =
+			bpf_task_storage_get(&nests, bpf_get_current_task_btf(), 0, 0);
+
+		t->nest = pt && pt->nest;
+	}
 	return 0;
+}
+
+/* sched_setaffinity with every CPU: the task opts in and the nests start
+ * again from its core (reset_expand_mask). */
+void NL_OPS(nest_set_cpumask, struct task_struct *p, const struct cpumask *mask)
+{
+	struct task_nest *t = bpf_task_storage_get(&nests, p, 0, 0);
+	s32 cpu = scx_bpf_task_cpu(p), c;
+	u32 i;
+
+	if (!t)
+		return;
+	if (t->loading) {
+		t->loading = 0;
+		return;
+	}
+	if ((p->flags & PF_KTHREAD) || !valid(cpu) ||
+	    bpf_cpumask_weight(mask) != nr_cpus)
+		return;
+	t->nest = 1;
+	bpf_for(i, 0, nr_cpus) {
+		c = (s32)i;
+		if (!valid(c))
+			break;
+		primary[CPU(c)] = c == cpu;
+		set_reserve(c, 0);
+	}
+	start = cpu;
 }
 
 void NL_OPS(nest_exit, struct scx_exit_info *ei)
@@ -297,6 +401,8 @@ SEC(".struct_ops.link")
 struct sched_ext_ops nest_ops = {
 	.select_cpu = (void *)nest_select_cpu,
 	.enqueue = (void *)nest_enqueue,
+	.set_cpumask = (void *)nest_set_cpumask,
+	.running = (void *)nest_running,
 	.stopping = (void *)nest_stopping,
 	.update_idle = (void *)nest_update_idle,
 	.init_task = (void *)nest_init_task,
