@@ -27,6 +27,10 @@ pub struct Fit {
     pub key: &'static str,
     /// The designated cell (a [`crate::Cell`]'s `what`).
     pub cell: &'static str,
+    /// Cells the model computes from the very runs of the designated one
+    /// (another published figure of the same simulated configuration):
+    /// fitted too, so left out of the predictions.
+    pub twins: &'static [&'static str],
 }
 
 /// A fitted parameter, with what it was fitted to.
@@ -34,6 +38,8 @@ pub struct Fit {
 pub struct Fitted {
     pub key: String,
     pub cell: String,
+    /// [`Fit::twins`].
+    pub twins: Vec<String>,
     pub value: f64,
     pub lowest: f64,
     pub highest: f64,
@@ -156,6 +162,7 @@ pub fn fit<E: std::fmt::Display>(
             Some(b) => done.push(Fitted {
                 key: f.key.to_string(),
                 cell: f.cell.to_string(),
+                twins: f.twins.iter().map(|t| t.to_string()).collect(),
                 value: b.value,
                 lowest,
                 highest,

@@ -210,7 +210,9 @@ impl Findings {
     /// of them.
     pub fn with_fits(mut self, fitted: &[Fitted]) -> Findings {
         for c in &mut self.cells {
-            c.fitted = fitted.iter().any(|f| f.cell == c.what);
+            c.fitted = fitted
+                .iter()
+                .any(|f| f.cell == c.what || f.twins.contains(&c.what));
         }
         if let Some(n) = self.numbers() {
             let need = (CELLS_WITHIN_SHARE * n.compared as f64).ceil() as usize;
@@ -403,12 +405,20 @@ pub fn render(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> Stri
         say(
             &mut out,
             &format!(
-                "Fitted: {} = {} on {} (seed {}, simulated {}){}; its cited range [{}, {}]: {}",
+                "Fitted: {} = {} on {} (seed {}, simulated {}){}{}; its cited range [{}, {}]: {}",
                 x.key,
                 x.value,
                 x.cell,
                 fig(Some(x.seed)),
                 fig(Some(x.simulated)),
+                if x.twins.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; the same runs give {}, left out of the predictions with it",
+                        x.twins.join(", ")
+                    )
+                },
                 if x.at_bound {
                     ", at the bound: the range does not reach the seed's figure"
                 } else {
@@ -497,5 +507,40 @@ mod tests {
             cells: vec![Cell::new("d", 10.0, None)],
         };
         assert!(none.numbers().is_none());
+    }
+
+    /// The designated cell and its twins (figures of the same simulated
+    /// runs) are fitted, not predicted: left out of the numbers.
+    #[test]
+    fn a_fitted_cell_and_its_twins_are_not_predictions() {
+        let f = Findings {
+            tables: Vec::new(),
+            claims: Vec::new(),
+            cells: vec![
+                Cell::new("mof", 100.0, Some(100.0)),
+                Cell::new("twin", 98.0, Some(100.0)),
+                Cell::new("other", 10.0, Some(20.0)),
+            ],
+        };
+        let fitted = Fitted {
+            key: "memory.bandwidth_gbs".into(),
+            cell: "mof".into(),
+            twins: vec!["twin".into()],
+            value: 9.6,
+            lowest: 6.0,
+            highest: 30.0,
+            source: "a source".into(),
+            seed: 100.0,
+            simulated: 100.0,
+            at_bound: false,
+            points: 3,
+        };
+        let f = f.with_fits(&[fitted]);
+        let marked: Vec<bool> = f.cells.iter().map(|c| c.fitted).collect();
+        assert_eq!(marked, [true, true, false]);
+        let n = f.numbers().unwrap();
+        assert_eq!((n.compared, n.within), (1, 0), "only `other` is predicted");
+        let claim = f.claims.last().unwrap();
+        assert!(!claim.verdict.reproduced(), "{claim:?}");
     }
 }

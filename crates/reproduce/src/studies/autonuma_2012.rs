@@ -14,6 +14,9 @@ pub(super) fn study() -> Study {
         fits: &[Fit {
             key: "memory.bandwidth_gbs",
             cell: MOF_CELL,
+            // The model runs one configuration for AutoNUMA25 and its MoF
+            // variant: the same runs give both numa01_THREAD_ALLOC figures.
+            twins: &["numa01_THREAD_ALLOC elapsed, autonuma"],
         }],
         fit_body: include_str!("../../plans/autonuma-2012-fit.toml"),
         evaluate: autonuma_2012,

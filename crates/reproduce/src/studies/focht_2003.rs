@@ -14,6 +14,7 @@ pub(super) fn study() -> Study {
         fits: &[Fit {
             key: "memory.local_latency_ns",
             cell: "ElapsedTime N=32 node-aware",
+            twins: &[],
         }],
         fit_body: include_str!("../../plans/focht-2003-fit.toml"),
         evaluate: focht_2003,
