@@ -196,7 +196,6 @@ pub fn driver_main(args: &[String]) -> i32 {
         }
     };
     numalab_linux::child::set_task_name("fe-parent");
-    opt_in_to_nest();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match drive(&exe, &p, &mut out) {
@@ -211,29 +210,6 @@ pub fn driver_main(args: &[String]) -> i32 {
         Err(e) => {
             numalab_linux::errln!("numalab: forkexec: {e}");
             1
-        }
-    }
-}
-
-/// Set the driver's affinity to what it is, as NEST's users start a
-/// workload (its patch makes a task that calls sched_setaffinity with
-/// every CPU, and what it forks, NEST's): numalab's sched_ext `nest` then
-/// places the driver and its children, and no other task, by its nests
-/// (docs/sched-ext.md). sched_ext reports only a changed mask, so the
-/// driver narrows it to its own CPU first, for two system calls; under
-/// every other scheduler the mask ends as it began. A mask that cannot
-/// be read or narrowed is left alone; one that cannot be widened again is
-/// said on standard error (the children would then share one CPU).
-fn opt_in_to_nest() {
-    let (Ok(all), Ok(cpu)) = (
-        numalab_linux::numa::get_affinity(0),
-        numalab_linux::numa::current_cpu(),
-    ) else {
-        return;
-    };
-    if all.len() > 1 && numalab_linux::numa::set_affinity(0, &[cpu]).is_ok() {
-        if let Err(e) = numalab_linux::numa::set_affinity(0, &all) {
-            numalab_linux::errln!("numalab: forkexec: cannot restore the driver's CPUs: {e}");
         }
     }
 }

@@ -367,10 +367,38 @@ impl Backend for HostBackend {
     }
 }
 
+/// Set a benchmark task's affinity to what it is, as NEST's users start a
+/// workload (its patch makes a task that calls sched_setaffinity with
+/// every CPU, and what it forks, NEST's): numalab's sched_ext `nest` then
+/// places the benchmark's tasks, and no other task, by its nests
+/// (docs/sched-ext.md). sched_ext reports only a changed mask, so the task
+/// narrows it to its own CPU first, for two system calls; under every
+/// other scheduler the mask ends as it began, and a placement's pinning
+/// comes after. A mask that cannot be read or narrowed is left alone; one
+/// that cannot be widened again is said on standard error.
+fn opt_in_to_nest() {
+    let (Ok(all), Ok(cpu)) = (
+        numalab_linux::numa::get_affinity(0),
+        numalab_linux::numa::current_cpu(),
+    ) else {
+        return;
+    };
+    if all.len() > 1 && numalab_linux::numa::set_affinity(0, &[cpu]).is_ok() {
+        if let Err(e) = numalab_linux::numa::set_affinity(0, &all) {
+            numalab_linux::errln!("numalab: cannot restore a benchmark task's CPUs: {e}");
+        }
+    }
+}
+
 /// Dispatch the hidden subcommands numalab re-executes itself with.
-/// Returns the process exit code.
+/// Returns the process exit code. A benchmark's own tasks (`__task`,
+/// `__hackbench`, `__forkexec`) opt in to NEST first.
 pub fn internal_main(args: &[String]) -> i32 {
-    match args.first().map(String::as_str) {
+    let first = args.first().map(String::as_str);
+    if matches!(first, Some("__task" | "__hackbench" | "__forkexec")) {
+        opt_in_to_nest();
+    }
+    match first {
         Some("__task") => match args.get(1).map(String::as_str) {
             Some("randupdt") => randupdt::task_main(&args[2..]),
             Some("autonuma") => autonuma_task::task_main(&args[2..]),
