@@ -513,13 +513,27 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
             .map_err(failed(&format!("bandwidth on node {j}")))
         };
         let one = [m.pick_cpu(j)];
-        node_bw.push((
-            j,
+        let (r1, w1) = (
             measure(&one, one_bytes, Op::Read)?,
             measure(&one, one_bytes, Op::Memset)?,
-            measure(&cpus, all_bytes, Op::Read)?,
-            measure(&cpus, all_bytes, Op::Memset)?,
-        ));
+        );
+        let ra = measure(&cpus, all_bytes, Op::Read)?;
+        // In a VM the host decides whether two vCPUs share a CCX, and the
+        // CPUs' zeroing rate together moves with it (2x on a 2-vCPU EPYC
+        // guest, docs/validation.md "Zeros are written faster"): a line's
+        // transfer between the first two CPUs before and after says where
+        // they were, in the figure's comment.
+        let pair = (cpus.len() >= 2).then(|| (cpus[0], cpus[1]));
+        let transfer = || pair.and_then(|(a, c)| memory::line_transfer_ns(a, c, b / 4).ok());
+        let before = transfer();
+        let mut wa = measure(&cpus, all_bytes, Op::Memset)?;
+        if let (Some((a, c)), Some(x), Some(y)) = (pair, before, transfer()) {
+            wa.how += &format!(
+                "; a cache line from CPU {a} to CPU {c}: {x:.0} ns before, {y:.0} ns after \
+                 (in a VM: where the host ran the vCPUs)"
+            );
+        }
+        node_bw.push((j, r1, w1, ra, wa));
     }
     Ok(node_bw)
 }

@@ -169,6 +169,9 @@ fn memory(m: &Machine, ms: &Measured) -> String {
                 wa.describe("GB/s")
             ),
         );
+        // How the memset was measured: in a VM, with where the host ran
+        // the vCPUs, which that rate moves with.
+        c(&mut t, &format!("node {j}: all CPUs memset: {}", wa.how));
     }
     c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
