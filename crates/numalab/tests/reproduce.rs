@@ -145,11 +145,31 @@ fn every_study_prints_its_tables_and_a_verdict_per_claim_and_resumes() {
     assert_eq!(designated[0]["what"], "ElapsedTime N=32 node-aware");
     assert_eq!(studies[1]["numbers"]["compared"], 15, "{j}");
     // ht2's memory bandwidth, fitted inside its cited range on the MoF
-    // figure; the four AutoNUMA25 figures are predicted.
+    // figure; its AutoNUMA25 twin (the same simulated runs) is fitted with
+    // it, and the other three AutoNUMA25 figures are predicted.
     let an = &studies[2];
     assert_eq!(an["fitted"][0]["key"], "memory.bandwidth_gbs", "{an}");
     assert_eq!(an["fitted"][0]["at_bound"], false, "{an}");
-    assert_eq!(an["numbers"]["compared"], 4, "{an}");
+    assert_eq!(
+        an["fitted"][0]["twins"][0], "numa01_THREAD_ALLOC elapsed, autonuma",
+        "{an}"
+    );
+    let left_out: Vec<&serde_json::Value> = an["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fitted"] == true)
+        .map(|c| &c["what"])
+        .collect();
+    assert_eq!(
+        left_out,
+        [
+            "numa01_THREAD_ALLOC elapsed, AutoNUMA25 MoF",
+            "numa01_THREAD_ALLOC elapsed, autonuma"
+        ],
+        "{an}"
+    );
+    assert_eq!(an["numbers"]["compared"], 3, "{an}");
     let tu64a = &studies[0]["cells"].as_array().unwrap()[16];
     assert_eq!(tu64a["what"], "TotalUserTime N=64 A");
     assert_eq!(tu64a["seed"], 2543.4);
