@@ -195,7 +195,10 @@ fn every_benchmark_and_placement_does_all_its_work() {
             "--bytes",
             "8M",
             loops_flag,
-            "300",
+            // Long enough (about 0.3 s a run here, in cache) that a 0.05 s
+            // sampler sees every task's memory even beside a guest's boot
+            // (at 300 a bound run had ended before its first such sample).
+            "3000",
             "--threads",
             "2",
             "--placement",
@@ -219,7 +222,7 @@ fn every_benchmark_and_placement_does_all_its_work() {
         };
         assert_eq!(r.tasks.len(), threads, "{}", r.benchmark);
         assert!(
-            r.tasks.iter().all(|t| t.work_done == 300),
+            r.tasks.iter().all(|t| t.work_done == 3000),
             "{}",
             r.benchmark
         );
