@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Every test of the workspace, in two lanes side by side.
 
-The three test binaries that boot QEMU guests (one guest at a time, most
-of the suite's time) run one after another in one lane; every other test
-binary, then the doctests, one after another in the other. Before, cargo
-ran all of them in one line, so the two cores sat half idle through
-every guest's boot. A binary's tests still run on libtest's threads, as
-under `cargo test`; no two binaries of one lane overlap, so tests that
-change the host (its sysctls, a throwaway Slurm cluster) never meet one
-another; the guest lane changes nothing on the host.
+The three test binaries that boot QEMU guests (most of the suite's time)
+are a queue the guest lane takes from, one after another; every other
+test binary, then the doctests, run one after another in the host lane,
+which then takes from the same guest queue. Before, cargo ran all of
+them in one line, so the two cores sat half idle through every guest's
+boot. A binary's tests still run on libtest's threads, as under `cargo
+test`; the host lane's binaries never overlap one another, so tests that
+change the host (its sysctls, a throwaway Slurm cluster) never meet;
+guest binaries change nothing on the host, and at most two run at once
+(one per lane), once the host lane is done.
 
 Usage: scripts/run-tests.py CARGO-FLAGS...   (e.g. --locked --features numalab/scx)
 
@@ -91,13 +93,22 @@ def run_one(t, lane, logs):
     return took
 
 
-def lane(name, tests, logs, then=None):
+def take(queue):
+    """The next guest binary nobody has taken, or None."""
+    with lock:
+        return queue.pop(0) if queue else None
+
+
+def lane(name, tests, logs, then=None, queue=None):
+    """`tests` in turn, then `then`, then guest binaries from `queue`."""
     total = 0.0
     try:
         for t in tests:
             total += run_one(t, name, logs)
         if then:
             total += then()
+        while queue is not None and (t := take(queue)) is not None:
+            total += run_one(t, name, logs)
     except Exception as e:  # a lane that cannot go on fails the run
         with lock:
             failed.append(f"{name} lane ({e})")
@@ -144,9 +155,11 @@ def main():
     print(f"run-tests: {len(guests)} guest and {len(host)} other test binaries, "
           f"in two lanes; output in {logs}", flush=True)
     start = time.monotonic()
-    g = threading.Thread(target=lane, args=("guest", guests, logs), daemon=True)
+    g = threading.Thread(
+        target=lane, args=("guest", [], logs), kwargs={"queue": guests}, daemon=True
+    )
     g.start()
-    lane("host", host, logs, then=lambda: doctests(flags))
+    lane("host", host, logs, then=lambda: doctests(flags), queue=guests)
     g.join()
     print(f"run-tests: {time.monotonic() - start:.0f} s; "
           + (f"FAILED: {', '.join(failed)}" if failed else "every test binary passed"),
