@@ -647,24 +647,28 @@ fn the_machine_files_migration_cost_is_the_balancers_default() {
     );
 }
 
+/// The user time of one undisturbed numa_test run on machine spec `m`
+/// under `linux` without balancing.
+fn numa_test_user_s(m: &str, tasks: u32, size: u64) -> f64 {
+    let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
+    let r = run(
+        &cfg,
+        &numa_test(tasks, size, Disturb::None),
+        "x",
+        REP,
+        &mut |_| {},
+        &|| false,
+    )
+    .unwrap()
+    .record;
+    r.metric("user_s").unwrap()
+}
+
 /// numa_test's random accesses: an out-of-order core overlaps its misses
 /// (`memory.random_mlp`), and those that hit in the LLC still wait for it.
 #[test]
 fn random_misses_overlap_and_llc_hits_cost_their_latency() {
-    let user = |m: &str| {
-        let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
-        let r = run(
-            &cfg,
-            &numa_test(2, 500_000, Disturb::None),
-            "x",
-            REP,
-            &mut |_| {},
-            &|| false,
-        )
-        .unwrap()
-        .record;
-        r.metric("user_s").unwrap()
-    };
+    let user = |m: &str| numa_test_user_s(m, 2, 500_000);
     let in_order = user("genoa2n");
     let overlapped = user("genoa2n[memory.random_mlp=8]");
     assert!(overlapped < in_order * 0.6, "{overlapped} vs {in_order}");
@@ -682,20 +686,7 @@ fn random_misses_overlap_and_llc_hits_cost_their_latency() {
 /// reach, 7/8 of the updates walk, 11.5 ns each.
 #[test]
 fn random_accesses_beyond_the_tlb_reach_wait_for_a_page_walk() {
-    let user = |m: &str| {
-        let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
-        let r = run(
-            &cfg,
-            &numa_test(1, 2_000_000, Disturb::None),
-            "x",
-            REP,
-            &mut |_| {},
-            &|| false,
-        )
-        .unwrap()
-        .record;
-        r.metric("user_s").unwrap()
-    };
+    let user = |m: &str| numa_test_user_s(m, 1, 2_000_000);
     let walks = user("tx7");
     let none = user("tx7[memory.tlb_walk_ns=0]");
     let covered = user("tx7[memory.tlb_reach_mib=64]");
