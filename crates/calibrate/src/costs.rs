@@ -143,11 +143,7 @@ pub fn random_mlp(
 /// benchmark's `op` does (`numalab_host::mem::sweep`), GB/s.
 pub fn sweep_gbs(op: numalab_bench::mem::Op, budget: Duration) -> f64 {
     let mut v = vec![1u64; 32 << 10];
-    let mut k = 0;
-    let ns = ns_per_op(budget, || {
-        k += 1;
-        numalab_host::mem::sweep(&mut v, op, k)
-    });
+    let ns = ns_per_op(budget, || numalab_host::mem::sweep(&mut v, op));
     1.0 / ns
 }
 

@@ -45,9 +45,8 @@ pub fn on_node(node: u32, words: usize, fill: impl Fn(usize) -> u64) -> std::io:
     Ok(v)
 }
 
-/// Sweep `v` once as `op` does (`_k`: the sweep's number, unused since a
-/// memset stores zeros every sweep); returns the bytes of buffer swept.
-pub fn sweep(v: &mut [u64], op: Op, _k: u64) -> u64 {
+/// Sweep `v` once as `op` does; returns the bytes of buffer swept.
+pub fn sweep(v: &mut [u64], op: Op) -> u64 {
     match op {
         Op::Read => {
             // Four independent sums, so the loads are not serialised by
@@ -175,7 +174,7 @@ pub fn sweep_threads(
                             break;
                         }
                         k += 1;
-                        swept += sweep(&mut v, op, k);
+                        swept += sweep(&mut v, op);
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     let end = Instant::now();
@@ -409,11 +408,11 @@ mod tests {
     #[test]
     fn every_op_sweeps_the_whole_buffer() {
         let mut v = vec![1u64; 1024];
-        assert_eq!(sweep(&mut v, Op::Read, 1), 8192);
+        assert_eq!(sweep(&mut v, Op::Read), 8192);
         assert_eq!(v[5], 1, "a read changes nothing");
-        sweep(&mut v, Op::Write, 1);
+        sweep(&mut v, Op::Write);
         assert!(v.iter().all(|&w| w == 2), "a write adds one to every word");
-        sweep(&mut v, Op::Memset, 3);
+        sweep(&mut v, Op::Memset);
         assert!(v.iter().all(|&w| w == 0), "a memset zeroes every word");
     }
 
