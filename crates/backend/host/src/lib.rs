@@ -392,10 +392,13 @@ fn opt_in_to_nest() {
 
 /// Dispatch the hidden subcommands numalab re-executes itself with.
 /// Returns the process exit code. A benchmark's own tasks (`__task`,
-/// `__hackbench`, `__forkexec`) opt in to NEST first.
+/// `__hackbench`, `__forkexec`) opt in to NEST first, but forkexec's
+/// children (`__task burst`), which inherit it from their driver and
+/// whose start is what forkexec times.
 pub fn internal_main(args: &[String]) -> i32 {
     let first = args.first().map(String::as_str);
-    if matches!(first, Some("__task" | "__hackbench" | "__forkexec")) {
+    let burst = args.get(1).map(String::as_str) == Some("burst");
+    if matches!(first, Some("__task" | "__hackbench" | "__forkexec")) && !burst {
         opt_in_to_nest();
     }
     match first {
