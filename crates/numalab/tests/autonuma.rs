@@ -234,24 +234,31 @@ fn every_benchmark_and_placement_does_all_its_work() {
                 r.warnings
             );
         }
-        // Bound placements put the memory where the plan says.
+        // Bound placements put the memory where the plan says: each
+        // task's, in the first sample that saw it (numa01's two processes
+        // start and end apart, so on a loaded machine no one sample need
+        // see both alive).
         if placement != "default" {
-            let s = r
-                .series
-                .samples
-                .iter()
-                .find(|s| {
-                    !s.task_memory_bytes.is_empty()
-                        && s.task_memory_bytes.iter().all(|m| !m.is_empty())
-                })
-                .expect("a sample with task memory");
             let bound = |p: usize| -> Vec<u64> {
                 match &r.backend.details()["memory_nodes"][p] {
                     serde_json::Value::Array(v) => v.iter().map(|n| n.as_u64().unwrap()).collect(),
                     v => panic!("{v}"),
                 }
             };
-            for (t, m) in s.task_memory_bytes.iter().enumerate() {
+            for t in 0..r.tasks.len() {
+                let m = r
+                    .series
+                    .samples
+                    .iter()
+                    .filter_map(|s| s.task_memory_bytes.get(t))
+                    .find(|m| !m.is_empty())
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{} {placement}: task {t}'s memory in no sample of {}",
+                            r.benchmark,
+                            r.series.samples.len()
+                        )
+                    });
                 // numa01*: the process's whole buffer on its node set;
                 // the others (one process): each slice on its node.
                 let p = r.tasks[t].process.unwrap_or(0) as usize;
