@@ -325,7 +325,7 @@ struct Measured {
     node_bw: Vec<NodeBw>,
     /// A line's transfer between LLCs, or why the local latency stands
     /// in for it.
-    transfer: Result<Figure, String>,
+    transfer: Transfer,
     smt: Option<Figure>,
     compute: Compute,
     process: Process,
@@ -543,12 +543,37 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
 /// busy host), and the simulator refuses a `cache.cross_llc_ns` above it.
 const TRANSFER_MAX_NS: f64 = 100_000.0;
 
+/// A cache line's transfer between two LLCs: measured, or why the local
+/// latency stands in for it (the machine file says which).
+#[derive(Debug, Clone, PartialEq)]
+enum Transfer {
+    Measured(Figure),
+    NotMeasured(NoTransfer),
+}
+
+/// Why a line's transfer between LLCs was not measured. Its Display is
+/// the comment the machine file writes above `cache.cross_llc_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+enum NoTransfer {
+    /// The machine has one LLC: there is no pair to measure.
+    #[error("not measured: one LLC on this machine; the local latency stands in")]
+    OneLlc,
+    /// Every round trip between CPUs `a` and `c` took longer than
+    /// [`TRANSFER_MAX_NS`] allows: the two never ran at once.
+    #[error(
+        "not measured: no round trip between CPU {a} and CPU {c} ran undisturbed \
+         (the fastest took {fastest_us:.0} us: the two were never running at once); \
+         the local latency stands in"
+    )]
+    NoUndisturbedRoundTrip { a: u32, c: u32, fastest_us: f64 },
+}
+
 /// Measures a cache line's transfer between two LLCs (same node when
 /// there are two there) and the throughput of two SMT siblings.
 fn transfer_and_smt(
     m: &Machine,
     phases: &mut Phases,
-) -> Result<(Result<Figure, String>, Option<Figure>), CalibrateError> {
+) -> Result<(Transfer, Option<Figure>), CalibrateError> {
     let (runs, b, topo) = (m.runs, m.b, &m.topo);
     // A cache line between two LLCs (same node when there are two there),
     // and SMT.
@@ -563,19 +588,18 @@ fn transfer_and_smt(
             )
             .map_err(failed("cache line transfer"))?;
             if f.value <= TRANSFER_MAX_NS {
-                Ok(f)
+                Transfer::Measured(f)
             } else {
-                let why = format!(
-                    "not measured: no round trip between CPU {a} and CPU {c} ran undisturbed \
-                     (the fastest took {:.0} us: the two were never running at once); \
-                     the local latency stands in",
-                    f.value / 500.0
-                );
+                let why = NoTransfer::NoUndisturbedRoundTrip {
+                    a,
+                    c,
+                    fastest_us: f.value / 500.0,
+                };
                 eprintln!("numalab calibrate: cache.cross_llc_ns {why}");
-                Err(why)
+                Transfer::NotMeasured(why)
             }
         }
-        None => Err("not measured: one LLC on this machine; the local latency stands in".into()),
+        None => Transfer::NotMeasured(NoTransfer::OneLlc),
     };
     let smt_pair = topo
         .cpus
@@ -900,7 +924,7 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
         put(&format!("node {j}: all CPUs memset"), "GB/s", wa.clone());
     }
     put("cache.llc_hit_ns", "ns", ms.cache.hit.clone());
-    if let Ok(t) = &ms.transfer {
+    if let Transfer::Measured(t) = &ms.transfer {
         put("cache.cross_llc_ns", "ns", t.clone());
     }
     if let Some(s) = &ms.smt {
@@ -1069,5 +1093,24 @@ mod tests {
         assert!((64.0 / per_line - 8.0).abs() < 1e-9);
         // Memory no slower than the cache (TCG): the most the model takes.
         assert_eq!(misses_in_flight(5.0, 4.0, 265.0), 1024.0);
+    }
+
+    #[test]
+    fn an_unmeasured_transfer_says_why_in_the_machine_files_words() {
+        assert_eq!(
+            NoTransfer::OneLlc.to_string(),
+            "not measured: one LLC on this machine; the local latency stands in"
+        );
+        let why = NoTransfer::NoUndisturbedRoundTrip {
+            a: 3,
+            c: 7,
+            fastest_us: 15.4,
+        };
+        assert_eq!(
+            why.to_string(),
+            "not measured: no round trip between CPU 3 and CPU 7 ran undisturbed \
+             (the fastest took 15 us: the two were never running at once); \
+             the local latency stands in"
+        );
     }
 }

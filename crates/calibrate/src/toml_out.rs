@@ -3,7 +3,7 @@
 
 use crate::figure::round3;
 use crate::{Balancing, Cache, Compute, Figure, Model, Process};
-use crate::{Machine, Measured, BUSY_LIMIT_CPUS};
+use crate::{Machine, Measured, Transfer, BUSY_LIMIT_CPUS};
 use numalab_sim::machine::RegularTopology;
 use std::fmt::Write as _;
 
@@ -251,12 +251,12 @@ fn cache(m: &Machine, ms: &Measured) -> String {
     c(&mut t, &hit.describe("ns"));
     let _ = writeln!(t, "llc_hit_ns = {:?}", round3(hit.value));
     match &transfer {
-        Ok(f) => {
+        Transfer::Measured(f) => {
             c(&mut t, &f.describe("ns"));
             let _ = writeln!(t, "cross_llc_ns = {:?}", round3(f.value));
         }
-        Err(why) => {
-            c(&mut t, why);
+        Transfer::NotMeasured(why) => {
+            c(&mut t, &why.to_string());
             let _ = writeln!(t, "cross_llc_ns = {:?}", round3(local.value));
         }
     }
