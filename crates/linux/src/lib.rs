@@ -21,7 +21,8 @@
 //! This is the one crate of numalab with `unsafe` code: every other
 //! crate reaches the kernel through the safe wrappers here (memory
 //! mappings in [`mmap`], forked workers in [`fork`], terminals in
-//! [`tty`], ...) and forbids `unsafe` itself. Each `unsafe` block here
+//! [`tty`], BPF maps the kernel writes as we read them in [`volatile`],
+//! ...) and forbids or denies `unsafe` itself. Each `unsafe` block here
 //! says why it is sound in a `// SAFETY:` comment, which clippy checks.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -44,3 +45,4 @@ pub mod shell;
 pub mod supervise;
 pub mod system;
 pub mod tty;
+pub mod volatile;

@@ -12,6 +12,7 @@
 use crate::Resolved;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use numalab_linux::sched_ext::{self, exit_kind_name, ExitInfo, Status, ENABLED_LINE, EXIT_LINE};
+use numalab_linux::volatile;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
@@ -204,18 +205,15 @@ fn text(chars: &[i8]) -> String {
 /// load: the kernel writes it in `ops.exit`, behind our back.
 macro_rules! exit_reader {
     ($rec:expr, $ty:ty) => {{
-        let p: *const $ty = $rec;
+        let rec: &$ty = $rec;
         move || -> Option<ExitInfo> {
-            // SAFETY: `p` points into the skeleton's mmapped .data map,
-            // which lives as long as the skeleton, longer than this
-            // closure's uses; `kind` is written last by the program.
-            let kind = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*p).kind)) };
+            let kind = volatile::read(&rec.kind);
             if kind == 0 {
                 return None;
             }
+            // `kind` is written last by the program: the rest is complete.
             std::sync::atomic::fence(Ordering::Acquire);
-            // SAFETY: as above; the fields are complete once `kind` is set.
-            let r = unsafe { std::ptr::read_volatile(p) };
+            let r = volatile::read(rec);
             Some(ExitInfo {
                 kind: kind as i64,
                 kind_name: exit_kind_name(kind as i64),
@@ -241,11 +239,15 @@ macro_rules! open_load {
             .as_deref_mut()
             .ok_or_else(|| $missing(".rodata"))?;
         $set;
-        let skel = open.load().map_err(|e| $fail("loading", e))?;
+        let mut skel = open.load().map_err(|e| $fail("loading", e))?;
+        // Taken out of the skeleton, so the reader borrows the mapped
+        // .data itself, not the skeleton. libbpf-rs gives it the storage's
+        // lifetime, but the skeleton unmaps it when dropped: the readers
+        // are used only in `hold`, while the skeleton lives.
         let data = skel
             .maps
             .data_data
-            .as_deref()
+            .take()
             .ok_or_else(|| $missing(".data"))?;
         let read = exit_reader!(&data.nl_exit_rec, $exit_ty);
         (skel, read)
@@ -295,13 +297,10 @@ fn ready(spec: &str) -> Result<Ready, LoadError> {
     })
 }
 
-// The one exception to the crate's `deny(unsafe_code)`: the scheduler's
-// exit record and counters are read straight from the skeleton's mmapped
-// `.data` and `.bss` maps while the program runs (volatile loads: the
-// kernel writes them behind our back). The pointers come from libbpf-rs,
-// whose skeleton gives no safe volatile view; each block says why it is
-// sound.
-#[allow(unsafe_code)]
+/// Load the scheduler `spec` names and hold it (see [`hold`]). Its exit
+/// record and counters are read straight from the skeleton's mmapped
+/// `.data` and `.bss` maps while the program runs, with volatile loads
+/// (the kernel writes them behind our back): [`volatile::read`].
 fn run(spec: &str) -> Result<i32, LoadError> {
     let Ready {
         ops,
@@ -411,17 +410,11 @@ fn run(spec: &str) -> Result<i32, LoadError> {
                 .nest_ops
                 .attach_struct_ops()
                 .map_err(|e| fail("attaching", e))?;
-            let bss = skel
-                .maps
-                .bss_data
-                .as_deref()
-                .ok_or_else(|| missing(".bss"))?;
-            let counters: *const [u64; 8] = &bss.stats;
+            let bss = skel.maps.bss_data.take().ok_or_else(|| missing(".bss"))?;
+            let counters: &[u64; 8] = &bss.stats;
             let stats = move || {
-                // SAFETY: `counters` points into the skeleton's mmapped
-                // .bss, which outlives this closure's uses in `hold`; the
-                // program only adds to them.
-                let v = unsafe { std::ptr::read_volatile(counters) };
+                // The program only adds to them.
+                let v = volatile::read(counters);
                 NEST_STATS
                     .iter()
                     .zip(v)
