@@ -1148,7 +1148,9 @@ fn threads_scan_at_the_scan_delay_until_their_first_full_pass() {
         false,
     );
     let _ = crate::workload::populate(&numa02(4 << 30, 400), &mut w).unwrap();
-    assert!(w.tasks.iter().all(|t| t.clone_vm));
+    // The workers; the main thread that creates them is the process.
+    assert!(w.tasks.iter().filter(|t| t.main).all(|t| t.clone_vm));
+    assert!(w.tasks.iter().filter(|t| !t.main).all(|t| !t.clone_vm));
     let mut e = Engine::new(
         w,
         sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
@@ -1651,13 +1653,14 @@ fn launch_costs_space_the_starts_of_tasks() {
         elapsed_with_costs("thread_launch_us = 5000", &case),
         default
     );
-    // numa02's workers are threads of one process: the last starts up to
-    // 3 launches later (the threads then share the memory differently,
-    // so the run ends less than that later).
+    // numa02's workers are threads its main thread creates one after
+    // another: the last starts up to 4 launches later, the first one
+    // launch after the main thread began (the threads then share the
+    // memory differently, so the run ends less than that later).
     let case = auto(Kind::Numa02, BindMode::Default, 4, 4 << 20, 200);
     let default = elapsed_with_costs("", &case);
     let more = elapsed_with_costs("thread_launch_us = 100050", &case) - default;
-    assert!((0.1..=0.31).contains(&more), "{more} s more");
+    assert!((0.1..=0.41).contains(&more), "{more} s more");
     assert_eq!(
         elapsed_with_costs("process_launch_us = 5000", &case),
         default
@@ -1766,5 +1769,61 @@ fn measured_user_shares_split_messages_and_process_creation() {
     assert!(
         moved > 0.25 * (u0 + s0) && moved < 0.31 * (u0 + s0),
         "{u0} {s0} -> {u1} {s1}"
+    );
+}
+
+/// An autonuma benchmark's main thread first touches the buffer, then
+/// creates the workers one after another while it holds its CPU
+/// (wake_up_new_task -> select_task_rq_fair, SD_BALANCE_FORK), then
+/// waits. With as many workers as CPUs the last starts beside a busy
+/// CPU, and one worker moves to the main thread's CPU once it waits, as
+/// the kernel's scheduler trace of numa02 in a 4-node guest shows
+/// (docs/validation.md, "Task migrations: where the workers start").
+/// Before the main thread ran, every worker started on an idle CPU and
+/// none moved.
+#[test]
+fn the_main_thread_holds_its_cpu_while_it_creates_the_workers() {
+    let m = nodes_machine(2, 2);
+    let cfg = config(m.clone(), "linux", "none", 1);
+    let mut w = World::new(
+        cfg.machine.clone(),
+        cfg.tick_us * 1000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    );
+    let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 400);
+    let meta = crate::workload::populate(&case, &mut w).unwrap();
+    assert_eq!(meta.creators.len(), 1);
+    let main = meta.creators[0];
+    let mut e = Engine::new(
+        w,
+        sched::build(&cfg.scheduler, &cfg.machine).unwrap(),
+        balance::build(&cfg.balancer, &cfg.machine).unwrap(),
+    );
+    // Half a second: the main thread has long waited, no worker is done.
+    e.run(500_000_000, |_| true);
+    let w = &e.w;
+    assert!(meta.main_tasks.iter().all(|&t| !w.tasks[t].is_done()));
+    let last_start = meta
+        .main_tasks
+        .iter()
+        .map(|&t| w.tasks[t].start_ns)
+        .max()
+        .unwrap();
+    let main_end = w.tasks[main].end_ns.expect("the main thread waits");
+    assert!(
+        main_end > last_start,
+        "main ended {main_end}, last worker started {last_start}"
+    );
+    let moves: u64 = meta.main_tasks.iter().map(|&t| w.tasks[t].migrations).sum();
+    assert!(moves >= 1, "no worker moved");
+    let mut cpus: Vec<usize> = meta.main_tasks.iter().map(|&t| w.tasks[t].cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(
+        cpus.len(),
+        4,
+        "one worker per CPU once the main thread waits"
     );
 }

@@ -247,6 +247,27 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
     }
 }
 
+/// A creating thread runs (kernel time: its first touch, the clones)
+/// until the last thread it creates has started, wherever the launch
+/// times put that start.
+fn hold_creators(w: &mut World, meta: &Meta) {
+    for &c in &meta.creators {
+        let start = w.tasks[c].start_ns;
+        let last = w
+            .tasks
+            .iter()
+            .filter(|t| matches!(t.parent, Parent::Task(p) if p == c))
+            .map(|t| t.start_ns)
+            .max()
+            .unwrap_or(start);
+        // ... and returns from that last clone before it waits.
+        let hold = (last.saturating_sub(start) + w.m.costs.thread_launch_ns) as f64;
+        if hold > w.tasks[c].sys_debt {
+            w.tasks[c].sys_debt = hold;
+        }
+    }
+}
+
 /// What the record needs to know besides the world.
 #[derive(Debug, Clone)]
 pub struct Meta {
@@ -277,6 +298,9 @@ pub struct Meta {
     /// Bytes each main task sweeps in all (mem), for the per-thread
     /// bandwidths.
     pub task_bytes: Option<u64>,
+    /// Main threads (not benchmark tasks) that hold their CPU until the
+    /// last thread they create has started, then wait for them.
+    pub creators: Vec<usize>,
 }
 
 pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
@@ -522,6 +546,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, CaseError> {
         bytes_zeroed: None,
         timed_from_ns: 0,
         task_bytes: None,
+        creators: Vec::new(),
     };
     match case {
         Case::NumaTest(p) => add_numa_test(w, &mut meta, p)?,
@@ -543,6 +568,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, CaseError> {
         });
     }
     launch_times(w, &mut meta);
+    hold_creators(w, &meta);
     if let Case::Mem(p) = case {
         mem_barrier(w, &mut meta, p);
     }
@@ -663,6 +689,12 @@ fn add_autonuma(
         let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
         let touch_ns = w.m.costs.first_touch_ns(touched);
         let process_mask = cpu_mask(w, &pp.process_cpus)?;
+        let main = add_main_thread(w, pi, pp.threads, touch_ns, process_mask);
+        meta.creators.push(main);
+        w.tasks[main].name = format!(
+            "{} main",
+            p.kind.task_name(nprocs, p.threads, pp.process, 0)
+        );
         let mut first_thread = None;
         // numa01*'s threads each zero the whole buffer once before their
         // loops (Kind::whole_first, numa01.c's bzero(p_global, SIZE)):
@@ -671,29 +703,25 @@ fn add_autonuma(
         for t in 0..pp.threads {
             let (r, len) = regions[pp.region_of_thread(t)];
             let work = stream_work(w, r, len as f64, false);
-            let parent = match first_thread {
-                None => Parent::Cpu(0),
-                Some(f) => Parent::Task(f),
-            };
             let id = add_task(
                 w,
                 p.kind.task_name(nprocs, p.threads, pp.process, t),
                 pi,
                 work,
                 passes,
-                parent,
-                first_thread.is_none(),
+                Parent::Task(main),
+                false,
                 touch_ns,
                 true,
             );
+            // The records hold the workers: the main thread's first touch
+            // is booked on the first (not its runtime: task_tick_numa).
             if first_thread.is_none() {
                 w.tasks[id].sys_ns += touch_ns as f64;
                 w.tasks[id].booked_ns += touch_ns as f64;
             }
             first_thread.get_or_insert(id);
-            // Every worker is a thread: the process's main thread
-            // (not simulated) first-touched the buffer, created
-            // them and waits for them.
+            // Every worker is a thread of the main one.
             w.tasks[id].clone_vm = true;
             let mask = match pp.thread_cpus.get(t as usize).cloned().flatten() {
                 Some(c) => cpu_mask(w, &Some(c))?,
@@ -705,6 +733,40 @@ fn add_autonuma(
         }
     }
     Ok(())
+}
+
+/// An autonuma benchmark process's main thread: it first touches the
+/// buffer, then creates its `threads` workers one after another and
+/// waits for them (pthread_join). It holds its CPU all the while, so the
+/// kernel chooses each new thread's CPU with the creator still running
+/// there (wake_up_new_task -> select_task_rq_fair, SD_BALANCE_FORK:
+/// find_idlest_cpu): with as many workers as CPUs the last one shares a
+/// CPU until the main thread sleeps and the load balancer moves one
+/// (docs/validation.md, "Task migrations: where the workers start"). Its
+/// CPU time is kernel time (page faults, clone); waiting, it is gone.
+fn add_main_thread(
+    w: &mut World,
+    process: usize,
+    threads: u32,
+    touch_ns: u64,
+    mask: Option<usize>,
+) -> usize {
+    // One unit of one cycle once its kernel work is done: it exits.
+    let main = add_task(
+        w,
+        String::new(),
+        process,
+        spin_work(1.0),
+        1,
+        Parent::Cpu(0),
+        true,
+        0,
+        false,
+    );
+    let creating = f64::from(threads) * w.m.costs.thread_launch_ns as f64;
+    w.charge_sys(main, touch_ns as f64 + creating);
+    w.tasks[main].affinity = mask;
+    main
 }
 
 /// spin: tasks spinning on the CPUs of their set.

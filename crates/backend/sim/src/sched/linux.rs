@@ -8,7 +8,10 @@
 //! from the first idle CPU of a group (should_we_balance). A group is
 //! pulled from when its load per CPU beats the local one by the domain's
 //! imbalance_pct (SMT 110, others 117, NUMA 125 as in older sd_init:
-//! `numa_imbalance_pct`, 117 in current kernels), or
+//! `numa_imbalance_pct`, 117 in current kernels), which find_busiest_group
+//! weighs only when the local group is overloaded too: above the LLC, a
+//! group with idle CPUs beside an overloaded one fills them whatever the
+//! ratio (calculate_imbalance's migrate_util; `fill_spare`), or
 //! when the local group has more idle CPUs (spare capacity); at the NUMA
 //! level a small imbalance is allowed (adjust_numa_imbalance: up to 25% of
 //! the node). Moves prefer tasks whose NUMA-preferred node is the
@@ -32,6 +35,8 @@ use crate::params::Params;
 struct Level {
     pct: f64,
     numa: bool,
+    /// Its groups share an LLC (SMT, LLC: the kernel's SD_SHARE_LLC).
+    shares_llc: bool,
     /// Span index of each CPU.
     span_of: Vec<usize>,
     /// Spans: their groups (each a list of CPUs).
@@ -55,6 +60,9 @@ pub struct Linux {
     wake_affine: bool,
     /// The NUMA level's imbalance_pct (`numa_imbalance_pct`).
     numa_pct: f64,
+    /// A group with idle CPUs fills them from an overloaded group whatever
+    /// the imbalance_pct (`fill_spare`).
+    fill_spare: bool,
     /// True while balancing for a CPU that just went idle in mid-tick:
     /// running tasks are not moved then (the kernel defers active balance
     /// to the stopper thread).
@@ -82,6 +90,7 @@ pub struct Tunables {
     pub numa_imbalance: f64,
     pub wake_affine: bool,
     pub numa_pct: f64,
+    pub fill_spare: bool,
 }
 
 impl Tunables {
@@ -103,11 +112,17 @@ impl Tunables {
             (100.0, 1000.0),
             "sd_init's imbalance_pct of the NUMA level (125 in older kernels; current ones give every level above SMT 117)",
         )?;
+        let fill_spare = p.bool(
+            "fill_spare",
+            true,
+            "a node with idle CPUs pulls from an overloaded one whatever numa_imbalance_pct (find_busiest_group since 2.6.x; false: 2.6.0's find_busiest_node, NODE_THRESHOLD always)",
+        )?;
         Ok(Tunables {
             busy_factor,
             numa_imbalance,
             wake_affine,
             numa_pct,
+            fill_spare,
         })
     }
 }
@@ -119,12 +134,14 @@ impl Linux {
             numa_imbalance,
             wake_affine,
             numa_pct,
+            fill_spare,
         } = Tunables::read(p)?;
         let factor = 1 + (m.ncpus.clamp(1, 8) as f64).log2().floor() as u64;
         let mut levels = Vec::new();
         let all: Vec<CpuId> = (0..m.ncpus).collect();
         let mut add = |pct: f64,
                        numa: bool,
+                       shares_llc: bool,
                        span_key: &dyn Fn(CpuId) -> usize,
                        group_key: &dyn Fn(CpuId) -> usize| {
             let spans_cpus = groups_by(&all, span_key);
@@ -142,16 +159,17 @@ impl Linux {
                 levels.push(Level {
                     pct,
                     numa,
+                    shares_llc,
                     span_of,
                     spans,
                     weight,
                 });
             }
         };
-        add(110.0, false, &|c| m.cpu_core[c], &|c| c);
-        add(117.0, false, &|c| m.cpu_llc[c], &|c| m.cpu_core[c]);
-        add(117.0, false, &|c| m.cpu_node[c], &|c| m.cpu_llc[c]);
-        add(numa_pct, true, &|_| 0, &|c| m.cpu_node[c]);
+        add(110.0, false, true, &|c| m.cpu_core[c], &|c| c);
+        add(117.0, false, true, &|c| m.cpu_llc[c], &|c| m.cpu_core[c]);
+        add(117.0, false, false, &|c| m.cpu_node[c], &|c| m.cpu_llc[c]);
+        add(numa_pct, true, false, &|_| 0, &|c| m.cpu_node[c]);
         let n = levels.len();
         Ok(Linux {
             levels,
@@ -163,6 +181,7 @@ impl Linux {
             numa_imbalance,
             wake_affine,
             numa_pct,
+            fill_spare,
             in_newidle: false,
         })
     }
@@ -235,7 +254,14 @@ impl Linux {
         let mut n = 0usize;
         let mut active_ok = false;
         if nr_b > cap_b {
-            if avg_b * 100.0 > avg_l * lv.pct {
+            // find_busiest_group weighs avg_load by imbalance_pct only when
+            // the local group is overloaded too; a local group with spare
+            // capacity beside an overloaded one, in a domain whose groups
+            // share no LLC, is filled (calculate_imbalance: migrate_util,
+            // up to its spare capacity), whatever the ratio.
+            if self.fill_spare && !lv.shares_llc && nr_l < cap_l {
+                n = (cap_l - nr_l).min(nr_b - cap_b);
+            } else if avg_b * 100.0 > avg_l * lv.pct {
                 let x = (avg_b - avg_l) * (cap_l * cap_b) as f64 / (cap_l + cap_b) as f64;
                 n = (x.floor() as usize).max(1);
             }
@@ -534,44 +560,47 @@ mod tests {
     /// `regular`, CPU 2 is `all`), not from the busier CPU 2, whose tasks
     /// it would not take anyway (migrate_degrades_locality): without the
     /// rule nothing moved.
+    /// A spinning task on `cpu` (running, or queued behind the running
+    /// one) with NUMA preference `pref`.
+    fn task(w: &mut World, cpu: CpuId, pref: Option<usize>, running: bool) -> TaskId {
+        use crate::engine::{Parent, TaskState, Work};
+        let work = Work::Compute {
+            init: Default::default(),
+            init_credit: 0.0,
+            cycles: 1.0,
+            rand_lines: 0.0,
+            stream_lines: 0.0,
+            stream_loads: false,
+            writeback_lines: 0.0,
+            wss_bytes: 0.0,
+            access: Vec::new(),
+        };
+        let t = crate::workload::add_task(
+            w,
+            "t".into(),
+            0,
+            work,
+            u64::MAX,
+            Parent::Cpu(cpu),
+            true,
+            0,
+            true,
+        );
+        w.enqueue(t, cpu);
+        w.tasks[t].preferred_node = pref;
+        if running {
+            w.cpus[cpu].queue.retain(|&x| x != t);
+            w.cpus[cpu].curr = Some(t);
+            w.tasks[t].state = TaskState::Running;
+        }
+        t
+    }
+
     #[test]
     fn numa_balancing_leaves_queues_of_well_placed_tasks_alone() {
-        use crate::engine::{Parent, TaskState, Work};
         let m = crate::tests::nodes_machine(2, 2);
         let mut w = crate::tests::empty_world(&m);
         let _ = crate::workload::add_region(&mut w, 0, 1);
-        let task = |w: &mut World, cpu: CpuId, pref: Option<usize>, running: bool| {
-            let work = Work::Compute {
-                init: Default::default(),
-                init_credit: 0.0,
-                cycles: 1.0,
-                rand_lines: 0.0,
-                stream_lines: 0.0,
-                stream_loads: false,
-                writeback_lines: 0.0,
-                wss_bytes: 0.0,
-                access: Vec::new(),
-            };
-            let t = crate::workload::add_task(
-                w,
-                "t".into(),
-                0,
-                work,
-                u64::MAX,
-                Parent::Cpu(cpu),
-                true,
-                0,
-                true,
-            );
-            w.enqueue(t, cpu);
-            w.tasks[t].preferred_node = pref;
-            if running {
-                w.cpus[cpu].queue.retain(|&x| x != t);
-                w.cpus[cpu].curr = Some(t);
-                w.tasks[t].state = TaskState::Running;
-            }
-            t
-        };
         let well: Vec<TaskId> = (0..3).map(|i| task(&mut w, 2, Some(1), i == 0)).collect();
         let free: Vec<TaskId> = (0..2).map(|i| task(&mut w, 3, None, i == 0)).collect();
         let mut l = Linux::new(&mut Params::new("linux", &BTreeMap::new()), &m).unwrap();
@@ -590,6 +619,38 @@ mod tests {
             w.tasks[t].preferred_node = Some(0);
         }
         assert_eq!(Linux::fbq_class(&w, &[2]), FBQ_REMOTE);
+    }
+
+    /// find_busiest_group / calculate_imbalance: node 0 runs 11 tasks on
+    /// its 12 CPUs, node 1 13 (one waiting). 13/12 against 11/12 is below
+    /// the NUMA level's imbalance_pct (125), but a group with spare
+    /// capacity beside an overloaded one is filled whatever the ratio: idle
+    /// CPU 0 takes the waiting task. 2.6.0's find_busiest_node applied its
+    /// NODE_THRESHOLD always (`fill_spare=false`): nothing moves.
+    #[test]
+    fn an_idle_cpu_pulls_from_an_overloaded_node_whatever_the_imbalance_pct() {
+        for (args, moves) in [(vec![], true), (vec![("fill_spare", "false")], false)] {
+            let m = crate::tests::nodes_machine(2, 12);
+            let mut w = crate::tests::empty_world(&m);
+            let _ = crate::workload::add_region(&mut w, 0, 1);
+            let (node0, node1): (Vec<CpuId>, Vec<CpuId>) =
+                (0..m.ncpus).partition(|&c| m.cpu_node[c] == 0);
+            for &c in &node0[1..] {
+                task(&mut w, c, None, true);
+            }
+            for &c in &node1 {
+                task(&mut w, c, None, true);
+            }
+            let waiting = task(&mut w, node1[0], None, false);
+            let args: BTreeMap<String, String> = args
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let mut l = Linux::new(&mut Params::new("linux", &args), &m).unwrap();
+            let numa = l.levels.iter().position(|x| x.numa).unwrap();
+            assert_eq!(l.load_balance(&mut w, numa, node0[0]), moves, "{args:?}");
+            assert_eq!(w.tasks[waiting].cpu == node0[0], moves, "{args:?}");
+        }
     }
 
     #[test]
