@@ -206,7 +206,7 @@ pub(crate) fn task_exited(w: &mut World, t: TaskId, now: u64) {
 }
 
 /// Spinning: `cycles` (one iteration of the spin loop) per unit.
-fn spin_work(cycles: f64) -> Work {
+pub(crate) fn spin_work(cycles: f64) -> Work {
     Work::Compute {
         init: VecDeque::new(),
         init_credit: 0.0,

@@ -563,18 +563,8 @@ mod tests {
     /// A spinning task on `cpu` (running, or queued behind the running
     /// one) with NUMA preference `pref`.
     fn task(w: &mut World, cpu: CpuId, pref: Option<usize>, running: bool) -> TaskId {
-        use crate::engine::{Parent, TaskState, Work};
-        let work = Work::Compute {
-            init: Default::default(),
-            init_credit: 0.0,
-            cycles: 1.0,
-            rand_lines: 0.0,
-            stream_lines: 0.0,
-            stream_loads: false,
-            writeback_lines: 0.0,
-            wss_bytes: 0.0,
-            access: Vec::new(),
-        };
+        use crate::engine::{Parent, TaskState};
+        let work = crate::workload::spin_work(1.0);
         let t = crate::workload::add_task(
             w,
             "t".into(),
