@@ -33,6 +33,11 @@ pub struct Sizing {
     /// All of one node's CPUs zeroing their memory, GB/s: the controller
     /// rate, at most every CPU's in-cache zeroing rate together.
     pub bandwidth_gbs: f64,
+    /// One thread's read and read-modify-write sweeps of memory, GB/s: as
+    /// the model streams loads (64 B x `read_mlp` / latency), at most its
+    /// in-cache rates (`costs.read_gbs`, `costs.write_gbs`).
+    pub read_gbs: f64,
+    pub write_gbs: f64,
     /// Bytes of the last-level cache and of a node's memory.
     pub llc_bytes: u64,
     pub node_bytes: u64,
@@ -69,6 +74,13 @@ impl Sizing {
             get(table, key).ok_or(SetError::MissingKey { table, key })
         };
         let nodes = need("topology", "nodes")? as usize;
+        let latency = need("memory", "local_latency_ns")?;
+        let read_mlp = get("memory", "read_mlp")
+            .or(get("memory", "mlp"))
+            .unwrap_or(1.0)
+            .max(1.0);
+        let stream_gbs = 64.0 * read_mlp / latency.max(0.01);
+        let in_cache = |key| get("costs", key).unwrap_or(f64::INFINITY);
         let cpus = nodes
             * need("topology", "cores_per_node")? as usize
             * get("topology", "threads_per_core").unwrap_or(1.0) as usize;
@@ -80,8 +92,7 @@ impl Sizing {
             fork_us: need("costs", "fork_us")?,
             exec_us: need("costs", "exec_us")?,
             randupdt_ns: need("costs", "randupdt_ns")?,
-            miss_ns: need("memory", "local_latency_ns")?
-                / get("memory", "mlp").unwrap_or(1.0).max(1.0),
+            miss_ns: latency / get("memory", "mlp").unwrap_or(1.0).max(1.0),
             // The controller rate the queueing model was fitted to is no
             // zeroing rate: where the CPUs together zeroed as fast as each
             // alone (a TCG guest's nodes), the fit runs far above what
@@ -90,6 +101,8 @@ impl Sizing {
             // No more than every CPU zeroing at its in-cache rate.
             bandwidth_gbs: need("memory", "bandwidth_gbs")?
                 .min(cpus as f64 * get("costs", "memset_gbs").unwrap_or(f64::INFINITY)),
+            read_gbs: stream_gbs.min(in_cache("read_gbs")),
+            write_gbs: stream_gbs.min(in_cache("write_gbs")),
             llc_bytes: (need("cache", "llc_mib")? * (1u64 << 20) as f64) as u64,
             node_bytes: (need("topology", "memory_per_node_gib")? * (1u64 << 30) as f64) as u64,
             seconds,
@@ -260,28 +273,37 @@ fn mem(s: &Sizing, cpus: usize, mib: u64) -> Vec<Item> {
     let node_cpus = (cpus / s.nodes.max(1)).max(1);
     let mem_mib = mib.min((s.node_bytes / 4 / node_cpus as u64) >> 20).max(16);
     // One thread streams as the model's latency and misses in flight
-    // allow (64 B x mlp / latency), at most the controller's rate; a
-    // node's CPUs together at most the controller's.
-    let one_gbs = (64.0 / s.miss_ns.max(0.01)).min(s.bandwidth_gbs);
-    let mut counts = vec![(1usize, one_gbs)];
-    if node_cpus > 1 {
-        counts.push((node_cpus, s.bandwidth_gbs));
-    }
+    // allow, at most the controller's rate; a node's CPUs together at
+    // most the controller's (a read-modify-write moves each line twice).
+    // Each sweep its own count: in a TCG guest one thread reads six times
+    // slower than it zeroes.
+    let bw = s.bandwidth_gbs;
+    let ops = [
+        ("memset", (64.0 / s.miss_ns.max(0.01)).min(bw), bw),
+        ("read", s.read_gbs.min(bw), bw),
+        ("write", s.write_gbs.min(bw / 2.0), bw / 2.0),
+    ];
     let mut v = Vec::new();
-    for (threads, gbs) in counts {
-        let loops =
-            (t * gbs * 1e9 / (threads as f64 * (mem_mib << 20) as f64)).clamp(1.0, 1e6) as u64;
-        v.push(Item {
-            benchmark: mem::BENCHMARK.name,
-            keys: vec![
-                ("op", q("read,write,memset")),
-                ("threads", threads.to_string()),
-                ("cpu_node", q("0")),
-                ("mem_node", q(if s.nodes >= 2 { "0,1" } else { "0" })),
-                ("bytes", q(&format!("{mem_mib}M"))),
-                ("loops", loops.to_string()),
-            ],
-        });
+    for threads in [1, node_cpus] {
+        if threads > 1 && node_cpus == 1 {
+            break;
+        }
+        for (op, one, all) in ops {
+            let gbs = (one * threads as f64).min(all);
+            let loops =
+                (t * gbs * 1e9 / (threads as f64 * (mem_mib << 20) as f64)).clamp(1.0, 1e6) as u64;
+            v.push(Item {
+                benchmark: mem::BENCHMARK.name,
+                keys: vec![
+                    ("op", q(op)),
+                    ("threads", threads.to_string()),
+                    ("cpu_node", q("0")),
+                    ("mem_node", q(if s.nodes >= 2 { "0,1" } else { "0" })),
+                    ("bytes", q(&format!("{mem_mib}M"))),
+                    ("loops", loops.to_string()),
+                ],
+            });
+        }
     }
     v
 }
@@ -661,6 +683,8 @@ mod tests {
             randupdt_ns: 3.0,
             miss_ns: 12.0,
             bandwidth_gbs: 6.4,
+            read_gbs: 4.0,
+            write_gbs: 3.0,
             llc_bytes: 16 << 20,
             node_bytes: 4 << 30,
             seconds: 1.0,
@@ -715,29 +739,47 @@ mod tests {
                 "numa01",
                 "numa_test",
                 "mem",
+                "mem",
+                "mem",
+                "mem",
+                "mem",
                 "mem"
             ]
         );
         // 1 s of 100 passes at 15 ns an update.
         assert_eq!(keys(&items, "numa_test")["size"], "666666");
         assert_eq!(keys(&items, "numa_test")["tasks"], "2");
-        // mem: 1 and 2 threads of node 0 on its memory, 256 MiB each, 1 s:
-        // one thread at 64 B / 12 ns = 5.3 GB/s, 19 loops; both at the
-        // controller's 6.4 GB/s, 11 loops.
+        // mem: 1 and 2 threads of node 0 on its memory, 256 MiB each, 1 s,
+        // each sweep its own count. One thread zeroes at 64 B / 12 ns = 5.3
+        // GB/s (19 loops), reads at 4 (14), reads and writes back at 3
+        // (11); both zero and read at the controller's 6.4 GB/s (11) and
+        // write back at half of it (5).
+        let mems: Vec<(String, String, String)> = items
+            .iter()
+            .filter(|i| i.benchmark == "mem")
+            .map(|i| {
+                let k: BTreeMap<&str, String> = i.keys.iter().cloned().collect();
+                (k["op"].clone(), k["threads"].clone(), k["loops"].clone())
+            })
+            .collect();
+        let want = [
+            ("memset", 1, 19),
+            ("read", 1, 14),
+            ("write", 1, 11),
+            ("memset", 2, 11),
+            ("read", 2, 11),
+            ("write", 2, 5),
+        ];
+        let want: Vec<(String, String, String)> = want
+            .iter()
+            .map(|(o, t, l)| (format!("\"{o}\""), t.to_string(), l.to_string()))
+            .collect();
+        assert_eq!(mems, want);
         let mems: Vec<BTreeMap<&str, String>> = items
             .iter()
             .filter(|i| i.benchmark == "mem")
             .map(|i| i.keys.iter().cloned().collect())
             .collect();
-        assert_eq!(mems.len(), 2);
-        assert_eq!(
-            (mems[0]["threads"].as_str(), mems[0]["loops"].as_str()),
-            ("1", "19")
-        );
-        assert_eq!(
-            (mems[1]["threads"].as_str(), mems[1]["loops"].as_str()),
-            ("2", "11")
-        );
         assert_eq!(mems[0]["mem_node"], "\"0\"");
         // 1 s at 2 ns an iteration.
         assert_eq!(keys(&items, "spin")["iterations"], "500000000");
@@ -811,7 +853,7 @@ mod tests {
         assert!(two.contains("balancer = \"autonuma\""), "{two}");
         assert!(two.contains("balancer = \"none\""), "{two}");
         let v: toml::Table = two.parse().unwrap();
-        assert_eq!(v["benchmark"].as_array().unwrap().len(), 9);
+        assert_eq!(v["benchmark"].as_array().unwrap().len(), 13);
     }
 
     #[test]
