@@ -107,6 +107,18 @@ pub(crate) fn empty_world(m: &Machine) -> World {
     )
 }
 
+/// A world for `cfg`'s machine and tick, chunks of [`CHUNK_BYTES`], seed
+/// 1, no trace: for tests that populate and step an engine themselves.
+fn config_world(cfg: &SimConfig) -> World {
+    World::new(
+        cfg.machine.clone(),
+        cfg.tick_us * 1000,
+        CHUNK_BYTES,
+        rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        false,
+    )
+}
+
 pub(crate) fn config(m: Machine, sched: &str, bal: &str, seed: u64) -> SimConfig {
     let cfg = SimConfig {
         machine: m,
@@ -706,13 +718,7 @@ fn random_accesses_beyond_the_tlb_reach_wait_for_a_page_walk() {
 #[test]
 fn numa_test_writes_back_every_line_of_a_it_misses() {
     let cfg = config(Machine::load("tx7").unwrap(), "linux", "none", 1);
-    let mut w = World::new(
-        cfg.machine.clone(),
-        cfg.tick_us * 1000,
-        CHUNK_BYTES,
-        rand_chacha::ChaCha8Rng::seed_from_u64(1),
-        false,
-    );
+    let mut w = config_world(&cfg);
     let n = 2_000_000.0;
     let _ = crate::workload::populate(&numa_test(1, n as u64, Disturb::None), &mut w).unwrap();
     let Work::Compute {
@@ -1078,13 +1084,7 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
         auto(Kind::Numa01, BindMode::Default, 2, 256 << 20, 60),
         numa_test(2, 2_000_000, Disturb::None),
     ] {
-        let mut w = World::new(
-            cfg.machine.clone(),
-            cfg.tick_us * 1000,
-            CHUNK_BYTES,
-            rand_chacha::ChaCha8Rng::seed_from_u64(1),
-            false,
-        );
+        let mut w = config_world(&cfg);
         let _ = crate::workload::populate(&b, &mut w).unwrap();
         let mut e = Engine::new(
             w,
@@ -1140,13 +1140,7 @@ fn the_first_numa_scan_comes_one_scan_delay_after_the_start() {
 #[test]
 fn threads_scan_at_the_scan_delay_until_their_first_full_pass() {
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let mut w = World::new(
-        cfg.machine.clone(),
-        cfg.tick_us * 1000,
-        CHUNK_BYTES,
-        rand_chacha::ChaCha8Rng::seed_from_u64(1),
-        false,
-    );
+    let mut w = config_world(&cfg);
     let _ = crate::workload::populate(&numa02(4 << 30, 400), &mut w).unwrap();
     // The workers; the main thread that creates them is the process.
     assert!(w.tasks.iter().filter(|t| t.main).all(|t| t.clone_vm));
@@ -1173,13 +1167,7 @@ fn threads_scan_at_the_scan_delay_until_their_first_full_pass() {
 #[test]
 fn a_new_process_scans_at_task_scan_start_after_its_first_period() {
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let mut w = World::new(
-        cfg.machine.clone(),
-        cfg.tick_us * 1000,
-        CHUNK_BYTES,
-        rand_chacha::ChaCha8Rng::seed_from_u64(1),
-        false,
-    );
+    let mut w = config_world(&cfg);
     let _ = crate::workload::populate(&numa_test(1, 100_000_000, Disturb::None), &mut w).unwrap();
     assert!(!w.tasks[0].clone_vm);
     let mut e = Engine::new(
@@ -1785,13 +1773,7 @@ fn measured_user_shares_split_messages_and_process_creation() {
 fn the_main_thread_holds_its_cpu_while_it_creates_the_workers() {
     let m = nodes_machine(2, 2);
     let cfg = config(m.clone(), "linux", "none", 1);
-    let mut w = World::new(
-        cfg.machine.clone(),
-        cfg.tick_us * 1000,
-        CHUNK_BYTES,
-        rand_chacha::ChaCha8Rng::seed_from_u64(1),
-        false,
-    );
+    let mut w = config_world(&cfg);
     let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 400);
     let meta = crate::workload::populate(&case, &mut w).unwrap();
     assert_eq!(meta.creators.len(), 1);
