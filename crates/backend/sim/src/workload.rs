@@ -691,10 +691,10 @@ fn add_autonuma(
         let process_mask = cpu_mask(w, &pp.process_cpus)?;
         let main = add_main_thread(w, pi, pp.threads, touch_ns, process_mask);
         meta.creators.push(main);
-        w.tasks[main].name = format!(
-            "{} main",
-            p.kind.task_name(nprocs, p.threads, pp.process, 0)
-        );
+        w.tasks[main].name = match nprocs {
+            1 => "main thread".to_string(),
+            _ => format!("process {} main thread", pp.process),
+        };
         let mut first_thread = None;
         // numa01*'s threads each zero the whole buffer once before their
         // loops (Kind::whole_first, numa01.c's bzero(p_global, SIZE)):
