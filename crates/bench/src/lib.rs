@@ -47,17 +47,16 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
-pub mod autonuma;
 pub mod command;
-pub mod forkexec;
-pub mod mem;
 pub mod metrics;
-pub mod numa_test;
-pub mod placement;
 pub mod registry;
 pub mod sizing;
 
-use numalab_record::convergence::Rule;
+// The benchmarks' modules, `Case` and `Spec` are declared in the
+// registry, one place for all that lists the benchmarks, and are named
+// from the crate's root as before (`numalab_bench::autonuma`, `Case`).
+pub use registry::*;
+
 use numalab_topology::MachineInfo;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -118,98 +117,6 @@ pub trait Calibration {
     /// benchmarks' main thread does it before their threads start, inside
     /// the time their runs are sized for.
     fn first_touch_rate(&self) -> f64;
-}
-
-/// A benchmark with every parameter resolved: what one run does. It
-/// serialises, so a guest can be told what to run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum Case {
-    NumaTest(numa_test::Params),
-    /// numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT and twohalves.
-    Autonuma(autonuma::Params),
-    Spin(placement::SpinParams),
-    Hackbench(placement::HackbenchParams),
-    /// A shell-like parent forking short programs (configure's shape).
-    ForkExec(forkexec::Params),
-    /// Memory bandwidth of pinned threads on bound memory.
-    Mem(mem::Params),
-    Command(command::Params),
-}
-
-impl Case {
-    /// The record's `benchmark`.
-    pub fn benchmark(&self) -> String {
-        match self {
-            Case::NumaTest(_) => "numa_test".into(),
-            Case::Autonuma(p) => p.kind.name().into(),
-            Case::Spin(_) => "spin".into(),
-            Case::Hackbench(_) => "hackbench".into(),
-            Case::ForkExec(_) => "forkexec".into(),
-            Case::Mem(_) => "mem".into(),
-            Case::Command(p) => p.name.clone(),
-        }
-    }
-
-    /// The case key: the parameters that define the work, flat scalars
-    /// with the same names in every backend's records.
-    pub fn params(&self) -> BTreeMap<String, Value> {
-        match self {
-            Case::NumaTest(p) => p.key(),
-            Case::Autonuma(p) => p.key(),
-            Case::Spin(p) => p.key(),
-            Case::Hackbench(p) => p.key(),
-            Case::ForkExec(p) => p.key(),
-            Case::Mem(p) => p.key(),
-            Case::Command(p) => p.key(),
-        }
-    }
-
-    /// Facts about how this case is realised on the machine it was
-    /// resolved for (CPU lists, ideal nodes), for the record's `backend`.
-    pub fn details(&self) -> BTreeMap<String, Value> {
-        match self {
-            Case::Spin(p) => p.set.details(),
-            Case::Hackbench(p) => p.set.details(),
-            Case::Command(p) => p.details(),
-            _ => BTreeMap::new(),
-        }
-    }
-
-    /// The criterion by which a run of this case converged, if it has one.
-    pub fn convergence(&self) -> Option<Rule> {
-        match self {
-            Case::Autonuma(p) => Some(p.kind.convergence_rule()),
-            _ => None,
-        }
-    }
-
-    /// Work units one run does in all (for progress), when known.
-    pub fn work_units(&self) -> Option<u64> {
-        match self {
-            Case::NumaTest(p) => Some(p.tasks as u64 * p.passes as u64),
-            Case::Autonuma(p) => Some(p.kind.total_threads(p.threads) as u64 * p.loops),
-            Case::Spin(p) => Some(p.tasks as u64 * p.iterations),
-            Case::ForkExec(p) => Some(p.children as u64),
-            Case::Mem(p) => Some(p.threads as u64 * p.loops),
-            _ => None,
-        }
-    }
-
-    /// `benchmark k=v ...` over the keys given (the parameters that vary
-    /// within an invocation), as per-run lines and tables name a case.
-    pub fn title(&self, keys: &[String]) -> String {
-        let params = self.params();
-        let mut s = self.benchmark();
-        for k in keys {
-            if let Some(v) = params.get(k) {
-                s.push(' ');
-                s.push_str(k);
-                s.push('=');
-                s.push_str(&value_text(v));
-            }
-        }
-        s
-    }
 }
 
 /// A scalar parameter value as a person reads it (strings unquoted).
