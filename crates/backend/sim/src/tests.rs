@@ -107,6 +107,13 @@ pub(crate) fn empty_world(m: &Machine) -> World {
     )
 }
 
+/// The record of one run of `case` under `cfg`, as the run returned it.
+fn record(cfg: &SimConfig, case: &Case) -> numalab_record::RunRecord {
+    run(cfg, case, "x", REP, &mut |_| {}, &|| false)
+        .unwrap()
+        .record
+}
+
 /// A world for `cfg`'s machine and tick, chunks of [`CHUNK_BYTES`], seed
 /// 1, no trace: for tests that populate and step an engine themselves.
 fn config_world(cfg: &SimConfig) -> World {
@@ -214,9 +221,7 @@ fn different_seeds_may_differ() {
     let histories: Vec<String> = (1..=4)
         .map(|seed| {
             let cfg = config(small_machine(2), "linux", "sampling[rate=200]", seed);
-            let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-                .unwrap()
-                .record;
+            let r = record(&cfg, &b);
             serde_json::to_string(&r.series.samples).unwrap()
         })
         .collect();
@@ -393,9 +398,7 @@ fn mem(op: Op, threads: u32, cpu_node: u32, mem_node: u32) -> Case {
 
 fn gbs_on(m: Machine, case: &Case) -> (f64, f64) {
     let cfg = config(m, "linux", "none", 1);
-    let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, case);
     assert!(r.outcome.is_ok(), "{:?}", r.outcome);
     let b = r.metric("bandwidth_gbs").unwrap();
     let swept = 16.0 * (1 << 20) as f64 * 4.0 * r.tasks.len() as f64;
@@ -457,11 +460,7 @@ fn streamed_loads_take_read_mlp_and_stores_mlp() {
 fn spin_time(cpus: Vec<u32>) -> f64 {
     let cfg = config(small_machine(2), "linux", "none", 1);
     let b = spin(2, 4, Some(cpus));
-    run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record
-        .metric("elapsed_s")
-        .unwrap()
+    record(&cfg, &b).metric("elapsed_s").unwrap()
 }
 
 #[test]
@@ -496,9 +495,7 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     let b = numa02(1 << 30, 400);
     let slice = (1u64 << 30) / 8;
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     let at = r.metric("convergence_s").unwrap_or_else(|| {
         panic!("autonuma did not converge: {:?}", r.convergence);
     });
@@ -519,9 +516,7 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
     assert!(mem[1] >= (1 << 30) / 4, "memory at end {mem:?}");
 
     let cfg = config(small_machine(2), "linux", "none", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     assert!(r.metric("convergence_s").is_none());
     let end = r.series.samples.last().unwrap().t_s;
     assert_eq!(
@@ -538,9 +533,7 @@ fn numa02_converges_under_autonuma_and_stays_put_without_a_balancer() {
 fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
     let b = numa02(1 << 30, 100);
     let cfg = config(small_machine(2), "linux", "autonuma", 1);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     let slice = (1u64 << 30) / 8;
     let started = r.metric("started_s").expect("started_s");
     // A sample at the start, as real runs take one, besides the interval's.
@@ -572,9 +565,7 @@ fn samples_observe_tasks_and_their_memory_as_real_runs_do() {
 fn only_benchmarks_real_runs_judge_have_a_convergence() {
     let cfg = config(small_machine(1), "linux", "none", 1);
     for b in [numa_test(2, 100_000, Disturb::None), spin(2, 1, None)] {
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         assert!(r.convergence.is_none(), "{}", r.benchmark);
         assert!(r.metric("started_s").is_none(), "{}", r.benchmark);
         assert!(r
@@ -586,16 +577,10 @@ fn only_benchmarks_real_runs_judge_have_a_convergence() {
     // On one node it is trivial, with the real runs' reason.
     let one = nodes_machine(1, 2);
     let cfg = config(one, "linux", "autonuma", 1);
-    let r = run(
+    let r = record(
         &cfg,
         &auto(Kind::Numa02, BindMode::Default, 2, 64 << 20, 10),
-        "x",
-        REP,
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap()
-    .record;
+    );
     match r.convergence.map(|c| c.state) {
         Some(ConvergenceState::Trivial { reason }) => {
             assert!(reason.contains("one NUMA node with CPUs"), "{reason}")
@@ -617,9 +602,7 @@ fn sampling_migrates_twohalves_pages_before_autonuma() {
     let first = |bal: &str| {
         let mut cfg = config(small_machine(1), "linux", bal, 1);
         cfg.thp = "never".into();
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         assert!(
             r.metric("numa_pages_migrated").unwrap_or(0.0) > 0.0,
             "{bal}"
@@ -642,9 +625,7 @@ fn the_machine_files_migration_cost_is_the_balancers_default() {
     let b = auto(Kind::TwoHalves, BindMode::Default, 2, 256 << 20, 40);
     let sys_per_page = |costs: &str| {
         let cfg = config(small_machine_costs(1, costs), "linux", "autonuma", 1);
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         let pages = r.metric("numa_pages_migrated").unwrap();
         assert!(pages > 0.0, "{costs}");
         (r.metric("sys_s").unwrap(), pages)
@@ -663,16 +644,7 @@ fn the_machine_files_migration_cost_is_the_balancers_default() {
 /// under `linux` without balancing.
 fn numa_test_user_s(m: &str, tasks: u32, size: u64) -> f64 {
     let cfg = config(Machine::load(m).unwrap(), "linux", "none", 1);
-    let r = run(
-        &cfg,
-        &numa_test(tasks, size, Disturb::None),
-        "x",
-        REP,
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap()
-    .record;
+    let r = record(&cfg, &numa_test(tasks, size, Disturb::None));
     r.metric("user_s").unwrap()
 }
 
@@ -748,9 +720,7 @@ fn a_first_touch_booked_on_a_worker_does_not_advance_its_scan_clock() {
     let first = |costs: &str| {
         let mut cfg = config(small_machine_costs(1, costs), "linux", "autonuma", 1);
         cfg.sample_ms = 20;
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         r.series
             .samples
             .iter()
@@ -771,11 +741,7 @@ fn node_affine_beats_node_blind_on_total_user_time() {
     let b = numa_test(16, 300_000, Disturb::Messaging);
     let tu = |s: &str| {
         let cfg = SimConfig::new("azusa16", s, "none", 1).unwrap();
-        run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record
-            .metric("user_s")
-            .unwrap()
+        record(&cfg, &b).metric("user_s").unwrap()
     };
     let (a, e) = (tu("node-blind"), tu("node-affine"));
     assert!(e < a, "node-affine {e} s vs node-blind {a} s");
@@ -831,9 +797,7 @@ fn extreme_balancer_parameters_end_or_are_refused() {
     // per call (it used to wrap around forever).
     let cfg = config(small_machine(2), "linux", "autonuma[scan_size_mb=1e9]", 1);
     let b = numa02(1 << 30, 400);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     assert!(r.metric("elapsed_s").unwrap() > 0.0);
     assert!(r.metric("numa_pages_migrated").unwrap() > 0.0);
 }
@@ -882,9 +846,7 @@ fn a_traced_run_has_the_sched_section_of_a_real_one() {
     let mut cfg = config(small_machine(2), "linux", "none", 1);
     cfg.trace = true;
     let b = hackbench(1, 4, 50, 100);
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     let s = r.sched.as_ref().expect("a sched section");
     assert_eq!(s.method, crate::trace::METHOD);
     assert_eq!(s.tasks.len(), r.tasks.len());
@@ -902,9 +864,7 @@ fn a_traced_run_has_the_sched_section_of_a_real_one() {
     assert_eq!(r.metric("sched_tasks"), Some(r.tasks.len() as f64));
     // Untraced, none.
     cfg.trace = false;
-    let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &b);
     assert!(r.sched.is_none() && r.metric("sched_tasks").is_none());
 }
 
@@ -913,9 +873,7 @@ fn hackbench_does_all_its_messages() {
     for s in ["node-blind", "linux", "node-affine", "nest"] {
         let cfg = config(small_machine(2), s, "none", 1);
         let b = hackbench(2, 5, 40, 100);
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         assert!(r.outcome.is_ok(), "{s}: {:?}", r.outcome);
         for t in &r.tasks {
             assert_eq!(t.work_done, t.work_expected, "{s}: {}", t.name);
@@ -1023,9 +981,7 @@ fn numa01_bind_puts_each_process_on_its_half_of_the_nodes() {
                 let cfg = config(m.clone(), "linux", bal, 1);
                 // ncpus / 2 threads per process, as numa01's default.
                 let b = auto(Kind::Numa01, placement, n as u32, 256 << 20, 20);
-                let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-                    .unwrap()
-                    .record;
+                let r = record(&cfg, &b);
                 assert!(r.outcome.is_ok(), "{what}: {:?}", r.outcome);
                 assert_eq!(r.metric("numa_pages_migrated"), Some(0.0), "{what}");
                 if bal == "autonuma" {
@@ -1208,16 +1164,7 @@ fn numa02_with(thp: &str, balancer: &str) -> numalab_record::RunRecord {
     let mut cfg = config(small_machine(2), "linux", balancer, 1);
     cfg.thp = thp.into();
     cfg.check().unwrap();
-    run(
-        &cfg,
-        &numa02(256 << 20, 100),
-        "x",
-        REP,
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap()
-    .record
+    record(&cfg, &numa02(256 << 20, 100))
 }
 
 #[test]
@@ -1351,9 +1298,7 @@ fn numa02_converges_under_autonuma_on_ht2() {
     );
     for seed in [1, 2] {
         let cfg = config(m.clone(), "linux", "autonuma", seed);
-        let r = run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &b);
         assert!(
             r.metric("convergence_s").is_some(),
             "seed {seed}: {:?}",
@@ -1435,11 +1380,7 @@ fn a_wakeup_on_a_cpu_in_a_deep_idle_state_waits_for_its_exit_latency() {
             child_iterations: 550_000,
             parent_iterations: 10_000,
         });
-        run(&cfg, &b, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record
-            .metric("elapsed_s")
-            .unwrap()
+        record(&cfg, &b).metric("elapsed_s").unwrap()
     };
     let exit_s = 400e-6;
     for (sched, low, high) in [("linux", 1.95, 2.05), ("nest", 1.0, 1.3)] {
@@ -1456,9 +1397,7 @@ fn a_wakeup_on_a_cpu_in_a_deep_idle_state_waits_for_its_exit_latency() {
 /// the `[costs]` lines `costs`, under linux, no balancer.
 fn elapsed_with_costs(costs: &str, case: &Case) -> f64 {
     let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
-    let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, case);
     assert!(r.outcome.is_ok(), "{costs}: {:?}", r.outcome);
     r.metric("elapsed_s").unwrap()
 }
@@ -1479,9 +1418,7 @@ fn spin_ns_sets_the_time_of_a_spin_iteration() {
     );
     // The record says which costs the run was simulated with.
     let cfg = config(small_machine_costs(1, "spin_ns = 6"), "linux", "none", 1);
-    let r = run(&cfg, &case, "x", REP, &mut |_| {}, &|| false)
-        .unwrap()
-        .record;
+    let r = record(&cfg, &case);
     let costs = &r.backend.details()["costs"];
     assert_eq!(costs["spin_ns"], 6.0);
     assert_eq!(costs["memset_gbs"], 64.0);
@@ -1663,9 +1600,7 @@ fn first_touch_gbs_times_the_main_threads_first_touch() {
     let case = auto(Kind::Numa02, BindMode::Default, 4, 64 << 20, 20);
     let rec = |costs: &str| {
         let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
-        let r = run(&cfg, &case, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, &case);
         assert!(r.outcome.is_ok(), "{costs}: {:?}", r.outcome);
         r
     };
@@ -1691,28 +1626,10 @@ fn first_touch_gbs_times_the_main_threads_first_touch() {
 fn kernel_migrations_count_the_benchmark_tasks_cpu_changes() {
     // Three spinners on two CPUs: the balancer keeps moving them.
     let cfg = config(small_machine(1), "linux", "none", 1);
-    let r = run(
-        &cfg,
-        &spin(3, 4, Some(vec![0, 1])),
-        "x",
-        REP,
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap()
-    .record;
+    let r = record(&cfg, &spin(3, 4, Some(vec![0, 1])));
     let m = r.metric("kernel_migrations").expect("kernel_migrations");
     assert!(m >= 1.0, "{m}");
-    let r = run(
-        &cfg,
-        &hackbench(1, 2, 10, 100),
-        "x",
-        REP,
-        &mut |_| {},
-        &|| false,
-    )
-    .unwrap()
-    .record;
+    let r = record(&cfg, &hackbench(1, 2, 10, 100));
     assert!(r.metric("kernel_migrations").is_none());
 }
 
@@ -1725,9 +1642,7 @@ fn kernel_migrations_count_the_benchmark_tasks_cpu_changes() {
 fn measured_user_shares_split_messages_and_process_creation() {
     let times = |costs: &str, case: &Case| {
         let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
-        let r = run(&cfg, case, "x", REP, &mut |_| {}, &|| false)
-            .unwrap()
-            .record;
+        let r = record(&cfg, case);
         let m = |k: &str| r.metric(k).unwrap();
         (m("elapsed_s"), m("user_s"), m("sys_s"))
     };
