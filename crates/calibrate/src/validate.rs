@@ -284,10 +284,8 @@ fn mem(s: &Sizing, cpus: usize, mib: u64) -> Vec<Item> {
         ("write", s.write_gbs.min(bw / 2.0), bw / 2.0),
     ];
     let mut v = Vec::new();
-    for threads in [1, node_cpus] {
-        if threads > 1 && node_cpus == 1 {
-            break;
-        }
+    let counts = std::iter::once(1).chain((node_cpus > 1).then_some(node_cpus));
+    for threads in counts {
         for (op, one, all) in ops {
             let gbs = (one * threads as f64).min(all);
             let loops =

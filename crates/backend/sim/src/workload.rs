@@ -689,12 +689,12 @@ fn add_autonuma(
         let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
         let touch_ns = w.m.costs.first_touch_ns(touched);
         let process_mask = cpu_mask(w, &pp.process_cpus)?;
-        let main = add_main_thread(w, pi, pp.threads, touch_ns, process_mask);
-        meta.creators.push(main);
-        w.tasks[main].name = match nprocs {
+        let name = match nprocs {
             1 => "main thread".to_string(),
             _ => format!("process {} main thread", pp.process),
         };
+        let main = add_main_thread(w, name, pi, pp.threads, touch_ns, process_mask);
+        meta.creators.push(main);
         let mut first_thread = None;
         // numa01*'s threads each zero the whole buffer once before their
         // loops (Kind::whole_first, numa01.c's bzero(p_global, SIZE)):
@@ -746,6 +746,7 @@ fn add_autonuma(
 /// CPU time is kernel time (page faults, clone); waiting, it is gone.
 fn add_main_thread(
     w: &mut World,
+    name: String,
     process: usize,
     threads: u32,
     touch_ns: u64,
@@ -754,7 +755,7 @@ fn add_main_thread(
     // One unit of one cycle once its kernel work is done: it exits.
     let main = add_task(
         w,
-        String::new(),
+        name,
         process,
         spin_work(1.0),
         1,
