@@ -115,6 +115,10 @@ pub struct Cell {
     pub sim: Option<f64>,
     /// A machine parameter was fitted to it: not a prediction.
     pub fitted: bool,
+    /// The plan's work was chosen so that this figure comes out near the
+    /// seed's (the seed does not publish its work): not a prediction
+    /// either, and left out of the numbers as a fitted cell is.
+    pub sized: bool,
 }
 
 impl Cell {
@@ -124,7 +128,22 @@ impl Cell {
             seed,
             sim,
             fitted: false,
+            sized: false,
         }
+    }
+
+    /// A cell whose simulated figure the plan's choice of work sets
+    /// ([`Cell::sized`]): shown beside the seed's, never counted.
+    pub fn sized(what: impl Into<String>, seed: f64, sim: Option<f64>) -> Cell {
+        Cell {
+            sized: true,
+            ..Cell::new(what, seed, sim)
+        }
+    }
+
+    /// Neither fitted nor set by the plan's sizing: a prediction.
+    pub fn predicted(&self) -> bool {
+        !self.fitted && !self.sized
     }
 
     /// simulated / seed.
@@ -175,7 +194,7 @@ impl Findings {
         let mut e: Vec<(f64, &str)> = self
             .cells
             .iter()
-            .filter(|c| !c.fitted)
+            .filter(|c| c.predicted())
             .filter_map(|c| c.error().map(|e| (e, c.what.as_str())))
             .collect();
         if e.is_empty() {
@@ -189,7 +208,7 @@ impl Findings {
             (e[n / 2 - 1].0 + e[n / 2].0) / 2.0
         };
         Some(Numbers {
-            cells: self.cells.iter().filter(|c| !c.fitted).count(),
+            cells: self.cells.iter().filter(|c| c.predicted()).count(),
             compared: n,
             within: e.iter().filter(|x| x.0 <= CELL_TOLERANCE).count(),
             median_error: median,
@@ -430,6 +449,21 @@ pub fn render(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> Stri
             ),
         );
     }
+    let sized: Vec<&str> = f
+        .cells
+        .iter()
+        .filter(|c| c.sized)
+        .map(|c| c.what.as_str())
+        .collect();
+    if !sized.is_empty() {
+        say(
+            &mut out,
+            &format!(
+                "Not predicted: {}, whose figures the plan's work was sized to (the seed does not publish its work)",
+                sized.join(", ")
+            ),
+        );
+    }
     if let Some(n) = f.numbers() {
         say(&mut out, &format!("Numbers: {}", n.summary()));
         out.push('\n');
@@ -474,6 +508,7 @@ pub fn to_json(study: &Study, runs: u32, f: &Findings, fitted: &[Fitted]) -> ser
             "simulated": c.sim,
             "ratio": c.ratio(),
             "fitted": c.fitted,
+            "sized": c.sized,
         })).collect::<Vec<_>>(),
         "fitted": fitted,
         "numbers": f.numbers(),
@@ -507,6 +542,26 @@ mod tests {
             cells: vec![Cell::new("d", 10.0, None)],
         };
         assert!(none.numbers().is_none());
+    }
+
+    /// A cell the plan's work was sized to is shown but not counted: a
+    /// study whose only close figure is one it was sized to has no
+    /// prediction within the tolerance.
+    #[test]
+    fn a_cell_the_plan_was_sized_to_is_not_a_prediction() {
+        let f = Findings {
+            tables: Vec::new(),
+            claims: Vec::new(),
+            cells: vec![
+                Cell::sized("split", 13.0, Some(13.0)),
+                Cell::new("mix", 26.0, Some(19.0)),
+            ],
+        };
+        let n = f.numbers().unwrap();
+        assert_eq!((n.cells, n.compared, n.within), (1, 1, 0));
+        let f = f.with_fits(&[]);
+        assert!(!f.claims.last().unwrap().verdict.reproduced());
+        assert!(f.cells[0].sized && !f.cells[0].predicted());
     }
 
     /// The designated cell and its twins (figures of the same simulated
