@@ -235,34 +235,59 @@ pub fn fork_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
         })
 }
 
-/// Microseconds to start numalab as a new process (`fork` + `execve`,
-/// until `spawn` returns) and, separately, from fork to reaping of one
-/// that exits at once (`numalab __task burst 0`, forkexec's child): the
-/// medians over about `budget` (one slow start, its binary not yet in
-/// the page cache, is not an average's business).
-pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, f64)> {
+/// A new numalab process's times, in microseconds: its launch (`fork` +
+/// `execve`, until `spawn` returns: what a launcher spends per process),
+/// its start (from the launch's beginning to its first instruction of
+/// work: the stamp `numalab __task stamp` prints at once) and its exit
+/// (from that stamp to its reaping). Each the median over about `budget`
+/// (one slow start, the binary not yet in the page cache, is not an
+/// average's business).
+pub struct ProcessTimes {
+    pub launch_us: f64,
+    pub start_us: f64,
+    pub exit_us: f64,
+}
+
+pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<ProcessTimes> {
+    use std::io::Read;
     let t0 = Instant::now();
-    let (mut launch, mut whole) = (Vec::new(), Vec::new());
+    let (mut launch, mut start, mut exit) = (Vec::new(), Vec::new(), Vec::new());
     while t0.elapsed() < budget || launch.len() < 3 {
+        let before = numalab_linux::perf::monotonic_ns();
         let t = Instant::now();
         let mut cmd = Command::new(exe);
-        cmd.args(["__task", "burst", "0"])
+        cmd.args(["__task", "stamp"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null());
         numalab_linux::child::die_with_parent(&mut cmd);
         let mut c = cmd.spawn()?;
         launch.push(t.elapsed().as_secs_f64() * 1e6);
+        let mut text = String::new();
+        c.stdout.take().expect("piped").read_to_string(&mut text)?;
         let s = c.wait()?;
-        whole.push(t.elapsed().as_secs_f64() * 1e6);
-        if !s.success() {
-            return Err(std::io::Error::other(format!(
-                "{} __task burst 0: {s}",
-                exe.display()
-            )));
-        }
+        let reaped = numalab_linux::perf::monotonic_ns();
+        let stamp = text
+            .trim()
+            .strip_prefix("stamp ")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&v| s.success() && (before..=reaped).contains(&v))
+            .ok_or_else(|| {
+                std::io::Error::other(format!(
+                    "{} __task stamp: {s} ({:?})",
+                    exe.display(),
+                    text.trim()
+                ))
+            })?;
+        start.push((stamp - before) as f64 / 1e3);
+        exit.push((reaped - stamp) as f64 / 1e3);
     }
-    Ok((Figure::of(&launch, "").value, Figure::of(&whole, "").value))
+    let median = |v: &[f64]| Figure::of(v, "").value;
+    Ok(ProcessTimes {
+        launch_us: median(&launch),
+        start_us: median(&start),
+        exit_us: median(&exit),
+    })
 }
 
 /// The user share of the CPU time of the children reaped since

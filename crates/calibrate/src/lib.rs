@@ -291,6 +291,8 @@ struct Process {
     msg_user: Figure,
     fork: Figure,
     launch: Figure,
+    start: Figure,
+    exit: Figure,
     exec: Figure,
     exec_user: Figure,
     thread: Figure,
@@ -727,12 +729,14 @@ fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateE
         || costs::fork_us(exe, b),
     )
     .map_err(failed("fork"))?;
-    let mut launches = Vec::new();
+    let (mut launches, mut starts, mut exits) = (Vec::new(), Vec::new(), Vec::new());
     let mut children = Vec::new();
     let mut exec_shares = Vec::new();
     for _ in 0..3 {
-        let (l, _) = costs::process_us(exe, b).map_err(failed("starting numalab"))?;
-        launches.push(l);
+        let p = costs::process_us(exe, b).map_err(failed("starting numalab"))?;
+        launches.push(p.launch_us);
+        starts.push(p.start_us);
+        exits.push(p.exit_us);
         let (us, share) = costs::forkexec_child_us(exe, b * 2).map_err(failed("forkexec"))?;
         children.push(us);
         exec_shares.push(share);
@@ -743,7 +747,15 @@ fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateE
     );
     let launch = Figure::of(
         &launches,
-        "spawn of numalab __task burst 0 until spawn returns (fork + execve)",
+        "spawn of numalab __task stamp until spawn returns (fork + execve)",
+    );
+    let start = Figure::of(
+        &starts,
+        "spawn of numalab __task stamp until the clock it reads at once (fork, execve, loader, runtime)",
+    );
+    let exit = Figure::of(
+        &exits,
+        "numalab __task stamp from its clock reading to its reaping (exit, teardown, waitpid)",
     );
     let exec = Figure::of(
         &children
@@ -762,6 +774,8 @@ fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateE
         msg_user,
         fork,
         launch,
+        start,
+        exit,
         exec,
         exec_user,
         thread,
@@ -939,6 +953,8 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
     put("costs.msg_user_share", "", p.msg_user.clone());
     put("costs.exec_user_share", "", p.exec_user.clone());
     put("costs.process_launch_us", "us", p.launch.clone());
+    put("costs.process_start_us", "us", p.start.clone());
+    put("costs.process_exit_us", "us", p.exit.clone());
     put("costs.thread_launch_us", "us", p.thread.clone());
     put("costs.first_touch_gbs", "GB/s", bal.first_touch.clone());
     put("costs.scan_us_per_gb", "us", bal.scan.clone());

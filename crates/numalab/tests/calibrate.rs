@@ -59,6 +59,14 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     // whole fork+exec+exit of a child, and exec_us fell to its floor.
     let (fork, exec) = (value(&toml, "fork_us"), value(&toml, "exec_us"));
     assert!(exec > 1.0, "fork {fork} us, exec {exec} us (its floor: 1)");
+    // A process's start (launch to its first work) contains its launch
+    // (fork and execve), and its exit is timed too.
+    let (launch, start) = (
+        value(&toml, "process_launch_us"),
+        value(&toml, "process_start_us"),
+    );
+    assert!(start > launch, "launch {launch} us, start {start} us");
+    assert!(value(&toml, "process_exit_us") > 0.0);
     // The user share of a message's and of a child's CPU time, measured.
     for k in ["msg_user_share", "exec_user_share"] {
         let v = value(&toml, k);

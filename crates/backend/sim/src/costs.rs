@@ -62,6 +62,14 @@ pub struct CostsSpec {
     /// measured.
     pub exec_user_share: Option<f64>,
     pub process_launch_us: Option<f64>,
+    /// A process the runner launches: from the start of its launch to its
+    /// first instruction of work (fork, execve, the dynamic loader, the
+    /// runtime's start), and from its last thread's end to its reaping
+    /// (exit, the address space's teardown, waitpid). Measured by
+    /// `numalab calibrate` with a child that stamps the clock at once and
+    /// exits; default 0, not modelled (every preset).
+    pub process_start_us: Option<f64>,
+    pub process_exit_us: Option<f64>,
     pub thread_launch_us: Option<f64>,
     /// The rate of a first touch: one thread zeroing memory it has never
     /// touched, its page faults (the kernel allocating and clearing each
@@ -83,7 +91,7 @@ pub struct CostsSpec {
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 15] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 17] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -94,6 +102,8 @@ impl CostsSpec {
             ("costs.msg_user_share", self.msg_user_share),
             ("costs.exec_user_share", self.exec_user_share),
             ("costs.process_launch_us", self.process_launch_us),
+            ("costs.process_start_us", self.process_start_us),
+            ("costs.process_exit_us", self.process_exit_us),
             ("costs.thread_launch_us", self.thread_launch_us),
             ("costs.first_touch_gbs", self.first_touch_gbs),
             ("costs.migrate_us_per_mb", self.migrate_us_per_mb),
@@ -138,6 +148,13 @@ pub struct Costs {
     /// Nanoseconds between two process launches of one launcher.
     /// `costs.process_launch_us` x 1000; default [`PROCESS_LAUNCH_NS`].
     pub process_launch_ns: u64,
+    /// Nanoseconds from a runner's launch of a process to its first work,
+    /// and from its last thread's end to its reaping, where the
+    /// benchmark's real runs time a run from the launch to the reaping
+    /// ([`crate::workload::Meta::spawn_to_reap`]). `costs.process_start_us`
+    /// and `costs.process_exit_us` x 1000; default 0.
+    pub process_start_ns: u64,
+    pub process_exit_ns: u64,
     /// Nanoseconds between two thread launches. `costs.thread_launch_us` x
     /// 1000; default [`THREAD_LAUNCH_NS`].
     pub thread_launch_ns: u64,
@@ -175,6 +192,8 @@ impl Costs {
         msg_user_share: 0.0,
         exec_user_share: 1.0,
         process_launch_ns: PROCESS_LAUNCH_NS,
+        process_start_ns: 0,
+        process_exit_ns: 0,
         thread_launch_ns: THREAD_LAUNCH_NS,
         first_touch_bytes_per_ns: f64::INFINITY,
         migrate_us_per_mb: None,
@@ -205,6 +224,8 @@ impl Costs {
             msg_user_share: spec.msg_user_share.unwrap_or(d.msg_user_share),
             exec_user_share: spec.exec_user_share.unwrap_or(d.exec_user_share),
             process_launch_ns: spec.process_launch_us.map_or(d.process_launch_ns, us_ns),
+            process_start_ns: spec.process_start_us.map_or(d.process_start_ns, us_ns),
+            process_exit_ns: spec.process_exit_us.map_or(d.process_exit_ns, us_ns),
             thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
             first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
             migrate_us_per_mb: spec.migrate_us_per_mb,
@@ -231,6 +252,11 @@ impl Costs {
         ]);
         if self.first_touch_bytes_per_ns.is_finite() {
             m.insert("first_touch_gbs", self.first_touch_bytes_per_ns);
+        }
+        // Measured only: a record of a preset names no start or exit cost.
+        if self.process_start_ns > 0 || self.process_exit_ns > 0 {
+            m.insert("process_start_us", self.process_start_ns as f64 / 1e3);
+            m.insert("process_exit_us", self.process_exit_ns as f64 / 1e3);
         }
         if let Some(v) = self.migrate_us_per_mb {
             m.insert("migrate_us_per_mb", v);

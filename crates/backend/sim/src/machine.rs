@@ -115,6 +115,8 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.msg_user_share", 0.0, 1.0, "of the CPU time", false),
     ("costs.exec_user_share", 0.0, 1.0, "of the CPU time", false),
     ("costs.process_launch_us", 0.1, 1e6, "us", false),
+    ("costs.process_start_us", 0.0, 1e7, "us", false),
+    ("costs.process_exit_us", 0.0, 1e7, "us", false),
     ("costs.thread_launch_us", 0.1, 1e6, "us", false),
     ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
     ("costs.migrate_us_per_mb", 1.0, 1e6, "us", false),
@@ -1487,6 +1489,8 @@ min_ghz = 1
             msg_user_share: 0.0,
             exec_user_share: 1.0,
             process_launch_ns: PROCESS_LAUNCH_NS,
+            process_start_ns: 0,
+            process_exit_ns: 0,
             thread_launch_ns: THREAD_LAUNCH_NS,
             first_touch_bytes_per_ns: f64::INFINITY,
             migrate_us_per_mb: None,
@@ -1511,7 +1515,8 @@ min_ghz = 1
         let text = format!(
             "{OK}[costs]\nspin_ns = 4\nrandupdt_ns = 1.5\nmemset_gbs = 48\nmsg_us = 3\n\
              fork_us = 100\nexec_us = 200\nmsg_user_share = 0.08\nexec_user_share = 0.7\n\
-             process_launch_us = 2500\nthread_launch_us = 12.5\n\
+             process_launch_us = 2500\nprocess_start_us = 40000\nprocess_exit_us = 15000\n\
+             thread_launch_us = 12.5\n\
              first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\nread_gbs = 60\nwrite_gbs = 30\n"
         );
         let c = build(&text).unwrap().costs;
@@ -1527,6 +1532,8 @@ min_ghz = 1
                 msg_user_share: 0.08,
                 exec_user_share: 0.7,
                 process_launch_ns: 2_500_000,
+                process_start_ns: 40_000_000,
+                process_exit_ns: 15_000_000,
                 thread_launch_ns: 12_500,
                 first_touch_bytes_per_ns: 2.5,
                 migrate_us_per_mb: Some(300.0),
@@ -1548,6 +1555,8 @@ min_ghz = 1
             ("msg_user_share", 0.08),
             ("exec_user_share", 0.7),
             ("process_launch_us", 2500.0),
+            ("process_start_us", 40000.0),
+            ("process_exit_us", 15000.0),
             ("thread_launch_us", 12.5),
             ("first_touch_gbs", 2.5),
             ("migrate_us_per_mb", 300.0),
@@ -1557,9 +1566,12 @@ min_ghz = 1
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 15);
+        assert_eq!(f.len(), 17);
         // Not timed, so not stated.
-        assert!(!Costs::DEFAULT.as_file(3.0).contains_key("first_touch_gbs"));
+        let d = Costs::DEFAULT.as_file(3.0);
+        for k in ["first_touch_gbs", "process_start_us", "process_exit_us"] {
+            assert!(!d.contains_key(k), "{k}");
+        }
         // One key: the others keep their defaults.
         let c = build(&format!("{OK}[costs]\nfork_us = 10\n"))
             .unwrap()

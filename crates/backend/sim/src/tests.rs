@@ -1724,3 +1724,54 @@ fn the_main_thread_holds_its_cpu_while_it_creates_the_workers() {
         "one worker per CPU once the main thread waits"
     );
 }
+
+/// `costs.process_start_us` and `costs.process_exit_us`: where the real
+/// runs time a run from the runner's launch to the reaping (numa_test,
+/// the autonuma suite, spin, hackbench), each launched process starts
+/// its work that much later and the run ends that much after its last
+/// task; forkexec's driver and mem time themselves, so theirs do not
+/// move, and hackbench's own clock leaves both out. Without the keys
+/// (every preset) nothing changes.
+#[test]
+fn a_launched_process_starts_and_exits_at_its_measured_cost() {
+    let (start_us, exit_us) = (40_000.0, 15_000.0);
+    let base = small_machine(1);
+    let timed = small_machine_costs(
+        1,
+        &format!("process_start_us = {start_us}\nprocess_exit_us = {exit_us}"),
+    );
+    let get = |m: &Machine, case: &Case, metric: &str| {
+        record(&config(m.clone(), "linux", "none", 1), case)
+            .metric(metric)
+            .unwrap_or_else(|| panic!("{metric}"))
+    };
+    let shift = (start_us + exit_us) / 1e6;
+    for case in [
+        numa_test(2, 50_000, Disturb::None),
+        auto(Kind::Numa02, BindMode::Default, 2, 16 << 20, 3),
+        spin(2, 1, None),
+        hackbench(1, 2, 5, 100),
+    ] {
+        let (a, b) = (get(&base, &case, "elapsed_s"), get(&timed, &case, "elapsed_s"));
+        assert!(
+            (b - a - shift).abs() < 0.002,
+            "{}: {a} s without, {b} s with start and exit",
+            case.benchmark()
+        );
+    }
+    let hb = hackbench(1, 2, 5, 100);
+    let (a, b) = (get(&base, &hb, "hackbench_s"), get(&timed, &hb, "hackbench_s"));
+    assert!((a - b).abs() < 0.002, "hackbench's own clock: {a} vs {b}");
+    for case in [
+        Case::ForkExec(numalab_bench::forkexec::Params {
+            children: 4,
+            jobs: 1,
+            child_iterations: 100_000,
+            parent_iterations: 10_000,
+        }),
+        mem(Op::Write, 1, 0, 0),
+    ] {
+        let (a, b) = (get(&base, &case, "elapsed_s"), get(&timed, &case, "elapsed_s"));
+        assert_eq!(a, b, "{}", case.benchmark());
+    }
+}

@@ -234,7 +234,17 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
             w.m.costs.thread_launch_ns
         };
         let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
-        w.tasks[t].start_ns = base + *k * step + jitter;
+        // A process the runner launched (not numa_test's storm, which it
+        // launches at a set time) begins its work once started.
+        let starting = if meta.spawn_to_reap
+            && matches!(w.tasks[t].parent, Parent::Cpu(_))
+            && !meta.disturb_tasks.contains(&t)
+        {
+            w.m.costs.process_start_ns
+        } else {
+            0
+        };
+        w.tasks[t].start_ns = base + *k * step + starting + jitter;
         *k += 1;
         // A thread starts after the thread that creates it.
         if let Parent::Task(p) = w.tasks[t].parent {
@@ -301,6 +311,15 @@ pub struct Meta {
     /// Main threads (not benchmark tasks) that hold their CPU until the
     /// last thread they create has started, then wait for them.
     pub creators: Vec<usize>,
+    /// The benchmark's real runs time a run from the runner's launch of
+    /// its processes to their reaping (numa_test, the autonuma suite,
+    /// spin, hackbench; not forkexec's driver or mem, which time
+    /// themselves): each task the runner launches starts its work
+    /// `costs.process_start_us` after its launch, and the run ends
+    /// `costs.process_exit_us` after its last task (both 0 unless
+    /// measured: a guest that pages numalab's binary in over 9p takes
+    /// about 0.1 s to start one, docs/validation.md).
+    pub spawn_to_reap: bool,
 }
 
 pub(crate) fn add_region(w: &mut World, process: usize, bytes: u64) -> usize {
@@ -547,6 +566,7 @@ pub fn populate(case: &Case, w: &mut World) -> Result<Meta, CaseError> {
         timed_from_ns: 0,
         task_bytes: None,
         creators: Vec::new(),
+        spawn_to_reap: false,
     };
     match case {
         Case::NumaTest(p) => add_numa_test(w, &mut meta, p)?,
@@ -592,6 +612,7 @@ fn add_numa_test(
     // task's LLC share; write-backs are posted, so they load the buses
     // and controllers, not the core).
     let lone_miss = 1.0 - (w.m.llc_bytes / (8.0 * n)).min(1.0);
+    meta.spawn_to_reap = true;
     for i in 0..p.tasks as usize {
         let pi = meta.processes.len();
         meta.processes.push(format!("task {}", i + 1));
@@ -654,6 +675,7 @@ fn add_autonuma(
         .plan(&w.m.topology)
         .map_err(|e| CaseError::Params(e.to_string()))?;
     meta.bytes_zeroed = Some(p.bytes_zeroed());
+    meta.spawn_to_reap = true;
     let nprocs = plan.procs.len();
     for pp in &plan.procs {
         let pi = meta.processes.len();
@@ -777,6 +799,7 @@ fn add_spin(
     p: &numalab_bench::placement::SpinParams,
 ) -> Result<(), CaseError> {
     let mask = cpu_mask(w, &p.set.cpus)?;
+    meta.spawn_to_reap = true;
     for i in 0..p.tasks as usize {
         let pi = meta.processes.len();
         meta.processes.push(format!("spin task {}", i + 1));
@@ -808,6 +831,7 @@ fn add_hackbench_case(
     let mask = cpu_mask(w, &p.set.cpus)?;
     meta.processes
         .push(format!("hackbench {} groups x {} fds", p.groups, p.fds));
+    meta.spawn_to_reap = true;
     let _ = add_region(w, 0, 1);
     meta.main_tasks = add_hackbench(w, 0, p.groups, p.fds, p.loops, p.size, 0, true, mask);
     Ok(())
