@@ -1735,10 +1735,12 @@ fn the_main_thread_holds_its_cpu_while_it_creates_the_workers() {
 #[test]
 fn a_launched_process_starts_and_exits_at_its_measured_cost() {
     let (start_us, exit_us) = (40_000.0, 15_000.0);
-    let base = small_machine(1);
+    // A first touch that takes time: the workers start after it, counted
+    // from their process's start.
+    let base = small_machine_costs(1, "first_touch_gbs = 1");
     let timed = small_machine_costs(
         1,
-        &format!("process_start_us = {start_us}\nprocess_exit_us = {exit_us}"),
+        &format!("first_touch_gbs = 1\nprocess_start_us = {start_us}\nprocess_exit_us = {exit_us}"),
     );
     let get = |m: &Machine, case: &Case, metric: &str| {
         record(&config(m.clone(), "linux", "none", 1), case)
@@ -1752,15 +1754,30 @@ fn a_launched_process_starts_and_exits_at_its_measured_cost() {
         spin(2, 1, None),
         hackbench(1, 2, 5, 100),
     ] {
-        let (a, b) = (get(&base, &case, "elapsed_s"), get(&timed, &case, "elapsed_s"));
+        let (a, b) = (
+            get(&base, &case, "elapsed_s"),
+            get(&timed, &case, "elapsed_s"),
+        );
         assert!(
             (b - a - shift).abs() < 0.002,
             "{}: {a} s without, {b} s with start and exit",
             case.benchmark()
         );
     }
+    let numa02 = auto(Kind::Numa02, BindMode::Default, 2, 16 << 20, 3);
+    let (a, b) = (
+        get(&base, &numa02, "started_s"),
+        get(&timed, &numa02, "started_s"),
+    );
+    assert!(
+        (b - a - start_us / 1e6).abs() < 0.002,
+        "numa02's threads start at {a} s without, {b} s with the start"
+    );
     let hb = hackbench(1, 2, 5, 100);
-    let (a, b) = (get(&base, &hb, "hackbench_s"), get(&timed, &hb, "hackbench_s"));
+    let (a, b) = (
+        get(&base, &hb, "hackbench_s"),
+        get(&timed, &hb, "hackbench_s"),
+    );
     assert!((a - b).abs() < 0.002, "hackbench's own clock: {a} vs {b}");
     for case in [
         Case::ForkExec(numalab_bench::forkexec::Params {
@@ -1771,7 +1788,10 @@ fn a_launched_process_starts_and_exits_at_its_measured_cost() {
         }),
         mem(Op::Write, 1, 0, 0),
     ] {
-        let (a, b) = (get(&base, &case, "elapsed_s"), get(&timed, &case, "elapsed_s"));
+        let (a, b) = (
+            get(&base, &case, "elapsed_s"),
+            get(&timed, &case, "elapsed_s"),
+        );
         assert_eq!(a, b, "{}", case.benchmark());
     }
 }

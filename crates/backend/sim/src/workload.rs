@@ -225,6 +225,10 @@ pub(crate) fn spin_work(cycles: f64) -> Work {
 /// run without a NUMA balancer).
 fn launch_times(w: &mut World, meta: &mut Meta) {
     let mut count: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    // How much later than planned each task's process starts its work
+    // (its start, below): a thread's planned start (the autonuma
+    // workers': after the first touch) counts from its process's.
+    let mut shift = vec![0u64; w.tasks.len()];
     for t in 0..w.tasks.len() {
         let base = w.tasks[t].start_ns;
         let k = count.entry(base).or_insert(0);
@@ -236,15 +240,14 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
         let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
         // A process the runner launched (not numa_test's storm, which it
         // launches at a set time) begins its work once started.
-        let starting = if meta.spawn_to_reap
-            && matches!(w.tasks[t].parent, Parent::Cpu(_))
-            && !meta.disturb_tasks.contains(&t)
-        {
-            w.m.costs.process_start_ns
-        } else {
-            0
+        shift[t] = match w.tasks[t].parent {
+            Parent::Cpu(_) if meta.spawn_to_reap && !meta.disturb_tasks.contains(&t) => {
+                w.m.costs.process_start_ns
+            }
+            Parent::Cpu(_) => 0,
+            Parent::Task(p) => shift[p],
         };
-        w.tasks[t].start_ns = base + *k * step + starting + jitter;
+        w.tasks[t].start_ns = base + *k * step + shift[t] + jitter;
         *k += 1;
         // A thread starts after the thread that creates it.
         if let Parent::Task(p) = w.tasks[t].parent {
