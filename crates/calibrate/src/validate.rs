@@ -448,6 +448,63 @@ pub struct Ordering {
 pub struct Errors {
     pub rows: Vec<Row>,
     pub orderings: Vec<Ordering>,
+    /// The rows that measure the machine itself against its file: how far
+    /// it ran from the speed it was calibrated at.
+    pub reference: Vec<Reference>,
+}
+
+/// A row that tests one of the machine file's own figures with no model
+/// rule between them (spin: `costs.spin_ns`; one thread zeroing its own
+/// node's memory: that node's one-thread memset): its error is the
+/// machine's drift since calibrate, which every row that leans on the
+/// same resource inherits (a shared host's memory under another
+/// tenant's load).
+#[derive(Debug, Clone, Serialize)]
+pub struct Reference {
+    /// `CPU` or `memory`.
+    pub resource: &'static str,
+    pub benchmark: String,
+    pub case: String,
+    pub variant: String,
+    /// The elapsed time's error, sim / real - 1.
+    pub error: f64,
+}
+
+/// Beyond this, a reference row says the machine ran at another speed
+/// than when it was calibrated.
+pub const DRIFT: f64 = 0.10;
+
+/// The reference rows among `rows` (elapsed time of spin, and of mem's
+/// one-thread memset of its own node's memory).
+fn references(rows: &[Row]) -> Vec<Reference> {
+    let kv = |case: &str, k: &str| {
+        case.split_whitespace()
+            .find_map(|p| p.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    rows.iter()
+        .filter(|r| r.metric == "elapsed_s")
+        .filter_map(|r| {
+            let resource = match r.benchmark.as_str() {
+                "spin" => "CPU",
+                "mem"
+                    if kv(&r.case, "op").as_deref() == Some("memset")
+                        && kv(&r.case, "threads").as_deref() == Some("1")
+                        && kv(&r.case, "cpu_node") == kv(&r.case, "mem_node") =>
+                {
+                    "memory"
+                }
+                _ => return None,
+            };
+            Some(Reference {
+                resource,
+                benchmark: r.benchmark.clone(),
+                case: r.case.clone(),
+                variant: r.variant.clone(),
+                error: r.error,
+            })
+        })
+        .collect()
 }
 
 /// Mean and sample standard deviation (numalab-stats' summary); a
@@ -541,6 +598,7 @@ pub fn errors(records: &[RunRecord]) -> Errors {
             });
         }
     }
+    out.reference = references(&out.rows);
     // Orderings of placements by elapsed time, per benchmark and variant.
     // (benchmark, variant) -> (placement, real, simulated elapsed)
     type Placements = Vec<(String, f64, f64)>;
@@ -661,6 +719,49 @@ pub fn render(e: &Errors) -> String {
     );
     for l in numalab_linux::out::wrap(&summary, 80) {
         let _ = writeln!(t, "{l}");
+    }
+    if !e.reference.is_empty() {
+        let each: Vec<String> = e
+            .reference
+            .iter()
+            .map(|x| {
+                let v = if x.variant.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", x.variant)
+                };
+                format!(
+                    "{} ({}{v}) {:+.1}%",
+                    x.resource,
+                    x.benchmark,
+                    100.0 * x.error
+                )
+            })
+            .collect();
+        let drifted: Vec<&str> = {
+            let mut d: Vec<&str> = e
+                .reference
+                .iter()
+                .filter(|x| x.error.abs() > DRIFT)
+                .map(|x| x.resource)
+                .collect();
+            d.dedup();
+            d
+        };
+        let mut line = format!(
+            "the machine against its file (elapsed error of rows with no model rule between them): {}",
+            each.join(", ")
+        );
+        if !drifted.is_empty() {
+            line.push_str(&format!(
+                "; beyond ±{:.0}%: its {} ran at another speed than when calibrated, and every row that leans on it inherits that; calibrate again when the machine is quiet",
+                100.0 * DRIFT,
+                drifted.join(" and ")
+            ));
+        }
+        for l in numalab_linux::out::wrap(&line, 80) {
+            let _ = writeln!(t, "{l}");
+        }
     }
     t
 }
@@ -891,6 +992,52 @@ mod tests {
         let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
         assert_eq!(el.within, Some(false));
         assert!(render(&e).contains("OFF (±15%)"));
+    }
+
+    /// spin and one thread's memset of its own node test the file's own
+    /// figures: their errors are reported as the machine's drift, named
+    /// beyond 10%; a remote memset or two threads are not references.
+    #[test]
+    fn reference_rows_say_how_far_the_machine_drifted_from_its_file() {
+        let mut recs = Vec::new();
+        for (b, case, real, sim) in [
+            ("spin", "", 1.0, 1.01),
+            ("mem", "0 0 1", 2.0, 1.5),
+            ("mem", "0 1 1", 2.0, 1.0),
+            ("mem", "0 0 2", 2.0, 1.0),
+        ] {
+            for (side, v) in [("real", real), ("sim", sim)] {
+                let mut r = example_record(b, side, 1, v);
+                if let [c, m, t] = case.split(' ').collect::<Vec<_>>()[..] {
+                    r.params.insert("op".into(), "memset".into());
+                    r.params
+                        .insert("cpu_node".into(), c.parse::<u32>().unwrap().into());
+                    r.params
+                        .insert("mem_node".into(), m.parse::<u32>().unwrap().into());
+                    r.params
+                        .insert("threads".into(), t.parse::<u32>().unwrap().into());
+                }
+                recs.push(r);
+            }
+        }
+        let e = errors(&recs);
+        let got: Vec<(&str, f64)> = e.reference.iter().map(|x| (x.resource, x.error)).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "memory");
+        assert!((got[0].1 + 0.25).abs() < 1e-9, "{got:?}");
+        assert_eq!(got[1].0, "CPU");
+        let t = render(&e);
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat(&t).contains("its memory ran at another speed"), "{t}");
+        assert!(!flat(&t).contains("CPU ran at"), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        // Within 10%: said, not flagged.
+        let steady: Vec<_> = recs.into_iter().filter(|r| r.benchmark == "spin").collect();
+        let t = render(&errors(&steady));
+        assert!(
+            flat(&t).contains("CPU (spin) +1.0%") && !flat(&t).contains("another speed"),
+            "{t}"
+        );
     }
 
     #[test]
