@@ -39,28 +39,61 @@ pub struct NodeAffine {
     next_dynamic: u64,
 }
 
+/// `node-affine`'s parameters, as written (numalab-scx's `node-affine`
+/// reads them with this function too, so both worlds take one spec text).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeAffineParams {
+    pub dynamic: bool,
+    pub initial: bool,
+    pub alloc_home: bool,
+    pub bonus: f64,
+    pub busy_ms: f64,
+    pub idle_ms: f64,
+    pub node_ms: f64,
+    pub delay_ms: f64,
+    pub slice_ms: f64,
+}
+
+impl NodeAffineParams {
+    pub fn read(p: &mut Params) -> Result<NodeAffineParams, crate::params::ParamError> {
+        Ok(NodeAffineParams {
+            dynamic: p.bool(
+                "dynamic",
+                false,
+                "homenode = node with most of the task's memory",
+            )?,
+            initial: p.bool("initial", true, "node-aware initial balancing at exec")?,
+            alloc_home: p.bool("alloc_home", true, "allocate memory on the homenode")?,
+            bonus: p.f64(
+                "bonus",
+                1.0,
+                "weight bonus per task homed on the stealer's node",
+            )?,
+            busy_ms: p.f64("busy_ms", 200.0, "intra-node balance interval, busy CPU")?,
+            idle_ms: p.f64("idle_ms", 1.0, "intra-node balance interval, idle CPU")?,
+            node_ms: p.f64("node_ms", 400.0, "cross-node balance interval, busy CPU")?,
+            delay_ms: p.f64(
+                "delay_ms",
+                2.0,
+                "idle delay before a remote steal, per 10 distance units",
+            )?,
+            slice_ms: p.f64("slice_ms", O1_SLICE_MS as f64, "time slice")?,
+        })
+    }
+}
+
 pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Scheduler>, crate::params::ParamError> {
-    let dynamic = p.bool(
-        "dynamic",
-        false,
-        "homenode = node with most of the task's memory",
-    )?;
-    let initial = p.bool("initial", true, "node-aware initial balancing at exec")?;
-    let alloc_home = p.bool("alloc_home", true, "allocate memory on the homenode")?;
-    let bonus = p.f64(
-        "bonus",
-        1.0,
-        "weight bonus per task homed on the stealer's node",
-    )?;
-    let busy_ms = p.f64("busy_ms", 200.0, "intra-node balance interval, busy CPU")?;
-    let idle_ms = p.f64("idle_ms", 1.0, "intra-node balance interval, idle CPU")?;
-    let node_ms = p.f64("node_ms", 400.0, "cross-node balance interval, busy CPU")?;
-    let delay_ms = p.f64(
-        "delay_ms",
-        2.0,
-        "idle delay before a remote steal, per 10 distance units",
-    )?;
-    let slice_ms = p.f64("slice_ms", O1_SLICE_MS as f64, "time slice")?;
+    let NodeAffineParams {
+        dynamic,
+        initial,
+        alloc_home,
+        bonus,
+        busy_ms,
+        idle_ms,
+        node_ms,
+        delay_ms,
+        slice_ms,
+    } = NodeAffineParams::read(p)?;
     Ok(Box::new(NodeAffine {
         dynamic,
         initial,
