@@ -118,11 +118,7 @@ fn new(p: &mut Params, m: &Machine) -> Result<AutoNuma, crate::params::ParamErro
         2.0,
         "system time of one hinting fault (estimate)",
     )?;
-    let migrate_us_per_mb = p.f64(
-        "migrate_us_per_mb",
-        m.costs.migrate_us_per_mb.unwrap_or(250.0),
-        "system time to migrate 1 MiB (default: the machine file's costs.migrate_us_per_mb, else an estimate)",
-    )?;
+    let migrate_us_per_mb = super::migrate_us_per_mb(p, m)?;
     let scan_us_per_gb = p.f64(
         "scan_us_per_gb",
         m.costs.scan_us_per_gb.unwrap_or(500.0),

@@ -31,6 +31,25 @@ pub const REGISTRY: &[Entry] = &[
     },
 ];
 
+/// A migration's system time without a measured one (estimate).
+pub const MIGRATE_US_PER_MB_ESTIMATE: f64 = 250.0;
+
+/// The `migrate_us_per_mb` parameter every balancer that moves pages
+/// takes: system time to migrate 1 MiB, by default the machine file's
+/// measured `costs.migrate_us_per_mb`, else [`MIGRATE_US_PER_MB_ESTIMATE`].
+pub(crate) fn migrate_us_per_mb(
+    p: &mut Params,
+    m: &Machine,
+) -> Result<f64, crate::params::ParamError> {
+    p.f64(
+        "migrate_us_per_mb",
+        m.costs
+            .migrate_us_per_mb
+            .unwrap_or(MIGRATE_US_PER_MB_ESTIMATE),
+        "system time to migrate 1 MiB (default: the machine file's costs.migrate_us_per_mb, else an estimate)",
+    )
+}
+
 pub fn build(
     spec: &PolicySpec,
     m: &Machine,

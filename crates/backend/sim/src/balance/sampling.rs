@@ -88,11 +88,7 @@ pub fn build(p: &mut Params, m: &Machine) -> Result<Box<dyn Balancer>, crate::pa
         (0.0, 1e7),
         "sysctl_numa_balancing_access_faults_delay of the RFC: no samples until this long after the process first runs",
     )?;
-    let migrate_us_per_mb = p.f64(
-        "migrate_us_per_mb",
-        m.costs.migrate_us_per_mb.unwrap_or(250.0),
-        "system time to migrate 1 MiB (default: the machine file's costs.migrate_us_per_mb, else an estimate)",
-    )?;
+    let migrate_us_per_mb = super::migrate_us_per_mb(p, m)?;
     let filter = p.bool(
         "filter",
         true,
