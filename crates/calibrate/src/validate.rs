@@ -699,11 +699,7 @@ pub fn render(e: &Errors) -> String {
             t,
             "ordering {}{}: real {}, simulated {}: {}",
             o.benchmark,
-            if o.variant.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", o.variant)
-            },
+            variant_suffix(&o.variant),
             o.real.join(" < "),
             o.sim.join(" < "),
             if o.agree { "agree" } else { "DISAGREE" }
@@ -720,50 +716,58 @@ pub fn render(e: &Errors) -> String {
     for l in numalab_linux::out::wrap(&summary, 80) {
         let _ = writeln!(t, "{l}");
     }
-    if !e.reference.is_empty() {
-        let each: Vec<String> = e
-            .reference
-            .iter()
-            .map(|x| {
-                let v = if x.variant.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", x.variant)
-                };
-                format!(
-                    "{} ({}{v}) {:+.1}%",
-                    x.resource,
-                    x.benchmark,
-                    100.0 * x.error
-                )
-            })
-            .collect();
-        let drifted: Vec<&str> = {
-            let mut d: Vec<&str> = e
-                .reference
-                .iter()
-                .filter(|x| x.error.abs() > DRIFT)
-                .map(|x| x.resource)
-                .collect();
-            d.dedup();
-            d
-        };
-        let mut line = format!(
-            "the machine against its file (elapsed error of rows with no model rule between them): {}",
-            each.join(", ")
-        );
-        if !drifted.is_empty() {
-            line.push_str(&format!(
-                "; beyond ±{:.0}%: its {} ran at another speed than when calibrated, and every row that leans on it inherits that; calibrate again when the machine is quiet",
-                100.0 * DRIFT,
-                drifted.join(" and ")
-            ));
-        }
-        for l in numalab_linux::out::wrap(&line, 80) {
-            let _ = writeln!(t, "{l}");
-        }
-    }
+    render_reference(e, &mut t);
     t
+}
+
+/// `" [balancing 1]"`, or nothing without a variant.
+fn variant_suffix(v: &str) -> String {
+    if v.is_empty() {
+        String::new()
+    } else {
+        format!(" [{v}]")
+    }
+}
+
+/// The last line: the machine against its own file ([`Reference`]).
+fn render_reference(e: &Errors, t: &mut String) {
+    if e.reference.is_empty() {
+        return;
+    }
+    let each: Vec<String> = e
+        .reference
+        .iter()
+        .map(|x| {
+            format!(
+                "{} ({}{}) {:+.1}%",
+                x.resource,
+                x.benchmark,
+                variant_suffix(&x.variant),
+                100.0 * x.error
+            )
+        })
+        .collect();
+    let mut drifted: Vec<&str> = e
+        .reference
+        .iter()
+        .filter(|x| x.error.abs() > DRIFT)
+        .map(|x| x.resource)
+        .collect();
+    drifted.dedup();
+    let mut line = format!(
+        "the machine against its file (elapsed error of rows with no model rule between them): {}",
+        each.join(", ")
+    );
+    if !drifted.is_empty() {
+        line.push_str(&format!(
+            "; beyond ±{:.0}%: its {} ran at another speed than when calibrated, and every row that leans on it inherits that; calibrate again when the machine is quiet",
+            100.0 * DRIFT,
+            drifted.join(" and ")
+        ));
+    }
+    for l in numalab_linux::out::wrap(&line, 80) {
+        let _ = writeln!(t, "{l}");
+    }
 }
 
 #[cfg(test)]
