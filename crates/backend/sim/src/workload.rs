@@ -238,12 +238,12 @@ fn launch_times(w: &mut World, meta: &mut Meta) {
             w.m.costs.thread_launch_ns
         };
         let jitter = crate::engine::rand_below(&mut w.rng, LAUNCH_JITTER_NS);
-        // A process the runner launched (not numa_test's storm, which it
-        // launches at a set time) begins its work once started.
+        // A process the runner launched (a benchmark task or a main
+        // thread; not numa_test's storm, which it launches at a set time)
+        // begins its work once started.
+        let launched = w.tasks[t].main || meta.creators.contains(&t);
         shift[t] = match w.tasks[t].parent {
-            Parent::Cpu(_) if meta.spawn_to_reap && !meta.disturb_tasks.contains(&t) => {
-                w.m.costs.process_start_ns
-            }
+            Parent::Cpu(_) if meta.spawn_to_reap && launched => w.m.costs.process_start_ns,
             Parent::Cpu(_) => 0,
             Parent::Task(p) => shift[p],
         };
