@@ -762,16 +762,7 @@ impl NumaCommon {
             self.next_scan[p] = w.now + (tn.scan_period_ms * 1e6) as u64;
             return;
         }
-        let slot = (period / NUMA_PERIOD_SLOTS).ceil();
-        let lr = (local * NUMA_PERIOD_SLOTS / (local + remote).max(1.0)).floor();
-        let ps = (private * NUMA_PERIOD_SLOTS / (private + shared).max(1.0)).floor();
-        let diff = if ps >= NUMA_PERIOD_THRESHOLD {
-            (ps - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
-        } else if lr >= NUMA_PERIOD_THRESHOLD {
-            (lr - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
-        } else {
-            -(NUMA_PERIOD_THRESHOLD - lr.max(ps)) * slot
-        };
+        let diff = period_change(period, remote, local, private, shared);
         tn.scan_period_ms = (period + diff).clamp(smin, smax.max(smin));
         tn.locality = [0.0; 3];
     }
@@ -787,16 +778,7 @@ impl NumaCommon {
             tn.sample_period = (period * 2.0).min(hw.period_max);
             return;
         }
-        let slot = (period / NUMA_PERIOD_SLOTS).ceil();
-        let lr = (local * NUMA_PERIOD_SLOTS / (local + remote).max(1.0)).floor();
-        let ps = (private * NUMA_PERIOD_SLOTS / (private + shared).max(1.0)).floor();
-        let diff = if ps >= NUMA_PERIOD_THRESHOLD {
-            (ps - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
-        } else if lr >= NUMA_PERIOD_THRESHOLD {
-            (lr - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
-        } else {
-            -(NUMA_PERIOD_THRESHOLD - lr.max(ps)) * slot
-        };
+        let diff = period_change(period, remote, local, private, shared);
         tn.sample_period = (period + diff).clamp(hw.period_min, hw.period_max);
         tn.locality = [0.0; 3];
     }
@@ -1138,6 +1120,26 @@ pub fn draw_count(w: &mut World, x: f64) -> u64 {
     let base = x.floor();
     let extra = (crate::engine::rand_unit(&mut w.rng) < x - base) as u64;
     base as u64 + extra
+}
+
+/// update_task_scan_period's rule (fair.c) for a pass with local or
+/// shared faults: the change of `period` from the pass's share of local
+/// faults (`remote`, `local`) and of private ones (`private`, `shared`),
+/// in NUMA_PERIOD_SLOTS steps around NUMA_PERIOD_THRESHOLD: mostly
+/// private or mostly local lengthens it, else it shortens. The IBS RFC's
+/// update_task_sample_period applies the same rule to its sampling
+/// period.
+fn period_change(period: f64, remote: f64, local: f64, private: f64, shared: f64) -> f64 {
+    let slot = (period / NUMA_PERIOD_SLOTS).ceil();
+    let lr = (local * NUMA_PERIOD_SLOTS / (local + remote).max(1.0)).floor();
+    let ps = (private * NUMA_PERIOD_SLOTS / (private + shared).max(1.0)).floor();
+    if ps >= NUMA_PERIOD_THRESHOLD {
+        (ps - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
+    } else if lr >= NUMA_PERIOD_THRESHOLD {
+        (lr - NUMA_PERIOD_THRESHOLD).max(1.0) * slot
+    } else {
+        -(NUMA_PERIOD_THRESHOLD - lr.max(ps)) * slot
+    }
 }
 
 #[cfg(test)]
