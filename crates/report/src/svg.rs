@@ -113,8 +113,8 @@ fn open_svg(out: &mut String, kind: &str, title: &str, height: f64) {
     );
 }
 
-/// The plot's frame and the y axis's ticks and grid lines.
-fn frame_and_y_ticks(out: &mut String, fr: &Frame) {
+/// The plot area's outline.
+fn frame_rect(out: &mut String, fr: &Frame) {
     let _ = write!(
         out,
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
@@ -123,6 +123,11 @@ fn frame_and_y_ticks(out: &mut String, fr: &Frame) {
         f(fr.px1 - fr.px0),
         f(fr.py1 - fr.py0)
     );
+}
+
+/// The plot's frame and the y axis's ticks and grid lines.
+fn frame_and_y_ticks(out: &mut String, fr: &Frame) {
+    frame_rect(out, fr);
     for v in fr.y.ticks() {
         let y = fr.sy(v);
         let _ = write!(
@@ -709,14 +714,7 @@ pub fn residency_chart(
 /// a row label per task.
 fn residency_axes(out: &mut String, fr: &Frame, tasks: &[(String, Vec<f64>)], bar: f64, gap: f64) {
     out.push_str("<g class=\"axes\">");
-    let _ = write!(
-        out,
-        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
-        f(fr.px0),
-        f(fr.py0),
-        f(fr.px1 - fr.px0),
-        f(fr.py1 - fr.py0)
-    );
+    frame_rect(out, fr);
     for v in fr.x.ticks() {
         let x = fr.sx(v);
         let _ = write!(
