@@ -248,6 +248,8 @@ pub struct ProcessTimes {
     pub exit_us: f64,
 }
 
+/// Times numalab's launch, start and exit ([`ProcessTimes`]) over about
+/// `budget`, at least three times.
 pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<ProcessTimes> {
     use std::io::Read;
     let t0 = Instant::now();
@@ -264,8 +266,10 @@ pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<ProcessTimes>
         let mut c = cmd.spawn()?;
         launch.push(t.elapsed().as_secs_f64() * 1e6);
         let mut text = String::new();
-        c.stdout.take().expect("piped").read_to_string(&mut text)?;
+        // Reaped whatever the read gave, so no child outlives an error.
+        let read = c.stdout.take().expect("piped").read_to_string(&mut text);
         let s = c.wait()?;
+        read?;
         let reaped = numalab_linux::perf::monotonic_ns();
         let stamp = text
             .trim()
