@@ -140,6 +140,7 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
         "  elapsed_s",
         "  cpu_s",
         "within target: ",
+        "the machine against its file",
     ] {
         assert!(table.contains(needle), "{needle:?} not in {table}");
     }
@@ -158,6 +159,14 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     let out = text(&o.stdout);
     let json: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    // spin is the CPU's reference row: the machine against its file.
+    let reference = json["reference"].as_array().unwrap();
+    assert!(
+        reference
+            .iter()
+            .any(|r| r["resource"] == "CPU" && r["error"].is_number()),
+        "{out}"
+    );
     let rows = json["rows"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["benchmark"] == "spin"
         && r["metric"] == "elapsed_s"
