@@ -753,6 +753,8 @@ fn render_reference(e: &Errors, t: &mut String) {
         .filter(|x| x.error.abs() > DRIFT)
         .map(|x| x.resource)
         .collect();
+    // Each resource once, whatever the rows' order.
+    drifted.sort_unstable();
     drifted.dedup();
     let mut line = format!(
         "the machine against its file (elapsed error of rows with no model rule between them): {}",
