@@ -49,9 +49,16 @@ python3 scripts/long-functions.py --list 0 --at-most 15
 # with a private configuration, verified; nothing installed on the
 # host); at once when it is there. The tests then fail, rather than skip,
 # if it is missing. Its vmlinux.h is what numalab's sched_ext schedulers
-# are compiled against, so this comes first, built without them (which
-# also shows that the default build needs no C toolchain).
-cargo run --locked -q -p numalab -- vm --kernel debian-7.3 --fetch-only
+# are compiled against, so this comes first: built without them the first
+# time, and with them once the header is cached, so that the test build
+# below compiles numalab once, not twice (about half a minute of a 2-core
+# machine, docs/benchmarks.md).
+scx_first=()
+if [ -n "${NUMALAB_VMLINUX_H:-}" ] ||
+    compgen -G "${XDG_CACHE_HOME:-$HOME/.cache}/numalab/kernels/*/vmlinux-*.h" >/dev/null; then
+    scx_first=(--features numalab/scx)
+fi
+cargo run --locked -q -p numalab "${scx_first[@]}" -- vm --kernel debian-7.3 --fetch-only
 if [ "${NUMALAB_SKIP_VM_TESTS:-0}" = 0 ]; then
     export NUMALAB_REQUIRE_KERNELS=1
 fi
