@@ -445,20 +445,7 @@ fn case_lines(r: &CompareReport, ds_common: &dyn Fn(&str) -> Vec<String>) -> Vec
 
 /// Parameters shared by every case of a benchmark in the report.
 pub fn common_params(r: &CompareReport, benchmark: &str) -> Vec<String> {
-    let cases: Vec<_> = r
-        .cases
-        .iter()
-        .filter(|c| c.benchmark == benchmark)
-        .collect();
-    let Some(first) = cases.first() else {
-        return Vec::new();
-    };
-    first
-        .params
-        .iter()
-        .filter(|(k, v)| cases.iter().all(|c| c.params.get(*k) == Some(v)))
-        .map(|(k, v)| format!("{k}={}", crate::dataset::param_value(v)))
-        .collect()
+    crate::dataset::common_params(&r.cases, benchmark)
 }
 
 /// Plain text, at most 80 columns.

@@ -356,6 +356,21 @@ pub fn canonical_json(v: &serde_json::Value) -> String {
     serde_json::to_string(&c).unwrap_or_default()
 }
 
+/// Parameters shared by every case of `benchmark` among `cases`, as
+/// `key=value` in key order.
+pub fn common_params(cases: &[Case], benchmark: &str) -> Vec<String> {
+    let cases: Vec<&Case> = cases.iter().filter(|c| c.benchmark == benchmark).collect();
+    let Some(first) = cases.first() else {
+        return Vec::new();
+    };
+    first
+        .params
+        .iter()
+        .filter(|(k, v)| cases.iter().all(|c| c.params.get(*k) == Some(v)))
+        .map(|(k, v)| format!("{k}={}", param_value(v)))
+        .collect()
+}
+
 /// A parameter value as a person reads it, never JSON: scalars as they
 /// are (strings unquoted), an array as its values joined by commas, an
 /// object as `key:value` pairs joined by commas; values nested deeper
@@ -670,20 +685,7 @@ impl Dataset {
 
     /// Parameters common to every case of `benchmark`, as `k=v` pairs.
     pub fn common_params(&self, benchmark: &str) -> Vec<String> {
-        let cases: Vec<&Case> = self
-            .cases
-            .iter()
-            .filter(|c| c.benchmark == benchmark)
-            .collect();
-        let Some(first) = cases.first() else {
-            return Vec::new();
-        };
-        first
-            .params
-            .iter()
-            .filter(|(k, v)| cases.iter().all(|c| c.params.get(*k) == Some(v)))
-            .map(|(k, v)| format!("{k}={}", param_value(v)))
-            .collect()
+        common_params(&self.cases, benchmark)
     }
 
     /// Successful runs of a group, as records.
