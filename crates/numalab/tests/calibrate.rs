@@ -73,6 +73,22 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
         assert!(v > 0.0 && v < 1.0, "{k} = {v}");
     }
     assert!(toml.contains("spread"), "each figure's spread: {toml}");
+    // The LLC sysfs reports is the simulated topology's whenever the
+    // cache the model gets was measured to be another size.
+    let sysfs: f64 = toml
+        .split("llc_mib: sysfs gives ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no sysfs LLC: {toml}"));
+    if (sysfs - value(&toml, "llc_mib")).abs() > 0.001 {
+        assert!(
+            (value(&toml, "reported_llc_mib") - sysfs).abs() <= 0.001,
+            "{toml}"
+        );
+    } else {
+        assert!(!toml.contains("reported_llc_mib ="), "{toml}");
+    }
     // How busy the machine was (over the limit, the file says --force).
     assert!(toml.contains("# Other work while measuring: "), "{toml}");
     // The simulator runs on it, and the record names the machine.

@@ -46,7 +46,10 @@
 //! both_ways = false         # true: also memory_nodes' CPUs to cpu_nodes'
 //!                           # memory (a link between two groups of nodes)
 //! [cache]
-//! llc_mib = 4.0             # size of one LLC
+//! llc_mib = 4.0             # size of one LLC (the cache the model's accesses get)
+//! reported_llc_mib = 8.0    # optional: the LLC's size as sysfs reports it,
+//!                           # which the topology carries and benchmarks size
+//!                           # their work by (default: llc_mib)
 //! llc_hit_ns = 20.0         # LLC hit latency (also the cost of a line moved within an LLC)
 //! cross_llc_ns = 100.0      # a line moved between two LLCs of one node
 //! [cpu]
@@ -92,6 +95,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("memory.tlb_reach_mib", 0.0, 1e9, "MiB", false),
     ("memory.tlb_walk_ns", 0.0, 100_000.0, "ns", false),
     ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
+    ("cache.reported_llc_mib", 0.01, 65536.0, "MiB", false),
     ("cache.llc_hit_ns", 0.1, 10_000.0, "ns", false),
     ("cache.cross_llc_ns", 0.1, 100_000.0, "ns", false),
     ("cpu.base_ghz", 0.001, 100.0, "GHz", false),
@@ -303,6 +307,12 @@ pub struct MemorySpec {
 #[serde(deny_unknown_fields)]
 pub struct CacheSpec {
     pub llc_mib: f64,
+    /// The LLC's size as the machine's sysfs reports it, when the cache
+    /// the model's accesses get (`llc_mib`, measured by calibrate) is
+    /// another: the topology's, so that a benchmark sizes its work here
+    /// as it does on the machine (numa_test's default size).
+    #[serde(default)]
+    pub reported_llc_mib: Option<f64>,
     pub llc_hit_ns: f64,
     pub cross_llc_ns: f64,
 }
@@ -661,6 +671,9 @@ impl MachineFile {
             within("memory.read_mlp", v)?;
         }
         within("cache.llc_mib", self.cache.llc_mib)?;
+        if let Some(v) = self.cache.reported_llc_mib {
+            within("cache.reported_llc_mib", v)?;
+        }
         within("cache.llc_hit_ns", self.cache.llc_hit_ns)?;
         within("cache.cross_llc_ns", self.cache.cross_llc_ns)?;
         within("cpu.base_ghz", self.cpu.base_ghz)?;
@@ -815,6 +828,10 @@ impl MachineFile {
         let npackages = n / t.nodes_per_package as usize;
         let mem_bytes = (t.memory_per_node_gib * (1u64 << 30) as f64) as u64;
         let llc_bytes = (self.cache.llc_mib * (1u64 << 20) as f64) as u64;
+        let reported_llc_bytes = self
+            .cache
+            .reported_llc_mib
+            .map_or(llc_bytes, |m| (m * (1u64 << 20) as f64) as u64);
 
         // Linux's usual x86 numbering: first threads of all cores, then the
         // second threads (cpu i and i + ncores are siblings).
@@ -870,7 +887,7 @@ impl MachineFile {
                 .map(|(i, c)| Llc {
                     id: i as u32,
                     level: 3,
-                    size_bytes: llc_bytes,
+                    size_bytes: reported_llc_bytes,
                     cpus: c.iter().map(|&x| x as u32).collect(),
                 })
                 .collect(),

@@ -1835,3 +1835,52 @@ fn on_four_and_eight_nodes_the_default_placement_is_bound_by_node_0s_controller(
         }
     }
 }
+
+/// A calibrated file's `cache.llc_mib` is the cache the model's accesses
+/// get, `cache.reported_llc_mib` the size sysfs reports: the topology
+/// carries the reported one, so a benchmark sizes its work on the
+/// simulated machine as on the real one (numa_test's default size), while
+/// the model keeps the measured one.
+#[test]
+fn the_topology_reports_the_llc_sysfs_gave_and_the_model_uses_the_measured_one() {
+    use crate::backend::SimBackend;
+    use numalab_bench::numa_test::BYTES_PER_ELEMENT;
+    use numalab_bench::Calibration;
+    let with = |cache: &str| {
+        let text = format!(
+            "name = \"c\"\n[topology]\nnodes = 2\ncores_per_node = 2\nmemory_per_node_gib = 4\n\
+             [memory]\nlocal_latency_ns = 100\nbandwidth_gbs = 50\n\
+             [cache]\n{cache}\nllc_hit_ns = 10\ncross_llc_ns = 60\n\
+             [cpu]\nbase_ghz = 2\nmax_ghz = 2\nmin_ghz = 2\n"
+        );
+        let m = MachineFile::parse("c", &text).unwrap().build("c").unwrap();
+        let b = SimBackend::new(config(m.clone(), "linux", "none", 1));
+        let size = numalab_bench::sizing::numa_test_elements(b.machine(), 4, BYTES_PER_ELEMENT)
+            .unwrap()
+            .elements;
+        (m, size)
+    };
+    let (measured, measured_size) = with("llc_mib = 8");
+    let (both, both_size) = with("llc_mib = 8\nreported_llc_mib = 16");
+    let (sysfs, sysfs_size) = with("llc_mib = 16");
+    assert_eq!(both.topology.max_llc_bytes(), 16 << 20);
+    assert_eq!(both.llc_bytes, measured.llc_bytes);
+    assert_eq!(measured.llc_bytes, (8u64 << 20) as f64);
+    assert_eq!(both_size, sysfs_size);
+    assert_ne!(both_size, measured_size);
+    assert_eq!(sysfs.topology.max_llc_bytes(), 16 << 20);
+    let bad = MachineFile::parse(
+        "c",
+        "name = \"c\"\n[topology]\nnodes = 1\ncores_per_node = 1\nmemory_per_node_gib = 1\n\
+         [memory]\nlocal_latency_ns = 100\nbandwidth_gbs = 5\n\
+         [cache]\nllc_mib = 1\nreported_llc_mib = 0\nllc_hit_ns = 10\ncross_llc_ns = 60\n\
+         [cpu]\nbase_ghz = 2\nmax_ghz = 2\nmin_ghz = 2\n",
+    )
+    .and_then(|f| f.build("c"));
+    assert!(
+        bad.as_ref()
+            .is_err_and(|e| e.to_string().contains("cache.reported_llc_mib")),
+        "{:?}",
+        bad.map(|_| ())
+    );
+}
