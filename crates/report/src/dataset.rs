@@ -2,8 +2,10 @@
 //!
 //! A **case** is one benchmark with one set of resolved parameters (e.g.
 //! `numa_test tasks=4`); a **configuration** is what is being compared. By
-//! default that is the label, the host and the backend kind (real, guest,
-//! sim); [`DatasetOptions::group_by`] makes it any list of [`Key`]s
+//! default that is the label, the host, the backend kind (real, guest,
+//! sim) and the scheduler (a sched_ext program or the simulator's policy:
+//! runs of one label under two schedulers are never pooled);
+//! [`DatasetOptions::group_by`] makes it any list of [`Key`]s
 //! instead (the kernel, a sysctl, a parameter, ...). A parameter that
 //! makes the configuration is no longer part of the case. A **group** is
 //! the runs of one configuration in one case. The host is part of the
@@ -173,6 +175,9 @@ impl Key {
             Key::Thp => na(&m.thp_enabled),
             Key::Scheduler => match (&r.backend, &r.applied.scx) {
                 (numalab_record::Backend::Sim { scheduler, .. }, _) => scheduler.clone(),
+                // Another program (`--scx-exec`): the name the kernel
+                // enabled it under, not its command line.
+                (_, Some(scx)) if scx.exec => scx.ops.clone(),
                 (_, Some(scx)) => scx.scheduler.clone(),
                 (_, None) => "linux".into(),
             },
@@ -739,6 +744,18 @@ fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurat
     let backends: BTreeSet<&str> = kept.iter().map(|(_, r)| r.backend.kind()).collect();
     let multi_host = hosts.len() > 1;
     let multi_backend = backends.len() > 1;
+    // Runs of one label under different schedulers (a sched_ext program,
+    // the simulator's policy) are different configurations, never pooled;
+    // their names say the scheduler where label, host and backend alone
+    // would not tell them apart.
+    let mut schedulers: BTreeMap<(&str, &str, &str), BTreeSet<String>> = BTreeMap::new();
+    for (_, r) in kept {
+        schedulers
+            .entry((&r.label, &r.machine.hostname, r.backend.kind()))
+            .or_default()
+            .insert(Key::Scheduler.value(r).unwrap_or_default());
+    }
+    let multi_scheduler = schedulers.values().any(|s| s.len() > 1);
 
     // A configuration's identity: the values of the keys.
     let custom = !group_by.is_empty();
@@ -753,6 +770,7 @@ fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurat
                 r.label.clone(),
                 r.machine.hostname.clone(),
                 r.backend.kind().to_string(),
+                Key::Scheduler.value(r).unwrap_or_default(),
             ]
         }
     };
@@ -795,6 +813,9 @@ fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurat
                 }
                 if multi_backend {
                     name = format!("{name}/{}", id[2]);
+                }
+                if multi_scheduler {
+                    name = format!("{name}/{}", id[3]);
                 }
                 Config {
                     label: id[0].clone(),
@@ -1050,6 +1071,47 @@ mod tests {
         );
         assert_eq!(ds.groups.len(), 4);
         assert!(GROUP_KEYS.contains(&"scheduler"));
+    }
+
+    /// Without `--group-by`, runs of one label in one guest under the
+    /// kernel's scheduler, numalab's node-affine and another program
+    /// (`--scx-exec`, named by the ops the kernel enabled) are three
+    /// configurations, not one of nine runs; one scheduler alone keeps
+    /// the plain label.
+    #[test]
+    fn runs_of_one_label_under_two_schedulers_are_not_pooled() {
+        let run = |rep, scx: Option<(&str, bool, &str)>| {
+            let mut r = rec("default", 4, rep, "h");
+            r.1.applied.scx = scx.map(|(s, exec, ops)| numalab_record::ScxApplied {
+                scheduler: s.into(),
+                exec,
+                ops: ops.into(),
+                enable_seq: 1,
+            });
+            r.1.id = format!("{scx:?}-{rep}");
+            r
+        };
+        let affine = Some(("node-affine", false, "numalab_node_affine"));
+        let simple = Some(("/x/build/bin/scx_simple", true, "simple"));
+        let v = vec![
+            run(1, None),
+            run(2, None),
+            run(3, affine),
+            run(4, affine),
+            run(5, simple),
+            run(6, simple),
+        ];
+        let ds = Dataset::new(v.clone());
+        let names: Vec<&str> = ds.configs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["default/linux", "default/node-affine", "default/simple"]
+        );
+        assert_eq!(ds.groups.len(), 3);
+        assert!(ds.groups.iter().all(|g| g.ok.len() == 2));
+        let one = Dataset::new(v[..2].to_vec());
+        assert_eq!(one.configs.len(), 1);
+        assert_eq!(one.configs[0].name, "default");
     }
 
     #[test]
