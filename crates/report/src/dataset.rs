@@ -734,6 +734,21 @@ struct Configurations {
     index: HashMap<Vec<String>, usize>,
 }
 
+/// Whether runs of one label, host and backend ran under different
+/// schedulers (a sched_ext program, the simulator's policy): they are
+/// different configurations, never pooled, and their names say the
+/// scheduler, which label, host and backend alone would not.
+fn schedulers_differ(kept: &[(PathBuf, RunRecord)]) -> bool {
+    let mut schedulers: BTreeMap<(&str, &str, &str), BTreeSet<String>> = BTreeMap::new();
+    for (_, r) in kept {
+        schedulers
+            .entry((&r.label, &r.machine.hostname, r.backend.kind()))
+            .or_default()
+            .insert(Key::Scheduler.value(r).unwrap_or_default());
+    }
+    schedulers.values().any(|s| s.len() > 1)
+}
+
 /// The configurations of the records, in order, with each record's
 /// identity (the values it is grouped by) and each identity's index.
 fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurations {
@@ -744,18 +759,7 @@ fn configurations(kept: &[(PathBuf, RunRecord)], group_by: &[Key]) -> Configurat
     let backends: BTreeSet<&str> = kept.iter().map(|(_, r)| r.backend.kind()).collect();
     let multi_host = hosts.len() > 1;
     let multi_backend = backends.len() > 1;
-    // Runs of one label under different schedulers (a sched_ext program,
-    // the simulator's policy) are different configurations, never pooled;
-    // their names say the scheduler where label, host and backend alone
-    // would not tell them apart.
-    let mut schedulers: BTreeMap<(&str, &str, &str), BTreeSet<String>> = BTreeMap::new();
-    for (_, r) in kept {
-        schedulers
-            .entry((&r.label, &r.machine.hostname, r.backend.kind()))
-            .or_default()
-            .insert(Key::Scheduler.value(r).unwrap_or_default());
-    }
-    let multi_scheduler = schedulers.values().any(|s| s.len() > 1);
+    let multi_scheduler = schedulers_differ(kept);
 
     // A configuration's identity: the values of the keys.
     let custom = !group_by.is_empty();
