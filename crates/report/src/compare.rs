@@ -667,6 +667,19 @@ impl Baseline {
                         (Some(k), _) => (b.clone(), BTreeSet::from([k])),
                         (None, Some(set)) if !set.is_empty() => (b.clone(), set),
                         _ => {
+                            if ds.configs.len() > labels.len() {
+                                // Labels with several configurations
+                                // (hosts, backends, schedulers): the
+                                // names a baseline can be given as.
+                                return Err(CompareError::UnknownConfiguration {
+                                    given: b.clone(),
+                                    configurations: ds
+                                        .configs
+                                        .iter()
+                                        .map(|c| c.name.clone())
+                                        .collect(),
+                                });
+                            }
                             let mut shown = labels.clone();
                             if ds.hosts().len() > 1 {
                                 shown = ds

@@ -365,6 +365,43 @@ fn baseline_and_metric_errors_name_what_is_there() {
     f[0].1.outcome = Outcome::failed("x");
     let e = compare(&Dataset::new(f), &opts()).unwrap_err();
     assert!(e.to_string().starts_with("none of the 1 run(s) succeeded"));
+    // One label under two schedulers is two configurations; an unknown
+    // baseline is answered with their names, which `--baseline` takes.
+    let mut v = runs("A", "h", 4, &BASE);
+    let mut scx = runs("A", "h", 4, &BASE);
+    for (i, (p, r)) in scx.iter_mut().enumerate() {
+        r.applied.scx = Some(numalab_record::ScxApplied {
+            scheduler: "node-affine".into(),
+            exec: false,
+            ops: "numalab_node_affine".into(),
+            enable_seq: 1,
+        });
+        r.id = format!("scx-{i}");
+        *p = PathBuf::from(format!("{}.json", r.id));
+    }
+    v.extend(scx);
+    let ds = Dataset::new(v);
+    let e = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("Z".into()),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no configuration \"Z\" to use as the baseline; the configurations present are: A/linux, A/node-affine"
+    );
+    let r = compare(
+        &ds,
+        &CompareOptions {
+            baseline: Some("A/node-affine".into()),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.baseline, "A/node-affine");
 }
 
 #[test]
