@@ -2,7 +2,7 @@
 //! on records built from `example_record`.
 
 use numalab_record::{example_record, Better, Metric, Outcome, RunRecord};
-use numalab_report::compare::{labels_name, NoteKind, Role};
+use numalab_report::compare::{labels_name, CompareReport, NoteKind, Role};
 use numalab_report::compare_render::{self, Layout};
 use numalab_report::{compare, CompareError, CompareOptions, Dataset, DatasetOptions, Key};
 use numalab_stats::{TestKind, Verdict};
@@ -32,6 +32,17 @@ const BASE: [f64; 6] = [10.0, 10.2, 9.9, 10.1, 10.05, 9.95];
 
 fn scaled(k: f64) -> Vec<f64> {
     BASE.iter().map(|v| v * k).collect()
+}
+
+/// `compare` of `ds` with the default options but the baseline `b`.
+fn with_baseline(ds: &Dataset, b: &str) -> Result<CompareReport, CompareError> {
+    compare(
+        ds,
+        &CompareOptions {
+            baseline: Some(b.into()),
+            ..opts()
+        },
+    )
 }
 
 fn opts() -> CompareOptions {
@@ -277,14 +288,7 @@ fn hosts_pair_per_host_and_cross_host_on_request() {
     );
 
     // Pinning the baseline to one host compares the other host against it.
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("A@h1".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "A@h1").unwrap();
     assert_eq!(r.baseline, "A@h1");
     let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
     let a2 = t.rows.iter().find(|x| x.config == 1).unwrap();
@@ -301,14 +305,7 @@ fn labels_named_after_hosts_compare_across_hosts() {
     let mut v = runs("tux", "tux", 4, &BASE);
     v.extend(runs("penguin", "penguin", 4, &scaled(1.5)));
     let ds = Dataset::new(v);
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("tux".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "tux").unwrap();
     let t = r.tables.iter().find(|t| t.metric == "elapsed_s").unwrap();
     let p = t.rows.iter().find(|x| x.role == Role::Candidate).unwrap();
     assert_eq!(p.comparison.as_ref().unwrap().verdict, Verdict::Worse);
@@ -325,14 +322,7 @@ fn baseline_and_metric_errors_name_what_is_there() {
     let mut v = runs("A", "h", 4, &BASE);
     v.extend(runs("B", "h", 4, &BASE));
     let ds = Dataset::new(v);
-    let e = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("Z".into()),
-            ..opts()
-        },
-    )
-    .unwrap_err();
+    let e = with_baseline(&ds, "Z").unwrap_err();
     assert!(matches!(e, CompareError::UnknownBaseline { .. }));
     assert_eq!(
         e.to_string(),
@@ -381,26 +371,12 @@ fn baseline_and_metric_errors_name_what_is_there() {
     }
     v.extend(scx);
     let ds = Dataset::new(v);
-    let e = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("Z".into()),
-            ..opts()
-        },
-    )
-    .unwrap_err();
+    let e = with_baseline(&ds, "Z").unwrap_err();
     assert_eq!(
         e.to_string(),
         "no configuration \"Z\" to use as the baseline; the configurations present are: A/linux, A/node-affine"
     );
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("A/node-affine".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "A/node-affine").unwrap();
     assert_eq!(r.baseline, "A/node-affine");
 }
 
@@ -682,14 +658,7 @@ fn group_by_a_parameter_compares_its_values_within_one_case() {
         Metric::new(0.99, "fraction", Better::Lower),
     );
     let ds = Dataset::with_options(v, &select(&["placement"], &[])).unwrap();
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("default".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "default").unwrap();
     assert_eq!(r.baseline, "default");
     assert_eq!(r.group_by, vec!["placement"]);
     let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
@@ -739,14 +708,7 @@ fn group_by_a_parameter_compares_its_values_within_one_case() {
         .to_string()
         .contains("derived from the runs' elapsed times"));
     // An unknown configuration lists those present.
-    let e = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("A".into()),
-            ..opts()
-        },
-    )
-    .unwrap_err();
+    let e = with_baseline(&ds, "A").unwrap_err();
     assert_eq!(
         e.to_string(),
         "no configuration \"A\" to use as the baseline; the configurations present are: bind, default, inverse-bind"
@@ -758,14 +720,7 @@ fn group_by_kernel_and_backend_names_configurations_by_their_values() {
     let mut v = numa01("old", "6.1.0", [10.0, 15.0, 20.0]);
     v.extend(numa01("new", "6.10.0", [10.0, 12.0, 20.0]));
     let ds = Dataset::with_options(v, &select(&["kernel", "backend"], &[])).unwrap();
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("6.1.0/real".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "6.1.0/real").unwrap();
     let names: Vec<&str> = r.configurations.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, vec!["6.1.0/real", "6.10.0/real"]);
     assert_eq!(r.configurations[1].label, "new");
@@ -940,14 +895,7 @@ fn the_line_under_comparison_explains_the_tables_when_the_summary_wraps() {
     let mut v = runs("default", "h", 4, &BASE);
     v.extend(runs("candidate", "h", 4, &scaled(1.10)));
     let ds = Dataset::new(v);
-    let r = compare(
-        &ds,
-        &CompareOptions {
-            baseline: Some("default".into()),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let r = with_baseline(&ds, "default").unwrap();
     // The text's summary line wraps, and its continuation is a label.
     let text = compare_render::to_text(&r, Layout::Full);
     let lines: Vec<&str> = text.lines().collect();
