@@ -98,11 +98,15 @@ pub fn update_curve(max_elements: usize, cpus: &[u32]) -> std::io::Result<Vec<(u
 
 /// The cache numa_test's random accesses get, in bytes, through the
 /// model's own equation: an update's time is its time in cache plus a
-/// miss share `1 - cache / (8 n)` of the miss cost, so halfway from the
-/// time in cache (`cache_ns`) to the time of the curve's largest size
-/// (taken as all misses) the cache holds half of `a` (`4 n` bytes); `n`
-/// log-interpolated between the two sizes that straddle it. `None` when
-/// even the smallest is past halfway or the curve does not rise.
+/// miss share of the miss cost, the share the model gives a cache of
+/// `c` times `a`'s 8 n bytes with the update's 12 streamed bytes taking
+/// their places (`numalab_sim::cache`), so halfway from the time in
+/// cache (`cache_ns`) to the time of the curve's largest size (taken as
+/// all misses) half the accesses hit: the cache is
+/// `cache_for_hit_share(0.5, streamed lines an update)` x 8 n bytes (0.63
+/// x 8 n in 64-byte lines; 4 n without streams); `n` log-interpolated
+/// between the two sizes that straddle it. `None` when even the smallest
+/// is past halfway or the curve does not rise.
 pub fn update_cache_bytes(curve: &[(usize, f64)], cache_ns: f64) -> Option<u64> {
     let top = curve.last()?.1;
     if top <= cache_ns * 1.5 {
@@ -116,7 +120,14 @@ pub fn update_cache_bytes(curve: &[(usize, f64)], cache_ns: f64) -> Option<u64> 
     let ((n0, t0), (n1, t1)) = (curve[i - 1], curve[i]);
     let f = ((mid - t0) / (t1 - t0).max(1e-9)).clamp(0.0, 1.0);
     let n = (n0 as f64).ln() + f * ((n1 as f64).ln() - (n0 as f64).ln());
-    Some((4.0 * n.exp()) as u64 * 8 / 8)
+    let c = numalab_sim::cache::cache_for_hit_share(0.5, update_streamed_lines());
+    Some((8.0 * c * n.exp()) as u64)
+}
+
+/// Lines numa_test's update streams (`ix[i]` and `b[i]`, 12 bytes) in the
+/// lines of the files calibrate writes (`memory.line_bytes` left out).
+pub fn update_streamed_lines() -> f64 {
+    numalab_sim::workload::RANDUPDT_STREAM_BYTES / numalab_sim::machine::DEFAULT_LINE_BYTES as f64
 }
 
 /// The independent random misses one core overlaps, from numa_test's
@@ -431,7 +442,9 @@ mod tests {
     fn the_update_curve_gives_the_cache_through_the_models_equation() {
         // In cache 2 ns, all misses 20 ns: halfway (11 ns) between 2 M
         // (8 ns) and 4 M (14 ns) elements, at half the log step: 2.83 M
-        // elements, so the cache is 4 x 2.83 M bytes.
+        // elements, where half the updates hit: with the 12 streamed
+        // bytes in 64-byte lines taking their places the cache is
+        // (0.5 + 12/64 ln 2) x 8 x 2.83 M bytes (4 x 2.83 M without them).
         let c = [
             (1 << 20, 4.0),
             (2 << 20, 8.0),
@@ -439,7 +452,8 @@ mod tests {
             (8 << 20, 20.0),
         ];
         let bytes = update_cache_bytes(&c, 2.0).unwrap() as f64;
-        let want = 4.0 * (2.0f64 * (1 << 20) as f64) * 2f64.sqrt();
+        let half = 0.5 + 12.0 / 64.0 * 2f64.ln();
+        let want = 8.0 * half * (2.0f64 * (1 << 20) as f64) * 2f64.sqrt();
         assert!((bytes / want - 1.0).abs() < 1e-6, "{bytes} {want}");
         assert_eq!(update_cache_bytes(&c[2..], 2.0), None);
         assert_eq!(update_cache_bytes(&[(1 << 20, 2.5)], 2.0), None);

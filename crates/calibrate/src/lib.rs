@@ -859,7 +859,11 @@ fn model(m: &Machine, local: &Figure, cache: &Cache, node_bw: &[NodeBw], cm: &Co
     let llc_model = costs::update_cache_bytes(&cm.upd_curve, cm.upd.value)
         .map_or(cache.used, |c| (c * llc_cpus.len() as u64).min(llc));
     let share = llc_model as f64 / llc_cpus.len().max(1) as f64;
-    let miss = 1.0 - (share / (8.0 * cm.upd_elements as f64)).min(1.0);
+    let miss = 1.0
+        - numalab_sim::cache::random_hit_share(
+            share / (8.0 * cm.upd_elements as f64),
+            costs::update_streamed_lines(),
+        );
     let random_mlp = costs::random_mlp(
         cm.upd_memory.value,
         cm.upd.value,

@@ -236,7 +236,7 @@ fn cache(m: &Machine, ms: &Measured) -> String {
     c(
         &mut t,
         &format!(
-            "llc_mib: sysfs gives {} MiB; a dependent chase's latency passes halfway from its smallest to memory's past {} MiB; numa_test's update, a task on each of CPUs {} at once, passes halfway from in cache to its largest size where the model's miss share 1 - share / 8n is a half: {} MiB for them all, the cache their random accesses get here",
+            "llc_mib: sysfs gives {} MiB; a dependent chase's latency passes halfway from its smallest to memory's past {} MiB; numa_test's update, a task on each of CPUs {} at once, passes halfway from in cache to its largest size where the model's miss share is a half (its share of the cache 0.63 x the 8n bytes of a, its streamed ix and b taking their places under LRU): {} MiB for them all, the cache their random accesses get here",
             round3(llc as f64 / (1u64 << 20) as f64),
             round3(llc_used as f64 / (1u64 << 20) as f64),
             numalab_topology::cpulist::format(llc_cpus),

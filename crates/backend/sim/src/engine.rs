@@ -1385,11 +1385,21 @@ fn run_compute(
         lc.to_bits(),
     ];
     if !w.compute_memo[t].holds(&key) {
-        let u = unit_times(w, t, cpu, ghz, (mlp, rmlp), (l0, lc));
+        // The hit share changes only with the LLC's busy CPUs (a root to
+        // find, crate::cache): kept while they stay the same.
+        let old = &w.compute_memo[t];
+        let hit = if old.hit_busy == key[0] + 1 {
+            old.hit
+        } else {
+            random_hit_share(w, t, cpu)
+        };
+        let u = unit_times(w, t, ghz, (mlp, rmlp), (l0, lc), hit);
         w.compute_memo[t] = ComputeMemo {
             valid: true,
             key,
             u,
+            hit_busy: key[0] + 1,
+            hit,
             ..ComputeMemo::default()
         };
     }
@@ -1517,16 +1527,37 @@ struct UnitTimes {
     lines: f64,
 }
 
-/// The time of one of the task's work units on `cpu` at `ghz` (its
-/// frequency times its SMT throughput), with `(mlp, rmlp)` misses in flight
-/// and mean latencies `(l0, lc)` idle and contended.
+/// The share of the task's random accesses that hit its LLC on `cpu`: its
+/// share of the LLC over the bytes it reaches at random, less the places
+/// its streamed lines take under LRU (crate::cache).
+fn random_hit_share(w: &World, t: TaskId, cpu: CpuId) -> f64 {
+    let Work::Compute {
+        rand_lines,
+        stream_lines,
+        wss_bytes,
+        ..
+    } = w.tasks[t].work
+    else {
+        unreachable!()
+    };
+    if wss_bytes <= 0.0 || rand_lines <= 0.0 {
+        return 0.0;
+    }
+    let share = w.m.llc_bytes / w.llc_busy[w.m.cpu_llc[cpu]].max(1) as f64;
+    crate::cache::random_hit_share(share / wss_bytes, stream_lines / rand_lines)
+}
+
+/// The time of one of the task's work units at `ghz` (its CPU's
+/// frequency times its SMT throughput), with `(mlp, rmlp)` misses in flight,
+/// mean latencies `(l0, lc)` idle and contended, and `hit` of its random
+/// accesses hitting its LLC ([`random_hit_share`]).
 fn unit_times(
     w: &World,
     t: TaskId,
-    cpu: CpuId,
     ghz: f64,
     (mlp, rmlp): (f64, f64),
     (l0, lc): (f64, f64),
+    hit: f64,
 ) -> UnitTimes {
     let Work::Compute {
         cycles,
@@ -1540,15 +1571,7 @@ fn unit_times(
     else {
         unreachable!()
     };
-    // LLC hits for random accesses: the task's share of its LLC.
-    let llc = w.m.cpu_llc[cpu];
-    let share = w.m.llc_bytes / w.llc_busy[llc].max(1) as f64;
-    let miss = if wss_bytes > 0.0 {
-        1.0 - (share / wss_bytes).min(1.0)
-    } else {
-        1.0
-    };
-    let misses = rand_lines * miss;
+    let misses = rand_lines * (1.0 - hit);
     // A random access that hits in the LLC still waits for it (an LLC
     // hit, overlapped as the misses are); the work's own cycles were
     // measured with its data in the core's private caches.
@@ -1604,6 +1627,10 @@ struct ComputeMemo {
     spent: Option<u64>,
     bytes_per_ns: f64,
     phi: f64,
+    /// The hit share of the task's random accesses (`hit`) and one more
+    /// than the LLC's busy CPUs it was found for (0: none yet).
+    hit_busy: u64,
+    hit: f64,
 }
 
 impl ComputeMemo {

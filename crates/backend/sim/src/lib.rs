@@ -64,8 +64,10 @@
 //!   and by the SMT factor when the sibling is busy), dependent cache
 //!   misses (each paying the access-weighted latency of the task's memory
 //!   from its current node) and streamed lines (the same latency divided
-//!   by the memory-level parallelism). Random accesses hit the LLC in
-//!   proportion to the task's share of the LLC over its working set.
+//!   by the memory-level parallelism). Random accesses hit the LLC as an
+//!   LRU cache lets them: in proportion to the task's share of the LLC
+//!   over its working set, less the places its streamed lines take
+//!   ([`cache`]).
 //!   Latency to a node is multiplied by a contention factor from the
 //!   previous tick's demand on every resource the path crosses (the
 //!   memory's controller, the buses that carry it): M/M/1 queueing waits
@@ -128,6 +130,7 @@
 
 pub mod backend;
 pub mod balance;
+pub mod cache;
 pub mod costs;
 pub mod engine;
 pub mod machine;

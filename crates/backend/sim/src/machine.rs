@@ -257,8 +257,12 @@ pub struct TopologySpec {
 fn one() -> i64 {
     1
 }
+/// `memory.line_bytes` when a machine file leaves it out (as the files
+/// `numalab calibrate` writes do).
+pub const DEFAULT_LINE_BYTES: i64 = 64;
+
 fn default_line() -> i64 {
-    64
+    DEFAULT_LINE_BYTES
 }
 fn default_mlp() -> f64 {
     8.0

@@ -612,9 +612,14 @@ fn add_numa_test(
     // randupdt.c's update `a[j]=a[j]+b[i];` writes the line of `a` it
     // read: every miss of `a` brings in a line that leaves the LLC dirty,
     // one write-back per miss in the steady state (counted at a lone
-    // task's LLC share; write-backs are posted, so they load the buses
+    // task's LLC share, its streamed ix and b taking their places as the
+    // engine counts them; write-backs are posted, so they load the buses
     // and controllers, not the core).
-    let lone_miss = 1.0 - (w.m.llc_bytes / (8.0 * n)).min(1.0);
+    let lone_miss = 1.0
+        - crate::cache::random_hit_share(
+            w.m.llc_bytes / (8.0 * n),
+            RANDUPDT_STREAM_BYTES / w.m.line_bytes,
+        );
     meta.spawn_to_reap = true;
     for i in 0..p.tasks as usize {
         let pi = meta.processes.len();
