@@ -71,7 +71,7 @@ fn nest_placement_table(r: &Records) -> (Table, Vec<Cell>) {
         "spin: the seed's spinning program and its work are not published; the plan's 40 Gcycles a task is not from the seed but puts split near its 13 s, so split and same_ccd do not predict the spin's length; mix and same_ccx's ratio to them rests on cpu.smt_throughput, unknown for Zen 2 (Intel's 0.65 used), where the seed's program took 1.95x".into(),
     );
     t.legend.push(
-        "hackbench: the seed's command (hackbench -s 512 -l 200 -g 15 -f 50 -P: sockets, processes) as planned; a message's cost on this machine (costs.msg_us) is not published, so the default estimate stands (6000 cycles, 1.8 us at 3.3 GHz), where the seed's same_ccd allows at most 1 us (2.44 s x 6 CPUs for 15 M writes and reads); the cross-CCX cost of a message counts the kernel's six serial lines a side (af_unix.c, skbuff.c, SLUB: crate::workload::MSG_SERIAL_LINES)".into(),
+        "hackbench: the seed's command (hackbench -s 512 -l 200 -g 15 -f 50 -P: sockets, processes) as planned; a message's cost on this machine (costs.msg_us) is not published, so the default estimate stands (6000 cycles, 1.8 us at 3.3 GHz), where the seed's same_ccd allows at most 1 us (2.44 s x 6 CPUs for 15 M writes and reads); at 0.7 us the four CPU sets land 4-8% from the seed's (examples/sensitivity), but no public source bounds the cost, so it is not fitted; the cross-CCX cost of a message counts the kernel's six serial lines a side (af_unix.c, skbuff.c, SLUB: crate::workload::MSG_SERIAL_LINES)".into(),
     );
     (t, numbers)
 }
