@@ -496,6 +496,14 @@ impl World {
         self.cpus[cpu].nr_running()
     }
 
+    /// Whether `cpu` had work in this tick: busy at its start, or a task
+    /// ran on it since. An idle CPU without any was idle all along (it
+    /// sits in the idle loop until an interrupt), not one that just ran
+    /// out of work.
+    pub fn had_work_this_tick(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu].busy_at_tick || self.cpus[cpu].ran.is_some()
+    }
+
     /// Runnable tasks on a node.
     pub fn node_nr_running(&self, node: usize) -> usize {
         self.m.node_cpus[node]

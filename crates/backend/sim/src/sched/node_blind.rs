@@ -157,8 +157,16 @@ impl Scheduler for NodeBlind {
         }
     }
 
+    /// 2.5's schedule() balances a CPU that runs out of work at once
+    /// (`if (!rq->nr_running) load_balance(rq, 1)`); a CPU that was idle
+    /// all along sits in the idle loop and balances only at its timer
+    /// tick (idle_tick, every IDLE_REBALANCE_TICK: [`Scheduler::tick`]),
+    /// so an idle CPU pulls in the order of the timer interrupts, not in
+    /// the order the engine visits CPUs.
     fn idle(&mut self, w: &mut World, cpu: CpuId) {
-        self.balance(w, cpu);
+        if w.had_work_this_tick(cpu) {
+            self.balance(w, cpu);
+        }
     }
 
     fn slice_ns(&self, _w: &World, _cpu: CpuId) -> u64 {
@@ -183,9 +191,17 @@ mod tests {
     /// 4 nodes x 4 CPUs; `on[c]` tasks on CPU c (one running, the rest
     /// queued); the scheduler's tick at jiffy `jiffy`; where each task is.
     fn after_tick(on: &[usize], jiffy: u64) -> Vec<usize> {
+        let (mut w, ts, mut s) = world_with(on);
+        w.now = jiffy * w.tick_ns;
+        s.tick(&mut w);
+        ts.iter().map(|&t| w.tasks[t].cpu).collect()
+    }
+
+    /// 4 nodes x 4 CPUs with `on[c]` tasks on CPU c (one running, the rest
+    /// queued), the tasks, and node-blind.
+    fn world_with(on: &[usize]) -> (World, Vec<TaskId>, Box<dyn Scheduler>) {
         let m = crate::tests::nodes_machine(4, 4);
         let mut w = crate::tests::empty_world(&m);
-        w.now = jiffy * w.tick_ns;
         let mut ts = Vec::new();
         for (cpu, &n) in on.iter().enumerate() {
             for k in 0..n {
@@ -223,9 +239,25 @@ mod tests {
                 ts.push(t);
             }
         }
-        let mut s = crate::sched::build(&PolicySpec::parse("node-blind").unwrap(), &m).unwrap();
-        s.tick(&mut w);
-        ts.iter().map(|&t| w.tasks[t].cpu).collect()
+        let s = crate::sched::build(&PolicySpec::parse("node-blind").unwrap(), &m).unwrap();
+        (w, ts, s)
+    }
+
+    /// The engine asks every idle CPU it visits whether it pulls; 2.5's
+    /// schedule() pulls only for a CPU that just ran out of work, and a
+    /// CPU idle all along waits for its timer tick (the test above). So
+    /// CPU 1, idle all along, leaves CPU 0's queued task alone (it had
+    /// pulled it, the tasks of numa_test at N = 4 then starting on CPUs 0-3
+    /// of one board instead of 0, 8, 4 and 9); busy at the tick's start,
+    /// it pulls.
+    #[test]
+    fn a_cpu_idle_all_along_pulls_only_at_its_timer_tick() {
+        let (mut w, ts, mut s) = world_with(&[2]);
+        s.idle(&mut w, 1);
+        assert_eq!(w.tasks[ts[1]].cpu, 0);
+        w.cpus[1].busy_at_tick = true;
+        s.idle(&mut w, 1);
+        assert_eq!(w.tasks[ts[1]].cpu, 1);
     }
 
     /// Two tasks on CPU 0, every other CPU idle: the first idle CPU to
