@@ -49,6 +49,24 @@ impl Figure {
     }
 }
 
+/// A figure whose runs lie further apart than this (spread, a fraction
+/// of the median) was measured while the machine's speed moved: another
+/// tenant's load, or where a virtual machine's CPUs ran. Its median is
+/// one of two modes as often as a mean of them, so calibrate names it.
+pub const UNSTEADY: f64 = 0.25;
+
+/// The figures of `figs` (machine-file key or phrase, unit, figure) whose
+/// runs spread beyond [`UNSTEADY`], as `what (spread%)`, in their order.
+/// The user shares of CPU time (`costs.*_user_share`) are left out: they
+/// split a time between user and system, they are not a speed, and a
+/// small share spreads wide with the clock's ticks.
+pub fn unsteady(figs: &[(String, String, Figure)]) -> Vec<String> {
+    figs.iter()
+        .filter(|(what, _, f)| f.runs > 1 && f.spread > UNSTEADY && !what.ends_with("_user_share"))
+        .map(|(what, _, f)| format!("{what} ({:.0}%)", 100.0 * f.spread))
+        .collect()
+}
+
 /// Three significant figures, as written to the machine file.
 pub fn round3(v: f64) -> f64 {
     if !v.is_finite() || v == 0.0 {
@@ -75,6 +93,25 @@ pub fn ns_per_op(budget: Duration, mut once: impl FnMut() -> u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Figures whose runs lie more than 25% apart are named, with their
+    /// spread; a single run, or a steadier one, is not.
+    #[test]
+    fn figures_whose_runs_lie_far_apart_are_named() {
+        let f = |v: &[f64]| Figure::of(v, "how");
+        let figs = vec![
+            ("a".to_string(), "ns".to_string(), f(&[10.0, 11.0, 12.0])),
+            (
+                "node 0: all CPUs memset".into(),
+                "GB/s".into(),
+                f(&[40.0, 80.0, 50.0]),
+            ),
+            ("alone".into(), "us".into(), f(&[1.0])),
+            ("costs.msg_user_share".into(), "".into(), f(&[0.05, 0.08])),
+        ];
+        assert_eq!(unsteady(&figs), vec!["node 0: all CPUs memset (80%)"]);
+        assert!(unsteady(&figs[..1]).is_empty());
+    }
 
     #[test]
     fn median_and_spread() {

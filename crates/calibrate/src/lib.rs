@@ -122,6 +122,14 @@ pub struct Calibrated {
     pub figures: Vec<(String, String, Figure)>,
 }
 
+impl Calibrated {
+    /// The warning to print when some figures' runs lay far apart (the
+    /// same sentence as the file's `Unsteady:` comment), if any did.
+    pub fn unsteady(&self) -> Option<String> {
+        toml_out::unsteady_line(&self.figures)
+    }
+}
+
 /// Busy CPUs above which calibrate refuses: a quarter of a CPU.
 pub const BUSY_LIMIT_CPUS: f64 = 0.25;
 
@@ -1088,6 +1096,32 @@ fn frequency(roots: &Roots) -> (f64, f64, f64, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file's comment and calibrate's warning name the figures whose
+    /// runs lay far apart (the two-CPU memset of a VM whose host moved its
+    /// CPUs) and nothing when every figure held still.
+    #[test]
+    fn unsteady_figures_are_named_in_the_file_and_the_warning() {
+        let f = |v: &[f64]| Figure::of(v, "how");
+        let mut figs = vec![(
+            "costs.spin_ns".to_string(),
+            "ns".to_string(),
+            f(&[1.4, 1.41]),
+        )];
+        assert_eq!(toml_out::unsteady_line(&figs), None);
+        figs.push((
+            "node 0: all CPUs memset".into(),
+            "GB/s".into(),
+            f(&[40.0, 74.0, 100.0]),
+        ));
+        let line = toml_out::unsteady_line(&figs).unwrap();
+        assert!(
+            line.starts_with(
+                "1 figure varied by more than 25% between runs: node 0: all CPUs memset (81%);"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn the_controller_carries_what_was_measured_through_the_model() {

@@ -20,7 +20,7 @@ pub(super) fn machine_file(
     figs: &[(String, String, Figure)],
     seconds: f64,
 ) -> String {
-    let mut t = header(m, seconds);
+    let mut t = header(m, seconds, figs);
     t.push_str(&memory(m, ms));
     t.push_str(&cache(m, ms));
     t.push_str(&cpu(m, ms));
@@ -29,9 +29,9 @@ pub(super) fn machine_file(
     t
 }
 
-/// Writes the header comments (where, when, how busy), the name, the
-/// description and the topology.
-fn header(m: &Machine, seconds: f64) -> String {
+/// Writes the header comments (where, when, how busy, which figures
+/// were unsteady), the name, the description and the topology.
+fn header(m: &Machine, seconds: f64, figs: &[(String, String, Figure)]) -> String {
     let (info, topo, busy) = (&m.info, &m.topo, m.busy);
     let regular = RegularTopology::of(topo);
     let host = &info.hostname;
@@ -74,6 +74,9 @@ fn header(m: &Machine, seconds: f64) -> String {
         &mut t,
         "Each figure: the median of repeated runs; its spread is (max - min) / median.",
     );
+    if let Some(line) = unsteady_line(figs) {
+        c(&mut t, &format!("Unsteady: {line}"));
+    }
     let _ = writeln!(t, "name = {:?}", format!("calibrated-{host}"));
     let _ = writeln!(
         t,
@@ -95,6 +98,22 @@ fn header(m: &Machine, seconds: f64) -> String {
         );
     }
     t
+}
+
+/// The sentence naming the figures whose runs lay more than
+/// [`crate::figure::UNSTEADY`] apart, if any: the file's comment and
+/// calibrate's warning.
+pub fn unsteady_line(figs: &[(String, String, Figure)]) -> Option<String> {
+    let names = crate::figure::unsteady(figs);
+    (!names.is_empty()).then(|| {
+        format!(
+            "{} figure{} varied by more than {:.0}% between runs: {}; the machine's speed moved while it was measured (another tenant's load, or where a virtual machine's CPUs ran), the file holds their medians, and what leans on them may not repeat: calibrate again when the machine holds still.",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            100.0 * crate::figure::UNSTEADY,
+            names.join(", ")
+        )
+    })
 }
 
 /// Writes the [memory] section: the latencies, the bandwidths and the

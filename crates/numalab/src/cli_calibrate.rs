@@ -51,6 +51,10 @@ pub fn run(args: CalibrateArgs) -> Result<ExitCode> {
         Ok(c) => c,
         Err(e) => bail!("calibrate: {e}"),
     };
+    // Said even with --quiet: it is about the figures, not the progress.
+    if let Some(w) = c.unsteady() {
+        numalab_linux::statusln!("numalab calibrate: warning: {w}");
+    }
     match &args.output {
         Some(out) => {
             numalab_record::store::write_file_atomic(out, c.toml.as_bytes())

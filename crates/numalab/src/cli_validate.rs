@@ -296,7 +296,12 @@ fn calibrate_here(dir: &Path, quiet: bool, force: bool) -> Result<String> {
         });
     }
     match numalab_calibrate::calibrate(o) {
-        Ok(c) => Ok(c.toml),
+        Ok(c) => {
+            if let Some(w) = c.unsteady() {
+                numalab_linux::statusln!("numalab validate: calibrating: warning: {w}");
+            }
+            Ok(c.toml)
+        }
         Err(e) => bail!("calibrate: {e}"),
     }
 }
