@@ -101,3 +101,50 @@ pub fn pick_queued(
 
 /// Time slice of the O(1) scheduler for nice-0 tasks (DEF_TIMESLICE).
 pub const O1_SLICE_MS: u64 = 100;
+
+/// 4 nodes x 4 CPUs with `on[c]` tasks on CPU c (one running, the rest
+/// queued), the tasks, and the scheduler `policy`.
+#[cfg(test)]
+pub(crate) fn world_with(policy: &str, on: &[usize]) -> (World, Vec<TaskId>, Box<dyn Scheduler>) {
+    let m = crate::tests::nodes_machine(4, 4);
+    let mut w = crate::tests::empty_world(&m);
+    let mut ts = Vec::new();
+    for (cpu, &n) in on.iter().enumerate() {
+        for k in 0..n {
+            let work = crate::engine::Work::Compute {
+                init: Default::default(),
+                init_credit: 0.0,
+                cycles: 1e12,
+                rand_lines: 0.0,
+                stream_lines: 0.0,
+                stream_loads: false,
+                writeback_lines: 0.0,
+                wss_bytes: 0.0,
+                access: vec![],
+            };
+            let t = crate::workload::add_task(
+                &mut w,
+                "t".into(),
+                0,
+                work,
+                1,
+                crate::engine::Parent::Cpu(0),
+                false,
+                0,
+                true,
+            );
+            w.tasks[t].cpu = cpu;
+            w.tasks[t].placed = true;
+            if k == 0 {
+                w.tasks[t].state = TaskState::Running;
+                w.cpus[cpu].curr = Some(t);
+            } else {
+                w.tasks[t].state = TaskState::Runnable;
+                w.cpus[cpu].queue.push_back(t);
+            }
+            ts.push(t);
+        }
+    }
+    let s = crate::sched::build(&PolicySpec::parse(policy).unwrap(), &m).unwrap();
+    (w, ts, s)
+}

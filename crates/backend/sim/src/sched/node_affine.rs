@@ -321,11 +321,32 @@ impl Scheduler for NodeAffine {
         }
     }
 
+    /// As 2.5's schedule(), on which Focht's patch sits: a CPU that runs
+    /// out of work balances its node at once; one idle all along waits
+    /// for its own timer ([`Scheduler::tick`]).
     fn idle(&mut self, w: &mut World, cpu: CpuId) {
-        self.balance_node(w, cpu);
+        if w.had_work_this_tick(cpu) {
+            self.balance_node(w, cpu);
+        }
     }
 
     fn slice_ns(&self, _w: &World, _cpu: CpuId) -> u64 {
         self.slice_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Focht's patch keeps 2.5's schedule(): a CPU idle all along does not
+    /// pull when the engine visits it (it waits for its own timer), one
+    /// that just ran out of work balances its node at once.
+    #[test]
+    fn a_cpu_idle_all_along_waits_for_its_timer_to_balance_its_node() {
+        let (mut w, ts, mut s) = super::super::world_with("node-affine", &[2]);
+        s.idle(&mut w, 1);
+        assert_eq!(w.tasks[ts[1]].cpu, 0);
+        w.cpus[1].busy_at_tick = true;
+        s.idle(&mut w, 1);
+        assert_eq!(w.tasks[ts[1]].cpu, 1);
     }
 }

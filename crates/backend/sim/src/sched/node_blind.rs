@@ -177,9 +177,6 @@ impl Scheduler for NodeBlind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Parent, TaskState, Work};
-    use crate::params::PolicySpec;
-    use crate::workload::add_task;
 
     #[test]
     fn cpus_tick_in_ia64_cpu_local_tick_order() {
@@ -191,56 +188,10 @@ mod tests {
     /// 4 nodes x 4 CPUs; `on[c]` tasks on CPU c (one running, the rest
     /// queued); the scheduler's tick at jiffy `jiffy`; where each task is.
     fn after_tick(on: &[usize], jiffy: u64) -> Vec<usize> {
-        let (mut w, ts, mut s) = world_with(on);
+        let (mut w, ts, mut s) = super::super::world_with("node-blind", on);
         w.now = jiffy * w.tick_ns;
         s.tick(&mut w);
         ts.iter().map(|&t| w.tasks[t].cpu).collect()
-    }
-
-    /// 4 nodes x 4 CPUs with `on[c]` tasks on CPU c (one running, the rest
-    /// queued), the tasks, and node-blind.
-    fn world_with(on: &[usize]) -> (World, Vec<TaskId>, Box<dyn Scheduler>) {
-        let m = crate::tests::nodes_machine(4, 4);
-        let mut w = crate::tests::empty_world(&m);
-        let mut ts = Vec::new();
-        for (cpu, &n) in on.iter().enumerate() {
-            for k in 0..n {
-                let work = Work::Compute {
-                    init: Default::default(),
-                    init_credit: 0.0,
-                    cycles: 1e12,
-                    rand_lines: 0.0,
-                    stream_lines: 0.0,
-                    stream_loads: false,
-                    writeback_lines: 0.0,
-                    wss_bytes: 0.0,
-                    access: vec![],
-                };
-                let t = add_task(
-                    &mut w,
-                    "t".into(),
-                    0,
-                    work,
-                    1,
-                    Parent::Cpu(0),
-                    false,
-                    0,
-                    true,
-                );
-                w.tasks[t].cpu = cpu;
-                w.tasks[t].placed = true;
-                if k == 0 {
-                    w.tasks[t].state = TaskState::Running;
-                    w.cpus[cpu].curr = Some(t);
-                } else {
-                    w.tasks[t].state = TaskState::Runnable;
-                    w.cpus[cpu].queue.push_back(t);
-                }
-                ts.push(t);
-            }
-        }
-        let s = crate::sched::build(&PolicySpec::parse("node-blind").unwrap(), &m).unwrap();
-        (w, ts, s)
     }
 
     /// The engine asks every idle CPU it visits whether it pulls; 2.5's
@@ -252,7 +203,7 @@ mod tests {
     /// it pulls.
     #[test]
     fn a_cpu_idle_all_along_pulls_only_at_its_timer_tick() {
-        let (mut w, ts, mut s) = world_with(&[2]);
+        let (mut w, ts, mut s) = super::super::world_with("node-blind", &[2]);
         s.idle(&mut w, 1);
         assert_eq!(w.tasks[ts[1]].cpu, 0);
         w.cpus[1].busy_at_tick = true;
