@@ -386,17 +386,7 @@ fn smt_siblings_share_the_cores_misses_in_flight() {
     );
     // A spinning sibling slows the compute part only.
     let mut e = streamers(&m, &[0], 0, 64 << 20, 0.0, false);
-    let spin = Work::Compute {
-        init: VecDeque::new(),
-        init_credit: 0.0,
-        cycles: 1e12,
-        rand_lines: 0.0,
-        stream_lines: 0.0,
-        stream_loads: false,
-        writeback_lines: 0.0,
-        wss_bytes: 0.0,
-        access: vec![],
-    };
+    let spin = crate::workload::spin_work(1e12);
     let t = add_task(
         &mut e.w,
         "spin".into(),

@@ -334,19 +334,3 @@ impl Scheduler for NodeAffine {
         self.slice_ns
     }
 }
-
-#[cfg(test)]
-mod tests {
-    /// Focht's patch keeps 2.5's schedule(): a CPU idle all along does not
-    /// pull when the engine visits it (it waits for its own timer), one
-    /// that just ran out of work balances its node at once.
-    #[test]
-    fn a_cpu_idle_all_along_waits_for_its_timer_to_balance_its_node() {
-        let (mut w, ts, mut s) = super::super::world_with("node-affine", &[2]);
-        s.idle(&mut w, 1);
-        assert_eq!(w.tasks[ts[1]].cpu, 0);
-        w.cpus[1].busy_at_tick = true;
-        s.idle(&mut w, 1);
-        assert_eq!(w.tasks[ts[1]].cpu, 1);
-    }
-}

@@ -194,23 +194,6 @@ mod tests {
         ts.iter().map(|&t| w.tasks[t].cpu).collect()
     }
 
-    /// The engine asks every idle CPU it visits whether it pulls; 2.5's
-    /// schedule() pulls only for a CPU that just ran out of work, and a
-    /// CPU idle all along waits for its timer tick (the test above). So
-    /// CPU 1, idle all along, leaves CPU 0's queued task alone (it had
-    /// pulled it, the tasks of numa_test at N = 4 then starting on CPUs 0-3
-    /// of one board instead of 0, 8, 4 and 9); busy at the tick's start,
-    /// it pulls.
-    #[test]
-    fn a_cpu_idle_all_along_pulls_only_at_its_timer_tick() {
-        let (mut w, ts, mut s) = super::super::world_with("node-blind", &[2]);
-        s.idle(&mut w, 1);
-        assert_eq!(w.tasks[ts[1]].cpu, 0);
-        w.cpus[1].busy_at_tick = true;
-        s.idle(&mut w, 1);
-        assert_eq!(w.tasks[ts[1]].cpu, 1);
-    }
-
     /// Two tasks on CPU 0, every other CPU idle: the first idle CPU to
     /// tick in the jiffy pulls the queued one, CPU 8 (phase 1/16), not
     /// CPU 1 (phase 1/2).
