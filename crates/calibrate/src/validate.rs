@@ -154,15 +154,11 @@ fn q(x: &str) -> String {
     format!("{x:?}")
 }
 
-/// numa02's memory in MiB: well beyond the LLC (4 times, 256 MiB at
-/// least), so it measures memory, not a cache that the machine file might
-/// size wrongly, and at most a quarter of a node.
+/// numa02's memory in MiB: well beyond the LLC ([`mem::beyond_caches`],
+/// calibrate's sweeps too), so it measures memory, not a cache that the
+/// machine file might size wrongly, and at most a quarter of a node.
 fn numa02_mib(s: &Sizing) -> u64 {
-    ((4 * s.llc_bytes)
-        .clamp(256 << 20, 2 << 30)
-        .min(s.node_bytes / 4)
-        >> 20)
-        .max(16)
+    (mem::beyond_caches(s.llc_bytes).min(s.node_bytes / 4) >> 20).max(16)
 }
 
 /// spin, hackbench, forkexec and numa02, each sized to take `t`.
@@ -455,13 +451,16 @@ pub struct Errors {
 
 /// A row that tests one of the machine file's own figures with no model
 /// rule between them (spin: `costs.spin_ns`; one thread zeroing its own
-/// node's memory: that node's one-thread memset): its error is the
+/// node's memory: that node's one-thread memset; one thread reading it:
+/// that node's one-thread read, which sets `memory.read_mlp`; loads and
+/// stores apart, since a host's other tenants can slow one and not the
+/// other): its error is the
 /// machine's drift since calibrate, which every row that leans on the
 /// same resource inherits (a shared host's memory under another
 /// tenant's load).
 #[derive(Debug, Clone, Serialize)]
 pub struct Reference {
-    /// `CPU` or `memory`.
+    /// `CPU`, `memory loads` or `memory stores`.
     pub resource: &'static str,
     pub benchmark: String,
     pub case: String,
@@ -475,7 +474,7 @@ pub struct Reference {
 pub const DRIFT: f64 = 0.10;
 
 /// The reference rows among `rows` (elapsed time of spin, and of mem's
-/// one-thread memset of its own node's memory).
+/// one-thread memset and read of its own node's memory).
 fn references(rows: &[Row]) -> Vec<Reference> {
     let kv = |case: &str, k: &str| {
         case.split_whitespace()
@@ -488,11 +487,14 @@ fn references(rows: &[Row]) -> Vec<Reference> {
             let resource = match r.benchmark.as_str() {
                 "spin" => "CPU",
                 "mem"
-                    if kv(&r.case, "op").as_deref() == Some("memset")
-                        && kv(&r.case, "threads").as_deref() == Some("1")
+                    if kv(&r.case, "threads").as_deref() == Some("1")
                         && kv(&r.case, "cpu_node") == kv(&r.case, "mem_node") =>
                 {
-                    "memory"
+                    match kv(&r.case, "op").as_deref() {
+                        Some("memset") => "memory stores",
+                        Some("read") => "memory loads",
+                        _ => return None,
+                    }
                 }
                 _ => return None,
             };
@@ -1000,22 +1002,25 @@ mod tests {
         assert!(render(&e).contains("OFF (±15%)"));
     }
 
-    /// spin and one thread's memset of its own node test the file's own
-    /// figures: their errors are reported as the machine's drift, named
-    /// beyond 10%; a remote memset or two threads are not references.
+    /// spin and one thread's memset and read of its own node test the
+    /// file's own figures: their errors are reported as the machine's
+    /// drift, loads apart from stores, named beyond 10%; a remote memset,
+    /// two threads or a read-modify-write are not references.
     #[test]
     fn reference_rows_say_how_far_the_machine_drifted_from_its_file() {
         let mut recs = Vec::new();
         for (b, case, real, sim) in [
             ("spin", "", 1.0, 1.01),
-            ("mem", "0 0 1", 2.0, 1.5),
-            ("mem", "0 1 1", 2.0, 1.0),
-            ("mem", "0 0 2", 2.0, 1.0),
+            ("mem", "memset 0 0 1", 2.0, 1.5),
+            ("mem", "read 0 0 1", 2.0, 2.1),
+            ("mem", "memset 0 1 1", 2.0, 1.0),
+            ("mem", "memset 0 0 2", 2.0, 1.0),
+            ("mem", "write 0 0 1", 2.0, 1.0),
         ] {
             for (side, v) in [("real", real), ("sim", sim)] {
                 let mut r = example_record(b, side, 1, v);
-                if let [c, m, t] = case.split(' ').collect::<Vec<_>>()[..] {
-                    r.params.insert("op".into(), "memset".into());
+                if let [op, c, m, t] = case.split(' ').collect::<Vec<_>>()[..] {
+                    r.params.insert("op".into(), op.into());
                     r.params
                         .insert("cpu_node".into(), c.parse::<u32>().unwrap().into());
                     r.params
@@ -1027,15 +1032,23 @@ mod tests {
             }
         }
         let e = errors(&recs);
-        let got: Vec<(&str, f64)> = e.reference.iter().map(|x| (x.resource, x.error)).collect();
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert_eq!(got[0].0, "memory");
-        assert!((got[0].1 + 0.25).abs() < 1e-9, "{got:?}");
-        assert_eq!(got[1].0, "CPU");
+        let mut got: Vec<(&str, f64)> = e.reference.iter().map(|x| (x.resource, x.error)).collect();
+        got.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0].0, "CPU");
+        assert_eq!(got[1].0, "memory loads");
+        assert!((got[1].1 - 0.05).abs() < 1e-9, "{got:?}");
+        assert_eq!(got[2].0, "memory stores");
+        assert!((got[2].1 + 0.25).abs() < 1e-9, "{got:?}");
         let t = render(&e);
         let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(flat(&t).contains("its memory ran at another speed"), "{t}");
+        assert!(
+            flat(&t).contains("its memory stores ran at another speed"),
+            "{t}"
+        );
+        assert!(flat(&t).contains("memory loads (mem) +5.0%"), "{t}");
         assert!(!flat(&t).contains("CPU ran at"), "{t}");
+        assert!(!flat(&t).contains("loads ran at"), "{t}");
         assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
         // Within 10%: said, not flagged.
         let steady: Vec<_> = recs.into_iter().filter(|r| r.benchmark == "spin").collect();
