@@ -82,8 +82,9 @@ pub const MAX_THREADS: u32 = 4096;
 /// sweep is served by memory, not the cache...
 pub const LLC_FACTOR: u64 = 4;
 /// ...and at least this much: on a 1-node EPYC VM one thread read 64 MiB
-/// 17% faster than 256 MiB, three rounds side by side, though both are
-/// beyond its 32 MiB L3 (docs/validation.md, 2026-11-28)...
+/// 17% faster than 256 MiB in one of two sets of rounds side by side,
+/// though both are beyond its 32 MiB L3, and in a TCG guest zeroed 48 MiB
+/// 22-25% faster (docs/validation.md, 2026-11-28)...
 pub const MIN_DEFAULT_BYTES: u64 = 256 << 20;
 /// ...and at most this much.
 pub const MAX_DEFAULT_BYTES: u64 = 2 << 30;

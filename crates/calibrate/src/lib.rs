@@ -484,20 +484,20 @@ fn cache(m: &Machine, phases: &mut Phases, local: &Figure) -> Result<Cache, Cali
     })
 }
 
-/// Measures each node's bandwidth: one thread of the node, and every CPU
-/// of the machine at once, reading and zeroing.
 /// Bytes each of `threads` threads sweeps to measure a node's memory:
 /// [`numalab_bench::mem::beyond_caches`], all of them within half the
 /// node's `free` bytes as the mem benchmark's default (at least 8 MiB
-/// each). Under TCG a thread zeroes 48 MiB 25% faster than 256 MiB (the
-/// emulator's software TLB), so a smaller cap than the benchmarks' would
-/// describe other work than the validation set's.
+/// each): in a TCG guest the benchmark zeroed 48 MiB 22-25% faster than
+/// 256 MiB, so a smaller cap than the benchmark's would describe other
+/// work than the validation set's.
 fn sweep_bytes(llc: u64, threads: usize, free: u64) -> u64 {
     numalab_bench::mem::beyond_caches(llc)
         .min(free / 2 / threads.max(1) as u64)
         .max(8 << 20)
 }
 
+/// Measures each node's bandwidth: one thread of the node, and every CPU
+/// of the machine at once, reading and zeroing.
 fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateError> {
     let (b, llc) = (m.b, m.llc);
     // Bandwidth, per node: one thread of the node, and every CPU of the
