@@ -423,6 +423,7 @@ pub struct Row {
     pub real_sd: Option<f64>,
     pub real_runs: usize,
     pub sim_mean: f64,
+    pub sim_sd: Option<f64>,
     pub sim_runs: usize,
     /// sim / real - 1.
     pub error: f64,
@@ -431,13 +432,91 @@ pub struct Row {
 }
 
 /// An ordering of placements by elapsed time, real against simulated.
+/// Two placements are apart on a side only when their means differ by
+/// more than their standard deviations together and by more than
+/// [`TIE`] of the larger: closer, they are a tie (`=` in `real` and
+/// `sim`), since runs of one placement differ by that much among
+/// themselves.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ordering {
     pub benchmark: String,
     pub variant: String,
+    /// Placements from fastest to slowest, `=` joining a tie to the one
+    /// before.
     pub real: Vec<String>,
     pub sim: Vec<String>,
+    /// `agree`: every pair apart in the real runs is apart in the same
+    /// order in the simulated ones; `disagree`: one is not (the other
+    /// way round, or a tie); `within noise`: no pair apart in the real
+    /// runs, nothing to judge.
+    pub verdict: &'static str,
+    /// For `disagree`, the first pair that decided it.
+    pub why: String,
     pub agree: bool,
+}
+
+/// Below this share of the larger mean, two placements are a tie.
+pub const TIE: f64 = 0.02;
+
+/// (placement, mean, sd) on one side.
+type Placed = (String, f64, Option<f64>);
+
+/// -1, 0 (a tie) or 1: how `a` stands to `b` on one side.
+fn order_of(a: &Placed, b: &Placed) -> i8 {
+    let d = a.1 - b.1;
+    let noise = (a.2.unwrap_or(0.0) + b.2.unwrap_or(0.0)).max(TIE * a.1.max(b.1));
+    if !d.is_finite() || d.abs() <= noise {
+        0
+    } else if d < 0.0 {
+        -1
+    } else {
+        1
+    }
+}
+
+/// Placements from fastest to slowest, a tie with the one before marked
+/// `=name`.
+fn ordered(v: &[Placed]) -> Vec<String> {
+    let mut w = v.to_vec();
+    w.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut out: Vec<String> = Vec::new();
+    for (i, x) in w.iter().enumerate() {
+        let tie = i > 0 && order_of(&w[i - 1], x) == 0;
+        out.push(if tie {
+            format!("={}", x.0)
+        } else {
+            x.0.clone()
+        });
+    }
+    out
+}
+
+/// The verdict of an ordering (see [`Ordering::verdict`]) and, for a
+/// disagreement, the pair that decided it.
+fn ordering_verdict(real: &[Placed], sim: &[Placed]) -> (&'static str, String) {
+    let mut judged = false;
+    for i in 0..real.len() {
+        for j in i + 1..real.len() {
+            let r = order_of(&real[i], &real[j]);
+            if r == 0 {
+                continue;
+            }
+            judged = true;
+            let s = order_of(&sim[i], &sim[j]);
+            if s != r {
+                let (a, b) = if r < 0 { (i, j) } else { (j, i) };
+                let said = if s == 0 { "a tie" } else { "the other way" };
+                return (
+                    "disagree",
+                    format!(
+                        "{} < {} in the real runs, {said} simulated",
+                        real[a].0, real[b].0
+                    ),
+                );
+            }
+        }
+    }
+    (if judged { "agree" } else { "within noise" }, String::new())
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -575,7 +654,7 @@ pub fn errors(records: &[RunRecord]) -> Errors {
                 continue;
             };
             let (rm, rsd) = mean_sd(rv);
-            let (sm, _) = mean_sd(sv);
+            let (sm, ssd) = mean_sd(sv);
             let error = if rm != 0.0 {
                 sm / rm - 1.0
             } else if sm == 0.0 {
@@ -593,6 +672,7 @@ pub fn errors(records: &[RunRecord]) -> Errors {
                 real_sd: rsd,
                 real_runs: rv.len(),
                 sim_mean: sm,
+                sim_sd: ssd,
                 sim_runs: sv.len(),
                 error,
                 target,
@@ -602,36 +682,34 @@ pub fn errors(records: &[RunRecord]) -> Errors {
     }
     out.reference = references(&out.rows);
     // Orderings of placements by elapsed time, per benchmark and variant.
-    // (benchmark, variant) -> (placement, real, simulated elapsed)
-    type Placements = Vec<(String, f64, f64)>;
-    let mut by: BTreeMap<(String, String), Placements> = BTreeMap::new();
+    // (benchmark, variant) -> the placements, real and simulated
+    let mut by: BTreeMap<(String, String), (Vec<Placed>, Vec<Placed>)> = BTreeMap::new();
     for r in out.rows.iter().filter(|r| r.metric == "elapsed_s") {
         if let Some(p) = r
             .case
             .split(' ')
             .find_map(|kv| kv.strip_prefix("placement="))
         {
-            by.entry((r.benchmark.clone(), r.variant.clone()))
-                .or_default()
-                .push((p.to_string(), r.real_mean, r.sim_mean));
+            let e = by
+                .entry((r.benchmark.clone(), r.variant.clone()))
+                .or_default();
+            e.0.push((p.to_string(), r.real_mean, r.real_sd));
+            e.1.push((p.to_string(), r.sim_mean, r.sim_sd));
         }
     }
-    for ((benchmark, variant), v) in by {
-        if v.len() < 2 {
+    for ((benchmark, variant), (real, sim)) in by {
+        if real.len() < 2 {
             continue;
         }
-        let order = |k: fn(&(String, f64, f64)) -> f64| {
-            let mut w = v.clone();
-            w.sort_by(|a, b| k(a).total_cmp(&k(b)));
-            w.into_iter().map(|x| x.0).collect::<Vec<_>>()
-        };
-        let (real, sim) = (order(|x| x.1), order(|x| x.2));
+        let (verdict, why) = ordering_verdict(&real, &sim);
         out.orderings.push(Ordering {
             benchmark,
             variant,
-            agree: real == sim,
-            real,
-            sim,
+            real: ordered(&real),
+            sim: ordered(&sim),
+            verdict,
+            why,
+            agree: verdict == "agree",
         });
     }
     out
@@ -696,24 +774,54 @@ pub fn render(e: &Errors) -> String {
             verdict
         );
     }
+    let chain = |v: &[String]| {
+        v.iter()
+            .enumerate()
+            .map(|(i, p)| match (i, p.strip_prefix('=')) {
+                (_, Some(p)) => format!(" = {p}"),
+                (0, None) => p.clone(),
+                (_, None) => format!(" < {p}"),
+            })
+            .collect::<String>()
+    };
     for o in &e.orderings {
-        let _ = writeln!(
-            t,
+        let line = format!(
             "ordering {}{}: real {}, simulated {}: {}",
             o.benchmark,
             variant_suffix(&o.variant),
-            o.real.join(" < "),
-            o.sim.join(" < "),
-            if o.agree { "agree" } else { "DISAGREE" }
+            chain(&o.real),
+            chain(&o.sim),
+            if o.verdict == "disagree" {
+                format!("DISAGREE ({})", o.why)
+            } else {
+                o.verdict.to_string()
+            }
         );
+        for l in numalab_linux::out::wrap(&line, 80) {
+            let _ = writeln!(t, "{l}");
+        }
     }
     let judged: Vec<&Row> = e.rows.iter().filter(|r| r.within.is_some()).collect();
     let ok = judged.iter().filter(|r| r.within == Some(true)).count();
     let summary = format!(
-        "within target: {ok} of {} (elapsed, user and CPU time ±15%, pages migrated and convergence ±25%); orderings agreeing: {} of {}",
+        "within target: {ok} of {} (elapsed, user and CPU time ±15%, pages migrated and convergence ±25%); orderings agreeing: {} of {}{}",
         judged.len(),
         e.orderings.iter().filter(|o| o.agree).count(),
-        e.orderings.len()
+        e.orderings
+            .iter()
+            .filter(|o| o.verdict != "within noise")
+            .count(),
+        match e
+            .orderings
+            .iter()
+            .filter(|o| o.verdict == "within noise")
+            .count()
+        {
+            0 => String::new(),
+            n => format!(
+                " ({n} more with every real placement within noise of the others: nothing to judge)"
+            ),
+        }
     );
     for l in numalab_linux::out::wrap(&summary, 80) {
         let _ = writeln!(t, "{l}");
@@ -1080,5 +1188,62 @@ mod tests {
         assert_eq!(o.sim, ["bind", "inverse-bind", "default"]);
         assert!(!o.agree);
         assert!(render(&e).contains("DISAGREE"));
+    }
+
+    /// Placements closer than their runs' spread (or 2%) are a tie: a
+    /// real order the model does not have is a disagreement, a model's
+    /// order the real runs cannot tell apart is not judged, and a case
+    /// whose real placements are all within noise is left out of the
+    /// count and said so.
+    #[test]
+    fn placements_within_noise_are_ties() {
+        let recs = |real: [[f64; 2]; 3], sim: [f64; 3]| {
+            let mut out = Vec::new();
+            for (k, p) in ["bind", "default", "inverse-bind"].iter().enumerate() {
+                for (run, &rv) in real[k].iter().enumerate() {
+                    for (side, v) in [("real", rv), ("sim", sim[k])] {
+                        let mut r = example_record("numa02", side, run as u32 + 1, v);
+                        r.params.insert("placement".into(), (*p).into());
+                        out.push(r);
+                    }
+                }
+            }
+            out
+        };
+        let verdict = |real, sim| {
+            let e = errors(&recs(real, sim));
+            let o = &e.orderings[0];
+            (o.verdict, o.real.clone(), o.sim.clone(), render(&e))
+        };
+        // bind and default within their spread, inverse-bind apart: the
+        // model agrees by having inverse-bind slowest, whatever it says
+        // of the tie; it disagrees by tying inverse-bind too.
+        let real = [[1.0, 1.1], [1.05, 1.12], [1.5, 1.52]];
+        let (v, r, s, _) = verdict(real, [1.0, 1.2, 1.4]);
+        assert_eq!(v, "agree");
+        assert_eq!(r, ["bind", "=default", "inverse-bind"]);
+        assert_eq!(s, ["bind", "default", "inverse-bind"]);
+        let (v, _, s, t) = verdict(real, [1.14, 1.14, 1.141]);
+        assert_eq!(v, "disagree");
+        assert_eq!(s, ["bind", "=default", "=inverse-bind"]);
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat(&t).contains(
+                "simulated bind = default = inverse-bind: DISAGREE (bind < inverse-bind \
+                 in the real runs, a tie simulated)"
+            ),
+            "{t}"
+        );
+        // Every real placement within noise: nothing to judge.
+        let (v, _, _, t) = verdict([[1.0, 1.2], [1.1, 1.05], [1.15, 1.0]], [1.0, 1.5, 2.0]);
+        assert_eq!(v, "within noise");
+        let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(
+                "orderings agreeing: 0 of 0 (1 more with every real placement within noise"
+            ),
+            "{t}"
+        );
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
     }
 }

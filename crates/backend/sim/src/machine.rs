@@ -1160,7 +1160,8 @@ impl Machine {
 /// The regular machine (every node alike) the simulator models for a
 /// real topology: the same number of CPU nodes, cores and SMT width;
 /// LLCs per node when they divide the cores, else one; each node the
-/// size of the largest (at least 1 GiB); memory-only nodes left out.
+/// size of the largest (1 GiB when sysfs gives none); memory-only nodes
+/// left out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegularTopology {
     pub nodes: usize,
@@ -1187,13 +1188,16 @@ impl RegularTopology {
                 1
             }
         };
+        // The largest node as it is: a file that gave a guest's 512 MiB
+        // nodes 1 GiB sized validate's buffers to half a node, not a
+        // quarter. 1 GiB only where sysfs gives no node's size.
         let mem = topo
             .nodes
             .iter()
             .map(|n| n.memory_bytes)
             .max()
-            .unwrap_or(1 << 30)
-            .max(1 << 30);
+            .filter(|&b| b > 0)
+            .unwrap_or(1 << 30);
         let idx: Vec<usize> = cpu_nodes
             .iter()
             .filter_map(|n| topo.node_index(n.id))
@@ -1230,6 +1234,17 @@ impl RegularTopology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node is described at its own size: a 2 x 512 MiB guest's file
+    /// says 0.5 GiB (it said 1, so validate sized its buffers to half a
+    /// node); 1 GiB stands in only where sysfs gives no size.
+    #[test]
+    fn a_small_nodes_size_is_kept() {
+        let t = |mem| numalab_topology::Topology::regular(2, 1, 1, 1, 8 << 20, mem, None).unwrap();
+        assert_eq!(RegularTopology::of(&t(512 << 20)).memory_per_node_gib, 0.5);
+        assert_eq!(RegularTopology::of(&t(0)).memory_per_node_gib, 1.0);
+        assert_eq!(RegularTopology::of(&t(3 << 30)).memory_per_node_gib, 3.0);
+    }
 
     const OK: &str = r#"
 name = "t"
