@@ -775,7 +775,9 @@ pub trait Scheduler {
     fn select_cpu(&mut self, w: &mut World, t: TaskId, why: Placement) -> CpuId;
     /// Called once per tick after tasks ran; periodic balancing goes here.
     fn tick(&mut self, w: &mut World);
-    /// `cpu` just ran out of work within a tick: it may pull a task.
+    /// `cpu` just ran out of work within a tick (it was busy at the
+    /// tick's start or ran a task since): it may pull a task. A CPU idle
+    /// all along is not asked; it balances at the policy's own timer.
     fn idle(&mut self, _w: &mut World, _cpu: CpuId) {}
     /// Length of the slice a task gets when it starts running on `cpu`.
     fn slice_ns(&self, w: &World, cpu: CpuId) -> u64;
@@ -1166,7 +1168,13 @@ impl Engine {
                         if self.w.cpus[cpu].busy_at_tick || used > 0 {
                             self.w.cpus[cpu].idle_since = start + used;
                         }
-                        self.sched.idle(&mut self.w, cpu);
+                        // Only a CPU that just ran out of work balances
+                        // now (schedule(): 2.5's load_balance(rq, 1),
+                        // CFS's newidle_balance); one idle all along waits
+                        // for its own timer, the policy's tick().
+                        if self.w.had_work_this_tick(cpu) {
+                            self.sched.idle(&mut self.w, cpu);
+                        }
                         if self.w.cpus[cpu].queue.is_empty() {
                             break;
                         }
@@ -1865,4 +1873,30 @@ pub fn rand_below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
 /// Uniform float in [0, 1).
 pub fn rand_unit(rng: &mut ChaCha8Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine asks a CPU to pull only when it just ran out of work
+    /// (busy at the tick's start, or a task ran on it since), for every
+    /// policy: a CPU idle all along waits for its timer (2.5's idle_tick,
+    /// Focht's patch on it, CFS's nohz idle balancer), so numa_test's
+    /// first tasks under node-blind start on CPUs 0, 8, 4 and 9, not 0-3.
+    #[test]
+    fn a_cpu_idle_all_along_pulls_only_at_its_timer() {
+        for policy in ["node-blind", "node-affine", "linux", "nest"] {
+            let (w, ts, s) = crate::sched::world_with(policy, &[2]);
+            let none = crate::params::PolicySpec::parse("none").unwrap();
+            let b = crate::balance::build(&none, &w.m).unwrap();
+            let mut e = Engine::new(w, s, b);
+            let tick = e.w.tick_ns;
+            e.run_cpu(1, tick);
+            assert_eq!(e.w.tasks[ts[1]].cpu, 0, "{policy}");
+            e.w.cpus[1].busy_at_tick = true;
+            e.run_cpu(1, tick);
+            assert_eq!(e.w.tasks[ts[1]].cpu, 1, "{policy}");
+        }
+    }
 }

@@ -532,14 +532,13 @@ impl Scheduler for Linux {
         self.periodic(w);
     }
     /// newidle_balance runs from schedule() (pick_next_task_fair) on a
-    /// CPU that just ran out of work; a CPU idle all along has its tick
+    /// CPU that just ran out of work (the only CPUs the engine asks); a
+    /// CPU idle all along has its tick
     /// stopped and is balanced by the nohz idle balancer at its own
     /// rq->next_balance ([`Linux::periodic`] with the idle interval),
     /// or gets work by a wakeup or fork placing a task on it.
     fn idle(&mut self, w: &mut World, cpu: CpuId) {
-        if w.had_work_this_tick(cpu) {
-            self.newidle(w, cpu);
-        }
+        self.newidle(w, cpu);
     }
     fn slice_ns(&self, w: &World, cpu: CpuId) -> u64 {
         self.slice(w, cpu)

@@ -138,26 +138,3 @@ pub(crate) fn world_with(policy: &str, on: &[usize]) -> (World, Vec<TaskId>, Box
     let s = crate::sched::build(&PolicySpec::parse(policy).unwrap(), &m).unwrap();
     (w, ts, s)
 }
-
-#[cfg(test)]
-mod tests {
-    /// The O(1) schedulers (2.5's, and Focht's patch on it) keep 2.5's
-    /// schedule(): the engine asks every idle CPU it visits whether it
-    /// pulls, and a CPU idle all along does not (it waits for its timer
-    /// tick: node-blind's in ia64's staggered order, so numa_test's first
-    /// tasks start on CPUs 0, 8, 4 and 9, not 0-3), while one that just
-    /// ran out of work (busy at the tick's start) pulls at once. CFS
-    /// likewise: newidle_balance for a CPU that just ran out of work, the
-    /// nohz idle balancer at its next_balance for one idle all along.
-    #[test]
-    fn a_cpu_idle_all_along_pulls_only_at_its_timer() {
-        for policy in ["node-blind", "node-affine", "linux"] {
-            let (mut w, ts, mut s) = super::world_with(policy, &[2]);
-            s.idle(&mut w, 1);
-            assert_eq!(w.tasks[ts[1]].cpu, 0, "{policy}");
-            w.cpus[1].busy_at_tick = true;
-            s.idle(&mut w, 1);
-            assert_eq!(w.tasks[ts[1]].cpu, 1, "{policy}");
-        }
-    }
-}

@@ -325,9 +325,7 @@ impl Scheduler for NodeAffine {
     /// out of work balances its node at once; one idle all along waits
     /// for its own timer ([`Scheduler::tick`]).
     fn idle(&mut self, w: &mut World, cpu: CpuId) {
-        if w.had_work_this_tick(cpu) {
-            self.balance_node(w, cpu);
-        }
+        self.balance_node(w, cpu);
     }
 
     fn slice_ns(&self, _w: &World, _cpu: CpuId) -> u64 {

@@ -162,11 +162,10 @@ impl Scheduler for NodeBlind {
     /// all along sits in the idle loop and balances only at its timer
     /// tick (idle_tick, every IDLE_REBALANCE_TICK: [`Scheduler::tick`]),
     /// so an idle CPU pulls in the order of the timer interrupts, not in
-    /// the order the engine visits CPUs.
+    /// the order the engine visits CPUs (the engine asks only a CPU that
+    /// just ran out of work).
     fn idle(&mut self, w: &mut World, cpu: CpuId) {
-        if w.had_work_this_tick(cpu) {
-            self.balance(w, cpu);
-        }
+        self.balance(w, cpu);
     }
 
     fn slice_ns(&self, _w: &World, _cpu: CpuId) -> u64 {
