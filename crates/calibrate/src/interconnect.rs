@@ -26,6 +26,7 @@
 
 use crate::figure::{round3, Figure};
 use numalab_bench::mem::Op;
+use std::path::Path;
 use std::time::Duration;
 
 /// Share of the best bandwidth at which a controller counts as
@@ -74,35 +75,40 @@ pub fn single_system(all_local: f64, best_node: f64, nodes: usize) -> bool {
     nodes >= 2 && all_local < SINGLE_SYSTEM * best_node
 }
 
+/// How each reading sweep runs: numalab's binary (each sweep a process of
+/// its own, as the mem benchmark's), the bytes each thread sweeps, and
+/// for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct Sweep<'a> {
+    pub exe: &'a Path,
+    pub bytes_each: u64,
+    pub budget: Duration,
+}
+
+impl Sweep<'_> {
+    /// Read bandwidth (GB/s) of a thread on each of `cpus`, each reading
+    /// its own buffer on `node`.
+    fn read_gbs(&self, cpus: &[u32], node: u32) -> std::io::Result<f64> {
+        crate::memory::bandwidth(self.exe, cpus, node, self.bytes_each, Op::Read, self.budget)
+            .map(|b| b / 1e9)
+    }
+}
+
 /// Read bandwidth (GB/s) of the first `k` of `cpus` on `node`, for each
-/// `k` of [`counts`], each once for `budget`.
-pub fn curve(
-    cpus: &[u32],
-    node: u32,
-    bytes_each: u64,
-    budget: Duration,
-) -> std::io::Result<Vec<(usize, f64)>> {
+/// `k` of [`counts`], each once.
+pub fn curve(sweep: Sweep, cpus: &[u32], node: u32) -> std::io::Result<Vec<(usize, f64)>> {
     counts(cpus.len())
         .into_iter()
-        .map(|k| {
-            crate::memory::bandwidth(&cpus[..k], node, bytes_each, Op::Read, budget)
-                .map(|b| (k, b / 1e9))
-        })
+        .map(|k| sweep.read_gbs(&cpus[..k], node).map(|b| (k, b)))
         .collect()
 }
 
 /// Every node's CPUs reading their own node's memory at once (GB/s).
-pub fn all_local(
-    nodes: &[(u32, Vec<u32>)],
-    bytes_each: u64,
-    budget: Duration,
-) -> std::io::Result<f64> {
+pub fn all_local(sweep: Sweep, nodes: &[(u32, Vec<u32>)]) -> std::io::Result<f64> {
     let parts: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
         let hs: Vec<_> = nodes
             .iter()
-            .map(|(n, cpus)| {
-                s.spawn(move || crate::memory::bandwidth(cpus, *n, bytes_each, Op::Read, budget))
-            })
+            .map(|(n, cpus)| s.spawn(move || sweep.read_gbs(cpus, *n)))
             .collect();
         hs.into_iter()
             .map(|h| {
@@ -115,7 +121,7 @@ pub fn all_local(
     for p in parts {
         total += p?;
     }
-    Ok(total / 1e9)
+    Ok(total)
 }
 
 /// Microseconds per one-way pass of a byte between `a` and `b` (the same
@@ -139,31 +145,31 @@ pub fn pingpong_us(a: u32, b: u32, budget: Duration) -> std::io::Result<f64> {
 /// Measure it all on `topo`: `lat[i][j]` the latency (ns) from CPU node
 /// `i` to memory node `j` (positions among the nodes with CPUs), `mlp`
 /// and `controller` (GB/s) the model's figures already found, each
-/// thread sweeping `bytes_each`.
+/// sweep as `sweep` says (its budget also each pipe round trip's).
 pub fn measure(
+    sweep: Sweep,
     topo: &numalab_topology::Topology,
     lat: &[Vec<f64>],
     mlp: f64,
     controller: f64,
-    bytes_each: u64,
-    budget: Duration,
     runs: usize,
 ) -> std::io::Result<Measured> {
+    let budget = sweep.budget;
     let nodes: Vec<(u32, Vec<u32>)> = topo.cpu_nodes().map(|n| (n.id, n.cpus.clone())).collect();
     let all: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
     let mut m = Measured::default();
     for (n, _) in &nodes {
-        m.curves.push((*n, curve(&all, *n, bytes_each, budget)?));
+        m.curves.push((*n, curve(sweep, &all, *n)?));
     }
     if nodes.len() >= 2 {
         for (ix, (i, cpus)) in nodes.iter().enumerate() {
-            let local = crate::memory::bandwidth(cpus, *i, bytes_each, Op::Read, budget)? / 1e9;
+            let local = sweep.read_gbs(cpus, *i)?;
             m.local.push((*i, local));
             for (jx, (j, _)) in nodes.iter().enumerate() {
                 if ix == jx {
                     continue;
                 }
-                let b = crate::memory::bandwidth(cpus, *j, bytes_each, Op::Read, budget)? / 1e9;
+                let b = sweep.read_gbs(cpus, *j)?;
                 // Each core keeps mlp lines in flight, each for the latency.
                 let latency_bound = cpus.len() as f64 * 64.0 * mlp / lat[ix][jx].max(1.0);
                 m.links
@@ -175,7 +181,7 @@ pub fn measure(
             .iter()
             .filter_map(|(_, c)| saturates_at(c).map(|s| s.1))
             .fold(0.0, f64::max);
-        let total = all_local(&nodes, bytes_each, budget)?;
+        let total = all_local(sweep, &nodes)?;
         m.all_local = Some((total, single_system(total, best, nodes.len())));
     }
     let first = &nodes[0].1;

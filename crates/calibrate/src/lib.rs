@@ -532,7 +532,7 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
                     if cpus.len() == 1 { "" } else { "s" },
                     numalab_topology::cpulist::format(cpus)
                 ),
-                || memory::bandwidth(cpus, j, bytes, how, bb).map(|v| v / 1e9),
+                || memory::bandwidth(m.exe, cpus, j, bytes, how, bb).map(|v| v / 1e9),
             )
             .map_err(failed(&format!("bandwidth on node {j}")))
         };
@@ -929,16 +929,13 @@ fn links(
         ncpus,
         numalab_topology::probe::node_free_bytes(&m.roots.sys, m.node0()).unwrap_or(1 << 32),
     );
-    interconnect::measure(
-        &m.topo,
-        &lat_ns,
-        model.mlp,
-        model.node_read,
-        sweep_bytes,
-        m.b,
-        m.runs,
-    )
-    .map_err(failed("saturation, links and wakeups"))
+    let sweep = interconnect::Sweep {
+        exe: m.exe,
+        bytes_each: sweep_bytes,
+        budget: m.b,
+    };
+    interconnect::measure(sweep, &m.topo, &lat_ns, model.mlp, model.node_read, m.runs)
+        .map_err(failed("saturation, links and wakeups"))
 }
 
 /// Lists the figures measured as (machine-file key, unit, figure), in

@@ -15,6 +15,43 @@ fn value(toml: &str, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key} in\n{toml}"))
 }
 
+/// calibrate's bandwidth sweeps run in a numalab process of their own,
+/// as the mem benchmark's, for the time asked; one that fails says so.
+#[test]
+fn bandwidth_is_measured_in_a_process_of_its_own() {
+    use numalab_bench::mem::Op;
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_numalab"));
+    for op in [Op::Read, Op::Memset] {
+        let t = Instant::now();
+        let bw = numalab_calibrate::memory::bandwidth(
+            exe,
+            &[0],
+            0,
+            8 << 20,
+            op,
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(bw > 1e8, "{} {bw}", op.name());
+        assert!(
+            t.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+    // A node the machine does not have: the child's error, not a figure.
+    let e = numalab_calibrate::memory::bandwidth(
+        exe,
+        &[0],
+        4095,
+        8 << 20,
+        Op::Read,
+        Duration::from_millis(30),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("without a full report"), "{e}");
+}
+
 #[test]
 fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     let d = tempfile::tempdir().unwrap();
