@@ -121,9 +121,29 @@ pub struct Item {
 /// The validation set for a machine, restricted to `only` when given.
 /// What needs several nodes (placements, NUMA balancing) is left out of a
 /// machine with one.
+/// Seconds a run of numa01, numa02 or twohalves takes on a machine of
+/// several nodes, at least: three times the kernel's NUMA scan delay.
+/// A task's first scan of its memory waits for a scan delay
+/// (`sysctl_numa_balancing_scan_delay`, 1000 ms) of its own run time
+/// (`init_numa_balancing` starts `numa_scan_period` at it and
+/// `task_tick_numa` queues no scan before), and in a process that has
+/// just exec'd, for its mm's `numa_next_scan`, which its first
+/// `task_numa_work` sets a scan delay ahead; its hinting faults migrate
+/// pages as the threads sweep them after. A run of about a second ends
+/// as the first faults come in, so whether a buffer moves at all is
+/// decided by a tenth of a second either way: in a 2-node guest, of
+/// numa02's two 1.3-s runs one migrated its 125 MiB and the other
+/// nothing (2026-11-28). Three delays leave the kernel room to act.
+pub const BALANCING_RUN_S: f64 = 3.0;
+
 pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, SetError> {
     let cpus = s.cpus.max(1);
-    let t = s.seconds;
+    // Balancing is compared only where there are nodes to move between.
+    let t = if s.nodes >= 2 {
+        s.seconds.max(BALANCING_RUN_S)
+    } else {
+        s.seconds
+    };
     let mib = numa02_mib(s);
     let numa02_loops = (t * s.bandwidth_gbs * 1e9 / (mib << 20) as f64).clamp(1.0, 1e6) as u64;
     let placements = if s.nodes >= 2 {
@@ -132,7 +152,7 @@ pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, SetError> {
         "default"
     };
     let mut v = first_items(s, cpus, mib, numa02_loops, placements);
-    v.push(numa01(s, cpus, mib, placements));
+    v.push(numa01(s, t, cpus, mib, placements));
     v.push(numa_test(s, cpus));
     v.extend(mem(s, cpus, mib));
     if s.nodes >= 2 {
@@ -161,7 +181,8 @@ fn numa02_mib(s: &Sizing) -> u64 {
     (mem::beyond_caches(s.llc_bytes).min(s.node_bytes / 4) >> 20).max(16)
 }
 
-/// spin, hackbench, forkexec and numa02, each sized to take `t`.
+/// spin, hackbench, forkexec, each sized to take the set's seconds, and
+/// numa02 `numa02_loops`.
 fn first_items(
     s: &Sizing,
     cpus: usize,
@@ -218,9 +239,9 @@ fn first_items(
 }
 
 /// numa01: two processes, each of its threads zeroing the whole of its
-/// process's buffer every loop; each buffer half of numa02's.
-fn numa01(s: &Sizing, cpus: usize, mib: u64, placements: &str) -> Item {
-    let t = s.seconds;
+/// process's buffer every loop, for about `t`; each buffer half of
+/// numa02's.
+fn numa01(s: &Sizing, t: f64, cpus: usize, mib: u64, placements: &str) -> Item {
     let numa01_threads = (cpus / 2).max(1);
     let numa01_mib = (mib / 2).max(8);
     let numa01_loops = (t * s.bandwidth_gbs * 1e9
@@ -1027,6 +1048,19 @@ mod tests {
         );
         assert!(items.iter().any(|i| i.benchmark == "twohalves"));
         assert_eq!(keys(&items, "mem")["mem_node"], "\"0,1\"");
+        // ... whose balanced benchmarks run three scan delays (3 s at 6.4
+        // GB/s over 256 MiB: 71 loops; numa01's two threads a process
+        // over 128 MiB: 35), the others the set's second.
+        assert_eq!(keys(&items, "numa02")["loops"], "71");
+        assert_eq!(keys(&items, "numa01")["loops"], "35");
+        assert_eq!(keys(&items, "twohalves")["iterations"], "71");
+        assert_eq!(keys(&items, "spin")["iterations"], "500000000");
+        // Asked for longer than that, every run takes what was asked.
+        let long = Sizing {
+            seconds: 6.0,
+            ..sizing(2)
+        };
+        assert_eq!(keys(&set(&long, &[]).unwrap(), "numa02")["loops"], "143");
     }
 
     /// A machine file may give a node very little memory (1 MB is within

@@ -27,7 +27,9 @@ pub struct ValidateArgs {
     /// Recorded runs of every case on each side
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     runs: u32,
-    /// Seconds a run should take on this machine (sizes the work)
+    /// Seconds a run should take on this machine (sizes the work); on
+    /// several nodes numa01, numa02 and twohalves take at least 3 (three
+    /// NUMA scan delays)
     #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
     seconds: f64,
     /// Directory of the validation's plan, machine file and records
