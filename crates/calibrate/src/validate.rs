@@ -358,6 +358,8 @@ pub enum Real {
 /// Label prefixes of the two sides; a configuration's variant follows.
 pub const REAL: &str = "real";
 pub const SIM: &str = "sim";
+/// The pseudo-metric under which [`errors`] keeps each run's task count.
+const TASKS: &str = "tasks";
 
 /// The campaign plan: the set on both sides, with NUMA balancing off and
 /// on when the machine has several nodes.
@@ -411,8 +413,29 @@ pub fn plan(items: &[Item], real: &Real, machine: &str, runs: u32, nodes: usize)
 pub fn target(metric: &str) -> Option<f64> {
     match metric {
         "elapsed_s" | "user_s" | "cpu_s" => Some(0.15),
-        "numa_pages_migrated" | "convergence_s" => Some(0.25),
+        // The pages the benchmark's own tasks had migrated (each task's
+        // numa_pages_migrated, /proc/PID/sched): /proc/vmstat's count is
+        // the whole machine's, and in a guest other processes' and the
+        // benchmark's heap and stack put 3 to 520 pages in it where the
+        // tasks' own came to 0 to 5 (2026-11-28).
+        "kernel_numa_pages_migrated" | "convergence_s" => Some(0.25),
         _ => None,
+    }
+}
+
+/// Pages a task of the benchmark may have migrated of its own beyond
+/// the model's (whose tasks hold only the benchmark's buffers): in a
+/// 2-node guest, with every buffer bound, the tasks' own counters came
+/// to 1 to 5 pages for one or two tasks (heap and stack, 2026-11-28).
+pub const OWN_PAGES_PER_TASK: f64 = 8.0;
+
+/// The difference within target whatever the error, in the metric's
+/// unit, for a case whose real runs had `tasks` tasks: for the pages
+/// the benchmark's tasks migrated, [`OWN_PAGES_PER_TASK`] each.
+pub fn slack(metric: &str, tasks: f64) -> f64 {
+    match metric {
+        "kernel_numa_pages_migrated" => OWN_PAGES_PER_TASK * tasks.max(1.0),
+        _ => 0.0,
     }
 }
 
@@ -426,6 +449,7 @@ pub const METRICS: &[&str] = &[
     "children_per_s",
     "bandwidth_gbs",
     "numa_pages_migrated",
+    "kernel_numa_pages_migrated",
     "numa_hint_faults",
     "kernel_migrations",
     "convergence_s",
@@ -449,6 +473,8 @@ pub struct Row {
     /// sim / real - 1.
     pub error: f64,
     pub target: Option<f64>,
+    /// A difference within target whatever the error ([`slack`]).
+    pub slack: f64,
     pub within: Option<bool>,
 }
 
@@ -659,6 +685,9 @@ pub fn errors(records: &[RunRecord]) -> Errors {
         for (m, v) in &r.metrics {
             e.entry(m.clone()).or_default().push(v.value);
         }
+        e.entry(TASKS.into())
+            .or_default()
+            .push(r.tasks.len() as f64);
         // CPU time whoever it is accounted to: the simulator charges
         // kernel work it does not model (first touches) as user time.
         if let (Some(u), Some(s)) = (r.metrics.get("user_s"), r.metrics.get("sys_s")) {
@@ -684,6 +713,7 @@ pub fn errors(records: &[RunRecord]) -> Errors {
                 f64::INFINITY
             };
             let target = target(m);
+            let slack = slack(m, real.get(TASKS).map_or(1.0, |t| mean_sd(t).0));
             out.rows.push(Row {
                 benchmark: benchmark.clone(),
                 case: case.clone(),
@@ -697,7 +727,8 @@ pub fn errors(records: &[RunRecord]) -> Errors {
                 sim_runs: sv.len(),
                 error,
                 target,
-                within: target.map(|t| error.abs() <= t),
+                slack,
+                within: target.map(|t| error.abs() <= t || (sm - rm).abs() <= slack),
             });
         }
     }
@@ -760,7 +791,7 @@ pub fn render(e: &Errors) -> String {
     let mut last = (String::new(), String::new(), String::new());
     let _ = writeln!(
         t,
-        "{:<22} {:>18} {:>12} {:>9}  target",
+        "{:<28} {:>16} {:>10} {:>9}  target",
         "metric", "real mean (sd)", "simulated", "error"
     );
     for r in &e.rows {
@@ -781,13 +812,14 @@ pub fn render(e: &Errors) -> String {
             None => num(r.real_mean),
         };
         let verdict = match (r.target, r.within) {
+            (Some(tg), Some(true)) if r.error.abs() > tg => format!("ok (≤{:.0})", r.slack),
             (Some(tg), Some(true)) => format!("ok (±{:.0}%)", tg * 100.0),
             (Some(tg), _) => format!("OFF (±{:.0}%)", tg * 100.0),
             _ => String::new(),
         };
         let _ = writeln!(
             t,
-            "  {:<20} {:>18} {:>12} {:>+8.1}%  {}",
+            "  {:<26} {:>16} {:>10} {:>+8.1}%  {}",
             r.metric,
             real,
             num(r.sim_mean),
@@ -825,7 +857,7 @@ pub fn render(e: &Errors) -> String {
     let judged: Vec<&Row> = e.rows.iter().filter(|r| r.within.is_some()).collect();
     let ok = judged.iter().filter(|r| r.within == Some(true)).count();
     let summary = format!(
-        "within target: {ok} of {} (elapsed, user and CPU time ±15%, pages migrated and convergence ±25%); orderings agreeing: {} of {}{}",
+        "within target: {ok} of {} (elapsed, user and CPU time ±15%; pages the benchmark's tasks migrated ±25%, or {OWN_PAGES_PER_TASK} a task; convergence ±25%); orderings agreeing: {} of {}{}",
         judged.len(),
         e.orderings.iter().filter(|o| o.agree).count(),
         e.orderings
@@ -1142,6 +1174,50 @@ mod tests {
         let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
         assert_eq!(el.within, Some(false));
         assert!(render(&e).contains("OFF (±15%)"));
+    }
+
+    /// Pages migrated are judged as the benchmark's own tasks counted
+    /// them, within a few pages a task of heap and stack the model does
+    /// not hold; /proc/vmstat's machine-wide count is shown, not judged.
+    #[test]
+    fn pages_migrated_are_the_tasks_own_within_a_few_of_their_own() {
+        let pages = |label: &str, vmstat: f64, own: f64| {
+            let mut r = example_record("numa02", label, 1, 3.0);
+            for (m, v) in [
+                ("numa_pages_migrated", vmstat),
+                ("kernel_numa_pages_migrated", own),
+            ] {
+                r.metrics.insert(
+                    m.into(),
+                    numalab_record::Metric::new(v, "pages", numalab_record::Better::Lower),
+                );
+            }
+            r
+        };
+        let row = |real: (f64, f64), sim: f64| {
+            let e = errors(&[pages("real", real.0, real.1), pages("sim", sim, sim)]);
+            let vm = e.rows.iter().find(|r| r.metric == "numa_pages_migrated");
+            assert_eq!(vm.and_then(|r| r.within), None, "vmstat's is not judged");
+            let r = e
+                .rows
+                .iter()
+                .find(|r| r.metric == "kernel_numa_pages_migrated")
+                .unwrap()
+                .clone();
+            (r, render(&e))
+        };
+        // Two tasks: 16 pages of their own within target.
+        let (r, t) = row((522.0, 3.0), 0.0);
+        assert_eq!((r.slack, r.within), (16.0, Some(true)), "{r:?}");
+        assert!(t.contains("-100.0%  ok (≤16)"), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        // More than that, and more than 25%: off.
+        assert_eq!(row((522.0, 3.0), 40.0).0.within, Some(false));
+        // A buffer's migration: judged by its error.
+        let (r, t) = row((15700.0, 15636.0), 15872.0);
+        assert_eq!(r.within, Some(true));
+        assert!(t.contains("+1.5%  ok (±25%)"), "{t}");
+        assert_eq!(row((15700.0, 15636.0), 10000.0).0.within, Some(false));
     }
 
     /// spin and one thread's memset and read of its own node test the

@@ -293,6 +293,10 @@ fn counter_metrics(
     if !one_process.contains(&meta.benchmark.as_str()) {
         let moves: u64 = meta.main_tasks.iter().map(|&t| w.tasks[t].migrations).sum();
         KERNEL_MIGRATIONS.put(metrics, moves as f64);
+        // Every page the model migrates, it migrates for one of the
+        // benchmark's tasks (it holds no other memory): the sum of their
+        // numa_pages_migrated, as real runs read it of each task.
+        KERNEL_NUMA_PAGES_MIGRATED.put(metrics, w.stats.pages_migrated as f64);
     }
     // The vmstat counters real runs report, counted exactly.
     for (m, v) in vmstat_counts(w) {

@@ -628,6 +628,9 @@ fn the_machine_files_migration_cost_is_the_balancers_default() {
         let r = record(&cfg, &b);
         let pages = r.metric("numa_pages_migrated").unwrap();
         assert!(pages > 0.0, "{costs}");
+        // Every page migrated was the benchmark's tasks' own, as real
+        // runs read of each task (/proc/PID/sched).
+        assert_eq!(r.metric("kernel_numa_pages_migrated"), Some(pages));
         (r.metric("sys_s").unwrap(), pages)
     };
     let (cheap, p1) = sys_per_page("migrate_us_per_mb = 10");
