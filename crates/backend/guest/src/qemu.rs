@@ -370,11 +370,16 @@ pub fn args(l: &Launch) -> Vec<String> {
         ),
     ]);
     push(&["-m", &format!("{}M", spec.total_memory_bytes() >> 20)]);
+    // Each node's memory backed by the host before the guest boots
+    // (`prealloc`): otherwise the first touch of a guest page the guest
+    // has never used is also QEMU's, a host page fault and a zeroing, and
+    // a benchmark's first run in a fresh guest started its threads 3.6x
+    // later than the runs after it (docs/validation.md, 2026-11-28).
     for n in &spec.nodes {
         push(&[
             "-object",
             &format!(
-                "memory-backend-ram,id=mem{},size={}M",
+                "memory-backend-ram,id=mem{},size={}M,prealloc=on",
                 n.id,
                 n.memory_bytes >> 20
             ),
@@ -584,7 +589,7 @@ mod tests {
         for want in [
             "-smp cpus=4,sockets=2,cores=2,threads=1",
             "-m 768M",
-            "-object memory-backend-ram,id=mem2,size=256M",
+            "-object memory-backend-ram,id=mem2,size=256M,prealloc=on",
             "-numa node,nodeid=2,memdev=mem2",
             "-numa cpu,node-id=0,socket-id=0",
             "-numa cpu,node-id=1,socket-id=1",
