@@ -415,6 +415,54 @@ pub fn smt_throughput(a: u32, b: u32, budget: Duration) -> std::io::Result<f64> 
     Ok((together / alone).min(1.0))
 }
 
+/// How many CPUs' worth of the spin loop every CPU of `cpus` gets when
+/// all spin at once: their rates together over the first one's alone
+/// (as many as there are CPUs on a machine that runs them all at once,
+/// less with SMT siblings sharing cores, fewer on a guest whose vCPUs
+/// outnumber the host CPUs it gets).
+pub fn cpus_at_once(cpus: &[u32], budget: Duration) -> std::io::Result<f64> {
+    let first = *cpus
+        .first()
+        .ok_or_else(|| std::io::Error::other("no CPUs"))?;
+    let alone = on_cpu(first, move || placement_run::spin_rate(budget))?;
+    let together: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = cpus
+            .iter()
+            .map(|&c| {
+                s.spawn(move || -> std::io::Result<f64> {
+                    numalab_linux::numa::set_affinity(0, &[c])?;
+                    Ok(placement_run::spin_rate(budget))
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a spinning thread panicked")))
+            })
+            .collect()
+    });
+    let mut sum = 0.0;
+    for r in together {
+        sum += r?;
+    }
+    Ok(sum / alone.max(1e-9))
+}
+
+/// CPUs that can run at once, when a machine runs fewer than its
+/// `ncpus`: `at_once` CPUs' worth of spinning measured with all of them
+/// spinning ([`cpus_at_once`]), each expected at `smt` of its speed alone
+/// where siblings share cores (`smt`: 1 without SMT). `None` when the
+/// figure is within 80% of every CPU at that speed: all run at once.
+pub fn run_at_once(at_once: f64, ncpus: usize, smt: f64) -> Option<usize> {
+    let expected = ncpus as f64 * smt;
+    if !(at_once.is_finite() && at_once < 0.8 * expected) {
+        return None;
+    }
+    let n = ((at_once / smt).round() as usize).clamp(1, ncpus);
+    (n < ncpus).then_some(n)
+}
+
 /// Run `f` on a thread pinned to `cpu`.
 fn on_cpu<T: Send + 'static>(
     cpu: u32,
@@ -437,6 +485,23 @@ pub fn repeat(runs: usize, how: &str, mut f: impl FnMut() -> f64) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 4-vCPU guest on two host cores spins two CPUs' worth with all
+    /// four at once: it runs two at once. A machine that runs all (less
+    /// its SMT siblings' sharing, or a little noise) is left alone.
+    #[test]
+    fn fewer_cpus_than_the_machines_run_at_once_only_when_measured_so() {
+        assert_eq!(run_at_once(2.02, 4, 1.0), Some(2));
+        assert_eq!(run_at_once(1.1, 2, 1.0), Some(1));
+        assert_eq!(run_at_once(3.7, 4, 1.0), None);
+        assert_eq!(run_at_once(1.7, 2, 1.0), None);
+        // Eight SMT threads at 0.6 each: 4.8 CPUs' worth, all running.
+        assert_eq!(run_at_once(4.7, 8, 0.6), None);
+        assert_eq!(run_at_once(2.4, 8, 0.6), Some(4));
+        assert_eq!(run_at_once(f64::NAN, 4, 1.0), None);
+        let x = cpus_at_once(&[0], Duration::from_millis(20)).unwrap();
+        assert!(x > 0.3 && x < 3.0, "one CPU against itself: {x}");
+    }
 
     #[test]
     fn the_update_curve_gives_the_cache_through_the_models_equation() {

@@ -235,7 +235,10 @@ impl<'a> Machine<'a> {
                 4.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
             ));
         }
-        plan.push(("cache line transfer and SMT".into(), 2.0 * rb));
+        plan.push((
+            "cache line transfer, SMT, CPUs at once".into(),
+            2.0 * rb + 3.0 * 2.0 * b.as_secs_f64(),
+        ));
         plan.push(("costs of spin, update, memset".into(), 3.0 * rb + 6.0));
         plan.push((
             "cost of a hackbench message".into(),
@@ -325,6 +328,8 @@ struct Model {
     node_zero: f64,
     node_threads: usize,
     node_read: f64,
+    /// CPUs that can run at once, when fewer than the machine's.
+    run_at_once: Option<usize>,
 }
 
 /// Every figure measured, and the model's values derived from them.
@@ -337,6 +342,8 @@ struct Measured {
     /// in for it.
     transfer: Transfer,
     smt: Option<Figure>,
+    /// CPUs' worth of spinning with every CPU spinning at once.
+    at_once: Figure,
     compute: Compute,
     process: Process,
     balancing: Balancing,
@@ -374,14 +381,19 @@ fn measure(m: &Machine, phases: &mut Phases) -> Result<Measured, CalibrateError>
     let (lat, local) = latency(m, phases)?;
     let cache = cache(m, phases, &local)?;
     let node_bw = bandwidth(m, phases)?;
-    let (transfer, smt) = transfer_and_smt(m, phases)?;
+    let (transfer, smt, at_once) = transfer_and_smt(m, phases)?;
     let compute = compute_costs(m, phases)?;
     let process = process_costs(m, phases)?;
     let balancing = balancing_costs(m)?;
     // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
     let freq = frequency(m.roots);
     // Everything into the machine file.
-    let model = model(m, &local, &cache, &node_bw, &compute);
+    let at_once_n = costs::run_at_once(
+        at_once.value,
+        m.topo.cpus.len(),
+        smt.as_ref().map_or(1.0, |f| f.value),
+    );
+    let model = model(m, &local, &cache, &node_bw, &compute, at_once_n);
     let links = links(m, phases, &lat, &model)?;
     Ok(Measured {
         lat,
@@ -390,6 +402,7 @@ fn measure(m: &Machine, phases: &mut Phases) -> Result<Measured, CalibrateError>
         node_bw,
         transfer,
         smt,
+        at_once,
         compute,
         process,
         balancing,
@@ -593,11 +606,12 @@ enum NoTransfer {
 }
 
 /// Measures a cache line's transfer between two LLCs (same node when
-/// there are two there) and the throughput of two SMT siblings.
+/// there are two there), the throughput of two SMT siblings, and how
+/// many CPUs' worth of work every CPU spinning at once gets.
 fn transfer_and_smt(
     m: &Machine,
     phases: &mut Phases,
-) -> Result<(Transfer, Option<Figure>), CalibrateError> {
+) -> Result<(Transfer, Option<Figure>, Figure), CalibrateError> {
     let (runs, b, topo) = (m.runs, m.b, &m.topo);
     // A cache line between two LLCs (same node when there are two there),
     // and SMT.
@@ -642,7 +656,18 @@ fn transfer_and_smt(
         ),
         None => None,
     };
-    Ok((transfer, smt))
+    let all: Vec<u32> = topo.cpus.iter().map(|c| c.id).collect();
+    let at_once = memory::repeat(
+        3,
+        format!(
+            "the spin loop on CPUs {} at once, their rates together over CPU {}'s alone",
+            numalab_topology::cpulist::format(&all),
+            all.first().copied().unwrap_or(0)
+        ),
+        || costs::cpus_at_once(&all, b),
+    )
+    .map_err(failed("CPUs at once"))?;
+    Ok((transfer, smt, at_once))
 }
 
 /// Measures the compute costs (spin, update, memset, read and write
@@ -854,7 +879,14 @@ fn balancing_costs(m: &Machine) -> Result<Balancing, CalibrateError> {
 
 /// Derives the model's values (mlp, random_mlp, the LLC, a controller's
 /// bandwidth) from the figures measured.
-fn model(m: &Machine, local: &Figure, cache: &Cache, node_bw: &[NodeBw], cm: &Compute) -> Model {
+fn model(
+    m: &Machine,
+    local: &Figure,
+    cache: &Cache,
+    node_bw: &[NodeBw],
+    cm: &Compute,
+    run_at_once: Option<usize>,
+) -> Model {
     let (llc, llc_cpus) = (m.llc, &cm.llc_cpus);
     // The model has one bandwidth per controller, and the benchmarks
     // that stream memory (the autonuma suite, twohalves) zero it: it and
@@ -892,7 +924,10 @@ fn model(m: &Machine, local: &Figure, cache: &Cache, node_bw: &[NodeBw], cm: &Co
         one_read,
     );
     let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
-    let node_threads = m.topo.cpus.len().max(1);
+    // Every CPU zeroed at once, but on a machine that runs fewer at once
+    // only those ran at a time: the controller carried that many threads'
+    // demand (four vCPUs on two host cores zero as two).
+    let node_threads = run_at_once.unwrap_or(m.topo.cpus.len()).max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
     Model {
         one_thread,
@@ -905,6 +940,7 @@ fn model(m: &Machine, local: &Figure, cache: &Cache, node_bw: &[NodeBw], cm: &Co
         node_zero,
         node_threads,
         node_read,
+        run_at_once,
     }
 }
 
@@ -975,6 +1011,7 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
     if let Some(s) = &ms.smt {
         put("cpu.smt_throughput", "", s.clone());
     }
+    put("cpu: CPUs' worth spinning at once", "", ms.at_once.clone());
     put("costs.spin_ns", "ns", cm.spin.clone());
     put("costs.randupdt_ns", "ns", cm.upd.clone());
     put("costs.memset_gbs", "GB/s", cm.memset.clone());

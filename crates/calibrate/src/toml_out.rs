@@ -327,6 +327,21 @@ fn cpu(m: &Machine, ms: &Measured) -> String {
         }
         None => c(&mut t, "smt_throughput: no SMT on this machine"),
     }
+    let (f, n) = (&ms.at_once, ms.model.run_at_once);
+    c(&mut t, &format!("{}: {}", f.how, f.describe("CPUs' worth")));
+    match n {
+        Some(n) => {
+            c(
+                &mut t,
+                &format!(
+                    "run_at_once: fewer of the {} CPUs run at once than there are (a guest's vCPUs on fewer host CPUs): each runs {n} / busy CPUs of the time when more are busy",
+                    m.topo.cpus.len()
+                ),
+            );
+            let _ = writeln!(t, "run_at_once = {n}");
+        }
+        None => c(&mut t, "run_at_once: every CPU runs at once"),
+    }
     t
 }
 

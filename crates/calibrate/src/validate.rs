@@ -3,7 +3,8 @@
 //! land, benchmark by benchmark and metric by metric.
 //!
 //! The work is fixed here ([`set`]), sized from the machine file so a run
-//! takes about a second on the machine it describes, and written out with
+//! takes about a second on the machine it describes (the benchmarks NUMA
+//! balancing acts on, three: [`BALANCING_RUN_S`]), and written out with
 //! every size explicit: the real and the simulated run of a case have the
 //! same case key, so they are the same work by construction (a default
 //! that each backend would size for itself could differ). It runs as a
@@ -98,9 +99,14 @@ impl Sizing {
             // alone (a TCG guest's nodes), the fit runs far above what
             // they can ask of it (234 GB/s for a 2 x 1-CPU guest whose two
             // CPUs zeroed 25.9), and the set ran ten times its seconds.
-            // No more than every CPU zeroing at its in-cache rate.
-            bandwidth_gbs: need("memory", "bandwidth_gbs")?
-                .min(cpus as f64 * get("costs", "memset_gbs").unwrap_or(f64::INFINITY)),
+            // No more than every CPU that runs at once zeroing at its
+            // in-cache rate.
+            bandwidth_gbs: need("memory", "bandwidth_gbs")?.min(
+                get("cpu", "run_at_once")
+                    .unwrap_or(cpus as f64)
+                    .min(cpus as f64)
+                    * get("costs", "memset_gbs").unwrap_or(f64::INFINITY),
+            ),
             read_gbs: stream_gbs.min(in_cache("read_gbs")),
             write_gbs: stream_gbs.min(in_cache("write_gbs")),
             llc_bytes: (need("cache", "llc_mib")? * (1u64 << 20) as f64) as u64,
@@ -118,9 +124,6 @@ pub struct Item {
     pub keys: Vec<(&'static str, String)>,
 }
 
-/// The validation set for a machine, restricted to `only` when given.
-/// What needs several nodes (placements, NUMA balancing) is left out of a
-/// machine with one.
 /// Seconds a run of numa01, numa02 or twohalves takes on a machine of
 /// several nodes, at least: three times the kernel's NUMA scan delay.
 /// A task's first scan of its memory waits for a scan delay
@@ -136,6 +139,9 @@ pub struct Item {
 /// nothing (2026-11-28). Three delays leave the kernel room to act.
 pub const BALANCING_RUN_S: f64 = 3.0;
 
+/// The validation set for a machine, restricted to `only` when given.
+/// What needs several nodes (placements, NUMA balancing) is left out of a
+/// machine with one.
 pub fn set(s: &Sizing, only: &[String]) -> Result<Vec<Item>, SetError> {
     let cpus = s.cpus.max(1);
     // Balancing is compared only where there are nodes to move between.
@@ -358,8 +364,9 @@ pub enum Real {
 /// Label prefixes of the two sides; a configuration's variant follows.
 pub const REAL: &str = "real";
 pub const SIM: &str = "sim";
-/// The pseudo-metric under which [`errors`] keeps each run's task count.
-const TASKS: &str = "tasks";
+/// The pseudo-metric under which [`errors`] keeps each run's task count
+/// (no metric's name starts with `_`).
+const TASKS: &str = "__tasks";
 
 /// The campaign plan: the set on both sides, with NUMA balancing off and
 /// on when the machine has several nodes.
@@ -990,6 +997,10 @@ mod tests {
         assert!((s.bandwidth_gbs - 26.2).abs() < 1e-9, "{}", s.bandwidth_gbs);
         let s = Sizing::from_machine_file(&file(20.0), 1.0).unwrap();
         assert_eq!(s.bandwidth_gbs, 20.0);
+        // Of those CPUs, the ones that run at once.
+        let one = file(234.0).replace("[cache]", "[cpu]\nrun_at_once = 1\n[cache]");
+        let s = Sizing::from_machine_file(&one, 1.0).unwrap();
+        assert!((s.bandwidth_gbs - 13.1).abs() < 1e-9, "{}", s.bandwidth_gbs);
     }
 
     #[test]

@@ -222,7 +222,7 @@ pub fn sweep_threads(
 /// benchmark and the validation set sweep: a sweep in a fresh process
 /// and one in a process that has already swept and freed other buffers
 /// are not the same work everywhere (in a TCG guest the fresh process
-/// zeroed 256 MiB at 7.7-9.5 GB/s in 7 of 10 runs where calibrate's own
+/// zeroed 256 MiB at 7.6-9.5 GB/s in 7 of 10 runs where calibrate's own
 /// process always got 12.6, docs/validation.md).
 pub fn bandwidth(
     exe: &Path,

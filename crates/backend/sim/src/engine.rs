@@ -412,6 +412,10 @@ pub struct World {
     /// When idle CPUs' blocked utilisation is next brought up to date
     /// (nohz.next_blocked: every LOAD_AVG_PERIOD, 32 ms).
     next_blocked_ns: u64,
+    /// The share of this tick a busy CPU runs: 1, or the machine's
+    /// `run_at_once` over the busy CPUs when more are busy than can run
+    /// at once (a guest's vCPUs on fewer host CPUs).
+    run_share: f64,
 }
 
 /// How often idle CPUs' blocked load is updated (LOAD_AVG_PERIOD, ms).
@@ -471,6 +475,7 @@ impl World {
             compute_memo: Vec::new(),
             mlp_shares,
             next_blocked_ns: BLOCKED_UPDATE_NS,
+            run_share: 1.0,
             m,
         }
     }
@@ -932,6 +937,10 @@ impl Engine {
                 w.llc_busy[w.m.cpu_llc[cpu]] += 1;
             }
         }
+        if w.m.run_at_once < w.m.ncpus {
+            let busy = w.cpus.iter().filter(|c| c.busy_at_tick).count();
+            w.run_share = (w.m.run_at_once as f64 / busy.max(1) as f64).min(1.0);
+        }
         let fixed_freq = w.m.governor == Governor::Performance && w.m.max_ghz == w.m.base_ghz;
         if !fixed_freq {
             for (core, cpus) in w.m.core_cpus.iter().enumerate() {
@@ -1258,8 +1267,41 @@ impl Engine {
         used
     }
 
-    /// Run task `t` on `cpu` for up to `avail` ns.
+    /// Run task `t` on `cpu` for up to `avail` ns. With more CPUs busy
+    /// than can run at once, a CPU runs `run_share` of the time: the task
+    /// does that share of `avail`'s work in it, and its time is booked
+    /// whole (a guest's kernel does not see its vCPU wait for the host:
+    /// TCG gives it no steal time).
     fn run_task(&mut self, cpu: CpuId, t: TaskId, avail: u64, at: u64) -> (u64, RunOutcome) {
+        let share = self.w.run_share;
+        if share >= 1.0 {
+            return self.run_task_running(cpu, t, avail, at);
+        }
+        let task = &self.w.tasks[t];
+        let (user0, sys0) = (task.user_ns, task.sys_ns);
+        let work = ((avail as f64 * share) as u64).max(1);
+        let (did, outcome) = self.run_task_running(cpu, t, work, at);
+        let wall = if outcome == RunOutcome::Continue {
+            avail
+        } else {
+            ((did as f64 / share).round() as u64).min(avail)
+        };
+        let node = self.w.m.cpu_node[cpu];
+        let task = &mut self.w.tasks[t];
+        task.user_ns = user0 + (task.user_ns - user0) / share;
+        task.sys_ns = sys0 + (task.sys_ns - sys0) / share;
+        task.node_time[node] += wall.saturating_sub(did);
+        (wall, outcome)
+    }
+
+    /// Run task `t` on `cpu`, running all the while, for up to `avail` ns.
+    fn run_task_running(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        avail: u64,
+        at: u64,
+    ) -> (u64, RunOutcome) {
         let w = &mut self.w;
         let node = w.m.cpu_node[cpu];
         let mut left = avail as f64;

@@ -58,6 +58,9 @@
 //! min_ghz = 0.8             # idle / lowest P-state
 //! governor = "performance"  # or "schedutil" (frequency follows PELT utilisation)
 //! smt_throughput = 1.0      # speed of one thread while its sibling is busy (compute part)
+//! run_at_once = 2           # optional: CPUs that can run at once, when fewer
+//!                           # than the machine's (a guest's vCPUs on fewer host
+//!                           # CPUs); default: all
 //! idle_states = []          # [[exit latency us, target residency us], ...] shallow to deep
 //! [costs]                   # optional, every key optional: per-operation costs
 //! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
@@ -108,6 +111,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
         "(speed of a thread whose sibling is busy)",
         false,
     ),
+    ("cpu.run_at_once", 1.0, 1e6, "CPUs", false),
     // Per-operation costs, as measured on a real machine (`[costs]`):
     // from today's fastest cores to an emulated guest tens of times slower.
     ("costs.spin_ns", 0.01, 1000.0, "ns", false),
@@ -338,6 +342,11 @@ pub struct CpuSpec {
     pub governor: Governor,
     #[serde(default = "one_f")]
     pub smt_throughput: f64,
+    /// CPUs that can run at once, when fewer than the machine's: a
+    /// guest's vCPUs on fewer host CPUs (`numalab calibrate` finds it
+    /// from every CPU spinning at once against one alone). None: all.
+    #[serde(default)]
+    pub run_at_once: Option<u32>,
     /// Idle states below the shallowest, each `[exit_latency_us,
     /// target_residency_us]`, shallow to deep; none: a woken CPU starts
     /// at once.
@@ -459,6 +468,9 @@ pub struct Machine {
     pub min_ghz: f64,
     pub governor: Governor,
     pub smt_throughput: f64,
+    /// CPUs that can run at once (`cpu.run_at_once`; `ncpus` unless the
+    /// file says fewer): with more busy, each runs that share of the time.
+    pub run_at_once: usize,
     /// (exit latency, target residency) in ns, shallow to deep.
     pub idle_states: Vec<(f64, f64)>,
     /// What one operation of the workloads costs (the file's `[costs]`,
@@ -605,6 +617,7 @@ impl MachineFile {
             min_ghz: self.cpu.min_ghz,
             governor: self.cpu.governor,
             smt_throughput: self.cpu.smt_throughput,
+            run_at_once: self.run_at_once(l.ncpus, &err)?,
             idle_states: self
                 .cpu
                 .idle_states
@@ -684,6 +697,9 @@ impl MachineFile {
         within("cpu.max_ghz", self.cpu.max_ghz)?;
         within("cpu.min_ghz", self.cpu.min_ghz)?;
         within("cpu.smt_throughput", self.cpu.smt_throughput)?;
+        if let Some(v) = self.cpu.run_at_once {
+            within("cpu.run_at_once", v as f64)?;
+        }
         for (k, v) in self.costs.entries() {
             if let Some(v) = v {
                 within(k, v)?;
@@ -703,6 +719,22 @@ impl MachineFile {
             )));
         }
         Ok(())
+    }
+
+    /// `cpu.run_at_once`, at most the machine's `ncpus` CPUs; all of them
+    /// when the file does not say.
+    fn run_at_once(
+        &self,
+        ncpus: usize,
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<usize, MachineError> {
+        match self.cpu.run_at_once {
+            None => Ok(ncpus),
+            Some(v) if v as usize <= ncpus => Ok(v as usize),
+            Some(v) => Err(err(format!(
+                "cpu.run_at_once = {v}: more than the machine's {ncpus} CPUs"
+            ))),
+        }
     }
 
     /// `cpu.idle_states`: pairs of exit latency and target residency (us),

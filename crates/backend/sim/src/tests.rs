@@ -32,6 +32,11 @@ fn small_machine_costs(smt: u32, costs: &str) -> Machine {
 }
 
 fn small_machine_with(smt: u32, costs: &str, gbs: f64) -> Machine {
+    small_machine_cpu(smt, costs, gbs, "")
+}
+
+/// [`small_machine_with`], `cpu` more lines of its `[cpu]` table.
+fn small_machine_cpu(smt: u32, costs: &str, gbs: f64, cpu: &str) -> Machine {
     let text = format!(
         r#"
 name = "small"
@@ -56,6 +61,7 @@ base_ghz = 2
 max_ghz = 2
 min_ghz = 2
 smt_throughput = 0.6
+{cpu}
 [costs]
 {costs}
 [sources]
@@ -184,6 +190,40 @@ fn spin(tasks: u32, gcycles: u64, cpus: Option<Vec<u32>>) -> Case {
             as u64,
         set: set(cpus),
     })
+}
+
+/// More CPUs busy than can run at once (a guest's vCPUs on fewer host
+/// CPUs): each runs that share of the time and does that share of its
+/// work, its CPU time booked whole, as a guest's kernel books it; as many
+/// busy as can run at once run at full speed.
+#[test]
+fn cpus_that_cannot_all_run_at_once_share_their_time() {
+    let run = |tasks: u32, cpu: &str| {
+        let m = small_machine_cpu(1, "", 50.0, cpu);
+        let r = record(&config(m, "linux", "none", 1), &spin(tasks, 1, None));
+        (r.metric("elapsed_s").unwrap(), r.metric("user_s").unwrap())
+    };
+    let (e4, u4) = run(4, "");
+    let (e2, u2) = run(4, "run_at_once = 2");
+    assert!((e2 / e4 - 2.0).abs() < 0.02, "elapsed {e4} -> {e2}");
+    assert!((u2 / u4 - 2.0).abs() < 0.02, "user {u4} -> {u2}");
+    let (a, _) = run(2, "");
+    let (b, _) = run(2, "run_at_once = 2");
+    assert!((b / a - 1.0).abs() < 0.01, "two tasks: {a} -> {b}");
+    // More than the machine's CPUs: refused in one line.
+    let text = "name = \"x\"\n[topology]\nnodes = 1\ncores_per_node = 2\nmemory_per_node_gib = 1\n\
+                [memory]\nlocal_latency_ns = 100\nbandwidth_gbs = 10\n[cache]\nllc_mib = 4\n\
+                llc_hit_ns = 10\ncross_llc_ns = 60\n[cpu]\nbase_ghz = 2\nmax_ghz = 2\nmin_ghz = 2\n\
+                run_at_once = 3\n[sources]\n\"all\" = \"test\"\n";
+    let e = crate::machine::MachineFile::parse("x", text)
+        .unwrap()
+        .build("x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cpu.run_at_once = 3: more than the machine's 2 CPUs"),
+        "{e}"
+    );
 }
 
 fn hackbench(groups: u32, fds: u32, loops: u32, size: u32) -> Case {
