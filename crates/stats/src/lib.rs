@@ -106,7 +106,7 @@ pub use verdict::{
     min_achievable_p, min_samples_for_test, relative_change, verdict, Comparison, Direction,
     TestKind, Verdict, AUTO_MIN_RUNS,
 };
-pub use welch::welch_t;
+pub use welch::{welch_t, welch_t_from};
 
 /// How a [`TestResult`]'s p-value was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -44,33 +44,41 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Result<TestResult, StatsError> {
     }
     let (ma, va) = mean_var(a);
     let (mb, vb) = mean_var(b);
-    let wa = va / a.len() as f64;
-    let wb = vb / b.len() as f64;
+    Ok(welch_t_from((ma, va, a.len()), (mb, vb, b.len())))
+}
+
+/// [`welch_t`] from each sample's mean, variance (over n - 1) and size,
+/// each size at least two: for samples known only by their summaries.
+pub fn welch_t_from(a: (f64, f64, usize), b: (f64, f64, usize)) -> TestResult {
+    let ((ma, va, na), (mb, vb, nb)) = (a, b);
+    let (na, nb) = (na.max(2), nb.max(2));
+    let wa = va / na as f64;
+    let wb = vb / nb as f64;
     let diff = ma - mb;
-    let Some(df) = satterthwaite_df(wa, a.len(), wb, b.len()) else {
+    let Some(df) = satterthwaite_df(wa, na, wb, nb) else {
         let (statistic, p_value) = if diff == 0.0 {
             (0.0, 1.0)
         } else {
             (diff.signum() * f64::INFINITY, 0.0)
         };
-        return Ok(TestResult {
+        return TestResult {
             statistic,
             p_value,
             method: TestMethod::WelchT,
             df: None,
-        });
+        };
     };
     let t = diff / (wa + wb).sqrt();
     let p = match StudentsT::new(0.0, 1.0, df) {
         Ok(dist) => 2.0 * dist.sf(t.abs()),
         Err(_) => f64::NAN, // unreachable: df >= 1 here
     };
-    Ok(TestResult {
+    TestResult {
         statistic: t,
         p_value: p.clamp(0.0, 1.0),
         method: TestMethod::WelchT,
         df: Some(df),
-    })
+    }
 }
 
 #[cfg(test)]
