@@ -451,9 +451,10 @@ pub fn cpus_at_once(cpus: &[u32], budget: Duration) -> std::io::Result<f64> {
 
 /// CPUs that can run at once, when a machine runs fewer than its
 /// `ncpus`: `at_once` CPUs' worth of spinning measured with all of them
-/// spinning ([`cpus_at_once`]), each expected at `smt` of its speed alone
-/// where siblings share cores (`smt`: 1 without SMT). `None` when the
-/// figure is within 80% of every CPU at that speed: all run at once.
+/// spinning ([`cpus_at_once`]), each expected at `smt` of its speed
+/// alone (its SMT share, times the all-core frequency over the one-core
+/// boost: 1 without SMT or boost). `None` when the figure is within 80%
+/// of every CPU at that speed: all run at once.
 pub fn run_at_once(at_once: f64, ncpus: usize, smt: f64) -> Option<usize> {
     let expected = ncpus as f64 * smt;
     if !(at_once.is_finite() && at_once < 0.8 * expected) {
@@ -499,6 +500,9 @@ mod tests {
         assert_eq!(run_at_once(4.7, 8, 0.6), None);
         assert_eq!(run_at_once(2.4, 8, 0.6), Some(4));
         assert_eq!(run_at_once(f64::NAN, 4, 1.0), None);
+        // Sixteen CPUs boosting to 3.5 GHz alone and 2.0 all at once:
+        // 9.1 CPUs' worth is every one of them.
+        assert_eq!(run_at_once(9.1, 16, 2.0 / 3.5), None);
         let x = cpus_at_once(&[0], Duration::from_millis(20)).unwrap();
         assert!(x > 0.3 && x < 3.0, "one CPU against itself: {x}");
     }

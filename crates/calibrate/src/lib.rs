@@ -388,11 +388,10 @@ fn measure(m: &Machine, phases: &mut Phases) -> Result<Measured, CalibrateError>
     // CPU frequency, as cpufreq or /proc/cpuinfo reports it.
     let freq = frequency(m.roots);
     // Everything into the machine file.
-    let at_once_n = costs::run_at_once(
-        at_once.value,
-        m.topo.cpus.len(),
-        smt.as_ref().map_or(1.0, |f| f.value),
-    );
+    // Each CPU spinning beside all the others runs at its SMT share and
+    // at the all-core frequency where one alone boosts to the maximum.
+    let each = smt.as_ref().map_or(1.0, |f| f.value) * (freq.0 / freq.1).clamp(0.01, 1.0);
+    let at_once_n = costs::run_at_once(at_once.value, m.topo.cpus.len(), each);
     let model = model(m, &local, &cache, &node_bw, &compute, at_once_n);
     let links = links(m, phases, &lat, &model)?;
     Ok(Measured {
