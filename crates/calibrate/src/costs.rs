@@ -361,12 +361,6 @@ pub fn forkexec_child_us(exe: &Path, budget: Duration) -> std::io::Result<(f64, 
     }
 }
 
-/// GB/s of a first touch (the host backend's measure, which sizes the
-/// autonuma benchmarks with it).
-pub fn first_touch_gbs(bytes: usize) -> f64 {
-    numalab_host::autonuma_run::measure_first_touch_rate(bytes) / 1e9
-}
-
 /// Microseconds of system time to change the protection of 1 GiB of
 /// touched memory (`mprotect` to `PROT_NONE` over `bytes`: the
 /// page-table walk of NUMA balancing's change_prot_numa).
@@ -572,11 +566,5 @@ mod tests {
         assert!((0.1..10_000.0).contains(&ms), "{ms}");
         let t = thread_us(b);
         assert!((0.1..1e6).contains(&t), "{t}");
-        // Faulting pages in is slower than zeroing them in cache.
-        let ft = first_touch_gbs(64 << 20);
-        assert!(
-            ft > 0.01 && ft < ms * 2.0,
-            "first touch {ft} GB/s, memset {ms}"
-        );
     }
 }

@@ -835,15 +835,21 @@ fn balancing_costs(m: &Machine) -> Result<Balancing, CalibrateError> {
     let touch_bytes = (256u64 << 20)
         .min(numalab_topology::probe::node_free_bytes(&m.roots.sys, node0).unwrap_or(1 << 32) / 8)
         .max(16 << 20);
-    let first_touch = costs::repeat(
+    // In a process of its own, as every benchmark first touches its
+    // memory (numalab_host::mem::first_touch).
+    let cpu = m.pick_cpu(node0);
+    let first_touch = memory::repeat(
         runs,
-        &format!(
-            "one thread zeroing {} MiB it never touched (page faults, THP as set: {})",
+        format!(
+            "one thread writing {} MiB it never touched, bound to node {node0}, from CPU {cpu}, in a process of its own (page faults, THP as set: {})",
             touch_bytes >> 20,
             m.info.thp_enabled.as_deref().unwrap_or("unknown")
         ),
-        || costs::first_touch_gbs(touch_bytes as usize),
-    );
+        || {
+            numalab_host::mem::first_touch(m.exe, cpu, node0, touch_bytes).map(|r| r / 1e9)
+        },
+    )
+    .map_err(failed("first touch"))?;
     // NUMA balancing's own costs: a protection change (every machine), a
     // migration between the first two nodes (several nodes).
     let scan = memory::repeat(

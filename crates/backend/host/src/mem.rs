@@ -121,6 +121,10 @@ pub struct Report {
     pub thread_bytes: Vec<u64>,
     /// Share of sampled pages found on the memory node, over all threads.
     pub on_node: f64,
+    /// Each thread's allocation and first touch of its buffer (page
+    /// faults included), seconds.
+    #[serde(default)]
+    pub touch_s: Vec<f64>,
 }
 
 impl Report {
@@ -147,7 +151,7 @@ pub fn sweep_threads(
 ) -> std::io::Result<Report> {
     let barrier = Barrier::new(cpus.len());
     let words = (bytes / 8).max(4) as usize;
-    type Done = (Instant, Instant, u64, f64);
+    type Done = (Instant, Instant, u64, f64, f64);
     let results: Vec<std::io::Result<Done>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
@@ -156,12 +160,14 @@ pub fn sweep_threads(
                 let barrier = &barrier;
                 s.spawn(move || {
                     numalab_linux::child::set_task_name(&format!("mem-{}", i + 1));
-                    let prepared = numa::set_affinity(0, &[cpu])
-                        .and_then(|_| on_node(node, words, |w| w as u64));
+                    let prepared = numa::set_affinity(0, &[cpu]).and_then(|_| {
+                        let t = Instant::now();
+                        on_node(node, words, |w| w as u64).map(|v| (v, t.elapsed().as_secs_f64()))
+                    });
                     // Every thread reaches the barrier, failed or not: it
                     // opens when all have their memory.
                     barrier.wait();
-                    let mut v = prepared?;
+                    let (mut v, touch) = prepared?;
                     let t0 = Instant::now();
                     let mut swept = 0u64;
                     let mut k = 0u64;
@@ -178,7 +184,7 @@ pub fn sweep_threads(
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     let end = Instant::now();
-                    Ok((t0, end, swept, share_on_node(&v, node)))
+                    Ok((t0, end, swept, share_on_node(&v, node), touch))
                 })
             })
             .collect();
@@ -195,11 +201,13 @@ pub fn sweep_threads(
         thread_s: Vec::new(),
         thread_bytes: Vec::new(),
         on_node: 0.0,
+        touch_s: Vec::new(),
     };
     let mut placed = Vec::new();
     let mut spans = Vec::new();
     for x in results {
-        let (t0, end, b, p) = x?;
+        let (t0, end, b, p, touch) = x?;
+        r.touch_s.push(touch);
         r.thread_s.push((end - t0).as_secs_f64());
         r.thread_bytes.push(b);
         placed.push(p);
@@ -232,6 +240,42 @@ pub fn bandwidth(
     op: Op,
     budget: Duration,
 ) -> std::io::Result<f64> {
+    let r = in_child(exe, cpus, node, bytes_each, op, Until::Budget(budget))?;
+    // Each thread's own rate, summed: a thread that got its memory later
+    // than the others does not count the wait.
+    Ok(r.thread_bytes
+        .iter()
+        .zip(&r.thread_s)
+        .map(|(&b, &s)| b as f64 / s.max(1e-9))
+        .sum())
+}
+
+/// Bytes per second of one thread on `cpu` allocating and first touching
+/// `bytes` bound to `node`, page faults included, in a process of its
+/// own as every benchmark first touches its memory (numalab calibrate's
+/// `costs.first_touch_gbs`: in a TCG guest the benchmarks' processes
+/// spent 0.1-0.3 s of system time on 62-125 MiB where calibrate's own
+/// process touched at 2 GB/s).
+pub fn first_touch(exe: &Path, cpu: u32, node: u32, bytes: u64) -> std::io::Result<f64> {
+    let r = in_child(exe, &[cpu], node, bytes, Op::Read, Until::Loops(0))?;
+    match r.touch_s.first() {
+        Some(&s) if s > 0.0 => Ok(bytes as f64 / s),
+        _ => Err(std::io::Error::other(
+            "the mem child reported no first touch",
+        )),
+    }
+}
+
+/// One sweep phase in `exe __task mem PARAMS CPUS [SECONDS]`: a process
+/// of its own, as the mem benchmark runs.
+fn in_child(
+    exe: &Path,
+    cpus: &[u32],
+    node: u32,
+    bytes_each: u64,
+    op: Op,
+    until: Until,
+) -> std::io::Result<Report> {
     let p = Params {
         op,
         threads: cpus.len() as u32,
@@ -240,14 +284,19 @@ pub fn bandwidth(
         cpu_node: node,
         mem_node: node,
         bytes: bytes_each,
-        loops: 0,
+        loops: match until {
+            Until::Loops(n) => n,
+            Until::Budget(_) => 0,
+        },
     };
     let mut cmd = Command::new(exe);
     cmd.args(["__task", "mem"])
         .arg(serde_json::to_string(&p).expect("params serialise"))
-        .arg(numalab_topology::cpulist::format(cpus))
-        .arg(format!("{}", budget.as_secs_f64()))
-        .stderr(Stdio::inherit());
+        .arg(numalab_topology::cpulist::format(cpus));
+    if let Until::Budget(d) = until {
+        cmd.arg(format!("{}", d.as_secs_f64()));
+    }
+    cmd.stderr(Stdio::inherit());
     let what = format!(
         "the mem threads on CPUs {}",
         numalab_topology::cpulist::format(cpus)
@@ -257,15 +306,7 @@ pub fn bandwidth(
     let exit = numalab_linux::child::wait4(proc.pid, true)?
         .ok_or_else(|| std::io::Error::other(format!("{what}: lost")))?;
     match proc.finish() {
-        Some(r) if exit.success() && r.thread_bytes.len() == cpus.len() => {
-            // Each thread's own rate, summed: a thread that got its memory
-            // later than the others does not count the wait.
-            Ok(r.thread_bytes
-                .iter()
-                .zip(&r.thread_s)
-                .map(|(&b, &s)| b as f64 / s.max(1e-9))
-                .sum())
-        }
+        Some(r) if exit.success() && r.thread_bytes.len() == cpus.len() => Ok(r),
         _ => Err(std::io::Error::other(format!(
             "{what} ended with {} without a full report",
             exit.describe()
