@@ -419,28 +419,30 @@ pub fn cpus_at_once(cpus: &[u32], budget: Duration) -> std::io::Result<f64> {
         .first()
         .ok_or_else(|| std::io::Error::other("no CPUs"))?;
     let alone = on_cpu(first, move || placement_run::spin_rate(budget))?;
-    let together: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
-        let hs: Vec<_> = cpus
-            .iter()
-            .map(|&c| {
-                s.spawn(move || -> std::io::Result<f64> {
-                    numalab_linux::numa::set_affinity(0, &[c])?;
-                    Ok(placement_run::spin_rate(budget))
-                })
-            })
-            .collect();
+    let together = sum_at_once(cpus, |&c| {
+        numalab_linux::numa::set_affinity(0, &[c])?;
+        Ok(placement_run::spin_rate(budget))
+    })?;
+    Ok(together / alone.max(1e-9))
+}
+
+/// `f` of every item at once, each on a scoped thread of its own, summed;
+/// the first error when one fails.
+pub(crate) fn sum_at_once<T: Sync>(
+    items: &[T],
+    f: impl Fn(&T) -> std::io::Result<f64> + Sync,
+) -> std::io::Result<f64> {
+    let f = &f;
+    let parts: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = items.iter().map(|x| s.spawn(move || f(x))).collect();
         hs.into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a spinning thread panicked")))
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a measuring thread panicked")))
             })
             .collect()
     });
-    let mut sum = 0.0;
-    for r in together {
-        sum += r?;
-    }
-    Ok(sum / alone.max(1e-9))
+    parts.into_iter().sum()
 }
 
 /// CPUs that can run at once, when a machine runs fewer than its

@@ -105,23 +105,7 @@ pub fn curve(sweep: Sweep, cpus: &[u32], node: u32) -> std::io::Result<Vec<(usiz
 
 /// Every node's CPUs reading their own node's memory at once (GB/s).
 pub fn all_local(sweep: Sweep, nodes: &[(u32, Vec<u32>)]) -> std::io::Result<f64> {
-    let parts: Vec<std::io::Result<f64>> = std::thread::scope(|s| {
-        let hs: Vec<_> = nodes
-            .iter()
-            .map(|(n, cpus)| s.spawn(move || sweep.read_gbs(cpus, *n)))
-            .collect();
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a reading thread panicked")))
-            })
-            .collect()
-    });
-    let mut total = 0.0;
-    for p in parts {
-        total += p?;
-    }
-    Ok(total)
+    crate::costs::sum_at_once(nodes, |(n, cpus)| sweep.read_gbs(cpus, *n))
 }
 
 /// Microseconds per one-way pass of a byte between `a` and `b` (the same
