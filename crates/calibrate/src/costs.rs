@@ -499,8 +499,11 @@ mod tests {
         // Sixteen CPUs boosting to 3.5 GHz alone and 2.0 all at once:
         // 9.1 CPUs' worth is every one of them.
         assert_eq!(run_at_once(9.1, 16, 2.0 / 3.5), None);
+        // Measured, it is a positive figure (how large is the machine's
+        // to say, and a shared machine's load moves it); no CPUs, an error.
         let x = cpus_at_once(&[0], Duration::from_millis(20)).unwrap();
-        assert!(x > 0.3 && x < 3.0, "one CPU against itself: {x}");
+        assert!(x.is_finite() && x > 0.0, "one CPU against itself: {x}");
+        assert!(cpus_at_once(&[], Duration::from_millis(20)).is_err());
     }
 
     #[test]
