@@ -922,6 +922,7 @@ impl Engine {
             *x = 0;
         }
         let smt = w.m.core_cpus.first().is_some_and(|c| c.len() > 1);
+        let mut nbusy = 0usize;
         for cpu in 0..w.m.ncpus {
             let rq = &w.cpus[cpu];
             let busy = !rq.is_idle();
@@ -935,11 +936,11 @@ impl Engine {
             w.cpus[cpu].mem_at_tick = mem;
             if busy {
                 w.llc_busy[w.m.cpu_llc[cpu]] += 1;
+                nbusy += 1;
             }
         }
         if w.m.run_at_once < w.m.ncpus {
-            let busy = w.cpus.iter().filter(|c| c.busy_at_tick).count();
-            w.run_share = (w.m.run_at_once as f64 / busy.max(1) as f64).min(1.0);
+            w.run_share = (w.m.run_at_once as f64 / nbusy.max(1) as f64).min(1.0);
         }
         let fixed_freq = w.m.governor == Governor::Performance && w.m.max_ghz == w.m.base_ghz;
         if !fixed_freq {
