@@ -282,7 +282,7 @@ fn checked_before_anything_is_created() {
         ),
         (
             &["vm", "--mem-per-node", "1T", "--", "topology"],
-            "more than this machine's",
+            "this machine has available",
         ),
         (&["vm", "--", "no-such-command"], "unrecognized subcommand"),
     ];

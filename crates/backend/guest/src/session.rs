@@ -477,22 +477,31 @@ pub(crate) fn clean_stale_workdirs(tmp: &Path) -> Vec<PathBuf> {
     removed
 }
 
-/// This machine's memory (`MemTotal`), if /proc/meminfo says.
+/// The memory this machine can give a guest now: `MemAvailable` (the
+/// guest preallocates all of its memory at QEMU's start, so what other
+/// processes hold is not its to take), `MemTotal` on kernels without it.
 fn host_memory_bytes() -> Option<u64> {
-    let t = fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = t
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    available_memory(&fs::read_to_string("/proc/meminfo").ok()?)
 }
 
-/// A guest with more memory than this machine (both in bytes).
+fn available_memory(meminfo: &str) -> Option<u64> {
+    let field = |name: &str| -> Option<u64> {
+        let kb: u64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
+    };
+    field("MemAvailable:").or_else(|| field("MemTotal:"))
+}
+
+/// A guest with more memory than this machine has available (both in
+/// bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("--mem-per-node: the guest's {:.1} GiB in all is more than this machine's {:.1} GiB of memory", gib(*guest), gib(*host))]
+#[error("--mem-per-node: the guest's {:.1} GiB in all is more than the {:.1} GiB of memory this machine has available (MemAvailable; the guest preallocates all of its memory)", gib(*guest), gib(*host))]
 pub(crate) struct TooBigForHost {
     guest: u64,
     host: u64,
@@ -502,8 +511,9 @@ fn gib(b: u64) -> f64 {
     b as f64 / (1u64 << 30) as f64
 }
 
-/// A guest bigger than this machine is refused before QEMU is started
-/// (QEMU would start, then fail or push the host into swap and OOM).
+/// A guest bigger than this machine's available memory is refused
+/// before QEMU is started (its preallocation would fail, or push the
+/// host into swap and OOM).
 pub(crate) fn check_host_memory(guest: u64, host: Option<u64>) -> Result<(), TooBigForHost> {
     match host {
         Some(h) if guest > h => Err(TooBigForHost { guest, host: h }),
@@ -1438,8 +1448,13 @@ mod tests {
         let e = super::check_host_memory(128 * g, Some(24 * g)).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--mem-per-node: the guest's 128.0 GiB in all is more than this machine's 24.0 GiB of memory"
+            "--mem-per-node: the guest's 128.0 GiB in all is more than the 24.0 GiB of memory this machine has available (MemAvailable; the guest preallocates all of its memory)"
         );
+        // What is available, not what is installed; MemTotal without it.
+        let mi = "MemTotal:       25165824 kB\nMemFree: 1 kB\nMemAvailable:    1048576 kB\n";
+        assert_eq!(super::available_memory(mi), Some(g));
+        assert_eq!(super::available_memory("MemTotal: 1048576 kB\n"), Some(g));
+        assert_eq!(super::available_memory("nothing\n"), None);
     }
 
     #[test]
