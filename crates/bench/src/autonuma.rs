@@ -848,7 +848,7 @@ pub fn resolve(kind: Kind, r: &Request, cal: &dyn Calibration) -> Result<Resolve
                     .map(|o| format!("; the original did {o}"))
                     .unwrap_or_default();
                 out.notes.push(format!(
-                    "{word}: {l} per thread with {t} per {unit}, about {:.0} s at the {:.1} GB/s of {workers} threads zeroing memory here{}{orig}; --{word} to set",
+                    "{word}: {l} per thread with {t} per {unit}, about {} s at the {:.1} GB/s of {workers} threads zeroing memory here{}{orig}; --{word} to set",
                     r.duration,
                     bw / 1e9,
                     touch_text(touch_s, r.duration),

@@ -377,14 +377,18 @@ fn refuse_unsupported_command(backend: &dyn Backend) -> Result<()> {
 }
 
 /// Where a benchmark's sizes came from: sizes an earlier invocation
-/// chose for the same benchmark, flags and machine in this results
-/// directory are reused, so A/B across invocations lands in one case
+/// chose for the same benchmark and flags on a machine of the same shape
+/// (any backend) in this results directory are reused, so A/B across
+/// invocations, and real against simulated, lands in one case
 /// (numalab_runner::sizes).
 struct Sizes {
     /// The key the sizes are kept under (none for a command).
     memo: Option<String>,
     /// Whether they were recalled rather than chosen now.
     reused: bool,
+    /// The backend and machine that chose them (`real`, `vm`).
+    kind: String,
+    host: String,
 }
 
 impl Sizes {
@@ -392,13 +396,8 @@ impl Sizes {
     /// resolved on the backend's machine.
     fn choose(cmd: &BenchCmd, backend: &dyn Backend) -> Result<(Sizes, numalab_bench::Resolved)> {
         let r = cmd.runner();
-        let memo = (!cmd.is_command()).then(|| {
-            numalab_runner::sizes::key(
-                backend.kind(),
-                backend.machine(),
-                &format!("{:?}", cmd.spec()),
-            )
-        });
+        let memo = (!cmd.is_command())
+            .then(|| numalab_runner::sizes::key(backend.machine(), &format!("{:?}", cmd.spec())));
         let recalled = match &memo {
             Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k),
             _ => None,
@@ -408,7 +407,13 @@ impl Sizes {
             Some(x) => x,
             None => cmd.spec().resolve(backend)?,
         };
-        Ok((Sizes { memo, reused }, resolved))
+        let sizes = Sizes {
+            memo,
+            reused,
+            kind: backend.kind().to_string(),
+            host: backend.machine().hostname.clone(),
+        };
+        Ok((sizes, resolved))
     }
 
     /// Keeps sizes chosen now for later invocations, once a run was
@@ -420,7 +425,8 @@ impl Sizes {
                 notes: notes.to_vec(),
                 warnings: Vec::new(),
             };
-            if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept) {
+            let on = format!("{} on {}", self.kind, self.host);
+            if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept, &on) {
                 say(&format!(
                     "warning: keeping the sizes for later invocations: {e}"
                 ));

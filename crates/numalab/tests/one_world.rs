@@ -609,9 +609,11 @@ fn sysctls_are_restored_after_success_interrupt_and_kill() {
 /// Two invocations of one benchmark with the same flags, `--label nb0`
 /// then `--label nb1`, into one directory: the second reuses the sizes
 /// the first measured for itself (loops for a duration, here), so both
-/// land in one case; `--resize` measures again.
+/// land in one case, and so does the simulator on a machine of this
+/// shape (`host`: this machine's topology), whose own sizing would
+/// differ; `--resize` measures again.
 #[test]
-fn a_b_across_invocations_lands_in_one_case() {
+fn a_b_across_invocations_and_backends_lands_in_one_case() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let bench = [
@@ -637,19 +639,42 @@ fn a_b_across_invocations_lands_in_one_case() {
                 .join(" "),
         );
     }
-    assert!(!said[0].contains("sizes as chosen"), "{}", said[0]);
-    assert!(
-        said[1].contains("sizes as chosen by the invocation of"),
-        "{}",
-        said[1]
+    let mut a = vec!["sim"];
+    a.extend_from_slice(&bench);
+    a.extend([
+        "--machine",
+        "host",
+        "--runs",
+        "1",
+        "--label",
+        "nb0",
+        "--results",
+        "r",
+    ]);
+    let o = numalab(&a, d);
+    assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
+    said.push(
+        text(&o.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
     );
+    assert!(!said[0].contains("sizes as chosen"), "{}", said[0]);
+    for s in &said[1..] {
+        assert!(
+            s.contains("sizes as chosen by the invocation of") && s.contains(" real on "),
+            "{s}"
+        );
+    }
     let recs = records(&d.join("r"));
-    assert_eq!(recs.len(), 2);
-    assert_eq!(recs[0].params, recs[1].params, "one case");
+    assert_eq!(recs.len(), 3);
+    assert!(recs.iter().any(|r| r.backend.kind() == "sim"));
+    assert!(recs.iter().all(|r| r.params == recs[0].params), "one case");
     let o = numalab(&["compare", "r", "--format", "json"], d);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["cases"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["configurations"].as_array().unwrap().len(), 3, "{j}");
     // --resize chooses afresh, and says nothing of the earlier sizes.
     let mut a = vec!["run"];
     a.extend_from_slice(&bench);

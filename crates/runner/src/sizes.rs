@@ -1,16 +1,22 @@
-//! Sizes chosen once per results directory: A/B across invocations.
+//! Sizes chosen once per results directory: A/B across invocations and
+//! backends.
 //!
 //! A benchmark's defaults scale with the machine (loops for a duration,
 //! bytes within free memory), measured when an invocation starts, so two
 //! invocations of the same benchmark with the same flags (`--label nb0`,
 //! then `--label nb1`) would each measure and land in different cases
-//! (270 loops against 293), and never meet in one `compare` table. So the
-//! cases an invocation resolved are kept in its results directory
-//! (`.numalab/sizes.json`), keyed by the backend, the machine and the
-//! benchmark's flags, and a later invocation with the same key into the
-//! same directory runs exactly those cases, saying so; `--resize`
-//! chooses afresh (and keeps the new sizes). A campaign pins its sizes
-//! the same way, per plan (`.campaign/plan.lock.json`).
+//! (270 loops against 293), and never meet in one `compare` table; nor
+//! would `numalab run numa02` and `numalab sim numa02 --machine me.toml`
+//! on this machine's calibrated file (1653 loops against the model's
+//! 1632). So the cases an invocation resolved are kept in its results
+//! directory (`.numalab/sizes.json`), keyed by the machine's topology
+//! (nodes, CPUs, LLCs, memory, distances) and the benchmark's flags, not
+//! by backend or host name: a later invocation with the same key into
+//! the same directory, on this machine, a simulated one or another host
+//! of the same shape, runs exactly those cases, saying which invocation
+//! chose them; `--resize` chooses afresh (and keeps the new sizes). A
+//! campaign pins its sizes per machine, per plan
+//! (`.campaign/plan.lock.json`).
 
 use numalab_bench::{Case, Resolved};
 use numalab_topology::MachineInfo;
@@ -27,14 +33,18 @@ struct Entry {
     notes: Vec<String>,
     /// When the invocation that chose them started (RFC 3339).
     chosen_at: String,
+    /// Where: the backend and the machine's name (`real on vm`).
+    #[serde(default)]
+    chosen_on: String,
 }
 
-/// The key of a benchmark with its flags on a backend's machine: what
-/// must match for sizes to be reused. The machine is its name and
-/// topology (not its free memory, which changes between invocations).
-pub fn key(kind: &str, machine: &MachineInfo, flags: &str) -> String {
+/// The key of a benchmark with its flags on a machine: what must match
+/// for sizes to be reused. The machine is its topology (not its name,
+/// its backend or its free memory, which changes between invocations):
+/// the same work wherever the machine has this shape.
+pub fn key(machine: &MachineInfo, flags: &str) -> String {
     let topo = serde_json::to_string(&machine.topology).unwrap_or_default();
-    format!("{kind}|{}|{topo}|{flags}", machine.hostname)
+    format!("{topo}|{flags}")
 }
 
 fn path(results: &Path) -> PathBuf {
@@ -53,8 +63,13 @@ fn read(results: &Path) -> BTreeMap<String, Entry> {
 pub fn recall(results: &Path, key: &str) -> Option<Resolved> {
     let e = read(results).remove(key)?;
     let mut notes = e.notes;
+    let on = if e.chosen_on.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", e.chosen_on)
+    };
     notes.push(format!(
-        "sizes as chosen by the invocation of {} into {} (--resize to choose afresh)",
+        "sizes as chosen by the invocation of {}{on} into {}: the same work on every machine of this shape (--resize to choose afresh)",
         e.chosen_at,
         results.display()
     ));
@@ -65,9 +80,10 @@ pub fn recall(results: &Path, key: &str) -> Option<Resolved> {
     })
 }
 
-/// Keep `resolved` for `key` in `results` (atomically; called once the
-/// invocation has written a record there, so a refused one leaves none).
-pub fn remember(results: &Path, key: &str, resolved: &Resolved) -> std::io::Result<()> {
+/// Keep `resolved` for `key` in `results`, chosen `on` a backend and
+/// machine (`real on vm`; atomically; called once the invocation has
+/// written a record there, so a refused one leaves none).
+pub fn remember(results: &Path, key: &str, resolved: &Resolved, on: &str) -> std::io::Result<()> {
     let chosen_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut all = read(results);
     all.insert(
@@ -76,6 +92,7 @@ pub fn remember(results: &Path, key: &str, resolved: &Resolved) -> std::io::Resu
             cases: resolved.cases.clone(),
             notes: resolved.notes.clone(),
             chosen_at,
+            chosen_on: on.to_string(),
         },
     );
     let text = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
@@ -93,27 +110,33 @@ mod tests {
     }
 
     #[test]
-    fn sizes_come_back_for_the_same_key_only() {
+    fn sizes_come_back_for_the_same_shape_and_flags_only() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path().join("r");
-        let k = key("real", &machine("h"), "numa02 --threads 2");
+        let k = key(&machine("h"), "numa02 --threads 2");
         assert!(recall(&r, &k).is_none());
         let resolved = Resolved {
             cases: vec![],
             notes: vec!["loops: 270 for about 20 s".into()],
             warnings: vec![],
         };
-        remember(&r, &k, &resolved).unwrap();
+        remember(&r, &k, &resolved, "real on h").unwrap();
         let back = recall(&r, &k).unwrap();
         assert_eq!(back.notes[0], "loops: 270 for about 20 s");
         assert!(
-            back.notes[1].starts_with("sizes as chosen by the invocation of 20"),
+            back.notes[1].starts_with("sizes as chosen by the invocation of 20")
+                && back.notes[1].contains(" real on h into "),
             "{:?}",
             back.notes
         );
-        assert!(recall(&r, &key("real", &machine("other"), "numa02 --threads 2")).is_none());
-        assert!(recall(&r, &key("sim", &machine("h"), "numa02 --threads 2")).is_none());
-        assert!(recall(&r, &key("real", &machine("h"), "numa02 --threads 4")).is_none());
+        // Another host, or a simulated machine, of the same shape: the
+        // same work (its name is not in the key).
+        assert!(recall(&r, &key(&machine("sim:calibrated-h"), "numa02 --threads 2")).is_some());
+        // Other flags, or another shape: chosen afresh.
+        assert!(recall(&r, &key(&machine("h"), "numa02 --threads 4")).is_none());
+        let mut bigger = machine("h");
+        bigger.topology.nodes[0].memory_bytes *= 2;
+        assert!(recall(&r, &key(&bigger, "numa02 --threads 2")).is_none());
     }
 
     #[test]
