@@ -625,40 +625,23 @@ fn a_b_across_invocations_and_backends_lands_in_one_case() {
         "--duration",
         "0.5",
     ];
-    let mut said = Vec::new();
-    for label in ["nb0", "nb1"] {
-        let mut a = vec!["run"];
+    // `numalab CMD numa02 ... EXTRA --runs 1 --results r`: what it said,
+    // on one line.
+    let invoke = |cmd: &str, extra: &[&str]| -> String {
+        let mut a = vec![cmd];
         a.extend_from_slice(&bench);
-        a.extend(["--runs", "1", "--label", label, "--results", "r"]);
+        a.extend_from_slice(extra);
+        a.extend(["--runs", "1", "--results", "r"]);
         let o = numalab(&a, d);
         assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
-        said.push(
-            text(&o.stderr)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-    }
-    let mut a = vec!["sim"];
-    a.extend_from_slice(&bench);
-    a.extend([
-        "--machine",
-        "host",
-        "--runs",
-        "1",
-        "--label",
-        "nb0",
-        "--results",
-        "r",
-    ]);
-    let o = numalab(&a, d);
-    assert!(o.status.success(), "{a:?}: {}", text(&o.stderr));
-    said.push(
-        text(&o.stderr)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
-    );
+        let said = text(&o.stderr);
+        said.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let said = [
+        invoke("run", &["--label", "nb0"]),
+        invoke("run", &["--label", "nb1"]),
+        invoke("sim", &["--machine", "host", "--label", "nb0"]),
+    ];
     assert!(!said[0].contains("sizes as chosen"), "{}", said[0]);
     for s in &said[1..] {
         assert!(
@@ -676,22 +659,6 @@ fn a_b_across_invocations_and_backends_lands_in_one_case() {
     assert_eq!(j["cases"].as_array().unwrap().len(), 1, "{j}");
     assert_eq!(j["configurations"].as_array().unwrap().len(), 3, "{j}");
     // --resize chooses afresh, and says nothing of the earlier sizes.
-    let mut a = vec!["run"];
-    a.extend_from_slice(&bench);
-    a.extend([
-        "--runs",
-        "1",
-        "--label",
-        "nb2",
-        "--results",
-        "r",
-        "--resize",
-    ]);
-    let o = numalab(&a, d);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        !text(&o.stderr).contains("sizes as chosen"),
-        "{}",
-        text(&o.stderr)
-    );
+    let said = invoke("run", &["--label", "nb2", "--resize"]);
+    assert!(!said.contains("sizes as chosen"), "{said}");
 }
