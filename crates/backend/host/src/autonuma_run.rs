@@ -353,9 +353,9 @@ impl Running {
             if !running {
                 break;
             }
-            // Sleep until a process ends, the next sample is due, or 50 ms
-            // have passed (for Ctrl-C and the progress bar).
-            let mut wait = Duration::from_millis(50);
+            // Sleep until a process ends, the next sample is due, or a
+            // watcher's tick has passed (for Ctrl-C and the progress bar).
+            let mut wait = crate::run::WATCH_TICK;
             if let Some(due) = pacer.until_due(self.start.elapsed().as_secs_f64()) {
                 wait = wait.min(due);
             }

@@ -44,7 +44,7 @@ use numalab_record::{Outcome, ProcessInfo, RunRecord};
 use numalab_topology::MachineInfo;
 use std::path::Path;
 use std::sync::mpsc::RecvTimeoutError;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Lines of the command's output quoted in a failed run's reason.
 const TAIL_LINES: usize = 10;
@@ -186,7 +186,7 @@ fn wait_command(
                 .push(observer.sample(now, &[], &[], Vec::new()))
         });
         on_tick(now);
-        let mut wait = Duration::from_millis(50);
+        let mut wait = crate::run::WATCH_TICK;
         if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
             wait = wait.min(due);
         }

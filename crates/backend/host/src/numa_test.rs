@@ -17,7 +17,7 @@ use numalab_record::{ProcessInfo, RunRecord, Sample, TaskRecord};
 use numalab_topology::{MachineInfo, Topology};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 struct Task {
     proc: TaskProcess<TaskReport>,
@@ -181,13 +181,19 @@ impl Running<'_> {
             if !running {
                 break;
             }
-            if self.p.disturb == Disturb::Messaging
-                && self.hackbench.is_none()
-                && now >= self.p.peak_at_s
-            {
+            let peak_due = self.p.disturb == Disturb::Messaging && self.hackbench.is_none();
+            if peak_due && now >= self.p.peak_at_s {
                 self.start_hackbench()?;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            let live: Vec<i32> = self
+                .tasks
+                .iter()
+                .filter(|t| t.exit.is_none())
+                .map(|t| t.pid)
+                .collect();
+            let peak = (peak_due && self.hackbench.is_none()).then_some(self.p.peak_at_s);
+            let now = self.start.elapsed().as_secs_f64();
+            crate::run::wait_for(&live, pacer, now, peak);
         }
         Ok(())
     }

@@ -240,7 +240,12 @@ fn watch_spins(
             }
             rec.series.samples.push(s);
         });
-        std::thread::sleep(Duration::from_millis(5));
+        let live: Vec<i32> = tasks
+            .iter()
+            .filter(|t| t.exit.is_none())
+            .map(|t| t.pid)
+            .collect();
+        crate::run::wait_for(&live, &pacer, start.elapsed().as_secs_f64(), None);
     }
     Ok(pacer)
 }
@@ -415,7 +420,7 @@ fn wait_hackbench(
                 .samples
                 .push(observer.sample(now, &[], &[], Vec::new()))
         });
-        std::thread::sleep(Duration::from_millis(10));
+        crate::run::wait_for(&[pid], &pacer, start.elapsed().as_secs_f64(), None);
     };
     Ok((exit, ended_s, pacer))
 }

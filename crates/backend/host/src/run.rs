@@ -113,9 +113,29 @@ impl<R: serde::de::DeserializeOwned + Send + 'static> TaskProcess<R> {
     }
 }
 
+/// How often a watcher wakes with nothing to do: to move the progress
+/// bar and to notice Ctrl-C. Between, it sleeps until a watched process
+/// exits or a sample is due ([`wait_for`]): a watcher that woke every 5
+/// ms took a CPU from the benchmark 200 times a second.
+pub const WATCH_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Sleep until one of `pids` exits, the pacer's next sample is due (at
+/// `now` s into the run), `also` (a further deadline, seconds into the
+/// run) comes, or [`WATCH_TICK`] has passed.
+pub fn wait_for(pids: &[i32], pacer: &crate::pace::Pacer, now: f64, also: Option<f64>) {
+    let mut wait = WATCH_TICK;
+    if let Some(due) = pacer.until_due(now) {
+        wait = wait.min(due);
+    }
+    if let Some(at) = also {
+        wait = wait.min(std::time::Duration::from_secs_f64((at - now).max(0.0)));
+    }
+    numalab_linux::child::wait_exit_of(pids, wait);
+}
+
 /// Wait for task process `proc` to end, as the host runners of one
-/// process do: every 5 ms its progress to the bar, a sample when the
-/// pacer says, and on an interrupt the process killed (its children die
+/// process do: its progress to the bar at every wakeup ([`wait_for`]), a
+/// sample when the pacer says, and on an interrupt the process killed (its children die
 /// with it) and [`crate::Error::Interrupted`]. Returns how it ended, when
 /// (seconds from `start`), and whether observations were on; the
 /// record's interval is set.
@@ -150,7 +170,7 @@ pub fn wait_sampling<R: serde::de::DeserializeOwned + Send + 'static>(
                 .samples
                 .push(observer.sample(now, &[], &[], vec![proc.done()]))
         });
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        wait_for(&[pid], &pacer, start.elapsed().as_secs_f64(), None);
     };
     rec.series.interval_s = pacer.longest_s();
     Ok((out.0, out.1, pacer.enabled()))
