@@ -29,6 +29,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How often the host side looks at a running guest when no frame
+/// comes (QEMU's exit, Ctrl-C).
+const WATCH_TICK: Duration = Duration::from_millis(100);
+
 /// Console lines kept for failure reports.
 const TAIL_LINES: usize = 20;
 /// A booting guest (one that has not sent its first frame) whose console
@@ -1235,7 +1239,11 @@ impl Session {
                 self.connect();
             }
             match &self.rx {
-                Some(rx) => match rx.recv_timeout(Duration::from_millis(20)) {
+                // Frames wake it; between them it looks at QEMU and for
+                // Ctrl-C every WATCH_TICK, not every 20 ms: under TCG the
+                // host's CPUs are the guest's, and each wakeup here
+                // takes one from a vCPU.
+                Some(rx) => match rx.recv_timeout(WATCH_TICK) {
                     Ok(data) => {
                         self.take(&data);
                         continue;
