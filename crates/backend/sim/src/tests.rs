@@ -1959,3 +1959,32 @@ fn the_topology_reports_the_llc_sysfs_gave_and_the_model_uses_the_measured_one()
         bad.map(|_| ())
     );
 }
+
+/// Samples after the one at the threads' start come an interval apart
+/// from that start, as the real pacer schedules them (`sample_at` when
+/// the benchmark starts): convergence is read on the same grid in both
+/// worlds, not a whole interval later in one of them.
+#[test]
+fn samples_after_the_start_are_an_interval_from_it() {
+    let cfg = config(small_machine(1), "linux", "autonuma", 1);
+    let r = record(&cfg, &numa02(64 << 20, 200));
+    let started = r.metric("started_s").unwrap();
+    assert!(started > 0.0, "{started}");
+    let t: Vec<f64> = r.series.samples.iter().map(|s| s.t_s).collect();
+    let end = *t.last().unwrap();
+    let after: Vec<f64> = t
+        .iter()
+        .copied()
+        .filter(|&x| x > started && x < end)
+        .collect();
+    assert!(after.len() >= 2, "{t:?}");
+    let step = cfg.sample_ms as f64 / 1e3;
+    for (k, x) in after.iter().enumerate() {
+        let want = started + (k + 1) as f64 * step;
+        // One tick of slack: a sample is taken at the first tick due.
+        assert!(
+            (x - want).abs() <= 0.0011,
+            "sample {k}: {x} s, wanted {want} ({t:?})"
+        );
+    }
+}
