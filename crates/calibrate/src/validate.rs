@@ -701,6 +701,32 @@ fn side(label: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// What one run adds to its side of a case: its metrics, CPU time,
+/// and the pseudo-metrics its rows are judged by (its task count, its
+/// convergence time's resolution).
+fn values_of(r: &RunRecord) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = r
+        .metrics
+        .iter()
+        .map(|(m, x)| (m.clone(), x.value))
+        .collect();
+    v.push((TASKS.into(), r.tasks.len() as f64));
+    let at_start = match (r.metrics.get("convergence_s"), r.metrics.get("started_s")) {
+        (Some(c), Some(s)) => (c.value - s.value).abs() < 1e-9,
+        _ => false,
+    };
+    v.push((
+        INTERVAL.into(),
+        if at_start { 0.0 } else { r.series.interval_s },
+    ));
+    // CPU time whoever it is accounted to: the simulator charges kernel
+    // work it does not model (first touches) as user time.
+    if let (Some(u), Some(s)) = (r.metrics.get("user_s"), r.metrics.get("sys_s")) {
+        v.push(("cpu_s".into(), u.value + s.value));
+    }
+    v
+}
+
 /// The error table from a validation's records (successful runs only).
 pub fn errors(records: &[RunRecord]) -> Errors {
     // (benchmark, case, variant) -> side -> metric -> values
@@ -715,25 +741,8 @@ pub fn errors(records: &[RunRecord]) -> Errors {
             .or_default()
             .entry(s.to_string())
             .or_default();
-        for (m, v) in &r.metrics {
-            e.entry(m.clone()).or_default().push(v.value);
-        }
-        e.entry(TASKS.into())
-            .or_default()
-            .push(r.tasks.len() as f64);
-        let at_start = match (r.metrics.get("convergence_s"), r.metrics.get("started_s")) {
-            (Some(c), Some(s)) => (c.value - s.value).abs() < 1e-9,
-            _ => false,
-        };
-        e.entry(INTERVAL.into()).or_default().push(if at_start {
-            0.0
-        } else {
-            r.series.interval_s
-        });
-        // CPU time whoever it is accounted to: the simulator charges
-        // kernel work it does not model (first touches) as user time.
-        if let (Some(u), Some(s)) = (r.metrics.get("user_s"), r.metrics.get("sys_s")) {
-            e.entry("cpu_s".into()).or_default().push(u.value + s.value);
+        for (m, v) in values_of(r) {
+            e.entry(m).or_default().push(v);
         }
     }
     let mut out = Errors::default();
@@ -1229,6 +1238,11 @@ mod tests {
         assert!(render(&e).contains("OFF (±15%)"));
     }
 
+    /// The row of `metric` (of the one case of `e`).
+    fn row_of(e: &Errors, metric: &str) -> Row {
+        e.rows.iter().find(|r| r.metric == metric).unwrap().clone()
+    }
+
     /// Pages migrated are judged as the benchmark's own tasks counted
     /// them, within a few pages a task of heap and stack the model does
     /// not hold; /proc/vmstat's machine-wide count is shown, not judged.
@@ -1251,13 +1265,7 @@ mod tests {
             let e = errors(&[pages("real", real.0, real.1), pages("sim", sim, sim)]);
             let vm = e.rows.iter().find(|r| r.metric == "numa_pages_migrated");
             assert_eq!(vm.and_then(|r| r.within), None, "vmstat's is not judged");
-            let r = e
-                .rows
-                .iter()
-                .find(|r| r.metric == "kernel_numa_pages_migrated")
-                .unwrap()
-                .clone();
-            (r, render(&e))
+            (row_of(&e, "kernel_numa_pages_migrated"), render(&e))
         };
         // Two tasks: 16 pages of their own within target.
         let (r, t) = row((522.0, 3.0), 0.0);
@@ -1290,13 +1298,7 @@ mod tests {
         };
         let row = |real: (f64, f64), sim: (f64, f64)| {
             let e = errors(&[conv("real", real.0, real.1), conv("sim", sim.0, sim.1)]);
-            let r = e
-                .rows
-                .iter()
-                .find(|r| r.metric == "convergence_s")
-                .unwrap()
-                .clone();
-            (r, render(&e))
+            (row_of(&e, "convergence_s"), render(&e))
         };
         // Converged at the real run's sample at 1.20 s and at the model's
         // at 2.08 s, both sampled every second: within one interval.
