@@ -177,7 +177,10 @@ pub fn preflight(plan: &Plan, here: bool) -> Result<(), CampaignError> {
 }
 
 /// The plan's lock: read back, or resolved now (every benchmark on the
-/// first configuration of each machine) and written.
+/// first configuration of each machine) and written. A machine of the
+/// same shape (topology) as one already sized, a simulated machine of
+/// this machine's calibrated file say, runs the cases sized there: the
+/// same work lands in one table whatever the backend.
 pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, CampaignError> {
     if let Some(lock) = Lock::read(plan)? {
         return Ok(lock);
@@ -186,6 +189,8 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
         CampaignError::Results(format!("results directory {}: {e}", plan.results.display()))
     })?;
     let mut groups: Vec<LockGroup> = Vec::new();
+    // Each group's topology, as JSON.
+    let mut shapes: Vec<String> = Vec::new();
     let mut said = BTreeSet::new();
     for (ci, c) in plan.configs.iter().enumerate() {
         let machine = c.machine_group();
@@ -193,8 +198,14 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
             continue;
         }
         let backend = pool.get(ci)?;
+        let shape = serde_json::to_string(&backend.machine().topology).unwrap_or_default();
+        let twin = shapes.iter().position(|s| *s == shape).map(|g| &groups[g]);
+        let twin_note = twin.map(same_shape).unwrap_or_default();
+        if let (Some(t), false) = (twin, output == Output::Quiet) {
+            say(&format!("{machine}: {}", same_shape(t)));
+        }
         let mut instances = Vec::new();
-        for b in &plan.benchmarks {
+        for (bi, b) in plan.benchmarks.iter().enumerate() {
             // Not run under any configuration of this machine (`configs`):
             // nothing to size here.
             if !plan
@@ -210,43 +221,41 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
                 });
                 continue;
             }
-            let r = b.spec.resolve(backend).map_err(|e| {
-                CampaignError::Plan(format!(
-                    "{}:{}: {} on {machine}: {e}",
-                    plan.path.display(),
-                    b.line,
-                    b.title
-                ))
-            })?;
-            if let Some(why) = r.cases.iter().find_map(|case| backend.unsupported(case)) {
-                return Err(CampaignError::Plan(format!(
-                    "{}:{}: {} on {:?}: {why}",
-                    plan.path.display(),
-                    b.line,
-                    b.title,
-                    c.label
-                )));
-            }
+            let sized = twin
+                .map(|t| (t, &t.instances[bi]))
+                .filter(|(_, i)| !i.cases.is_empty())
+                .map(|(t, i)| {
+                    let mut i = i.clone();
+                    i.notes.push(same_shape(t));
+                    i
+                });
+            let here = Here {
+                plan,
+                backend,
+                machine: &machine,
+                label: &c.label,
+            };
+            let i = here.instance(b, sized)?;
             if output != Output::Quiet {
-                for n in &r.notes {
+                for n in i
+                    .notes
+                    .iter()
+                    .filter(|n| twin.is_none() || **n != twin_note)
+                {
                     if said.insert(format!("{}: {n}", b.name)) {
                         say(&format!("{machine}: {}: {n}", b.name));
                     }
                 }
-                for w in &r.warnings {
+                for w in &i.warnings {
                     if said.insert(format!("{}: warning: {w}", b.name)) {
                         say(&format!("{machine}: {}: warning: {w}", b.name));
                     }
                 }
             }
-            instances.push(LockInstance {
-                instance: b.title.clone(),
-                cases: r.cases,
-                notes: r.notes,
-                warnings: r.warnings,
-            });
+            instances.push(i);
         }
         let nodes = Some(backend.machine().topology.nodes.len());
+        shapes.push(shape);
         groups.push(LockGroup {
             machine,
             resolved_on: c.label.clone(),
@@ -264,6 +273,70 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
     };
     lock.write(&plan.results)?;
     Ok(lock)
+}
+
+/// The note of cases taken from `twin`, a machine of the same shape
+/// sized before (said once per machine, kept with every instance).
+fn same_shape(twin: &LockGroup) -> String {
+    format!(
+        "sizes as resolved on {} ({}), a machine of the same shape",
+        twin.machine, twin.resolved_on
+    )
+}
+
+/// Where a benchmark is being sized: the plan, the backend of the
+/// machine group's first configuration, the group and that label.
+struct Here<'a> {
+    plan: &'a Plan,
+    backend: &'a dyn Backend,
+    machine: &'a str,
+    label: &'a str,
+}
+
+impl Here<'_> {
+    /// Benchmark `b`'s cases here: `sized` (a same-shape machine's) or
+    /// resolved on this backend; refused when this backend cannot run
+    /// one of them.
+    fn instance(
+        &self,
+        b: &crate::plan::Instance,
+        sized: Option<LockInstance>,
+    ) -> Result<LockInstance, CampaignError> {
+        let i = match sized {
+            Some(i) => i,
+            None => {
+                let r = b.spec.resolve(self.backend).map_err(|e| {
+                    CampaignError::Plan(format!(
+                        "{}:{}: {} on {}: {e}",
+                        self.plan.path.display(),
+                        b.line,
+                        b.title,
+                        self.machine
+                    ))
+                })?;
+                LockInstance {
+                    instance: b.title.clone(),
+                    cases: r.cases,
+                    notes: r.notes,
+                    warnings: r.warnings,
+                }
+            }
+        };
+        if let Some(why) = i
+            .cases
+            .iter()
+            .find_map(|case| self.backend.unsupported(case))
+        {
+            return Err(CampaignError::Plan(format!(
+                "{}:{}: {} on {:?}: {why}",
+                self.plan.path.display(),
+                b.line,
+                b.title,
+                self.label
+            )));
+        }
+        Ok(i)
+    }
 }
 
 /// The runner's plan for a campaign: every configuration and case.

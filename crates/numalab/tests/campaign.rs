@@ -205,6 +205,48 @@ sim = { machine = "azusa16", scheduler = "node-blind" }
     assert!(text(&o.stdout).contains("2 pair(s)"), "{}", show(&o));
 }
 
+/// A configuration on this machine and a simulated one of the same shape
+/// (`host`: this machine's topology) run the same cases: the simulator
+/// takes the sizes this machine chose (its own sizing, from its own
+/// speed, would give other loops), so both land in one compare table.
+#[test]
+fn a_simulated_machine_of_this_shape_runs_the_cases_sized_here() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "twin.toml",
+        r#"
+name = "twin"
+runs = 1
+
+[[benchmark]]
+name = "numa02"
+threads = 2
+bytes = "16M"
+duration = 0.5
+
+[[config]]
+label = "here"
+
+[[config]]
+label = "model"
+sim = { machine = "host" }
+"#,
+    );
+    let o = campaign(dir.path(), &["run", "twin.toml", "--quiet"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let recs = records(&dir.path().join("twin-results"));
+    assert_eq!(recs.len(), 2, "{}", show(&o));
+    assert_eq!(recs[0]["params"], recs[1]["params"], "one case");
+    let lock =
+        std::fs::read_to_string(dir.path().join("twin-results/.campaign/plan.lock.json")).unwrap();
+    assert!(lock.contains("a machine of the same shape"), "{lock}");
+    let o = numalab_in(&["compare", "twin-results", "--format", "json"], dir.path());
+    assert!(o.status.success(), "{}", show(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cases"].as_array().unwrap().len(), 1, "{j}");
+}
+
 #[test]
 fn a_sim_campaign_runs_each_cell_once_in_blocks_and_resumes_only_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
