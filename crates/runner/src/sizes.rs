@@ -15,8 +15,8 @@
 //! the same directory, on this machine, a simulated one or another host
 //! of the same shape, runs exactly those cases, saying which invocation
 //! chose them; `--resize` chooses afresh (and keeps the new sizes). A
-//! campaign pins its sizes per machine, per plan
-//! (`.campaign/plan.lock.json`).
+//! campaign pins its sizes per plan (`.campaign/plan.lock.json`), once
+//! per machine shape in the same way.
 
 use numalab_bench::{Case, Resolved};
 use numalab_topology::MachineInfo;
