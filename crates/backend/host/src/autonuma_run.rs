@@ -374,10 +374,7 @@ impl Running {
             }
             // Sleep until a process ends, the next sample is due, or a
             // watcher's tick has passed (for Ctrl-C and the progress bar).
-            let mut wait = crate::run::WATCH_TICK;
-            if let Some(due) = pacer.until_due(self.start.elapsed().as_secs_f64()) {
-                wait = wait.min(due);
-            }
+            let wait = crate::run::watch_timeout(pacer, self.start.elapsed().as_secs_f64(), None);
             if let Ok(Event::Ended(m)) = self.ended.recv_timeout(wait) {
                 pending.push(m);
             }

@@ -186,10 +186,7 @@ fn wait_command(
                 .push(observer.sample(now, &[], &[], Vec::new()))
         });
         on_tick(now);
-        let mut wait = crate::run::WATCH_TICK;
-        if let Some(due) = pacer.until_due(start.elapsed().as_secs_f64()) {
-            wait = wait.min(due);
-        }
+        let wait = crate::run::watch_timeout(&pacer, start.elapsed().as_secs_f64(), None);
         match sup.recv_timeout(wait) {
             Ok(Event::Started(p)) => pid = Some(p),
             Ok(Event::Exited { exit, elapsed_s }) => break (exit, elapsed_s),

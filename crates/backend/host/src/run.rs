@@ -123,6 +123,18 @@ pub const WATCH_TICK: std::time::Duration = std::time::Duration::from_millis(100
 /// `now` s into the run), `also` (a further deadline, seconds into the
 /// run) comes, or [`WATCH_TICK`] has passed.
 pub fn wait_for(pids: &[i32], pacer: &crate::pace::Pacer, now: f64, also: Option<f64>) {
+    numalab_linux::child::wait_exit_of(pids, watch_timeout(pacer, now, also));
+}
+
+/// How long a watcher may sleep at `now` (seconds into the run): until
+/// the pacer's next sample, `also` (a further deadline, seconds into the
+/// run), or [`WATCH_TICK`], whichever comes first. Watchers that wait on
+/// a channel rather than on pids sleep this long too.
+pub fn watch_timeout(
+    pacer: &crate::pace::Pacer,
+    now: f64,
+    also: Option<f64>,
+) -> std::time::Duration {
     let mut wait = WATCH_TICK;
     if let Some(due) = pacer.until_due(now) {
         wait = wait.min(due);
@@ -130,7 +142,7 @@ pub fn wait_for(pids: &[i32], pacer: &crate::pace::Pacer, now: f64, also: Option
     if let Some(at) = also {
         wait = wait.min(std::time::Duration::from_secs_f64((at - now).max(0.0)));
     }
-    numalab_linux::child::wait_exit_of(pids, wait);
+    wait
 }
 
 /// Wait for task process `proc` to end, as the host runners of one
