@@ -109,6 +109,35 @@ pub trait Calibration {
         let _ = (cpu_nodes, mem_node, pinned);
         self.zeroing_bandwidth(threads, working_set)
     }
+    /// Bytes per second of buffer `threads` threads together sweep as
+    /// `op` does (the mem benchmark's loads, read-modify-writes or
+    /// zeroing) over `working_set` distinct bytes: the basis of mem's
+    /// default loop counts. Loads are not zeroing: one thread of this
+    /// project's 2-vCPU EPYC host read memory at 29-31 GB/s where it
+    /// zeroed it at 88-90 (docs/benchmarks.md, mem). The default is the zeroing
+    /// rate, halved for a read-modify-write (each line crosses the bus
+    /// twice), for a backend that cannot measure more.
+    fn sweep_bandwidth(&self, op: crate::mem::Op, threads: u32, working_set: u64) -> f64 {
+        self.zeroing_bandwidth(threads, working_set) / op.lines_per_line()
+    }
+    /// As [`Calibration::sweep_bandwidth`], placed as
+    /// [`Calibration::zeroing_bandwidth_on`] (a memset is that).
+    fn sweep_bandwidth_on(
+        &self,
+        op: crate::mem::Op,
+        threads: u32,
+        working_set: u64,
+        cpu_nodes: &[u32],
+        mem_node: u32,
+        pinned: bool,
+    ) -> f64 {
+        match op {
+            crate::mem::Op::Memset => {
+                self.zeroing_bandwidth_on(threads, working_set, cpu_nodes, mem_node, pinned)
+            }
+            _ => self.sweep_bandwidth(op, threads, working_set),
+        }
+    }
     /// Iterations per second of one spinning task alone on a core: the
     /// basis of spin's default iterations.
     fn spin_rate(&self) -> f64;

@@ -284,16 +284,17 @@ pub fn resolve(a: &MemArgs, cal: &dyn Calibration) -> Result<Resolved, BenchErro
                 let loops = match a.loops {
                     Some(l) => l,
                     None => {
-                        // The machine's zeroing bandwidth for these threads
-                        // over this working set: the estimate for every op
-                        // (a read-modify-write moves twice the lines).
-                        let bw = cal.zeroing_bandwidth_on(
+                        // The rate these threads sweep this working set at
+                        // as `op` does: measured here, asked of the guest,
+                        // the model's in the simulator.
+                        let bw = cal.sweep_bandwidth_on(
+                            op,
                             threads,
                             bytes * threads as u64,
                             &[cpu_node],
                             mem_node,
                             true,
-                        ) / op.lines_per_line();
+                        );
                         let per_loop = (bytes * threads as u64) as f64;
                         let l = ((a.duration * bw / per_loop).round() as u64).max(1);
                         out.notes.push(format!(
@@ -369,6 +370,73 @@ mod tests {
         // 2 nodes x 2 cores x 2 threads: CPUs 0-3 on node 0, where 0/2
         // and 1/3 are siblings.
         Topology::regular(2, 2, 2, 1, 8 << 20, 1 << 30, None).unwrap()
+    }
+
+    /// A machine that zeroes 90 GB/s a thread but reads 30 and
+    /// read-modify-writes 27, as this project's EPYC host did.
+    struct Sweeps(numalab_topology::MachineInfo);
+
+    impl Calibration for Sweeps {
+        fn machine(&self) -> &numalab_topology::MachineInfo {
+            &self.0
+        }
+        fn node_free_bytes(&self, _: u32) -> Option<u64> {
+            None
+        }
+        fn zeroing_bandwidth(&self, threads: u32, _: u64) -> f64 {
+            threads as f64 * 90e9
+        }
+        fn sweep_bandwidth(&self, op: Op, threads: u32, ws: u64) -> f64 {
+            match op {
+                Op::Read => threads as f64 * 30e9,
+                Op::Write => threads as f64 * 27e9,
+                Op::Memset => self.zeroing_bandwidth(threads, ws),
+            }
+        }
+        fn spin_rate(&self) -> f64 {
+            1e9
+        }
+        fn first_touch_rate(&self) -> f64 {
+            f64::INFINITY
+        }
+    }
+
+    /// Each sweep's loops come from its own rate, so a read asked for a
+    /// second takes a second, not the three a zeroing rate gave it.
+    #[test]
+    fn each_sweep_is_sized_by_its_own_rate() {
+        let mut info = numalab_record::example_record("x", "y", 1, 1.0).machine;
+        info.topology = two_nodes_smt();
+        let a = MemArgs {
+            op: List(Op::ALL.to_vec()),
+            threads: Some(List(vec![1])),
+            cpu_node: None,
+            mem_node: None,
+            bytes: Some(1 << 30),
+            loops: None,
+            duration: 3.0,
+        };
+        let r = resolve(&a, &Sweeps(info)).unwrap();
+        let loops: Vec<(Op, u64)> = r
+            .cases
+            .iter()
+            .map(|c| match c {
+                Case::Mem(p) => (p.op, p.loops),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        // 3 s over 1 GiB: 84 sweeps at 30 GB/s, 75 at 27, 251 at 90.
+        assert_eq!(
+            loops,
+            vec![(Op::Read, 84), (Op::Write, 75), (Op::Memset, 251)]
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("for read with 1 threads, about 3 s at 30.0 GB/s")),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]

@@ -240,6 +240,14 @@ impl Calibration for GuestBackend {
         })
     }
 
+    fn sweep_bandwidth(&self, op: numalab_bench::mem::Op, threads: u32, working_set: u64) -> f64 {
+        self.link.figure(Request::SweepBandwidth {
+            sweep: op,
+            threads,
+            working_set,
+        })
+    }
+
     fn spin_rate(&self) -> f64 {
         *self
             .spin_rate

@@ -627,48 +627,20 @@ pub fn measure_first_touch_rate(bytes: usize) -> f64 {
 
 /// Aggregate bandwidth of `threads` threads zeroing memory, in bytes per
 /// second, measured for about `duration`: the basis of the default loop
-/// counts. Each thread zeroes its own buffer, faulted in before timing.
-///
-/// The buffers add up to the benchmark's `working_set` (distinct bytes it
-/// zeroes) when that fits in the last-level cache (`llc_bytes`), so a
-/// small run is timed at cache speed, as it will run; otherwise to at
-/// least twice the LLC (256 MiB at least, the working set at most), so
-/// a large one is timed at memory speed.
+/// counts ([`crate::mem::measure_sweep`] of a memset).
 pub fn measure_zeroing_bandwidth(
     threads: u32,
     working_set: u64,
     llc_bytes: u64,
     duration: Duration,
 ) -> f64 {
-    let threads = threads.max(1);
-    let total = if working_set <= llc_bytes {
-        working_set
-    } else {
-        working_set.min((256u64 << 20).max(2 * llc_bytes))
-    };
-    let per = (total / threads as u64).max(64 << 10) as usize;
-    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                let mut buf = vec![1u8; per];
-                barrier.wait();
-                let t0 = Instant::now();
-                let mut bytes = 0u64;
-                while t0.elapsed() < duration {
-                    // The whole buffer with one memset of zeros (`fill` of
-                    // bytes is one), as the benchmarks' loops: a line of
-                    // zeros can be written faster than one of another value.
-                    buf.fill(0);
-                    bytes += per as u64;
-                }
-                std::hint::black_box(&mut buf);
-                bytes as f64 / t0.elapsed().as_secs_f64()
-            })
-        })
-        .collect();
-    handles.into_iter().filter_map(|h| h.join().ok()).sum()
+    crate::mem::measure_sweep(
+        numalab_bench::mem::Op::Memset,
+        threads,
+        working_set,
+        llc_bytes,
+        duration,
+    )
 }
 
 #[cfg(test)]
@@ -731,5 +703,9 @@ mod tests {
     #[test]
     fn zeroing_bandwidth_is_measured() {
         assert!(measure_zeroing_bandwidth(1, 1 << 20, 0, Duration::from_millis(50)) > 1e6);
+        for op in numalab_bench::mem::Op::ALL {
+            let b = crate::mem::measure_sweep(op, 2, 1 << 20, 0, Duration::from_millis(20));
+            assert!(b > 1e6, "{op:?}: {b}");
+        }
     }
 }

@@ -295,6 +295,16 @@ impl Calibration for HostBackend {
         )
     }
 
+    fn sweep_bandwidth(&self, op: numalab_bench::mem::Op, threads: u32, working_set: u64) -> f64 {
+        mem::measure_sweep(
+            op,
+            threads,
+            working_set,
+            self.machine.topology.max_llc_bytes(),
+            Duration::from_millis(300),
+        )
+    }
+
     fn spin_rate(&self) -> f64 {
         *self
             .spin_rate

@@ -81,6 +81,52 @@ pub fn sweep(v: &mut [u64], op: Op) -> u64 {
     (v.len() * 8) as u64
 }
 
+/// Aggregate bandwidth of `threads` threads of this process sweeping
+/// memory as `op` does, in bytes of buffer per second, measured for
+/// about `duration`: the basis of the default loop counts. Each thread
+/// sweeps its own buffer, faulted in before timing.
+///
+/// The buffers add up to the benchmark's `working_set` (distinct bytes it
+/// sweeps) when that fits in the last-level cache (`llc_bytes`), so a
+/// small run is timed at cache speed, as it will run; otherwise to at
+/// least twice the LLC (256 MiB at least, the working set at most), so
+/// a large one is timed at memory speed.
+pub fn measure_sweep(
+    op: Op,
+    threads: u32,
+    working_set: u64,
+    llc_bytes: u64,
+    duration: Duration,
+) -> f64 {
+    let threads = threads.max(1);
+    let total = if working_set <= llc_bytes {
+        working_set
+    } else {
+        working_set.min((256u64 << 20).max(2 * llc_bytes))
+    };
+    let words = ((total / threads as u64).max(64 << 10) / 8) as usize;
+    let barrier = Barrier::new(threads as usize);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    // Ones, not zeros: every page faulted in now.
+                    let mut v = vec![1u64; words];
+                    barrier.wait();
+                    let t0 = Instant::now();
+                    let mut bytes = 0u64;
+                    while t0.elapsed() < duration {
+                        bytes += sweep(&mut v, op);
+                    }
+                    bytes as f64 / t0.elapsed().as_secs_f64()
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).sum()
+    })
+}
+
 /// Share of up to 64 pages of `v`, spread over it, found on `node`.
 fn share_on_node(v: &[u64], node: u32) -> f64 {
     let page = numa::page_size();

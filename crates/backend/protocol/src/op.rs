@@ -87,6 +87,11 @@ pub fn execute(
             threads,
             working_set,
         } => value(backend.zeroing_bandwidth(threads, working_set).into()),
+        Request::SweepBandwidth {
+            sweep,
+            threads,
+            working_set,
+        } => value(backend.sweep_bandwidth(sweep, threads, working_set).into()),
         Request::SpinRate => value(backend.spin_rate().into()),
         Request::FirstTouchRate => value(backend.first_touch_rate().into()),
         Request::Run {

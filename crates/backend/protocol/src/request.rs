@@ -19,6 +19,12 @@ pub enum Request {
     Machine,
     /// [`numalab_bench::Calibration::zeroing_bandwidth`] in the guest.
     ZeroingBandwidth { threads: u32, working_set: u64 },
+    /// [`numalab_bench::Calibration::sweep_bandwidth`] in the guest.
+    SweepBandwidth {
+        sweep: numalab_bench::mem::Op,
+        threads: u32,
+        working_set: u64,
+    },
     /// [`numalab_bench::Calibration::spin_rate`] in the guest.
     SpinRate,
     /// [`numalab_bench::Calibration::first_touch_rate`] in the guest.
@@ -80,6 +86,17 @@ mod tests {
         assert_eq!(
             j,
             r#"{"op":"zeroing_bandwidth","threads":2,"working_set":1048576}"#
+        );
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+        let r = Request::SweepBandwidth {
+            sweep: numalab_bench::mem::Op::Read,
+            threads: 1,
+            working_set: 64,
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            j,
+            r#"{"op":"sweep_bandwidth","sweep":"read","threads":1,"working_set":64}"#
         );
         assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
         let q: Request = serde_json::from_str(r#"{"op":"quit"}"#).unwrap();

@@ -6,6 +6,7 @@
 use crate::record::machine_info;
 use crate::workload::COMMAND_UNSUPPORTED;
 use crate::SimConfig;
+use numalab_bench::mem::Op;
 use numalab_bench::{Calibration, Case};
 use numalab_linux::knobs::Knob;
 use numalab_record::RunRecord;
@@ -105,6 +106,35 @@ impl Calibration for SimBackend {
         }
     }
 
+    /// As [`SimBackend::zeroing_bandwidth`], for the sweep `op` does.
+    fn sweep_bandwidth(&self, op: Op, threads: u32, working_set: u64) -> f64 {
+        let m = &self.cfg.machine;
+        let all: Vec<usize> = (0..m.nnodes)
+            .filter(|&n| !m.node_cpus[n].is_empty())
+            .collect();
+        let first = all.first().copied().unwrap_or(0);
+        sweep_rate(m, op, threads, working_set, &all, first, false)
+    }
+
+    /// The model's rate for `op`'s sweep, placed as mem places it.
+    fn sweep_bandwidth_on(
+        &self,
+        op: Op,
+        threads: u32,
+        working_set: u64,
+        cpu_nodes: &[u32],
+        mem_node: u32,
+        pinned: bool,
+    ) -> f64 {
+        let m = &self.cfg.machine;
+        let index = |id: u32| m.topology.nodes.iter().position(|n| n.id == id);
+        let nodes: Vec<usize> = cpu_nodes.iter().filter_map(|&id| index(id)).collect();
+        match (nodes.is_empty(), index(mem_node)) {
+            (false, Some(mem)) => sweep_rate(m, op, threads, working_set, &nodes, mem, pinned),
+            _ => self.sweep_bandwidth(op, threads, working_set),
+        }
+    }
+
     /// Iterations per second of a lone spinner at the maximum frequency
     /// (`costs.spin_ns`).
     fn spin_rate(&self) -> f64 {
@@ -118,15 +148,8 @@ impl Calibration for SimBackend {
     }
 }
 
-/// What `threads` threads zeroing `working_set` bytes get on `m`, by the
-/// engine's own rules, for sizing runs: the threads spread over
-/// `cpu_nodes` as evenly as their CPUs allow (`pinned`: kept there), the
-/// memory on `mem_node`
-/// (the autonuma benchmarks first touch it on the first node), each
-/// line a memset's compute plus a streamed miss, and every controller and
-/// bus on the way loaded as the engine loads it from the uncontended
-/// demand ([`crate::machine::Resource::load`]). Within the LLC, the
-/// threads' compute alone.
+/// What `threads` threads zeroing `working_set` bytes get on `m`
+/// ([`sweep_rate`] of a memset).
 pub fn zeroing_rate(
     m: &crate::machine::Machine,
     threads: u32,
@@ -135,7 +158,43 @@ pub fn zeroing_rate(
     mem_node: usize,
     pinned: bool,
 ) -> f64 {
-    let core = m.max_ghz * m.costs.memset_bytes_per_cycle; // bytes per ns
+    sweep_rate(
+        m,
+        Op::Memset,
+        threads,
+        working_set,
+        cpu_nodes,
+        mem_node,
+        pinned,
+    )
+}
+
+/// What `threads` threads sweeping `working_set` bytes as `op` does get
+/// on `m`, by the engine's own rules, for sizing runs: the threads spread
+/// over `cpu_nodes` as evenly as their CPUs allow (`pinned`: kept there),
+/// the memory on `mem_node` (the autonuma benchmarks first touch it on
+/// the first node), each line the sweep's compute in cache
+/// (`costs.read_gbs`, `write_gbs`, `memset_gbs`) plus a streamed miss
+/// (loads overlapping as `memory.read_mlp`, stores as `mlp`), a
+/// read-modify-write's write-back loading the controllers too, and every
+/// controller and bus on the way loaded as the engine loads it from the
+/// uncontended demand ([`crate::machine::Resource::load`]). Within the
+/// LLC, the threads' compute alone.
+pub fn sweep_rate(
+    m: &crate::machine::Machine,
+    op: Op,
+    threads: u32,
+    working_set: u64,
+    cpu_nodes: &[usize],
+    mem_node: usize,
+    pinned: bool,
+) -> f64 {
+    let core = m.max_ghz * m.costs.sweep_bytes_per_cycle(op); // bytes per ns
+    let mlp = match op {
+        Op::Memset => m.mlp,
+        Op::Read | Op::Write => m.read_mlp,
+    };
+    let moved = op.lines_per_line();
     if working_set as f64 <= m.llc_bytes {
         return threads as f64 * core * 1e9;
     }
@@ -162,10 +221,10 @@ pub fn zeroing_rate(
     let (mut demand, mut mem) = (vec![0.0; nn * nn], vec![0.0; nn * nn]);
     let to = mem_node;
     for n in 0..nn {
-        let unit0 = compute + m.latency_ns[n][to] / m.mlp;
+        let unit0 = compute + m.latency_ns[n][to] / mlp;
         let p = n * nn + to;
-        demand[p] = on[n] as f64 * line / unit0;
-        mem[p] = demand[p] * (m.latency_ns[n][to] / m.mlp) / unit0;
+        demand[p] = on[n] as f64 * line * moved / unit0;
+        mem[p] = demand[p] * (m.latency_ns[n][to] / mlp) / unit0;
     }
     let loads: Vec<(f64, f64)> = m
         .resources
@@ -196,7 +255,7 @@ pub fn zeroing_rate(
                 (w + loads[i].0, c.max(loads[i].1))
             });
         let cont = (1.0 + wait).max(cap);
-        let one = line / (compute + m.latency_ns[n][to] * cont / m.mlp);
+        let one = line / (compute + m.latency_ns[n][to] * cont / mlp);
         rate += on[n] as f64 * one;
         slowest = slowest.min(one);
     }

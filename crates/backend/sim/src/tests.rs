@@ -497,6 +497,49 @@ fn streamed_loads_take_read_mlp_and_stores_mlp() {
     assert!((a / b - 1.0).abs() < 1e-9, "memset {a} against {b}");
 }
 
+/// mem's default loops come from the model's rate for the sweep asked
+/// for: on a core that keeps a quarter as many loads in flight as
+/// stores, a read's run sized to a second lasts a second, as a memset's
+/// does, local or remote, one thread or several (sizing by the zeroing
+/// rate had made reads run several times longer than asked).
+#[test]
+fn mem_is_sized_by_its_own_sweeps_rate() {
+    use numalab_bench::Calibration;
+    let base = Machine::load("genoa2n").unwrap();
+    let m = Machine::load(&format!("genoa2n[memory.read_mlp={}]", base.mlp / 4.0)).unwrap();
+    let cfg = config(m, "linux", "none", 1);
+    let b = crate::SimBackend::new(cfg.clone());
+    let bytes: u64 = 64 << 20;
+    let rate = |op, threads, mem_node| {
+        b.sweep_bandwidth_on(op, threads, bytes * threads as u64, &[0], mem_node, true)
+    };
+    assert!(
+        rate(Op::Read, 1, 0) < 0.5 * rate(Op::Memset, 1, 0),
+        "read {} memset {}",
+        rate(Op::Read, 1, 0),
+        rate(Op::Memset, 1, 0)
+    );
+    for op in Op::ALL {
+        for (threads, mem_node) in [(1, 0), (1, 1), (8, 0)] {
+            let r = rate(op, threads, mem_node);
+            let loops = (r / (bytes * threads as u64) as f64).round().max(1.0) as u64;
+            let case = Case::Mem(numalab_bench::mem::Params {
+                op,
+                threads,
+                cpu_node: 0,
+                mem_node,
+                bytes,
+                loops,
+            });
+            let e = record(&cfg, &case).metric("elapsed_s").unwrap();
+            assert!(
+                (e - 1.0).abs() < 0.1,
+                "{op:?} x{threads} to node {mem_node}: {loops} loops at {r:.3e} B/s took {e} s"
+            );
+        }
+    }
+}
+
 fn spin_time(cpus: Vec<u32>) -> f64 {
     let cfg = config(small_machine(2), "linux", "none", 1);
     let b = spin(2, 4, Some(cpus));
