@@ -232,7 +232,7 @@ impl<'a> Machine<'a> {
         for &j in cpu_nodes {
             plan.push((
                 format!("bandwidth on node {j}"),
-                4.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
+                5.0 * 3.0 * 2.0 * b.as_secs_f64() + 1.0,
             ));
         }
         plan.push((
@@ -270,7 +270,17 @@ impl<'a> Machine<'a> {
 
 /// One node's bandwidth (GB/s): the node, one thread reading and zeroing,
 /// all the machine's CPUs reading and zeroing.
-type NodeBw = (u32, Figure, Figure, Figure, Figure);
+/// A node's bandwidths (GB/s): one thread of the node, and every CPU of
+/// the machine at once.
+struct NodeBw {
+    node: u32,
+    read1: Figure,
+    zero1: Figure,
+    /// One thread adding one to every word (mem's write sweep).
+    update1: Figure,
+    read_all: Figure,
+    zero_all: Figure,
+}
 
 /// The cache a thread gets and its hit latency.
 struct Cache {
@@ -322,6 +332,8 @@ struct Model {
     mlp: f64,
     one_read: f64,
     read_mlp: f64,
+    one_update: f64,
+    write_mlp: f64,
     llc_model: u64,
     miss: f64,
     random_mlp: f64,
@@ -535,10 +547,10 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
                     "{} thread{} {} {} MiB each of node {j}'s memory, from CPU{} {}",
                     cpus.len(),
                     if cpus.len() == 1 { "" } else { "s" },
-                    if how == Op::Read {
-                        "reading"
-                    } else {
-                        "zeroing"
+                    match how {
+                        Op::Read => "reading",
+                        Op::Write => "adding one to every word of",
+                        Op::Memset => "zeroing",
                     },
                     bytes >> 20,
                     if cpus.len() == 1 { "" } else { "s" },
@@ -549,9 +561,10 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
             .map_err(failed(&format!("bandwidth on node {j}")))
         };
         let one = [m.pick_cpu(j)];
-        let (r1, w1) = (
+        let (r1, w1, u1) = (
             measure(&one, one_bytes, Op::Read)?,
             measure(&one, one_bytes, Op::Memset)?,
+            measure(&one, one_bytes, Op::Write)?,
         );
         let ra = measure(&cpus, all_bytes, Op::Read)?;
         // In a VM the host decides whether two vCPUs share a CCX, and the
@@ -569,7 +582,14 @@ fn bandwidth(m: &Machine, phases: &mut Phases) -> Result<Vec<NodeBw>, CalibrateE
                  (in a VM: where the host ran the vCPUs)"
             );
         }
-        node_bw.push((j, r1, w1, ra, wa));
+        node_bw.push(NodeBw {
+            node: j,
+            read1: r1,
+            zero1: w1,
+            update1: u1,
+            read_all: ra,
+            zero_all: wa,
+        });
     }
     Ok(node_bw)
 }
@@ -907,9 +927,12 @@ fn model(
     // measured slowest by chance, and in a TCG guest, where a fresh
     // process sweeps at one of two rates (docs/validation.md), nearly
     // always the lower one.
-    let (one_read, one_thread) = one_thread_rates(node_bw);
+    let (one_read, one_thread, one_update) = one_thread_rates(node_bw);
     let mlp = misses_in_flight(one_thread, cm.memset.value, local.value);
     let read_mlp = misses_in_flight(one_read, cm.read.value, local.value);
+    // A read-modify-write's loads share the core's queues to memory with
+    // the lines going back: their own count, from the write sweep.
+    let write_mlp = misses_in_flight(one_update, cm.write.value, local.value);
     // The cache in the file: what numa_test's random accesses get (the
     // model uses it for nothing else that the sysfs size would serve
     // better: its streaming benchmarks sweep far beyond either).
@@ -928,7 +951,7 @@ fn model(
         local.value,
         one_read,
     );
-    let node_zero = node_bw.iter().map(|x| x.4.value).fold(0.0, f64::max);
+    let node_zero = node_bw.iter().map(|x| x.zero_all.value).fold(0.0, f64::max);
     // Every CPU zeroed at once, but on a machine that runs fewer at once
     // only those ran at a time: the controller carried that many threads'
     // demand (four vCPUs on two host cores zero as two).
@@ -939,6 +962,8 @@ fn model(
         mlp,
         one_read,
         read_mlp,
+        one_update,
+        write_mlp,
         llc_model,
         miss,
         random_mlp,
@@ -949,13 +974,15 @@ fn model(
     }
 }
 
-/// One thread's read and zeroing rates (GB/s) for the model's one count
-/// of misses in flight: the mean over the nodes.
-fn one_thread_rates(node_bw: &[NodeBw]) -> (f64, f64) {
+/// One thread's read, zeroing and update rates (GB/s) for the model's
+/// one count of misses in flight of each: the mean over the nodes.
+fn one_thread_rates(node_bw: &[NodeBw]) -> (f64, f64, f64) {
     let n = node_bw.len().max(1) as f64;
+    let mean = |f: fn(&NodeBw) -> f64| node_bw.iter().map(f).sum::<f64>() / n;
     (
-        node_bw.iter().map(|x| x.1.value).sum::<f64>() / n,
-        node_bw.iter().map(|x| x.2.value).sum::<f64>() / n,
+        mean(|x| x.read1.value),
+        mean(|x| x.zero1.value),
+        mean(|x| x.update1.value),
     )
 }
 
@@ -1003,11 +1030,29 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
         }
     }
     put("memory.local_latency_ns", "ns", ms.local.clone());
-    for (j, r1, w1, ra, wa) in &ms.node_bw {
-        put(&format!("node {j}: 1 thread read"), "GB/s", r1.clone());
-        put(&format!("node {j}: 1 thread memset"), "GB/s", w1.clone());
-        put(&format!("node {j}: all CPUs read"), "GB/s", ra.clone());
-        put(&format!("node {j}: all CPUs memset"), "GB/s", wa.clone());
+    for x in &ms.node_bw {
+        let j = x.node;
+        put(&format!("node {j}: 1 thread read"), "GB/s", x.read1.clone());
+        put(
+            &format!("node {j}: 1 thread memset"),
+            "GB/s",
+            x.zero1.clone(),
+        );
+        put(
+            &format!("node {j}: 1 thread write"),
+            "GB/s",
+            x.update1.clone(),
+        );
+        put(
+            &format!("node {j}: all CPUs read"),
+            "GB/s",
+            x.read_all.clone(),
+        );
+        put(
+            &format!("node {j}: all CPUs memset"),
+            "GB/s",
+            x.zero_all.clone(),
+        );
     }
     put("cache.llc_hit_ns", "ns", ms.cache.hit.clone());
     if let Transfer::Measured(t) = &ms.transfer {
@@ -1204,13 +1249,22 @@ mod tests {
     #[test]
     fn one_count_of_misses_serves_every_node_from_their_mean() {
         let f = |v: f64| Figure::of(&[v], "");
+        let node = |node, r, z, u, ra, za| NodeBw {
+            node,
+            read1: f(r),
+            zero1: f(z),
+            update1: f(u),
+            read_all: f(ra),
+            zero_all: f(za),
+        };
         let nodes: Vec<NodeBw> = vec![
-            (0, f(2.17), f(12.9), f(4.0), f(23.9)),
-            (1, f(2.1), f(9.94), f(4.0), f(18.3)),
+            node(0, 2.17, 12.9, 2.0, 4.0, 23.9),
+            node(1, 2.1, 9.94, 1.9, 4.0, 18.3),
         ];
-        let (read, zero) = one_thread_rates(&nodes);
+        let (read, zero, update) = one_thread_rates(&nodes);
         assert!((read - 2.135).abs() < 1e-9, "{read}");
         assert!((zero - 11.42).abs() < 1e-9, "{zero}");
+        assert!((update - 1.95).abs() < 1e-9, "{update}");
     }
 
     #[test]

@@ -124,6 +124,7 @@ fn memory(m: &Machine, ms: &Measured) -> String {
     let Compute {
         memset,
         read,
+        write,
         upd,
         upd_memory,
         ..
@@ -133,6 +134,8 @@ fn memory(m: &Machine, ms: &Measured) -> String {
         mlp,
         one_read,
         read_mlp,
+        one_update,
+        write_mlp,
         miss,
         random_mlp,
         node_zero,
@@ -171,26 +174,31 @@ fn memory(m: &Machine, ms: &Measured) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for (j, r1, w1, ra, wa) in node_bw {
+    for x in node_bw {
+        let j = x.node;
         c(
             &mut t,
             &format!(
-                "node {j}: one thread read {}, memset {}",
-                r1.describe("GB/s"),
-                w1.describe("GB/s")
+                "node {j}: one thread read {}, memset {}, write {}",
+                x.read1.describe("GB/s"),
+                x.zero1.describe("GB/s"),
+                x.update1.describe("GB/s")
             ),
         );
         c(
             &mut t,
             &format!(
                 "node {j}: all the machine's CPUs read {}, memset {}",
-                ra.describe("GB/s"),
-                wa.describe("GB/s")
+                x.read_all.describe("GB/s"),
+                x.zero_all.describe("GB/s")
             ),
         );
         // How the memset was measured: in a VM, with where the host ran
         // the vCPUs, which that rate moves with.
-        c(&mut t, &format!("node {j}: all CPUs memset: {}", wa.how));
+        c(
+            &mut t,
+            &format!("node {j}: all CPUs memset: {}", x.zero_all.how),
+        );
     }
     c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
@@ -198,6 +206,8 @@ fn memory(m: &Machine, ms: &Measured) -> String {
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
     c(&mut t, &format!("read_mlp: the same for loads: one thread reading {:.3} GB/s of memory, {:.3} GB/s in cache (the mem benchmark's read sweep)", one_read, read.value));
     let _ = writeln!(t, "read_mlp = {:?}", round3(read_mlp));
+    c(&mut t, &format!("write_mlp: the same for a read-modify-write, its lines going back beside the loads: one thread adding one to every word of {:.3} GB/s of memory, {:.3} GB/s in cache (the mem benchmark's write sweep)", one_update, write.value));
+    let _ = writeln!(t, "write_mlp = {:?}", round3(write_mlp));
     c(
         &mut t,
         &format!(

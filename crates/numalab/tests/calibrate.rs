@@ -83,6 +83,7 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     assert!(value(&toml, "bandwidth_gbs") > 0.1);
     assert!(value(&toml, "mlp") >= 1.0);
     assert!((1.0..=1024.0).contains(&value(&toml, "read_mlp")));
+    assert!((1.0..=1024.0).contains(&value(&toml, "write_mlp")));
     for k in [
         "spin_ns",
         "randupdt_ns",

@@ -175,7 +175,8 @@ pub fn zeroing_rate(
 /// the memory on `mem_node` (the autonuma benchmarks first touch it on
 /// the first node), each line the sweep's compute in cache
 /// (`costs.read_gbs`, `write_gbs`, `memset_gbs`) plus a streamed miss
-/// (loads overlapping as `memory.read_mlp`, stores as `mlp`), a
+/// (loads overlapping as `memory.read_mlp`, updates as `write_mlp`,
+/// stores as `mlp`), a
 /// read-modify-write's write-back loading the controllers too, and every
 /// controller and bus on the way loaded as the engine loads it from the
 /// uncontended demand ([`crate::machine::Resource::load`]). Within the
@@ -190,10 +191,7 @@ pub fn sweep_rate(
     pinned: bool,
 ) -> f64 {
     let core = m.max_ghz * m.costs.sweep_bytes_per_cycle(op); // bytes per ns
-    let mlp = match op {
-        Op::Memset => m.mlp,
-        Op::Read | Op::Write => m.read_mlp,
-    };
+    let mlp = crate::engine::Stream::of_sweep(op).mlp(m);
     let moved = op.lines_per_line();
     if working_set as f64 <= m.llc_bytes {
         return threads as f64 * core * 1e9;

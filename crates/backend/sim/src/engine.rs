@@ -43,6 +43,41 @@ pub enum MemPolicy {
     Node(usize),
 }
 
+/// What a task's streamed lines are, for how many of them one core keeps
+/// in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Stores (a zeroing): `memory.mlp`.
+    Stores,
+    /// Loads (a read sweep, numa_test's index and source arrays):
+    /// `memory.read_mlp`.
+    Loads,
+    /// Loads whose lines are written back as they leave (mem's write
+    /// sweep): `memory.write_mlp`.
+    Updates,
+}
+
+impl Stream {
+    /// The lines of mem's sweep `op`.
+    pub fn of_sweep(op: numalab_bench::mem::Op) -> Stream {
+        use numalab_bench::mem::Op;
+        match op {
+            Op::Read => Stream::Loads,
+            Op::Write => Stream::Updates,
+            Op::Memset => Stream::Stores,
+        }
+    }
+
+    /// Lines of this kind one core keeps in flight on `m`.
+    pub fn mlp(self, m: &crate::machine::Machine) -> f64 {
+        match self {
+            Stream::Stores => m.mlp,
+            Stream::Loads => m.read_mlp,
+            Stream::Updates => m.write_mlp,
+        }
+    }
+}
+
 /// What a task does.
 #[derive(Debug, Clone)]
 pub enum Work {
@@ -56,9 +91,9 @@ pub enum Work {
         cycles: f64,
         rand_lines: f64,
         stream_lines: f64,
-        /// The streamed lines are loads (a read sweep, `read_mlp` of them
-        /// in flight), not stores (a zeroing, `mlp`).
-        stream_loads: bool,
+        /// What the streamed lines are: stores, loads or updates in
+        /// place, each with its own count in flight.
+        stream: Stream,
         /// Lines written back to memory per unit (a read-modify-write's
         /// dirty lines): they load the memory controllers but do not
         /// stall the core (write-backs are posted).
@@ -744,7 +779,7 @@ impl World {
             Work::Compute {
                 rand_lines,
                 stream_lines,
-                stream_loads,
+                stream,
                 cycles,
                 init,
                 ..
@@ -754,11 +789,7 @@ impl World {
                 }
                 let cpu = self.tasks[t].cpu;
                 let l = self.mean_latency(t, cpu);
-                let smlp = if *stream_loads {
-                    self.m.read_mlp
-                } else {
-                    self.m.mlp
-                };
+                let smlp = stream.mlp(&self.m);
                 let unit = cycles / self.cpus[cpu].freq_ghz.max(0.1)
                     + rand_lines * l / self.m.random_mlp
                     + stream_lines * l / smlp;
@@ -1622,7 +1653,7 @@ fn unit_times(
         cycles,
         rand_lines,
         stream_lines,
-        stream_loads,
+        stream,
         writeback_lines,
         wss_bytes,
         ..
@@ -1646,13 +1677,10 @@ fn unit_times(
         0.0
     };
     let compute = cycles / ghz + hits * w.m.llc_hit_ns / rmlp + walks * w.m.tlb_walk_ns / rmlp;
-    // Streamed loads overlap as the core's load misses do (shared like
-    // mlp); streamed stores as its stores.
-    let smlp = if stream_loads {
-        mlp * w.m.read_mlp / w.m.mlp
-    } else {
-        mlp
-    };
+    // Streamed loads overlap as the core's load misses do, updates as
+    // its loads with their write-backs, stores as its stores (each shared
+    // like mlp).
+    let smlp = mlp * stream.mlp(&w.m) / w.m.mlp;
     let unit = compute + misses * lc / rmlp + stream_lines * lc / smlp;
     let mem0 = misses * l0 / rmlp + stream_lines * l0 / smlp;
     UnitTimes {

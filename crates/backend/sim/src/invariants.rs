@@ -238,7 +238,7 @@ fn streamers(
             cycles: lines * cycles_per_line,
             rand_lines: if random { lines } else { 0.0 },
             stream_lines: if random { 0.0 } else { lines },
-            stream_loads: false,
+            stream: crate::engine::Stream::Stores,
             writeback_lines: 0.0,
             wss_bytes: bytes as f64,
             access: vec![(r, 1.0)],

@@ -32,6 +32,9 @@
 //!                           # streaming (shared by its busy SMT siblings)
 //! read_mlp = 6              # ... when streaming loads, if not as many
 //!                           # (a read sweep; default: mlp)
+//! write_mlp = 5             # ... when updating a stream in place (a load
+//!                           # and the line's write-back: mem's write
+//!                           # sweep; default: read_mlp)
 //! tlb_reach_mib = 2.0       # bytes the data TLB maps (entries x page size)
 //! tlb_walk_ns = 11.5        # a hardware page walk after a TLB miss; a random
 //!                           # access over more than the reach waits for one
@@ -95,6 +98,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.random_mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.read_mlp", 1.0, 1024.0, "misses in flight", false),
+    ("memory.write_mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.tlb_reach_mib", 0.0, 1e9, "MiB", false),
     ("memory.tlb_walk_ns", 0.0, 100_000.0, "ns", false),
     ("cache.llc_mib", 0.01, 65536.0, "MiB", false),
@@ -297,6 +301,14 @@ pub struct MemorySpec {
     /// `mlp`; `numalab calibrate` measures both.
     #[serde(default)]
     pub read_mlp: Option<f64>,
+    /// Lines in flight of one core's streamed read-modify-writes (mem's
+    /// write sweep: each line loaded, then written back as it leaves),
+    /// where they differ from its loads: absent, `read_mlp`. The lines
+    /// going back share the core's queues to memory with the loads (one
+    /// thread of this project's EPYC host updated memory at 27-28 GB/s
+    /// where it read it at 29-36); `numalab calibrate` measures it.
+    #[serde(default)]
+    pub write_mlp: Option<f64>,
     /// Bytes (MiB) the last-level data TLB maps: its entries times the
     /// page size. With `tlb_walk_ns`, a random access over a larger range
     /// misses it with probability 1 - reach / range and waits for a page
@@ -456,6 +468,9 @@ pub struct Machine {
     pub random_mlp: f64,
     /// Streamed loads in flight (`memory.read_mlp`, else `mlp`).
     pub read_mlp: f64,
+    /// Streamed read-modify-writes in flight (`memory.write_mlp`, else
+    /// `read_mlp`).
+    pub write_mlp: f64,
     /// Bytes the data TLB maps and the time of a page walk
     /// (`memory.tlb_reach_mib`, `memory.tlb_walk_ns`; 0: no TLB).
     pub tlb_reach_bytes: f64,
@@ -607,6 +622,11 @@ impl MachineFile {
             mlp: self.memory.mlp,
             random_mlp: self.memory.random_mlp,
             read_mlp: self.memory.read_mlp.unwrap_or(self.memory.mlp),
+            write_mlp: self
+                .memory
+                .write_mlp
+                .or(self.memory.read_mlp)
+                .unwrap_or(self.memory.mlp),
             tlb_reach_bytes: self.memory.tlb_reach_mib * (1u64 << 20) as f64,
             tlb_walk_ns: self.memory.tlb_walk_ns,
             llc_bytes: llc_bytes as f64,
@@ -686,6 +706,9 @@ impl MachineFile {
         within("memory.tlb_walk_ns", self.memory.tlb_walk_ns)?;
         if let Some(v) = self.memory.read_mlp {
             within("memory.read_mlp", v)?;
+        }
+        if let Some(v) = self.memory.write_mlp {
+            within("memory.write_mlp", v)?;
         }
         within("cache.llc_mib", self.cache.llc_mib)?;
         if let Some(v) = self.cache.reported_llc_mib {

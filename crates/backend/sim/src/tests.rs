@@ -382,7 +382,7 @@ fn one_task_time(remote: usize, pattern_random: bool) -> f64 {
             0.0
         },
         stream_lines: if pattern_random { 0.0 } else { bytes / 64.0 },
-        stream_loads: false,
+        stream: crate::engine::Stream::Stores,
         writeback_lines: 0.0,
         wss_bytes: bytes,
         access: vec![(r, 1.0)],
@@ -506,13 +506,19 @@ fn streamed_loads_take_read_mlp_and_stores_mlp() {
 fn mem_is_sized_by_its_own_sweeps_rate() {
     use numalab_bench::Calibration;
     let base = Machine::load("genoa2n").unwrap();
-    let m = Machine::load(&format!("genoa2n[memory.read_mlp={}]", base.mlp / 4.0)).unwrap();
+    let m = Machine::load(&format!(
+        "genoa2n[memory.read_mlp={},memory.write_mlp={}]",
+        base.mlp / 4.0,
+        base.mlp / 8.0
+    ))
+    .unwrap();
     let cfg = config(m, "linux", "none", 1);
     let b = crate::SimBackend::new(cfg.clone());
     let bytes: u64 = 64 << 20;
     let rate = |op, threads, mem_node| {
         b.sweep_bandwidth_on(op, threads, bytes * threads as u64, &[0], mem_node, true)
     };
+    assert!(rate(Op::Write, 1, 0) < 0.8 * rate(Op::Read, 1, 0));
     assert!(
         rate(Op::Read, 1, 0) < 0.5 * rate(Op::Memset, 1, 0),
         "read {} memset {}",
@@ -537,6 +543,34 @@ fn mem_is_sized_by_its_own_sweeps_rate() {
                 "{op:?} x{threads} to node {mem_node}: {loops} loops at {r:.3e} B/s took {e} s"
             );
         }
+    }
+}
+
+/// Streamed updates in place overlap as `memory.write_mlp` says (absent,
+/// as loads): halving it slows mem's write sweep and neither its read
+/// nor its memset.
+#[test]
+fn streamed_updates_take_write_mlp() {
+    let base = Machine::load("genoa2n").unwrap();
+    assert_eq!(
+        base.write_mlp, base.read_mlp,
+        "absent, write_mlp is read_mlp"
+    );
+    let half = Machine::load(&format!(
+        "genoa2n[memory.write_mlp={}]",
+        base.read_mlp / 2.0
+    ))
+    .unwrap();
+    let (fast, _) = gbs_on(base.clone(), &mem(Op::Write, 1, 0, 0));
+    let (slow, _) = gbs_on(half.clone(), &mem(Op::Write, 1, 0, 0));
+    assert!(
+        slow < fast * 0.8,
+        "write_mlp halved {slow}, as read_mlp {fast}"
+    );
+    for op in [Op::Read, Op::Memset] {
+        let (a, _) = gbs_on(base.clone(), &mem(op, 1, 0, 0));
+        let (b, _) = gbs_on(half.clone(), &mem(op, 1, 0, 0));
+        assert!((a / b - 1.0).abs() < 1e-9, "{op:?}: {a} against {b}");
     }
 }
 

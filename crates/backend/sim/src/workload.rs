@@ -213,7 +213,7 @@ pub(crate) fn spin_work(cycles: f64) -> Work {
         cycles,
         rand_lines: 0.0,
         stream_lines: 0.0,
-        stream_loads: false,
+        stream: crate::engine::Stream::Stores,
         writeback_lines: 0.0,
         wss_bytes: 0.0,
         access: Vec::new(),
@@ -429,7 +429,7 @@ fn stream_work(w: &World, r: usize, bytes: f64, init: bool) -> Work {
         cycles: bytes / w.m.costs.memset_bytes_per_cycle,
         rand_lines: 0.0,
         stream_lines: bytes / w.m.line_bytes,
-        stream_loads: false,
+        stream: crate::engine::Stream::Stores,
         writeback_lines: 0.0,
         wss_bytes: bytes,
         access: vec![(r, 1.0)],
@@ -634,7 +634,7 @@ fn add_numa_test(
             rand_lines: n,
             stream_lines: n * RANDUPDT_STREAM_BYTES / w.m.line_bytes,
             // ix[i] and b[i], read in order.
-            stream_loads: true,
+            stream: crate::engine::Stream::Loads,
             writeback_lines: n * lone_miss,
             wss_bytes: 8.0 * n,
             access: vec![(r, 1.0)],
@@ -913,9 +913,9 @@ fn add_mem(
             cycles: bytes / w.m.costs.sweep_bytes_per_cycle(p.op),
             rand_lines: 0.0,
             stream_lines: bytes / w.m.line_bytes,
-            // A read or read-modify-write sweep loads its lines; memset
-            // stores them.
-            stream_loads: p.op != numalab_bench::mem::Op::Memset,
+            // A read sweep loads its lines, a read-modify-write updates
+            // them, memset stores them.
+            stream: crate::engine::Stream::of_sweep(p.op),
             // A read-modify-write writes each line back (posted, so it
             // loads the controller without stalling the core).
             writeback_lines: bytes / w.m.line_bytes * (p.op.lines_per_line() - 1.0),

@@ -1170,7 +1170,7 @@ mod tests {
             cycles: 1.0,
             rand_lines: 0.0,
             stream_lines: 1.0,
-            stream_loads: false,
+            stream: crate::engine::Stream::Stores,
             writeback_lines: 0.0,
             wss_bytes: 4096.0,
             access: vec![(r, 1.0)],
