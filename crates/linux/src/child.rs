@@ -192,6 +192,19 @@ pub fn reaped_children_cpu_s() -> io::Result<(f64, f64)> {
     Ok((s(ru.ru_utime), s(ru.ru_stime)))
 }
 
+/// Context switches, voluntary and not, of every child this process has
+/// reaped (and theirs): `getrusage(RUSAGE_CHILDREN)`'s `ru_nvcsw +
+/// ru_nivcsw`. The difference over one reaped child is its tree's.
+pub fn reaped_children_switches() -> io::Result<u64> {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((ru.ru_nvcsw.max(0) + ru.ru_nivcsw.max(0)) as u64)
+}
+
 /// Block until the child `pid` has ended, leaving it unreaped (`waitid`
 /// with `WNOWAIT`): its pid stays its own, so it can still be signalled
 /// (a group, by its leader's pid) without hitting a reused one.
