@@ -3,7 +3,7 @@
 
 use crate::figure::round3;
 use crate::{Balancing, Cache, Compute, Figure, Model, Process};
-use crate::{Machine, Measured, Transfer, BUSY_LIMIT_CPUS};
+use crate::{Machine, Measured, NodeBw, Transfer, BUSY_LIMIT_CPUS};
 use numalab_sim::machine::RegularTopology;
 use std::fmt::Write as _;
 
@@ -116,6 +116,33 @@ pub fn unsteady_line(figs: &[(String, String, Figure)]) -> Option<String> {
     })
 }
 
+/// The [memory] section's comments on each node's bandwidths: one thread
+/// and every CPU of the machine, with how the memset of all was measured
+/// (in a VM, where the host ran the vCPUs, which that rate moves with).
+fn node_bandwidths(t: &mut String, node_bw: &[NodeBw]) {
+    for x in node_bw {
+        let j = x.node;
+        c(
+            t,
+            &format!(
+                "node {j}: one thread read {}, memset {}, write {}",
+                x.read1.describe("GB/s"),
+                x.zero1.describe("GB/s"),
+                x.update1.describe("GB/s")
+            ),
+        );
+        c(
+            t,
+            &format!(
+                "node {j}: all the machine's CPUs read {}, memset {}",
+                x.read_all.describe("GB/s"),
+                x.zero_all.describe("GB/s")
+            ),
+        );
+        c(t, &format!("node {j}: all CPUs memset: {}", x.zero_all.how));
+    }
+}
+
 /// Writes the [memory] section: the latencies, the bandwidths and the
 /// model's controller bandwidth and misses in flight.
 fn memory(m: &Machine, ms: &Measured) -> String {
@@ -174,32 +201,7 @@ fn memory(m: &Machine, ms: &Measured) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for x in node_bw {
-        let j = x.node;
-        c(
-            &mut t,
-            &format!(
-                "node {j}: one thread read {}, memset {}, write {}",
-                x.read1.describe("GB/s"),
-                x.zero1.describe("GB/s"),
-                x.update1.describe("GB/s")
-            ),
-        );
-        c(
-            &mut t,
-            &format!(
-                "node {j}: all the machine's CPUs read {}, memset {}",
-                x.read_all.describe("GB/s"),
-                x.zero_all.describe("GB/s")
-            ),
-        );
-        // How the memset was measured: in a VM, with where the host ran
-        // the vCPUs, which that rate moves with.
-        c(
-            &mut t,
-            &format!("node {j}: all CPUs memset: {}", x.zero_all.how),
-        );
-    }
+    node_bandwidths(&mut t, node_bw);
     c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
