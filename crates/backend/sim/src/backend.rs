@@ -75,18 +75,7 @@ impl Calibration for SimBackend {
     /// per local latency; all together at most one node's bandwidth (the
     /// default placement first touches everything on one node).
     fn zeroing_bandwidth(&self, threads: u32, working_set: u64) -> f64 {
-        let m = &self.cfg.machine;
-        let all: Vec<usize> = (0..m.nnodes)
-            .filter(|&n| !m.node_cpus[n].is_empty())
-            .collect();
-        zeroing_rate(
-            m,
-            threads,
-            working_set,
-            &all,
-            all.first().copied().unwrap_or(0),
-            false,
-        )
+        self.sweep_bandwidth(Op::Memset, threads, working_set)
     }
 
     fn zeroing_bandwidth_on(
@@ -97,16 +86,18 @@ impl Calibration for SimBackend {
         mem_node: u32,
         pinned: bool,
     ) -> f64 {
-        let m = &self.cfg.machine;
-        let index = |id: u32| m.topology.nodes.iter().position(|n| n.id == id);
-        let nodes: Vec<usize> = cpu_nodes.iter().filter_map(|&id| index(id)).collect();
-        match (nodes.is_empty(), index(mem_node)) {
-            (false, Some(mem)) => zeroing_rate(m, threads, working_set, &nodes, mem, pinned),
-            _ => self.zeroing_bandwidth(threads, working_set),
-        }
+        self.sweep_bandwidth_on(
+            Op::Memset,
+            threads,
+            working_set,
+            cpu_nodes,
+            mem_node,
+            pinned,
+        )
     }
 
-    /// As [`SimBackend::zeroing_bandwidth`], for the sweep `op` does.
+    /// The model's rate for `op`'s sweep, the threads over every node
+    /// with CPUs and the memory on the first ([`sweep_rate`]).
     fn sweep_bandwidth(&self, op: Op, threads: u32, working_set: u64) -> f64 {
         let m = &self.cfg.machine;
         let all: Vec<usize> = (0..m.nnodes)
@@ -146,27 +137,6 @@ impl Calibration for SimBackend {
     fn first_touch_rate(&self) -> f64 {
         self.cfg.machine.costs.first_touch_bytes_per_ns * 1e9
     }
-}
-
-/// What `threads` threads zeroing `working_set` bytes get on `m`
-/// ([`sweep_rate`] of a memset).
-pub fn zeroing_rate(
-    m: &crate::machine::Machine,
-    threads: u32,
-    working_set: u64,
-    cpu_nodes: &[usize],
-    mem_node: usize,
-    pinned: bool,
-) -> f64 {
-    sweep_rate(
-        m,
-        Op::Memset,
-        threads,
-        working_set,
-        cpu_nodes,
-        mem_node,
-        pinned,
-    )
 }
 
 /// What `threads` threads sweeping `working_set` bytes as `op` does get
