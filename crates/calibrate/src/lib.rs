@@ -268,8 +268,6 @@ impl<'a> Machine<'a> {
     }
 }
 
-/// One node's bandwidth (GB/s): the node, one thread reading and zeroing,
-/// all the machine's CPUs reading and zeroing.
 /// A node's bandwidths (GB/s): one thread of the node, and every CPU of
 /// the machine at once.
 struct NodeBw {
