@@ -20,7 +20,8 @@
 //! - `region R ADDR LEN`: the regions threads work on, after the first touch;
 //! - `threads TID...`: the kernel thread id of each worker, in order;
 //! - `progress L0 L1 ...`: loops completed per thread, when it changed
-//!   (checked every 50 ms);
+//!   (checked every 50 ms, and when the last thread finishes: the process
+//!   exits as its work ends, not up to a tick later);
 //! - `done JSON`: the [`ProcessReport`], last;
 //! - `error MESSAGE`: why it gives up (then it exits 1).
 
@@ -155,6 +156,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
         progress: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
         finished: Arc::new(AtomicUsize::new(0)),
         barrier: Arc::new(Barrier::new(n + 1)),
+        reporter: std::thread::current(),
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let handles = start_threads(plan, &regions, &shared, tx)?;
@@ -162,7 +164,7 @@ pub fn run_process(plan: &ProcPlan, out: &mut impl Write) -> Result<ProcessRepor
     let list: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
     say(out, &format!("threads {}", list.join(" ")));
     shared.barrier.wait();
-    report_progress(&shared, out);
+    report_progress(&shared, out, PROGRESS_TICK);
     let mut threads = Vec::with_capacity(n);
     for (t, h) in handles.into_iter().enumerate() {
         threads.push(h.join().map_err(|_| TaskError::Panicked { t })?);
@@ -234,14 +236,25 @@ fn place(
 type Started = (usize, i32, io::Result<()>);
 
 /// What the process and its worker threads share: the buffer, each
-/// thread's loops done, how many threads have finished, and the barrier
-/// they start at.
+/// thread's loops done, how many threads have finished, the barrier
+/// they start at, and the thread that reports their progress (the last
+/// to finish wakes it).
 #[derive(Clone)]
 struct Shared {
     buf: Arc<Mapping>,
     progress: Arc<Vec<AtomicU64>>,
     finished: Arc<AtomicUsize>,
     barrier: Arc<Barrier>,
+    reporter: std::thread::Thread,
+}
+
+impl Shared {
+    /// A thread has finished; the last one wakes the reporter.
+    fn finish(&self) {
+        if self.finished.fetch_add(1, Ordering::Release) + 1 == self.progress.len() {
+            self.reporter.unpark();
+        }
+    }
 }
 
 /// Start the plan's worker threads, each saying on `tx` that it started.
@@ -303,9 +316,9 @@ impl Worker {
         let Shared {
             buf,
             progress,
-            finished,
             barrier,
-        } = shared;
+            ..
+        } = &shared;
         numalab_linux::child::set_task_name(&format!("an-thread-{}", t + 1));
         let pinned = match &cpus {
             Some(c) => numa::set_affinity(0, c),
@@ -329,7 +342,7 @@ impl Worker {
         let (user_s, sys_s) = thread_rusage();
         let tid = numalab_linux::process::tid();
         let sched = numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
-        finished.fetch_add(1, Ordering::Release);
+        shared.finish();
         ThreadReport {
             tid,
             sched,
@@ -371,9 +384,13 @@ fn thread_ids(
     Ok(tids)
 }
 
+/// How often the reporter looks at the threads' loops.
+const PROGRESS_TICK: Duration = Duration::from_millis(50);
+
 /// Say the threads' loops done whenever they changed (checked every
-/// 50 ms), until every thread has finished.
-fn report_progress(shared: &Shared, out: &mut impl Write) {
+/// `tick`), until every thread has finished: the last one to finish
+/// wakes it ([`Shared::finish`]), so the process ends with its work.
+fn report_progress(shared: &Shared, out: &mut impl Write, tick: Duration) {
     let n = shared.progress.len();
     let mut last: Vec<u64> = vec![0; n];
     loop {
@@ -391,7 +408,7 @@ fn report_progress(shared: &Shared, out: &mut impl Write) {
         if done {
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::park_timeout(tick);
     }
 }
 
@@ -455,6 +472,34 @@ pub fn hold_main(args: &[String]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The last thread to finish wakes the reporter: it says the final
+    /// progress and returns then, not at its next look (a 10 s tick here,
+    /// over in about the worker's 0.1 s).
+    #[test]
+    fn the_last_thread_to_finish_ends_the_report_at_once() {
+        let shared = Shared {
+            buf: Arc::new(Mapping::new_noreserve(4096).unwrap()),
+            progress: Arc::new(vec![AtomicU64::new(0)]),
+            finished: Arc::new(AtomicUsize::new(0)),
+            barrier: Arc::new(Barrier::new(1)),
+            reporter: std::thread::current(),
+        };
+        let s2 = shared.clone();
+        let worker = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            s2.progress[0].store(7, Ordering::Relaxed);
+            s2.finish();
+        });
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        report_progress(&shared, &mut out, Duration::from_secs(10));
+        let took = t0.elapsed();
+        worker.join().unwrap();
+        assert!(took < Duration::from_secs(5), "returned after {took:?}");
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().last(), Some("progress 7"), "{text}");
+    }
 
     #[test]
     fn a_process_does_every_loop_and_says_so() {

@@ -401,12 +401,14 @@ pub fn task_main(args: &[String]) -> i32 {
                 let _ = out.flush();
                 last = k;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::park_timeout(Duration::from_millis(50));
         }
     });
     let never = AtomicBool::new(false);
     let r = sweep_threads(&cpus, p.mem_node, p.bytes, p.op, until, &done, &never);
+    // Woken, the reporter ends now, not at its next look.
     stop.store(true, Ordering::Relaxed);
+    reporter.thread().unpark();
     let _ = reporter.join();
     match r {
         Ok(r) => {
