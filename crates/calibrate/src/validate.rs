@@ -840,6 +840,21 @@ fn num(v: f64) -> String {
     }
 }
 
+/// A row's real runs spread so widely (standard deviation over this
+/// share of their mean) that its error says as much about the machine as
+/// about the model: the table marks such a row when it is off (`*`). In
+/// a 2-node TCG guest numa_test's two runs took 2.0 and 4.4 s of the same
+/// work (docs/validation.md).
+pub const UNSTEADY_CV: f64 = 0.25;
+
+impl Row {
+    /// Whether its real runs spread beyond [`UNSTEADY_CV`].
+    pub fn unsteady(&self) -> bool {
+        self.real_sd
+            .is_some_and(|sd| self.real_mean > 0.0 && sd / self.real_mean > UNSTEADY_CV)
+    }
+}
+
 /// The table, in 80 columns: a heading per case, a line per metric.
 pub fn render(e: &Errors) -> String {
     let mut t = String::new();
@@ -872,6 +887,7 @@ pub fn render(e: &Errors) -> String {
             }
             (Some(tg), Some(true)) if r.error.abs() > tg => format!("ok (≤{:.0})", r.slack),
             (Some(tg), Some(true)) => format!("ok (±{:.0}%)", tg * 100.0),
+            (Some(tg), _) if r.unsteady() => format!("OFF (±{:.0}%)*", tg * 100.0),
             (Some(tg), _) => format!("OFF (±{:.0}%)", tg * 100.0),
             _ => String::new(),
         };
@@ -936,6 +952,21 @@ pub fn render(e: &Errors) -> String {
     );
     for l in numalab_linux::out::wrap(&summary, 80) {
         let _ = writeln!(t, "{l}");
+    }
+    let off = judged.iter().filter(|r| r.within == Some(false)).count();
+    let unsteady = judged
+        .iter()
+        .filter(|r| r.within == Some(false) && r.unsteady())
+        .count();
+    if unsteady > 0 {
+        let line = format!(
+            "* real runs spreading beyond {:.0}% of their mean (sd), in {unsteady} of the {off} row{} off: the machine moved under them as much as the model may be off; run them again with more --runs",
+            100.0 * UNSTEADY_CV,
+            if off == 1 { "" } else { "s" }
+        );
+        for l in numalab_linux::out::wrap(&line, 80) {
+            let _ = writeln!(t, "{l}");
+        }
     }
     render_reference(e, &mut t);
     t
@@ -1235,7 +1266,23 @@ mod tests {
         let e = errors(&recs);
         let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
         assert_eq!(el.within, Some(false));
-        assert!(render(&e).contains("OFF (±15%)"));
+        let t = render(&e);
+        assert!(t.contains("OFF (±15%)\n"), "{t}");
+        assert!(!t.contains("* "), "{t}");
+        // Real runs of 1.0 and 0.4 s (sd 0.42 of 0.7): off, and marked.
+        recs[1].metrics.get_mut("elapsed_s").unwrap().value = 0.4;
+        let e = errors(&recs);
+        let el = e.rows.iter().find(|r| r.metric == "elapsed_s").unwrap();
+        assert!(el.unsteady() && el.within == Some(false), "{el:?}");
+        let t = render(&e);
+        assert!(t.contains("OFF (±15%)*\n"), "{t}");
+        assert!(
+            t.contains(
+                "* real runs spreading beyond 25% of their mean (sd), in 1 of the 1 row off"
+            ),
+            "{t}"
+        );
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
     }
 
     /// The row of `metric` (of the one case of `e`).
