@@ -843,7 +843,7 @@ fn num(v: f64) -> String {
 /// A row's real runs spread so widely (standard deviation over this
 /// share of their mean) that its error says as much about the machine as
 /// about the model: the table marks such a row when it is off (`*`). In
-/// a 2-node TCG guest numa_test's two runs took 2.0 and 4.4 s of the same
+/// a 2-node TCG guest numa_test's runs took 1.7 and 3.6 s of the same
 /// work (docs/validation.md).
 pub const UNSTEADY_CV: f64 = 0.25;
 

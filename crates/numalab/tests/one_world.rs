@@ -524,6 +524,7 @@ fn sysctls_are_restored_after_success_interrupt_and_kill() {
         eprintln!("skipped: needs root and {}", path.display());
         return;
     }
+    let _s = common::host_sysctl_lock();
     let before = std::fs::read_to_string(path).unwrap().trim().to_string();
     if std::fs::write(path, &before).is_err() {
         eprintln!("skipped: {} is not writable here", path.display());

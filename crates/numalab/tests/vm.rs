@@ -543,6 +543,7 @@ fn guest_settings_apply_in_the_guest_and_runs_compare_with_the_hosts() {
         return;
     }
     let _g = lock();
+    let _s = common::host_sysctl_lock();
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("out");
     let host_before = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok();

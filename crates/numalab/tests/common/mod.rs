@@ -55,6 +55,36 @@ pub fn json_records(dir: &Path) -> Vec<(PathBuf, Value)> {
 
 static GUEST: Mutex<()> = Mutex::new(());
 
+/// Held by a test that changes this host's `kernel.numa_balancing` and by
+/// one that checks a guest run left it alone: the test binaries run in
+/// two lanes at once (scripts/run-tests.py), and a guest test once read
+/// the host's value while a host test had it flipped. An exclusive
+/// `flock` on a file in Cargo's own temporary directory for integration
+/// tests, released when dropped.
+pub struct HostSysctlLock(std::fs::File);
+
+pub fn host_sysctl_lock() -> HostSysctlLock {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("host-sysctl.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: flock on a file descriptor this function owns.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(
+        r,
+        0,
+        "flock {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+    HostSysctlLock(f)
+}
+
 /// Guests run one at a time: TCG on a 2-core host is slow enough.
 pub fn guest_lock() -> std::sync::MutexGuard<'static, ()> {
     GUEST.lock().unwrap_or_else(|e| e.into_inner())
