@@ -928,6 +928,14 @@ pub fn render(e: &Errors) -> String {
             let _ = writeln!(t, "{l}");
         }
     }
+    render_counts(e, &mut t);
+    render_reference(e, &mut t);
+    t
+}
+
+/// The count of rows within target and of orderings agreeing, and how
+/// many of the rows off have unsteady real runs ([`UNSTEADY_CV`]).
+fn render_counts(e: &Errors, t: &mut String) {
     let judged: Vec<&Row> = e.rows.iter().filter(|r| r.within.is_some()).collect();
     let ok = judged.iter().filter(|r| r.within == Some(true)).count();
     let summary = format!(
@@ -968,8 +976,6 @@ pub fn render(e: &Errors) -> String {
             let _ = writeln!(t, "{l}");
         }
     }
-    render_reference(e, &mut t);
-    t
 }
 
 /// `" [balancing 1]"`, or nothing without a variant.
