@@ -1035,28 +1035,15 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
     }
     put("memory.local_latency_ns", "ns", ms.local.clone());
     for x in &ms.node_bw {
-        let j = x.node;
-        put(&format!("node {j}: 1 thread read"), "GB/s", x.read1.clone());
-        put(
-            &format!("node {j}: 1 thread memset"),
-            "GB/s",
-            x.zero1.clone(),
-        );
-        put(
-            &format!("node {j}: 1 thread write"),
-            "GB/s",
-            x.update1.clone(),
-        );
-        put(
-            &format!("node {j}: all CPUs read"),
-            "GB/s",
-            x.read_all.clone(),
-        );
-        put(
-            &format!("node {j}: all CPUs memset"),
-            "GB/s",
-            x.zero_all.clone(),
-        );
+        for (what, f) in [
+            ("1 thread read", &x.read1),
+            ("1 thread memset", &x.zero1),
+            ("1 thread write", &x.update1),
+            ("all CPUs read", &x.read_all),
+            ("all CPUs memset", &x.zero_all),
+        ] {
+            put(&format!("node {}: {what}", x.node), "GB/s", f.clone());
+        }
     }
     put("cache.llc_hit_ns", "ns", ms.cache.hit.clone());
     if let Transfer::Measured(t) = &ms.transfer {
