@@ -611,15 +611,16 @@ pub struct Errors {
 /// A row that tests one of the machine file's own figures with no model
 /// rule between them (spin: `costs.spin_ns`; one thread zeroing its own
 /// node's memory: that node's one-thread memset; one thread reading it:
-/// that node's one-thread read, which sets `memory.read_mlp`; loads and
-/// stores apart, since a host's other tenants can slow one and not the
-/// other): its error is the
+/// that node's one-thread read, which sets `memory.read_mlp`; every CPU
+/// of the node zeroing it at once: the node's all-CPU memset, which
+/// sets `memory.bandwidth_gbs`; loads and stores apart, since a host's
+/// other tenants can slow one and not the other): its error is the
 /// machine's drift since calibrate, which every row that leans on the
 /// same resource inherits (a shared host's memory under another
 /// tenant's load).
 #[derive(Debug, Clone, Serialize)]
 pub struct Reference {
-    /// `CPU`, `memory loads` or `memory stores`.
+    /// `CPU`, `memory loads`, `memory stores` or [`NODE_STORES`].
     pub resource: &'static str,
     pub benchmark: String,
     pub case: String,
@@ -627,6 +628,11 @@ pub struct Reference {
     /// The elapsed time's error, sim / real - 1.
     pub error: f64,
 }
+
+/// The reference of every CPU of a node zeroing its memory at once
+/// (`memory.bandwidth_gbs` is fitted to it): on a shared host it moves
+/// with where the virtual CPUs run while one thread's rate holds still.
+const NODE_STORES: &str = "memory stores of a node's CPUs";
 
 /// Beyond this, a reference row says the machine ran at another speed
 /// than when it was calibrated.
@@ -643,18 +649,15 @@ fn references(rows: &[Row]) -> Vec<Reference> {
     rows.iter()
         .filter(|r| r.metric == "elapsed_s")
         .filter_map(|r| {
-            let resource = match r.benchmark.as_str() {
-                "spin" => "CPU",
-                "mem"
-                    if kv(&r.case, "threads").as_deref() == Some("1")
-                        && kv(&r.case, "cpu_node") == kv(&r.case, "mem_node") =>
-                {
-                    match kv(&r.case, "op").as_deref() {
-                        Some("memset") => "memory stores",
-                        Some("read") => "memory loads",
-                        _ => return None,
-                    }
-                }
+            let own_node = kv(&r.case, "cpu_node") == kv(&r.case, "mem_node");
+            let one = kv(&r.case, "threads").as_deref() == Some("1");
+            let resource = match (r.benchmark.as_str(), kv(&r.case, "op").as_deref()) {
+                ("spin", _) => "CPU",
+                ("mem", Some("memset")) if own_node && one => "memory stores",
+                ("mem", Some("read")) if own_node && one => "memory loads",
+                // The set's other count is every CPU of the node, whose
+                // zeroing together the controller rate is fitted to.
+                ("mem", Some("memset")) if own_node => NODE_STORES,
                 _ => return None,
             };
             Some(Reference {
@@ -1383,8 +1386,10 @@ mod tests {
 
     /// spin and one thread's memset and read of its own node test the
     /// file's own figures: their errors are reported as the machine's
-    /// drift, loads apart from stores, named beyond 10%; a remote memset,
-    /// two threads or a read-modify-write are not references.
+    /// drift, loads apart from stores, named beyond 10%; so is a node's
+    /// CPUs zeroing its memory together (the controller rate is fitted
+    /// to it); a remote memset, several threads reading or a
+    /// read-modify-write are not references.
     #[test]
     fn reference_rows_say_how_far_the_machine_drifted_from_its_file() {
         let mut recs = Vec::new();
@@ -1394,6 +1399,7 @@ mod tests {
             ("mem", "read 0 0 1", 2.0, 2.1),
             ("mem", "memset 0 1 1", 2.0, 1.0),
             ("mem", "memset 0 0 2", 2.0, 1.0),
+            ("mem", "read 0 0 2", 2.0, 1.0),
             ("mem", "write 0 0 1", 2.0, 1.0),
         ] {
             for (side, v) in [("real", real), ("sim", sim)] {
@@ -1413,16 +1419,24 @@ mod tests {
         let e = errors(&recs);
         let mut got: Vec<(&str, f64)> = e.reference.iter().map(|x| (x.resource, x.error)).collect();
         got.sort_by(|a, b| a.0.cmp(b.0));
-        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got[0].0, "CPU");
         assert_eq!(got[1].0, "memory loads");
         assert!((got[1].1 - 0.05).abs() < 1e-9, "{got:?}");
         assert_eq!(got[2].0, "memory stores");
         assert!((got[2].1 + 0.25).abs() < 1e-9, "{got:?}");
+        assert_eq!(got[3].0, NODE_STORES);
+        assert!((got[3].1 + 0.5).abs() < 1e-9, "{got:?}");
         let t = render(&e);
         let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            flat(&t).contains("its memory stores ran at another speed"),
+            flat(&t).contains(
+                "its memory stores and memory stores of a node's CPUs ran at another speed"
+            ),
+            "{t}"
+        );
+        assert!(
+            flat(&t).contains("memory stores of a node's CPUs (mem) -50.0%"),
             "{t}"
         );
         assert!(flat(&t).contains("memory loads (mem) +5.0%"), "{t}");
