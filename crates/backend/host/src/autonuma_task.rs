@@ -257,6 +257,17 @@ impl Shared {
     }
 }
 
+/// A worker's part in [`Shared::finish`], said when it is dropped: as
+/// its work ends, or as a panic unwinds it, so the reporter never waits
+/// for a thread that died (its join then says it panicked).
+struct Finishing<'a>(&'a Shared);
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
 /// Start the plan's worker threads, each saying on `tx` that it started.
 fn start_threads(
     plan: &ProcPlan,
@@ -325,7 +336,11 @@ impl Worker {
             None => Ok(()),
         };
         let _ = tx.send((t, numalab_linux::process::tid(), pinned));
+        // Sent: a thread that dies before saying so then ends the wait
+        // for the others' words (TaskError::ThreadDied), not hangs it.
+        drop(tx);
         barrier.wait();
+        let finishing = Finishing(&shared);
         let t0 = Instant::now();
         let mut res = Residency::start();
         let initial_cpu = res.last_cpu;
@@ -342,7 +357,7 @@ impl Worker {
         let (user_s, sys_s) = thread_rusage();
         let tid = numalab_linux::process::tid();
         let sched = numalab_linux::procfs::sched_counters(std::process::id() as i32, Some(tid));
-        shared.finish();
+        drop(finishing);
         ThreadReport {
             tid,
             sched,
@@ -499,6 +514,39 @@ mod tests {
         assert!(took < Duration::from_secs(5), "returned after {took:?}");
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().last(), Some("progress 7"), "{text}");
+    }
+
+    /// A worker that panics still counts as finished: the report ends
+    /// when the others have, and its join says it panicked.
+    #[test]
+    fn a_panicking_thread_does_not_hold_the_report() {
+        let shared = Shared {
+            buf: Arc::new(Mapping::new_noreserve(4096).unwrap()),
+            progress: Arc::new(vec![AtomicU64::new(0), AtomicU64::new(0)]),
+            finished: Arc::new(AtomicUsize::new(0)),
+            barrier: Arc::new(Barrier::new(1)),
+            reporter: std::thread::current(),
+        };
+        let (s1, s2) = (shared.clone(), shared.clone());
+        let dies = std::thread::spawn(move || {
+            let _f = Finishing(&s1);
+            std::thread::sleep(Duration::from_millis(50));
+            panic!("a worker's bug");
+        });
+        let lives = std::thread::spawn(move || {
+            let _f = Finishing(&s2);
+            std::thread::sleep(Duration::from_millis(100));
+            s2.progress[1].store(3, Ordering::Relaxed);
+        });
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        report_progress(&shared, &mut out, Duration::from_secs(10));
+        let took = t0.elapsed();
+        assert!(dies.join().is_err());
+        lives.join().unwrap();
+        assert!(took < Duration::from_secs(5), "returned after {took:?}");
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().last(), Some("progress 0 3"), "{text}");
     }
 
     #[test]
