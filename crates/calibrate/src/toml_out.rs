@@ -13,7 +13,7 @@ fn c(t: &mut String, line: &str) {
 }
 
 /// Writes the machine file: its header and topology, then [memory],
-/// [cache], [cpu], [costs] and [sources].
+/// [cache], [cpu], [kernel], [costs] and [sources].
 pub(super) fn machine_file(
     m: &Machine,
     ms: &Measured,
@@ -24,6 +24,7 @@ pub(super) fn machine_file(
     t.push_str(&memory(m, ms));
     t.push_str(&cache(m, ms));
     t.push_str(&cpu(m, ms));
+    t.push_str(&kernel(m));
     t.push_str(&costs(ms));
     t.push_str(&sources(m, figs));
     t
@@ -353,6 +354,43 @@ fn cpu(m: &Machine, ms: &Measured) -> String {
             let _ = writeln!(t, "run_at_once = {n}");
         }
         None => c(&mut t, "run_at_once: every CPU runs at once"),
+    }
+    t
+}
+
+/// Writes the [kernel] section: the transparent_hugepage mode the
+/// figures were measured under, which the simulator then runs with (its
+/// page size: the benchmarks do not madvise, so 2 MiB pages only with
+/// `always`); a comment alone when sysfs did not say.
+fn kernel(m: &Machine) -> String {
+    let mut t = String::from(
+        "
+[kernel]
+",
+    );
+    let mode = m.info.thp_enabled.as_deref();
+    match mode.filter(|s| numalab_sim::THP_MODES.contains(s)) {
+        Some(mode) => {
+            c(
+                &mut t,
+                &format!(
+                    "transparent_hugepage/enabled while measured: {mode}; the simulator's too (--thp or a configuration's thp sets another): {}",
+                    if mode == "always" {
+                        "2 MiB pages"
+                    } else {
+                        "4 KiB pages, as the benchmarks do not madvise"
+                    }
+                ),
+            );
+            let _ = writeln!(t, "thp = {mode:?}");
+        }
+        None => c(
+            &mut t,
+            &format!(
+                "transparent_hugepage/enabled: {} (not a mode the simulator knows; it runs with always)",
+                mode.unwrap_or("not in sysfs")
+            ),
+        ),
     }
     t
 }

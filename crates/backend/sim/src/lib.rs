@@ -188,7 +188,9 @@ pub struct SimConfig {
     /// configuration's `thp`): with `always` anonymous memory is 2 MiB
     /// huge pages, one hinting fault and one migration per 2 MiB; with
     /// `madvise` or `never` (the benchmarks do not madvise) it is 4 KiB
-    /// base pages, each faulted, sampled and migrated on its own.
+    /// base pages, each faulted, sampled and migrated on its own. By
+    /// default the machine file's `kernel.thp` (calibrate writes the
+    /// mode it measured under), else `always`.
     pub thp: String,
 }
 
@@ -242,7 +244,6 @@ impl SimConfig {
             PolicySpec::parse(text).map_err(|source| SimError::PolicyText { which, source })
         };
         let cfg = SimConfig {
-            machine,
             machine_spec: machine_spec.to_string(),
             scheduler: policy("scheduler", scheduler)?,
             balancer: policy("balancer", balancer)?,
@@ -252,7 +253,10 @@ impl SimConfig {
             max_sim_s: 3600.0,
             trace: false,
             trace_format: numalab_trace::export::Format::Chrome,
-            thp: "always".into(),
+            // As the machine was measured (a calibrated file's
+            // `kernel.thp`), else a kernel's build default.
+            thp: machine.thp.clone().unwrap_or_else(|| "always".into()),
+            machine,
         };
         cfg.check()?;
         Ok(cfg)

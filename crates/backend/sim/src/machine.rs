@@ -65,6 +65,10 @@
 //!                           # than the machine's (a guest's vCPUs on fewer host
 //!                           # CPUs); default: all
 //! idle_states = []          # [[exit latency us, target residency us], ...] shallow to deep
+//! [kernel]                  # optional: the kernel's settings the file was
+//! thp = "madvise"           # measured under; transparent_hugepage/enabled,
+//!                           # the simulator's `thp` unless --thp or a
+//!                           # configuration sets it (default "always")
 //! [costs]                   # optional, every key optional: per-operation costs
 //! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
 //!                           # default: the workload models' estimates
@@ -203,6 +207,9 @@ pub struct MachineFile {
     /// Shared buses and interconnect links (`[[bus]]` tables).
     #[serde(default)]
     pub bus: Vec<BusSpec>,
+    /// The kernel's settings the figures were measured under (`[kernel]`).
+    #[serde(default)]
+    pub kernel: KernelSpec,
     /// Per-operation costs of the workloads (`[costs]`), every key
     /// optional.
     #[serde(default)]
@@ -215,6 +222,16 @@ pub struct MachineFile {
     pub ranges: BTreeMap<String, [f64; 2]>,
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// `[kernel]`: the settings of the kernel a calibrated file was measured
+/// under, which the simulator takes as its own unless told otherwise.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    /// transparent_hugepage/enabled: `always`, `madvise` or `never`.
+    #[serde(default)]
+    pub thp: Option<String>,
 }
 
 /// One `[[bus]]` table: a link with its own bandwidth that the memory
@@ -495,6 +512,10 @@ pub struct Machine {
     /// highest); each one's source is `sources["ranges.KEY"]`.
     pub ranges: BTreeMap<String, (f64, f64)>,
     pub sources: BTreeMap<String, String>,
+    /// The transparent_hugepage mode the file was measured under
+    /// (`kernel.thp`): the simulated kernel's unless set otherwise
+    /// ([`crate::SimConfig::thp`]); none in the presets.
+    pub thp: Option<String>,
 }
 
 /// Built-in presets: name, one-line summary, TOML text.
@@ -647,7 +668,22 @@ impl MachineFile {
             costs: Costs::new(&self.costs, self.cpu.max_ghz),
             ranges: self.checked_ranges(&err)?,
             sources: self.sources.clone(),
+            thp: self.checked_thp(&err)?,
         })
+    }
+
+    /// `kernel.thp`, one of the modes the model knows.
+    fn checked_thp(
+        &self,
+        err: &dyn Fn(String) -> MachineError,
+    ) -> Result<Option<String>, MachineError> {
+        match &self.kernel.thp {
+            Some(t) if !crate::THP_MODES.contains(&t.as_str()) => Err(err(format!(
+                "kernel.thp = {t:?}: must be {}",
+                crate::THP_MODES.join(", ")
+            ))),
+            t => Ok(t.clone()),
+        }
     }
 
     /// The topology's counts: each at least 1, within the simulator's
@@ -1420,6 +1456,23 @@ min_ghz = 1
         let t = Topology::from_sysfs(&fx.join("memory-only-node")).unwrap();
         let m = Machine::host(&fx.join("memory-only-node")).unwrap();
         assert_eq!(m.nnodes, t.cpu_nodes().count());
+    }
+
+    /// `kernel.thp` is kept for the simulator; a mode the model does not
+    /// know is a one-line error naming the modes.
+    #[test]
+    fn the_kernels_thp_mode_is_kept_and_checked() {
+        assert_eq!(build(OK).unwrap().thp, None);
+        let m = build(&format!("{OK}[kernel]\nthp = \"madvise\"\n")).unwrap();
+        assert_eq!(m.thp.as_deref(), Some("madvise"));
+        let e = build(&format!("{OK}[kernel]\nthp = \"sometimes\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel.thp = \"sometimes\": must be always, madvise, never"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -2065,3 +2065,26 @@ fn samples_after_the_start_are_an_interval_from_it() {
         );
     }
 }
+
+/// A machine file measured under `thp = "madvise"` is simulated with 4 KiB
+/// pages, as its kernel ran the benchmarks (they do not madvise); a file
+/// that does not say, every preset, with 2 MiB ones.
+#[test]
+fn the_simulator_takes_the_files_thp_mode() {
+    let path = std::env::temp_dir().join(format!("numalab-thp-{}.toml", std::process::id()));
+    let text = crate::machine::PRESETS
+        .iter()
+        .find(|p| p.0 == "azusa16")
+        .unwrap()
+        .1
+        .replace("[sources]", "[kernel]\nthp = \"madvise\"\n\n[sources]");
+    std::fs::write(&path, text).unwrap();
+    let cfg = SimConfig::new(path.to_str().unwrap(), "linux", "none", 1);
+    std::fs::remove_file(&path).unwrap();
+    let cfg = cfg.unwrap();
+    assert_eq!(cfg.thp, "madvise");
+    assert_eq!(cfg.page_bytes(), crate::BASE_PAGE_BYTES);
+    let preset = SimConfig::new("azusa16", "linux", "none", 1).unwrap();
+    assert_eq!(preset.thp, "always");
+    assert_eq!(preset.page_bytes(), crate::CHUNK_BYTES);
+}
