@@ -941,25 +941,30 @@ pub fn render(e: &Errors) -> String {
 fn render_counts(e: &Errors, t: &mut String) {
     let judged: Vec<&Row> = e.rows.iter().filter(|r| r.within.is_some()).collect();
     let ok = judged.iter().filter(|r| r.within == Some(true)).count();
+    let noise = e
+        .orderings
+        .iter()
+        .filter(|o| o.verdict == "within noise")
+        .count();
+    let orderings = if e.orderings.is_empty() {
+        // One node: bind, default and inverse-bind are one placement.
+        "no placement orderings (they need several nodes)".to_string()
+    } else {
+        format!(
+            "orderings agreeing: {} of {}{}",
+            e.orderings.iter().filter(|o| o.agree).count(),
+            e.orderings.len() - noise,
+            match noise {
+                0 => String::new(),
+                n => format!(
+                    " ({n} more with every real placement within noise of the others: nothing to judge)"
+                ),
+            }
+        )
+    };
     let summary = format!(
-        "within target: {ok} of {} (elapsed, user and CPU time ±15%; pages the benchmark's tasks migrated ±25%, or {OWN_PAGES_PER_TASK} a task; convergence ±25%, or one sampling interval); orderings agreeing: {} of {}{}",
+        "within target: {ok} of {} (elapsed, user and CPU time ±15%; pages the benchmark's tasks migrated ±25%, or {OWN_PAGES_PER_TASK} a task; convergence ±25%, or one sampling interval); {orderings}",
         judged.len(),
-        e.orderings.iter().filter(|o| o.agree).count(),
-        e.orderings
-            .iter()
-            .filter(|o| o.verdict != "within noise")
-            .count(),
-        match e
-            .orderings
-            .iter()
-            .filter(|o| o.verdict == "within noise")
-            .count()
-        {
-            0 => String::new(),
-            n => format!(
-                " ({n} more with every real placement within noise of the others: nothing to judge)"
-            ),
-        }
     );
     for l in numalab_linux::out::wrap(&summary, 80) {
         let _ = writeln!(t, "{l}");
@@ -1437,6 +1442,11 @@ mod tests {
         );
         assert!(
             flat(&t).contains("memory stores of a node's CPUs (mem) -50.0%"),
+            "{t}"
+        );
+        // No placements compared: said so, not "0 of 0".
+        assert!(
+            flat(&t).contains("no placement orderings (they need several nodes)"),
             "{t}"
         );
         assert!(flat(&t).contains("memory loads (mem) +5.0%"), "{t}");
