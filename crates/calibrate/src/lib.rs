@@ -320,6 +320,9 @@ struct Process {
 /// The costs of a first touch and of NUMA balancing.
 struct Balancing {
     first_touch: Figure,
+    /// Each of two processes' rate first touching at once (none with one
+    /// CPU).
+    first_touch_two: Option<Figure>,
     scan: Figure,
     migrate: Option<Figure>,
 }
@@ -874,6 +877,24 @@ fn balancing_costs(m: &Machine) -> Result<Balancing, CalibrateError> {
         },
     )
     .map_err(failed("first touch"))?;
+    let first_touch_two = match touch_pair(m) {
+        Some(pair) => Some(
+            memory::repeat(
+                runs,
+                format!(
+                    "each of two processes writing {} MiB it never touched at once, one on CPU {} bound to node {}, one on CPU {} bound to node {} (where page faults contend, each is slower than one alone)",
+                    touch_bytes >> 20,
+                    pair[0].0,
+                    pair[0].1,
+                    pair[1].0,
+                    pair[1].1
+                ),
+                || first_touch_at_once(m.exe, pair, touch_bytes),
+            )
+            .map_err(failed("first touch of two at once"))?,
+        ),
+        None => None,
+    };
     // NUMA balancing's own costs: a protection change (every machine), a
     // migration between the first two nodes (several nodes).
     let scan = memory::repeat(
@@ -901,9 +922,41 @@ fn balancing_costs(m: &Machine) -> Result<Balancing, CalibrateError> {
     };
     Ok(Balancing {
         first_touch,
+        first_touch_two,
         scan,
         migrate,
     })
+}
+
+/// The CPU and node of each of two processes first touching at once, as
+/// numa01's two processes do: a CPU of each of the first two nodes,
+/// each touching its own node's memory; on one node, its first and last
+/// CPUs; none with a single CPU.
+fn touch_pair(m: &Machine) -> Option<[(u32, u32); 2]> {
+    let node0 = m.node0();
+    if let Some(&node1) = m.cpu_nodes.get(1) {
+        return Some([(m.pick_cpu(node0), node0), (m.pick_cpu(node1), node1)]);
+    }
+    let cpus = &m.topo.nodes.iter().find(|x| x.id == node0)?.cpus;
+    match cpus[..] {
+        [first, .., last] => Some([(first, node0), (last, node0)]),
+        _ => None,
+    }
+}
+
+/// Two first touches of `bytes` at once, each in a process of its own
+/// (`numalab_host::mem::first_touch`): their mean rate, GB/s.
+fn first_touch_at_once(exe: &Path, pair: [(u32, u32); 2], bytes: u64) -> std::io::Result<f64> {
+    let (a, b) = std::thread::scope(|s| {
+        let other =
+            s.spawn(move || numalab_host::mem::first_touch(exe, pair[1].0, pair[1].1, bytes));
+        let a = numalab_host::mem::first_touch(exe, pair[0].0, pair[0].1, bytes);
+        let b = other
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("a first-touch thread panicked")));
+        (a, b)
+    });
+    Ok((a? + b?) / 2.0 / 1e9)
 }
 
 /// Derives the model's values (mlp, random_mlp, the LLC, a controller's
@@ -1066,6 +1119,9 @@ fn figures(m: &Machine, ms: &Measured) -> Vec<(String, String, Figure)> {
     put("costs.process_exit_us", "us", p.exit.clone());
     put("costs.thread_launch_us", "us", p.thread.clone());
     put("costs.first_touch_gbs", "GB/s", bal.first_touch.clone());
+    if let Some(two) = &bal.first_touch_two {
+        put("costs.first_touch_two_gbs", "GB/s", two.clone());
+    }
     put("costs.scan_us_per_gb", "us", bal.scan.clone());
     put("costs.read_gbs", "GB/s", cm.read.clone());
     put("costs.write_gbs", "GB/s", cm.write.clone());

@@ -420,6 +420,7 @@ fn costs(ms: &Measured) -> String {
     } = &ms.process;
     let Balancing {
         first_touch,
+        first_touch_two,
         scan,
         migrate,
     } = &ms.balancing;
@@ -445,6 +446,11 @@ fn costs(ms: &Measured) -> String {
         ("write_gbs", "GB/s", write),
     ]
     .into_iter()
+    .chain(
+        first_touch_two
+            .as_ref()
+            .map(|f| ("first_touch_two_gbs", "GB/s", f)),
+    )
     .chain(migrate.as_ref().map(|m| ("migrate_us_per_mb", "us", m)))
     {
         c(&mut t, &format!("{}: {}", f.how, f.describe(unit)));

@@ -75,6 +75,13 @@ pub struct CostsSpec {
     /// touched, its page faults (the kernel allocating and clearing each
     /// page) included, GB/s. Without it a first touch takes no time.
     pub first_touch_gbs: Option<f64>,
+    /// Each process's first-touch rate when two processes first touch at
+    /// once (on two nodes where the machine has them, else on two CPUs of
+    /// one), GB/s: where page faults of different processes contend (a
+    /// TCG guest), below `first_touch_gbs`. Without it, or at
+    /// `first_touch_gbs` or above, concurrent first touches do not slow
+    /// each other.
+    pub first_touch_two_gbs: Option<f64>,
     /// NUMA balancing's costs on this machine: system time to migrate one
     /// MiB between two nodes (`move_pages`), and to change the protection
     /// of one GiB of mapped memory (`mprotect`, as change_prot_numa
@@ -91,7 +98,7 @@ pub struct CostsSpec {
 
 impl CostsSpec {
     /// Each key with its value as written (`costs.KEY`), for range checks.
-    pub fn entries(&self) -> [(&'static str, Option<f64>); 17] {
+    pub fn entries(&self) -> [(&'static str, Option<f64>); 18] {
         [
             ("costs.spin_ns", self.spin_ns),
             ("costs.randupdt_ns", self.randupdt_ns),
@@ -106,6 +113,7 @@ impl CostsSpec {
             ("costs.process_exit_us", self.process_exit_us),
             ("costs.thread_launch_us", self.thread_launch_us),
             ("costs.first_touch_gbs", self.first_touch_gbs),
+            ("costs.first_touch_two_gbs", self.first_touch_two_gbs),
             ("costs.migrate_us_per_mb", self.migrate_us_per_mb),
             ("costs.scan_us_per_gb", self.scan_us_per_gb),
             ("costs.read_gbs", self.read_gbs),
@@ -162,6 +170,11 @@ pub struct Costs {
     /// faults included: `costs.first_touch_gbs`; default infinite (a first
     /// touch is not timed, as before it was measured).
     pub first_touch_bytes_per_ns: f64,
+    /// How much each further process first touching at once slows one
+    /// down: `first_touch_gbs / first_touch_two_gbs - 1` (at least 0);
+    /// default 0. With k at once each runs at the one-process rate over
+    /// `1 + first_touch_contention x (k - 1)` ([`Costs::first_touch_ns_among`]).
+    pub first_touch_contention: f64,
     /// NUMA balancing's migration and protection-change costs, when the
     /// machine file measured them (`costs.migrate_us_per_mb`,
     /// `costs.scan_us_per_gb`): the balancers' defaults.
@@ -196,6 +209,7 @@ impl Costs {
         process_exit_ns: 0,
         thread_launch_ns: THREAD_LAUNCH_NS,
         first_touch_bytes_per_ns: f64::INFINITY,
+        first_touch_contention: 0.0,
         migrate_us_per_mb: None,
         scan_us_per_gb: None,
         read_bytes_per_cycle: None,
@@ -228,6 +242,10 @@ impl Costs {
             process_exit_ns: spec.process_exit_us.map_or(d.process_exit_ns, us_ns),
             thread_launch_ns: spec.thread_launch_us.map_or(d.thread_launch_ns, us_ns),
             first_touch_bytes_per_ns: spec.first_touch_gbs.unwrap_or(d.first_touch_bytes_per_ns),
+            first_touch_contention: match (spec.first_touch_gbs, spec.first_touch_two_gbs) {
+                (Some(one), Some(two)) => (one / two - 1.0).max(0.0),
+                _ => d.first_touch_contention,
+            },
             migrate_us_per_mb: spec.migrate_us_per_mb,
             scan_us_per_gb: spec.scan_us_per_gb,
             read_bytes_per_cycle: spec.read_gbs.map(|g| g / max_ghz),
@@ -252,6 +270,12 @@ impl Costs {
         ]);
         if self.first_touch_bytes_per_ns.is_finite() {
             m.insert("first_touch_gbs", self.first_touch_bytes_per_ns);
+            if self.first_touch_contention > 0.0 {
+                m.insert(
+                    "first_touch_two_gbs",
+                    self.first_touch_bytes_per_ns / (1.0 + self.first_touch_contention),
+                );
+            }
         }
         // Measured only: a record of a preset names no start or exit cost.
         if self.process_start_ns > 0 || self.process_exit_ns > 0 {
@@ -286,6 +310,14 @@ impl Costs {
 
     /// Nanoseconds one thread takes to first-touch `bytes`.
     pub fn first_touch_ns(&self, bytes: u64) -> u64 {
-        (bytes as f64 / self.first_touch_bytes_per_ns).round() as u64
+        self.first_touch_ns_among(bytes, 1)
+    }
+
+    /// Nanoseconds one of `k` processes first touching at once takes to
+    /// first-touch `bytes`: the one-process rate slowed by
+    /// `first_touch_contention` for each other one.
+    pub fn first_touch_ns_among(&self, bytes: u64, k: usize) -> u64 {
+        let slow = 1.0 + self.first_touch_contention * k.saturating_sub(1) as f64;
+        (bytes as f64 * slow / self.first_touch_bytes_per_ns).round() as u64
     }
 }

@@ -135,6 +135,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("costs.process_exit_us", 0.0, 1e7, "us", false),
     ("costs.thread_launch_us", 0.1, 1e6, "us", false),
     ("costs.first_touch_gbs", 0.001, 100_000.0, "GB/s", false),
+    ("costs.first_touch_two_gbs", 0.001, 100_000.0, "GB/s", false),
     ("costs.migrate_us_per_mb", 1.0, 1e6, "us", false),
     ("costs.scan_us_per_gb", 1.0, 1e7, "us", false),
     ("costs.read_gbs", 0.01, 10_000.0, "GB/s", false),
@@ -1637,6 +1638,7 @@ min_ghz = 1
             process_exit_ns: 0,
             thread_launch_ns: THREAD_LAUNCH_NS,
             first_touch_bytes_per_ns: f64::INFINITY,
+            first_touch_contention: 0.0,
             migrate_us_per_mb: None,
             scan_us_per_gb: None,
             read_bytes_per_cycle: None,
@@ -1661,7 +1663,7 @@ min_ghz = 1
              fork_us = 100\nexec_us = 200\nmsg_user_share = 0.08\nexec_user_share = 0.7\n\
              process_launch_us = 2500\nprocess_start_us = 40000\nprocess_exit_us = 15000\n\
              thread_launch_us = 12.5\n\
-             first_touch_gbs = 2.5\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\nread_gbs = 60\nwrite_gbs = 30\n"
+             first_touch_gbs = 2.5\nfirst_touch_two_gbs = 2\nmigrate_us_per_mb = 300\nscan_us_per_gb = 900\nread_gbs = 60\nwrite_gbs = 30\n"
         );
         let c = build(&text).unwrap().costs;
         assert_eq!(
@@ -1680,6 +1682,7 @@ min_ghz = 1
                 process_exit_ns: 15_000_000,
                 thread_launch_ns: 12_500,
                 first_touch_bytes_per_ns: 2.5,
+                first_touch_contention: 0.25,
                 migrate_us_per_mb: Some(300.0),
                 scan_us_per_gb: Some(900.0),
                 read_bytes_per_cycle: Some(20.0),
@@ -1687,6 +1690,18 @@ min_ghz = 1
             }
         );
         assert_eq!(c.first_touch_ns(5_000_000), 2_000_000);
+        // Two at once each at 2 GB/s, three at 2.5 / 1.5.
+        assert_eq!(c.first_touch_ns_among(5_000_000, 2), 2_500_000);
+        assert_eq!(c.first_touch_ns_among(5_000_000, 3), 3_000_000);
+        // Two at once no slower than one (a real machine's faults on two
+        // nodes): no contention.
+        let free = build(&format!(
+            "{OK}[costs]\nfirst_touch_gbs = 2.5\nfirst_touch_two_gbs = 2.6\n"
+        ))
+        .unwrap()
+        .costs;
+        assert_eq!(free.first_touch_contention, 0.0);
+        assert_eq!(free.first_touch_ns_among(5_000_000, 4), 2_000_000);
         assert_eq!(Costs::DEFAULT.first_touch_ns(1 << 40), 0);
         let f = c.as_file(3.0);
         for (k, v) in [
@@ -1703,6 +1718,7 @@ min_ghz = 1
             ("process_exit_us", 15000.0),
             ("thread_launch_us", 12.5),
             ("first_touch_gbs", 2.5),
+            ("first_touch_two_gbs", 2.0),
             ("migrate_us_per_mb", 300.0),
             ("scan_us_per_gb", 900.0),
             ("read_gbs", 60.0),
@@ -1710,7 +1726,7 @@ min_ghz = 1
         ] {
             assert!((f[k] - v).abs() < 1e-9 * v, "{k}: {} vs {v}", f[k]);
         }
-        assert_eq!(f.len(), 17);
+        assert_eq!(f.len(), 18);
         // Not timed, so not stated.
         let d = Costs::DEFAULT.as_file(3.0);
         for k in ["first_touch_gbs", "process_start_us", "process_exit_us"] {

@@ -2088,3 +2088,28 @@ fn the_simulator_takes_the_files_thp_mode() {
     assert_eq!(preset.thp, "always");
     assert_eq!(preset.page_bytes(), crate::CHUNK_BYTES);
 }
+
+/// Processes that first touch at once slow each other as the machine
+/// file says their page faults contend (`costs.first_touch_two_gbs`):
+/// numa01's two processes each take twice their touch at half the rate
+/// alone; numa02's one process takes what it took without the key.
+#[test]
+fn processes_first_touching_at_once_slow_each_other_as_the_file_says() {
+    let bytes = 64 << 20;
+    let sys = |costs: &str, case: &Case| {
+        let cfg = config(small_machine_costs(1, costs), "linux", "none", 1);
+        record(&cfg, case).metric("sys_s").unwrap()
+    };
+    let alone = "first_touch_gbs = 1";
+    let contended = "first_touch_gbs = 1\nfirst_touch_two_gbs = 0.5";
+    let numa01 = auto(Kind::Numa01, BindMode::Bind, 2, bytes, 3);
+    let (a, b) = (sys(alone, &numa01), sys(contended, &numa01));
+    // Each process's `bytes` at 1 GB/s, both booked as system time.
+    let touches = 2.0 * bytes as f64 / 1e9;
+    assert!(
+        (b - a - touches).abs() < 0.05 * touches,
+        "alone {a} s, at once {b} s, touches {touches} s"
+    );
+    let numa02 = auto(Kind::Numa02, BindMode::Default, 2, bytes, 3);
+    assert_eq!(sys(alone, &numa02), sys(contended, &numa02));
+}

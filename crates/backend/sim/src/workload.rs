@@ -715,9 +715,12 @@ fn add_autonuma(
             regions.push((r, len));
         }
         // The main thread's first touch, before it starts the
-        // threads: its page faults and zeroing, kernel time.
+        // threads: its page faults and zeroing, kernel time. The plan's
+        // processes start together, so they fault at once, each slowed
+        // by the others where the machine's faults contend
+        // (`costs.first_touch_two_gbs`).
         let touched: u64 = slices.iter().map(|&(_, len)| len).sum();
-        let touch_ns = w.m.costs.first_touch_ns(touched);
+        let touch_ns = w.m.costs.first_touch_ns_among(touched, nprocs);
         let process_mask = cpu_mask(w, &pp.process_cpus)?;
         let name = match nprocs {
             1 => "main thread".to_string(),
