@@ -363,11 +363,7 @@ fn cpu(m: &Machine, ms: &Measured) -> String {
 /// page size: the benchmarks do not madvise, so 2 MiB pages only with
 /// `always`); a comment alone when sysfs did not say.
 fn kernel(m: &Machine) -> String {
-    let mut t = String::from(
-        "
-[kernel]
-",
-    );
+    let mut t = String::from("\n[kernel]\n");
     let mode = m.info.thp_enabled.as_deref();
     match mode.filter(|s| numalab_sim::THP_MODES.contains(s)) {
         Some(mode) => {
