@@ -189,8 +189,9 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
         CampaignError::Results(format!("results directory {}: {e}", plan.results.display()))
     })?;
     let mut groups: Vec<LockGroup> = Vec::new();
-    // Each group's topology, as JSON.
-    let mut shapes: Vec<String> = Vec::new();
+    // Each group's machine, whose shape a later one may share
+    // (numalab_runner::sizes::same_shape).
+    let mut shapes: Vec<numalab_topology::MachineInfo> = Vec::new();
     let mut said = BTreeSet::new();
     for (ci, c) in plan.configs.iter().enumerate() {
         let machine = c.machine_group();
@@ -198,8 +199,11 @@ pub fn pin(plan: &Plan, pool: &mut Pool, output: Output) -> Result<Lock, Campaig
             continue;
         }
         let backend = pool.get(ci)?;
-        let shape = serde_json::to_string(&backend.machine().topology).unwrap_or_default();
-        let twin = shapes.iter().position(|s| *s == shape).map(|g| &groups[g]);
+        let shape = backend.machine().clone();
+        let twin = shapes
+            .iter()
+            .position(|s| numalab_runner::sizes::same_shape(s, &shape))
+            .map(|g| &groups[g]);
         let twin_note = twin.map(same_shape).unwrap_or_default();
         if let (Some(t), false) = (twin, output == Output::Quiet) {
             say(&format!("{machine}: {}", same_shape(t)));

@@ -384,6 +384,8 @@ fn refuse_unsupported_command(backend: &dyn Backend) -> Result<()> {
 struct Sizes {
     /// The key the sizes are kept under (none for a command).
     memo: Option<String>,
+    /// Each node's memory on this machine, kept beside them.
+    memory: Vec<u64>,
     /// Whether they were recalled rather than chosen now.
     reused: bool,
     /// The backend and machine that chose them (`real`, `vm`).
@@ -398,8 +400,9 @@ impl Sizes {
         let r = cmd.runner();
         let memo = (!cmd.is_command())
             .then(|| numalab_runner::sizes::key(backend.machine(), &format!("{:?}", cmd.spec())));
+        let memory = numalab_runner::sizes::memory(backend.machine());
         let recalled = match &memo {
-            Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k),
+            Some(k) if !r.resize => numalab_runner::sizes::recall(&r.results, k, &memory),
             _ => None,
         };
         let reused = recalled.is_some();
@@ -409,6 +412,7 @@ impl Sizes {
         };
         let sizes = Sizes {
             memo,
+            memory,
             reused,
             kind: backend.kind().to_string(),
             host: backend.machine().hostname.clone(),
@@ -426,7 +430,9 @@ impl Sizes {
                 warnings: Vec::new(),
             };
             let on = format!("{} on {}", self.kind, self.host);
-            if let Err(e) = numalab_runner::sizes::remember(&plan.results, k, &kept, &on) {
+            if let Err(e) =
+                numalab_runner::sizes::remember(&plan.results, k, &kept, &on, &self.memory)
+            {
                 say(&format!(
                     "warning: keeping the sizes for later invocations: {e}"
                 ));
