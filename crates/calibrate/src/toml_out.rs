@@ -388,6 +388,18 @@ fn kernel(m: &Machine) -> String {
             ),
         ),
     }
+    let nb = m
+        .info
+        .numa_balancing
+        .as_deref()
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    if let Some(nb @ 0..=3) = nb {
+        c(
+            &mut t,
+            "kernel.numa_balancing while measured: the simulator balances as --balancer says (autonuma is the kernel's), and numalab sim says so when this is on and the balancer none",
+        );
+        let _ = writeln!(t, "numa_balancing = {nb}");
+    }
     t
 }
 

@@ -150,5 +150,19 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         SimOptionsError::MaxSimS(_) => anyhow!("--max-sim-s must be a positive number of seconds"),
         e => anyhow!(e),
     })?;
+    let cfg = backend.config();
+    if cfg.balancer.name == "none"
+        && cfg.machine.numa_balancing == Some(true)
+        && cfg.machine.nnodes >= 2
+    {
+        for l in numalab_report::table::wrap(
+            &format!(
+                "numalab: {machine} was measured with kernel.numa_balancing on; the simulated kernel balances only as --balancer says (none here; --balancer autonuma for the kernel's)"
+            ),
+            80,
+        ) {
+            numalab_linux::errln!("{l}");
+        }
+    }
     execute(&bench, &mut backend)
 }

@@ -823,3 +823,53 @@ fn duration_is_kept_within_20_percent_on_simulated_machines() {
         );
     }
 }
+
+/// A calibrated file says the kernel it was measured under: with
+/// `thp = "madvise"` the simulated run has 4 KiB pages (its record's
+/// THP and chunk size say so), and with `numa_balancing = 1` a run
+/// whose balancer is none says the kernel balanced, one with autonuma
+/// does not.
+#[test]
+fn a_files_kernel_settings_reach_the_simulated_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = machine_file(dir.path(), "k.toml", |s| {
+        s + "[kernel]\nthp = \"madvise\"\nnuma_balancing = 1\n"
+    });
+    let said = "k.toml was measured with kernel.numa_balancing on";
+    for (balancer, results, says) in [("none", "a", true), ("autonuma", "b", false)] {
+        let o = numalab(
+            &[
+                "sim",
+                "--machine",
+                &f,
+                "--balancer",
+                balancer,
+                "spin",
+                "--tasks",
+                "1",
+                "--iterations",
+                "1000000",
+                "--results",
+                results,
+            ],
+            dir.path(),
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let err = text(&o.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(err.contains(said), says, "{balancer}: {err}");
+        let recs = common::json_records(&dir.path().join(results));
+        assert_eq!(
+            recs[0].1["machine"]["thp_enabled"], "madvise",
+            "{}",
+            recs[0].1
+        );
+        assert_eq!(
+            recs[0].1["backend"]["details"]["chunk_bytes"], 4096,
+            "{}",
+            recs[0].1
+        );
+    }
+}

@@ -69,6 +69,8 @@
 //! thp = "madvise"           # measured under; transparent_hugepage/enabled,
 //!                           # the simulator's `thp` unless --thp or a
 //!                           # configuration sets it (default "always")
+//! numa_balancing = 1        # kernel.numa_balancing (0-3): said beside a
+//!                           # simulation whose balancer is none
 //! [costs]                   # optional, every key optional: per-operation costs
 //! spin_ns = 1.8             # measured by `numalab calibrate` (see costs.rs);
 //!                           # default: the workload models' estimates
@@ -233,6 +235,9 @@ pub struct KernelSpec {
     /// transparent_hugepage/enabled: `always`, `madvise` or `never`.
     #[serde(default)]
     pub thp: Option<String>,
+    /// kernel.numa_balancing: 0 off, 1 on, 2 memory tiering, 3 both.
+    #[serde(default)]
+    pub numa_balancing: Option<i64>,
 }
 
 /// One `[[bus]]` table: a link with its own bandwidth that the memory
@@ -517,6 +522,10 @@ pub struct Machine {
     /// (`kernel.thp`): the simulated kernel's unless set otherwise
     /// ([`crate::SimConfig::thp`]); none in the presets.
     pub thp: Option<String>,
+    /// Whether the kernel the file was measured under balanced NUMA
+    /// (`kernel.numa_balancing` 1 or 3): `numalab sim` says so beside a
+    /// run whose balancer is none; none in the presets.
+    pub numa_balancing: Option<bool>,
 }
 
 /// Built-in presets: name, one-line summary, TOML text.
@@ -670,6 +679,15 @@ impl MachineFile {
             ranges: self.checked_ranges(&err)?,
             sources: self.sources.clone(),
             thp: self.checked_thp(&err)?,
+            numa_balancing: match self.kernel.numa_balancing {
+                None => None,
+                Some(v @ 0..=3) => Some(v & 1 == 1),
+                Some(v) => {
+                    return Err(err(format!(
+                        "kernel.numa_balancing = {v}: must be 0, 1, 2 or 3 (as the sysctl)"
+                    )))
+                }
+            },
         })
     }
 
@@ -1474,6 +1492,18 @@ min_ghz = 1
             "{e}"
         );
         assert!(!e.contains('\n'), "{e}");
+        let m = build(&format!("{OK}[kernel]\nnuma_balancing = 3\n")).unwrap();
+        assert_eq!(m.numa_balancing, Some(true));
+        let m = build(&format!("{OK}[kernel]\nnuma_balancing = 2\n")).unwrap();
+        assert_eq!(m.numa_balancing, Some(false));
+        assert_eq!(build(OK).unwrap().numa_balancing, None);
+        let e = build(&format!("{OK}[kernel]\nnuma_balancing = 7\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel.numa_balancing = 7: must be 0, 1, 2 or 3"),
+            "{e}"
+        );
     }
 
     #[test]
