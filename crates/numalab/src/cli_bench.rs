@@ -307,7 +307,7 @@ impl BenchCmd {
 }
 
 /// A status line on standard error, wrapped within 80 columns.
-fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     for l in numalab_report::table::wrap(&format!("numalab: {text}"), 80) {
         numalab_linux::errln!("{l}");
     }

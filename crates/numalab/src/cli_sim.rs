@@ -1,7 +1,7 @@
 //! `numalab sim`: run a benchmark in the NUMA machine simulator
 //! (numalab-sim) and write the same run records as `numalab run`.
 
-use crate::cli_bench::{execute, BenchCmd};
+use crate::cli_bench::{execute, say, BenchCmd};
 use anyhow::{anyhow, bail, Result};
 use numalab_backends::{SimOptions, SimOptionsError};
 use std::process::ExitCode;
@@ -155,14 +155,9 @@ pub fn run(args: SimArgs) -> Result<ExitCode> {
         && cfg.machine.numa_balancing == Some(true)
         && cfg.machine.nnodes >= 2
     {
-        for l in numalab_report::table::wrap(
-            &format!(
-                "numalab: {machine} was measured with kernel.numa_balancing on; the simulated kernel balances only as --balancer says (none here; --balancer autonuma for the kernel's)"
-            ),
-            80,
-        ) {
-            numalab_linux::errln!("{l}");
-        }
+        say(&format!(
+            "{machine} was measured with kernel.numa_balancing on; the simulated kernel balances only as --balancer says (none here; --balancer autonuma for the kernel's)"
+        ));
     }
     execute(&bench, &mut backend)
 }

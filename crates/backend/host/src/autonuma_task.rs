@@ -491,15 +491,20 @@ mod tests {
     /// The last thread to finish wakes the reporter: it says the final
     /// progress and returns then, not at its next look (a 10 s tick here,
     /// over in about the worker's 0.1 s).
-    #[test]
-    fn the_last_thread_to_finish_ends_the_report_at_once() {
-        let shared = Shared {
+    /// What `threads` workers share with this thread as their reporter.
+    fn shared(threads: usize) -> Shared {
+        Shared {
             buf: Arc::new(Mapping::new_noreserve(4096).unwrap()),
-            progress: Arc::new(vec![AtomicU64::new(0)]),
+            progress: Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect()),
             finished: Arc::new(AtomicUsize::new(0)),
             barrier: Arc::new(Barrier::new(1)),
             reporter: std::thread::current(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_last_thread_to_finish_ends_the_report_at_once() {
+        let shared = shared(1);
         let s2 = shared.clone();
         let worker = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
@@ -520,13 +525,7 @@ mod tests {
     /// when the others have, and its join says it panicked.
     #[test]
     fn a_panicking_thread_does_not_hold_the_report() {
-        let shared = Shared {
-            buf: Arc::new(Mapping::new_noreserve(4096).unwrap()),
-            progress: Arc::new(vec![AtomicU64::new(0), AtomicU64::new(0)]),
-            finished: Arc::new(AtomicUsize::new(0)),
-            barrier: Arc::new(Barrier::new(1)),
-            reporter: std::thread::current(),
-        };
+        let shared = shared(2);
         let (s1, s2) = (shared.clone(), shared.clone());
         let dies = std::thread::spawn(move || {
             let _f = Finishing(&s1);
