@@ -341,6 +341,11 @@ struct Model {
     node_zero: f64,
     node_threads: usize,
     node_read: f64,
+    /// What every CPU read of a node's memory at once (the most over the
+    /// nodes), and the controller's rate for loads fitted to it, where
+    /// they read less than as many times one thread's rate.
+    read_all: f64,
+    node_loads: Option<f64>,
     /// CPUs that can run at once, when fewer than the machine's.
     run_at_once: Option<usize>,
 }
@@ -1014,6 +1019,8 @@ fn model(
     // demand (four vCPUs on two host cores zero as two).
     let node_threads = run_at_once.unwrap_or(m.topo.cpus.len()).max(1);
     let node_read = controller_bandwidth(node_threads, one_thread, node_zero, local.value);
+    let read_all = node_bw.iter().map(|x| x.read_all.value).fold(0.0, f64::max);
+    let node_loads = read_bandwidth(node_threads, one_read, read_all, local.value);
     Model {
         one_thread,
         mlp,
@@ -1027,6 +1034,8 @@ fn model(
         node_zero,
         node_threads,
         node_read,
+        read_all,
+        node_loads,
         run_at_once,
     }
 }
@@ -1197,6 +1206,19 @@ pub fn controller_bandwidth(n: usize, one: f64, all: f64, latency_ns: f64) -> f6
     hi
 }
 
+/// The controller's rate for loads (GB/s) with which the simulator's
+/// memory model gives `n` threads, each reading `one` GB/s alone, the
+/// `all` GB/s they were measured to read together: the queueing of
+/// [`controller_bandwidth`] on loads alone. `None` where they read at
+/// least 95% of `n` times `one` (loads scale: no limit of their own
+/// seen, and the controller's one rate stands for them), or there is
+/// one thread.
+pub fn read_bandwidth(n: usize, one: f64, all: f64, latency_ns: f64) -> Option<f64> {
+    let scaled = n as f64 * one * 0.95;
+    (n > 1 && one > 0.0 && all > 0.0 && all < scaled)
+        .then(|| controller_bandwidth(n, one, all, latency_ns))
+}
+
 /// Two CPUs under different LLCs, of one node when a node has two.
 fn llc_pair(topo: &Topology) -> Option<(u32, u32)> {
     let first = |l: &numalab_topology::Llc| l.cpus.last().copied();
@@ -1288,6 +1310,27 @@ mod tests {
         // Threads that never reach the controller: the measured rate.
         assert_eq!(controller_bandwidth(2, 1.0, 2.5, 300.0), 2.5);
         assert_eq!(controller_bandwidth(0, 1.0, 2.5, 300.0), 2.5);
+    }
+
+    /// The rate for loads fitted to every CPU reading at once is the one
+    /// at which the simulator's own controller (`Resource::load`, loads
+    /// served at `memory.read_bandwidth_gbs`) carries what was measured;
+    /// loads that scaled, or one thread, fit none. (This machine, its
+    /// host running both vCPUs on one CCD: one thread read 31 GB/s, two
+    /// 42.7.)
+    #[test]
+    fn the_rate_for_loads_carries_what_every_cpu_read_through_the_model() {
+        let r = read_bandwidth(2, 31.0, 42.7, 110.0).unwrap();
+        assert!(r > 42.7 && r < 62.0, "{r}");
+        let m =
+            numalab_sim::machine::Machine::load(&format!("genoa2n[memory.read_bandwidth_gbs={r}]"))
+                .unwrap();
+        let (_, wait, cap) = m.resources[0].load(62.0, 62.0, 62.0);
+        let carried = 62.0 / (1.0 + wait).max(cap);
+        assert!((carried - 42.7).abs() < 1e-6, "{carried}");
+        // A 2-node TCG guest: 2.18 GB/s alone, 4.29 both: loads scale.
+        assert_eq!(read_bandwidth(2, 2.179, 4.29, 212.0), None);
+        assert_eq!(read_bandwidth(1, 31.0, 20.0, 110.0), None);
     }
 
     /// A 2-node TCG guest zeroed 12.9 GB/s with one thread on node 0 and

@@ -169,6 +169,8 @@ fn memory(m: &Machine, ms: &Measured) -> String {
         node_zero,
         node_threads,
         node_read,
+        read_all,
+        node_loads,
         ..
     } = ms.model;
     let mut t = String::new();
@@ -205,6 +207,13 @@ fn memory(m: &Machine, ms: &Measured) -> String {
     node_bandwidths(&mut t, node_bw);
     c(&mut t, &format!("bandwidth_gbs: the controller rate at which the simulator's queueing model ({node_threads} threads of {one_thread:.3} GB/s each, M/M/1 waits) carries the {node_zero:.3} GB/s all the machine's CPUs were measured to zero of a node's memory (the sweep the streaming benchmarks do)"));
     let _ = writeln!(t, "bandwidth_gbs = {:?}", round3(node_read));
+    match node_loads {
+        Some(r) => {
+            c(&mut t, &format!("read_bandwidth_gbs: the controller's rate for loads at which the same model ({node_threads} threads reading {one_read:.3} GB/s each alone) carries the {read_all:.3} GB/s all the machine's CPUs were measured to read of a node's memory (a line read is served in 1 / this, a line written in 1 / bandwidth_gbs, one queue)"));
+            let _ = writeln!(t, "read_bandwidth_gbs = {:?}", round3(r));
+        }
+        None => c(&mut t, &format!("read_bandwidth_gbs: none: all the machine's CPUs read {read_all:.3} GB/s of a node's memory, {node_threads} times one thread's {one_read:.3} or near it (loads scale; the controller serves them at bandwidth_gbs)")),
+    }
     c(&mut t, &format!("mlp: the misses in flight with which the simulator's streaming model (a line's zeroing in cache, then its memory time latency / mlp) gives one thread the {:.3} GB/s it zeroed of memory, its zeroing in cache being {:.3} GB/s (Little's law on the memory part)", one_thread, memset.value));
     let _ = writeln!(t, "mlp = {:?}", round3(mlp));
     c(&mut t, &format!("read_mlp: the same for loads: one thread reading {:.3} GB/s of memory, {:.3} GB/s in cache (the mem benchmark's read sweep)", one_read, read.value));

@@ -185,6 +185,13 @@ pub fn sweep_rate(
     }
     let line = m.line_bytes;
     let compute = line / core;
+    // The loads among the lines moved: a read's all, an update's its
+    // load (its write-back the other), a zeroing's none.
+    let reads = match op {
+        Op::Read => 1.0,
+        Op::Write => 1.0 / moved,
+        Op::Memset => 0.0,
+    };
     // Uncontended: each thread's demand on its path to the memory.
     let (mut demand, mut mem) = (vec![0.0; nn * nn], vec![0.0; nn * nn]);
     let to = mem_node;
@@ -205,7 +212,7 @@ pub fn sweep_rate(
             if d == 0.0 {
                 return (0.0, 0.0);
             }
-            let (_, wait, cap) = r.load(d, x);
+            let (_, wait, cap) = r.load(d, d * reads, x);
             (wait, cap)
         })
         .collect();

@@ -423,13 +423,17 @@ pub struct World {
     /// The (demand, memory-weighted demand) each resource's rho, wait and
     /// cap were last computed from, as bits: a tick with the same demand
     /// as the last (the usual case) keeps them without dividing again.
-    resource_load_key: Vec<Option<(u64, u64)>>,
+    resource_load_key: Vec<Option<(u64, u64, u64)>>,
     /// Bytes per ns per path, last tick's and this tick's, and the same
     /// weighted by the share of memory time in the work that made them.
     demand: Vec<f64>,
     demand_next: Vec<f64>,
     demand_mem: Vec<f64>,
     demand_mem_next: Vec<f64>,
+    /// The loads among the demand (a controller may serve them at
+    /// another rate: `memory.read_bandwidth_gbs`).
+    demand_read: Vec<f64>,
+    demand_read_next: Vec<f64>,
     /// Busy CPUs per LLC and busy cores per package at the tick's start.
     llc_busy: Vec<u32>,
     pkg_busy_cores: Vec<u32>,
@@ -502,6 +506,8 @@ impl World {
             demand_next: vec![0.0; nn * nn],
             demand_mem: vec![0.0; nn * nn],
             demand_mem_next: vec![0.0; nn * nn],
+            demand_read: vec![0.0; nn * nn],
+            demand_read_next: vec![0.0; nn * nn],
             llc_busy: vec![0; m.llc_count()],
             pkg_busy_cores: vec![0; m.npackages],
             wakeups: Vec::new(),
@@ -1015,12 +1021,13 @@ impl Engine {
         // work (demand-weighted), the rate falls by 1 - phi + phi x f, so
         // f = (rho - 1 + phi) / phi; for pure memory work, f = rho.
         for (i, r) in w.m.resources.iter().enumerate() {
-            let (mut demand, mut mem) = (0.0, 0.0);
+            let (mut demand, mut mem, mut read) = (0.0, 0.0, 0.0);
             for &p in &r.paths {
                 demand += w.demand[p];
                 mem += w.demand_mem[p];
+                read += w.demand_read[p];
             }
-            let key = Some((demand.to_bits(), mem.to_bits()));
+            let key = Some((demand.to_bits(), mem.to_bits(), read.to_bits()));
             if w.resource_load_key[i] == key {
                 continue;
             }
@@ -1029,7 +1036,7 @@ impl Engine {
                 (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = (0.0, 0.0, 0.0);
                 continue;
             }
-            (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = r.load(demand, mem);
+            (w.resource_rho[i], w.resource_wait[i], w.resource_cap[i]) = r.load(demand, read, mem);
         }
         for (p, res) in w.m.path_resources.iter().enumerate() {
             let (mut wait, mut cap) = (0.0, 0.0f64);
@@ -1040,6 +1047,7 @@ impl Engine {
             w.contention[p] = (1.0 + wait).max(cap);
             w.demand_next[p] = 0.0;
             w.demand_mem_next[p] = 0.0;
+            w.demand_read_next[p] = 0.0;
         }
     }
 
@@ -1085,6 +1093,7 @@ impl Engine {
         }
         std::mem::swap(&mut w.demand, &mut w.demand_next);
         std::mem::swap(&mut w.demand_mem, &mut w.demand_mem_next);
+        std::mem::swap(&mut w.demand_read, &mut w.demand_read_next);
         let _ = dt;
     }
 
@@ -1496,8 +1505,8 @@ fn run_compute(
     let memo = &mut w.compute_memo[t];
     let (spent, outcome) = advance(&mut w.tasks[t], left, memo);
     if memo.u.unit0 > 0.0 {
-        let (bytes_per_ns, phi) = memo.demand(spent, w.m.line_bytes, w.tick_ns);
-        add_demand(w, cn, &frac, bytes_per_ns, phi);
+        let (bytes_per_ns, phi, reads) = memo.demand(spent, w.m.line_bytes, w.tick_ns);
+        add_demand(w, cn, &frac, bytes_per_ns, (phi, reads));
     }
     w.tasks[t].frac = frac;
     ((avail - left) + spent, outcome)
@@ -1613,8 +1622,10 @@ struct UnitTimes {
     unit0: f64,
     mem0: f64,
     /// Lines a unit moves to or from memory (misses, streamed lines and
-    /// write-backs).
+    /// write-backs), and how many of them are loads (misses, streamed
+    /// loads and updates' loads).
     lines: f64,
+    reads: f64,
 }
 
 /// The share of the task's random accesses that hit its LLC on `cpu`: its
@@ -1688,6 +1699,11 @@ fn unit_times(
         unit0: compute + mem0,
         mem0,
         lines: misses + stream_lines + writeback_lines,
+        reads: misses
+            + match stream {
+                Stream::Stores => 0.0,
+                Stream::Loads | Stream::Updates => stream_lines,
+            },
     }
 }
 
@@ -1714,6 +1730,8 @@ struct ComputeMemo {
     spent: Option<u64>,
     bytes_per_ns: f64,
     phi: f64,
+    /// The loads' share of those bytes.
+    reads: f64,
     /// The hit share of the task's random accesses (`hit`) and one more
     /// than the LLC's busy CPUs it was found for (0: none yet).
     hit_busy: u64,
@@ -1729,17 +1747,23 @@ impl ComputeMemo {
     }
 
     /// The task's bandwidth demand in bytes per ns at its uncontended
-    /// rate for `spent` ns of the tick, and its share of memory time
-    /// (phi = mem0 / unit0, one division).
-    fn demand(&mut self, spent: f64, line_bytes: f64, tick_ns: u64) -> (f64, f64) {
+    /// rate for `spent` ns of the tick, its share of memory time
+    /// (phi = mem0 / unit0, one division) and the loads' share of the
+    /// bytes.
+    fn demand(&mut self, spent: f64, line_bytes: f64, tick_ns: u64) -> (f64, f64, f64) {
         if self.spent != Some(spent.to_bits()) {
             let u = &self.u;
             let inv_unit0 = 1.0 / u.unit0;
             self.bytes_per_ns = u.lines * line_bytes * inv_unit0 * (spent / tick_ns as f64);
             self.phi = u.mem0 * inv_unit0;
+            self.reads = if u.lines > 0.0 {
+                u.reads / u.lines
+            } else {
+                0.0
+            };
             self.spent = Some(spent.to_bits());
         }
-        (self.bytes_per_ns, self.phi)
+        (self.bytes_per_ns, self.phi, self.reads)
     }
 }
 
@@ -1773,18 +1797,20 @@ fn advance(task: &mut Task, left: f64, memo: &mut ComputeMemo) -> (f64, RunOutco
 
 /// The task's bandwidth demand this tick, at its uncontended rate (no
 /// feedback loop), on the paths from node `cn` its accesses take.
-fn add_demand(w: &mut World, cn: usize, frac: &[f64], bytes_per_ns: f64, phi: f64) {
+fn add_demand(w: &mut World, cn: usize, frac: &[f64], bytes_per_ns: f64, (phi, reads): (f64, f64)) {
     let nn = w.m.nnodes;
     let row = cn * nn;
     if frac.is_empty() {
         w.demand_next[row + cn] += bytes_per_ns;
         w.demand_mem_next[row + cn] += bytes_per_ns * phi;
+        w.demand_read_next[row + cn] += bytes_per_ns * reads;
     } else {
         for n in 0..nn {
             if frac[n] > 0.0 {
                 let d = bytes_per_ns * frac[n];
                 w.demand_next[row + n] += d;
                 w.demand_mem_next[row + n] += d * phi;
+                w.demand_read_next[row + n] += d * reads;
             }
         }
     }

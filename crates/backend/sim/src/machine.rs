@@ -25,6 +25,9 @@
 //!                           # bandwidth_gbs each (default); "single": all
 //!                           # nodes' memory behind one controller with
 //!                           # bandwidth_gbs in all (an SMP/UMA memory system)
+//! read_bandwidth_gbs = 1.8  # the controllers' rate for loads, where not
+//!                           # bandwidth_gbs (one queue, each line served at
+//!                           # its kind's rate; default: bandwidth_gbs)
 //! line_bytes = 64
 //! random_mlp = 1            # independent random misses one core overlaps
 //!                           # (numa_test's a[ix[i]]; 1: an in-order core)
@@ -100,6 +103,7 @@ const RANGES: &[(&str, f64, f64, &str, bool)] = &[
     ("memory.local_latency_ns", 1.0, 100_000.0, "ns", false),
     ("memory.latency_ns", 1.0, 100_000.0, "ns", false),
     ("memory.bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
+    ("memory.read_bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
     ("bandwidth_gbs", 0.001, 100_000.0, "GB/s", true),
     ("memory.mlp", 1.0, 1024.0, "misses in flight", false),
     ("memory.random_mlp", 1.0, 1024.0, "misses in flight", false),
@@ -332,6 +336,14 @@ pub struct MemorySpec {
     /// where it read it at 29-36); `numalab calibrate` measures it.
     #[serde(default)]
     pub write_mlp: Option<f64>,
+    /// The rate (GB/s) at which a controller carries loads, where it
+    /// differs from its rate for stores (`bandwidth_gbs`): a controller
+    /// (or the link a node's cores reach it by) serves a line read in
+    /// 1 / this and a line written in 1 / `bandwidth_gbs`, one queue for
+    /// both. Absent: loads as stores. `numalab calibrate` fits it on
+    /// every CPU reading at once, as `bandwidth_gbs` on every CPU zeroing.
+    #[serde(default)]
+    pub read_bandwidth_gbs: Option<f64>,
     /// Bytes (MiB) the last-level data TLB maps: its entries times the
     /// page size. With `tlb_walk_ns`, a random access over a larger range
     /// misses it with probability 1 - reach / range and waits for a page
@@ -415,6 +427,9 @@ pub struct Resource {
     /// latency (the engine's per-tick constants).
     pub inv_bandwidth: f64,
     pub wait_per_load: f64,
+    /// 1 / the rate at which it carries loads (a controller's
+    /// `memory.read_bandwidth_gbs`; else `inv_bandwidth`).
+    pub inv_read_bandwidth: f64,
 }
 
 impl Resource {
@@ -432,17 +447,37 @@ impl Resource {
             paths,
             inv_bandwidth: 1.0 / bandwidth,
             wait_per_load: line / bandwidth / ref_latency_ns,
+            inv_read_bandwidth: 1.0 / bandwidth,
         }
+    }
+
+    /// The same, carrying loads at `read` GB/s.
+    fn reading_at(mut self, read: Option<f64>) -> Self {
+        if let Some(r) = read {
+            self.inv_read_bandwidth = 1.0 / r;
+        }
+        self
     }
 
     /// Its load under `demand` bytes/ns of uncontended traffic, `mem` of
     /// it the memory part (demand-weighted): utilisation rho, the queueing
     /// wait added to a load's latency (in units of the reference latency)
     /// and the throughput cap (the engine's `prepare_tick` explains both).
-    pub fn load(&self, demand: f64, mem: f64) -> (f64, f64, f64) {
-        let rho = demand * self.inv_bandwidth;
+    /// `read` of the demand is loads, served at the read rate: one queue
+    /// whose line takes the mean of the two service times, weighted by
+    /// the traffic (with no read rate of its own, as before).
+    pub fn load(&self, demand: f64, read: f64, mem: f64) -> (f64, f64, f64) {
+        let (rho, service) = if read > 0.0 && self.inv_read_bandwidth != self.inv_bandwidth {
+            let rho = (demand - read) * self.inv_bandwidth + read * self.inv_read_bandwidth;
+            (
+                rho,
+                self.wait_per_load * rho / (demand * self.inv_bandwidth),
+            )
+        } else {
+            (demand * self.inv_bandwidth, self.wait_per_load)
+        };
         let x = rho.min(0.95);
-        let wait = self.wait_per_load * x / (1.0 - x);
+        let wait = service * x / (1.0 - x);
         let cap = if rho > 1.0 {
             let phi = (mem / demand).max(1e-9);
             (rho - 1.0 + phi) / phi
@@ -765,6 +800,9 @@ impl MachineFile {
         if let Some(v) = self.memory.write_mlp {
             within("memory.write_mlp", v)?;
         }
+        if let Some(v) = self.memory.read_bandwidth_gbs {
+            within("memory.read_bandwidth_gbs", v)?;
+        }
         within("cache.llc_mib", self.cache.llc_mib)?;
         if let Some(v) = self.cache.reported_llc_mib {
             within("cache.reported_llc_mib", v)?;
@@ -1073,25 +1111,31 @@ impl MachineFile {
         match self.memory.controllers {
             Controllers::Node => {
                 for node in 0..n {
-                    resources.push(Resource::new(
-                        format!("memory controller of node {node}"),
-                        self.memory.bandwidth_gbs,
-                        latency_ns[node][node],
-                        (0..n).map(|c| c * n + node).collect(),
-                        line,
-                    ));
+                    resources.push(
+                        Resource::new(
+                            format!("memory controller of node {node}"),
+                            self.memory.bandwidth_gbs,
+                            latency_ns[node][node],
+                            (0..n).map(|c| c * n + node).collect(),
+                            line,
+                        )
+                        .reading_at(self.memory.read_bandwidth_gbs),
+                    );
                 }
             }
             Controllers::Single => {
                 let paths: Vec<usize> = (0..n * n).collect();
                 let reference = min_latency(&paths);
-                resources.push(Resource::new(
-                    "memory controller".into(),
-                    self.memory.bandwidth_gbs,
-                    reference,
-                    paths,
-                    line,
-                ));
+                resources.push(
+                    Resource::new(
+                        "memory controller".into(),
+                        self.memory.bandwidth_gbs,
+                        reference,
+                        paths,
+                        line,
+                    )
+                    .reading_at(self.memory.read_bandwidth_gbs),
+                );
             }
         }
         if self.bus.len() > 1024 {

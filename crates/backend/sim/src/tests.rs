@@ -497,6 +497,61 @@ fn streamed_loads_take_read_mlp_and_stores_mlp() {
     assert!((a / b - 1.0).abs() < 1e-9, "memset {a} against {b}");
 }
 
+/// A controller that carries loads slower than stores
+/// (`memory.read_bandwidth_gbs`): every CPU of a node reading its memory
+/// at once gets no more than that rate, each line read served in 1 /
+/// it; a zeroing's stores are served at `bandwidth_gbs` as before, and
+/// a file without the key reads as it always did.
+#[test]
+fn a_controllers_rate_for_loads_bounds_every_cpu_reading_and_leaves_stores() {
+    let big = |op, threads| {
+        Case::Mem(numalab_bench::mem::Params {
+            op,
+            threads,
+            cpu_node: 0,
+            mem_node: 0,
+            bytes: 512 << 20,
+            loops: 2,
+        })
+    };
+    let gbs_on = |m: Machine, case: &Case| {
+        let r = record(&config(m, "linux", "none", 1), case);
+        assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+        (r.metric("bandwidth_gbs").unwrap(), ())
+    };
+    let base = Machine::load("genoa2n").unwrap();
+    let (read, _) = gbs_on(base.clone(), &big(Op::Read, 32));
+    let (zero, _) = gbs_on(base.clone(), &big(Op::Memset, 32));
+    let same = Machine::load(&format!(
+        "genoa2n[memory.read_bandwidth_gbs={}]",
+        base.bandwidth[0]
+    ))
+    .unwrap();
+    let (r, _) = gbs_on(same, &big(Op::Read, 32));
+    assert!(
+        (r / read - 1.0).abs() < 1e-9,
+        "the stores' rate for loads: {r} against {read}"
+    );
+    let limit = read / 3.0;
+    let narrow = Machine::load(&format!("genoa2n[memory.read_bandwidth_gbs={limit}]")).unwrap();
+    let (r, _) = gbs_on(narrow.clone(), &big(Op::Read, 32));
+    assert!(
+        r <= limit * 1.02 && r > limit * 0.7,
+        "read {r} under a rate for loads of {limit}"
+    );
+    let (z, _) = gbs_on(narrow.clone(), &big(Op::Memset, 32));
+    assert!((z / zero - 1.0).abs() < 1e-9, "memset {z} against {zero}");
+    // An update's loads queue at the read rate, its write-backs at the
+    // stores': slower than before, faster than reads alone would allow
+    // for as many lines.
+    let (w0, _) = gbs_on(base, &big(Op::Write, 32));
+    let (w, _) = gbs_on(narrow, &big(Op::Write, 32));
+    assert!(
+        w < w0 * 0.9,
+        "update {w} against {w0} without the rate for loads"
+    );
+}
+
 /// mem's default loops come from the model's rate for the sweep asked
 /// for: on a core that keeps a quarter as many loads in flight as
 /// stores, a read's run sized to a second lasts a second, as a memset's
