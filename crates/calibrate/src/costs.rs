@@ -310,56 +310,93 @@ pub fn fork_us(exe: &Path, budget: Duration) -> std::io::Result<f64> {
         })
 }
 
-/// A new numalab process's times, in microseconds: its launch (`fork` +
-/// `execve`, until `spawn` returns: what a launcher spends per process),
-/// its start (from the launch's beginning to its first instruction of
-/// work: the stamp `numalab __task stamp` prints at once) and its exit
-/// (from that stamp to its reaping). Each the median over about `budget`
-/// (one slow start, the binary not yet in the page cache, is not an
-/// average's business).
+/// A new benchmark task process's times, in microseconds: its launch
+/// (`fork` + `execve`, until `spawn` returns: what a launcher spends per
+/// process), its start (from the launch's beginning until it says its
+/// threads run: what the runner waits for before a run's work begins)
+/// and its exit (from its last word to its reaping). Each the median
+/// over about `budget` (one slow start, the binary not yet in the page
+/// cache, is not an average's business).
 pub struct ProcessTimes {
     pub launch_us: f64,
     pub start_us: f64,
     pub exit_us: f64,
 }
 
-/// Times numalab's launch, start and exit ([`ProcessTimes`]) over about
-/// `budget`, at least three times.
-pub fn process_us(exe: &Path, budget: Duration) -> std::io::Result<ProcessTimes> {
-    use std::io::Read;
+/// The plan of the smallest autonuma task: one thread zeroing one page
+/// once, bound to `node`. What its process does before its threads run
+/// (its plan parsed, its buffer mapped and bound, a thread created and
+/// pinned, their ids said) is what every benchmark process of the
+/// runner does before its work, less the work's own first touch.
+pub fn smallest_task(node: u32) -> String {
+    let plan = numalab_bench::autonuma::ProcPlan {
+        process: 0,
+        bytes: 4096,
+        loops: 1,
+        shared: false,
+        threads: 1,
+        process_cpus: None,
+        thread_cpus: vec![None],
+        memory: numalab_bench::autonuma::MemPlan::Bound { nodes: vec![node] },
+        whole_first: false,
+    };
+    serde_json::to_string(&plan).expect("a plan serialises")
+}
+
+/// Times a benchmark task process's launch, start and exit
+/// ([`ProcessTimes`]) over about `budget`, at least three times: the
+/// smallest autonuma task ([`smallest_task`], bound to `node`), each of
+/// its lines read as the runner reads them, timestamped as they arrive.
+pub fn process_us(exe: &Path, node: u32, budget: Duration) -> std::io::Result<ProcessTimes> {
+    use std::io::BufRead;
+    let plan = smallest_task(node);
     let t0 = Instant::now();
     let (mut launch, mut start, mut exit) = (Vec::new(), Vec::new(), Vec::new());
     while t0.elapsed() < budget || launch.len() < 3 {
         let before = numalab_linux::perf::monotonic_ns();
         let t = Instant::now();
         let mut cmd = Command::new(exe);
-        cmd.args(["__task", "stamp"])
+        cmd.args(["__task", "autonuma", &plan])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         numalab_linux::child::die_with_parent(&mut cmd);
         let mut c = cmd.spawn()?;
         launch.push(t.elapsed().as_secs_f64() * 1e6);
-        let mut text = String::new();
-        // Reaped whatever the read gave, so no child outlives an error.
-        let read = c.stdout.take().expect("piped").read_to_string(&mut text);
+        let (mut threads, mut last, mut done) = (None, before, false);
+        // Reaped whatever the reading gave, so no child outlives an error.
+        let out = std::io::BufReader::new(c.stdout.take().expect("piped"));
+        let mut read = Ok(());
+        for line in out.lines() {
+            let now = numalab_linux::perf::monotonic_ns();
+            match line {
+                Ok(l) => {
+                    last = now;
+                    threads = threads.or(l.starts_with("threads ").then_some(now));
+                    done |= l.starts_with("done ");
+                }
+                Err(e) => {
+                    read = Err(e);
+                    break;
+                }
+            }
+        }
         let s = c.wait()?;
         read?;
         let reaped = numalab_linux::perf::monotonic_ns();
-        let stamp = text
-            .trim()
-            .strip_prefix("stamp ")
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|&v| s.success() && (before..=reaped).contains(&v))
-            .ok_or_else(|| {
-                std::io::Error::other(format!(
-                    "{} __task stamp: {s} ({:?})",
-                    exe.display(),
-                    text.trim()
-                ))
-            })?;
-        start.push((stamp - before) as f64 / 1e3);
-        exit.push((reaped - stamp) as f64 / 1e3);
+        let started = threads.filter(|_| s.success() && done).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "{} __task autonuma (one page, one thread): {s}, {}",
+                exe.display(),
+                if done {
+                    "its threads never said"
+                } else {
+                    "no report of its work"
+                }
+            ))
+        })?;
+        start.push((started - before) as f64 / 1e3);
+        exit.push((reaped - last) as f64 / 1e3);
     }
     let median = |v: &[f64]| Figure::of(v, "").value;
     Ok(ProcessTimes {

@@ -808,7 +808,8 @@ fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateE
     let mut children = Vec::new();
     let mut exec_shares = Vec::new();
     for _ in 0..3 {
-        let p = costs::process_us(exe, b).map_err(failed("starting numalab"))?;
+        let node = m.cpu_nodes.first().copied().unwrap_or(0);
+        let p = costs::process_us(exe, node, b).map_err(failed("starting numalab"))?;
         launches.push(p.launch_us);
         starts.push(p.start_us);
         exits.push(p.exit_us);
@@ -828,15 +829,15 @@ fn process_costs(m: &Machine, phases: &mut Phases) -> Result<Process, CalibrateE
     );
     let launch = Figure::of(
         &launches,
-        "spawn of numalab __task stamp until spawn returns (fork + execve)",
+        "spawn of a benchmark task (numalab __task autonuma, one thread zeroing one page) until spawn returns (fork + execve)",
     );
     let start = Figure::of(
         &starts,
-        "spawn of numalab __task stamp until the clock it reads at once (fork, execve, loader, runtime)",
+        "spawn of the same task until it says its thread runs, as the runner waits for a run's work to begin (fork, execve, loader, runtime, its plan, its buffer bound, its thread created)",
     );
     let exit = Figure::of(
         &exits,
-        "numalab __task stamp from its clock reading to its reaping (exit, teardown, waitpid)",
+        "the same task from its last word (its report) to its reaping (exit, teardown, waitpid)",
     );
     let exec = Figure::of(
         &children.iter().map(|c| c.max(1.0)).collect::<Vec<_>>(),

@@ -109,6 +109,13 @@ fn calibrate_writes_a_machine_file_the_simulator_runs_on() {
     );
     assert!(start > launch, "launch {launch} us, start {start} us");
     assert!(value(&toml, "process_exit_us") > 0.0);
+    // ... of a benchmark's own task process, until its thread runs, as
+    // the runner waits for it (a bare process started 30 ms sooner in
+    // a TCG guest than numalab's tasks did).
+    assert!(
+        toml.contains("until it says its thread runs"),
+        "process_start_us from a benchmark task: {toml}"
+    );
     // The user share of a message's and of a child's CPU time, measured.
     for k in ["msg_user_share", "exec_user_share"] {
         let v = value(&toml, k);

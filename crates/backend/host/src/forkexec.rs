@@ -68,16 +68,6 @@ pub fn burst_main(args: &[String]) -> i32 {
     0
 }
 
-/// `numalab __task stamp`: CLOCK_MONOTONIC in nanoseconds as soon as the
-/// re-executed numalab reaches its work (`stamp NS` on standard output),
-/// then exit: `numalab calibrate` times a process's start (its launch to
-/// this stamp) and its exit (the stamp to its reaping) with it.
-pub fn stamp_main() -> i32 {
-    let ns = numalab_linux::perf::monotonic_ns();
-    println!("stamp {ns}");
-    0
-}
-
 /// How a child ended, from `waitpid`'s status.
 fn describe_status(status: i32) -> Option<String> {
     if libc::WIFEXITED(status) {

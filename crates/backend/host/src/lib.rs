@@ -418,7 +418,6 @@ pub fn internal_main(args: &[String]) -> i32 {
             Some("hold") => autonuma_task::hold_main(&args[2..]),
             Some("spin") => placement_run::spin_main(&args[2..]),
             Some("burst") => forkexec::burst_main(&args[2..]),
-            Some("stamp") => forkexec::stamp_main(),
             Some("mem") => mem::task_main(&args[2..]),
             other => {
                 numalab_linux::errln!("numalab: internal: unknown task {other:?}");
