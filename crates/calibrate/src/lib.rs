@@ -1316,9 +1316,8 @@ mod tests {
     /// The rate for loads fitted to every CPU reading at once is the one
     /// at which the simulator's own controller (`Resource::load`, loads
     /// served at `memory.read_bandwidth_gbs`) carries what was measured;
-    /// loads that scaled, or one thread, fit none. (This machine, its
-    /// host running both vCPUs on one CCD: one thread read 31 GB/s, two
-    /// 42.7.)
+    /// loads that scaled, or one thread, fit none. (This machine in its
+    /// host's slow mode: one thread read 31 GB/s, two 42.7.)
     #[test]
     fn the_rate_for_loads_carries_what_every_cpu_read_through_the_model() {
         let r = read_bandwidth(2, 31.0, 42.7, 110.0).unwrap();

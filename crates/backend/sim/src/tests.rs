@@ -517,35 +517,35 @@ fn a_controllers_rate_for_loads_bounds_every_cpu_reading_and_leaves_stores() {
     let gbs_on = |m: Machine, case: &Case| {
         let r = record(&config(m, "linux", "none", 1), case);
         assert!(r.outcome.is_ok(), "{:?}", r.outcome);
-        (r.metric("bandwidth_gbs").unwrap(), ())
+        r.metric("bandwidth_gbs").unwrap()
     };
     let base = Machine::load("genoa2n").unwrap();
-    let (read, _) = gbs_on(base.clone(), &big(Op::Read, 32));
-    let (zero, _) = gbs_on(base.clone(), &big(Op::Memset, 32));
+    let read = gbs_on(base.clone(), &big(Op::Read, 32));
+    let zero = gbs_on(base.clone(), &big(Op::Memset, 32));
     let same = Machine::load(&format!(
         "genoa2n[memory.read_bandwidth_gbs={}]",
         base.bandwidth[0]
     ))
     .unwrap();
-    let (r, _) = gbs_on(same, &big(Op::Read, 32));
+    let r = gbs_on(same, &big(Op::Read, 32));
     assert!(
         (r / read - 1.0).abs() < 1e-9,
         "the stores' rate for loads: {r} against {read}"
     );
     let limit = read / 3.0;
     let narrow = Machine::load(&format!("genoa2n[memory.read_bandwidth_gbs={limit}]")).unwrap();
-    let (r, _) = gbs_on(narrow.clone(), &big(Op::Read, 32));
+    let r = gbs_on(narrow.clone(), &big(Op::Read, 32));
     assert!(
         r <= limit * 1.02 && r > limit * 0.7,
         "read {r} under a rate for loads of {limit}"
     );
-    let (z, _) = gbs_on(narrow.clone(), &big(Op::Memset, 32));
+    let z = gbs_on(narrow.clone(), &big(Op::Memset, 32));
     assert!((z / zero - 1.0).abs() < 1e-9, "memset {z} against {zero}");
     // An update's loads queue at the read rate, its write-backs at the
     // stores': slower than before, faster than reads alone would allow
     // for as many lines.
-    let (w0, _) = gbs_on(base, &big(Op::Write, 32));
-    let (w, _) = gbs_on(narrow, &big(Op::Write, 32));
+    let w0 = gbs_on(base, &big(Op::Write, 32));
+    let w = gbs_on(narrow, &big(Op::Write, 32));
     assert!(
         w < w0 * 0.9,
         "update {w} against {w0} without the rate for loads"
