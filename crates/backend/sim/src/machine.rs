@@ -1597,6 +1597,13 @@ min_ghz = 1
                 "memory.bandwidth_gbs = 0: must be between 0.001 and 100000 GB/s, or inf (unlimited)",
             ),
             (
+                OK.replace(
+                    "bandwidth_gbs = 10",
+                    "bandwidth_gbs = 10\nread_bandwidth_gbs = -3",
+                ),
+                "memory.read_bandwidth_gbs = -3: must be between 0.001 and 100000 GB/s, or inf (unlimited)",
+            ),
+            (
                 format!("{OK}{}", bus("fsb", "1", "cpu_nodes = [2]")),
                 "bus \"fsb\": unknown node 2 in cpu_nodes (nodes are 0..1)",
             ),
